@@ -1,0 +1,44 @@
+"""Where the user's own files live, and the catalog built from them (no textual here)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..model.hardware import builtin_gpus, load_gpu_file
+from ..model.plan import Plan, load_plan
+from ..model.projection import Catalog
+from ..model.targets import resolve_target
+
+CONFIG_DIR_ENV = "DFLASH_PLAN_CONFIG_DIR"
+
+
+def user_config_dir() -> Path:
+    """$DFLASH_PLAN_CONFIG_DIR, else the platform's user config folder for dflash-plan."""
+    if os.environ.get(CONFIG_DIR_ENV):
+        return Path(os.environ[CONFIG_DIR_ENV])
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("dflash-plan", appauthor=False))
+
+
+def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
+    """Built-in GPUs, then the user config's hardware.toml, then each --hardware file."""
+    gpus = builtin_gpus()
+    user_file = user_config_dir() / "hardware.toml"
+    for path in ([user_file] if user_file.is_file() else []) + list(hardware_files or []):
+        gpus = load_gpu_file(path, gpus)
+    return Catalog(gpus=gpus)
+
+
+def with_target(catalog: Catalog, plan: Plan, base_dir: Path | None) -> Catalog:
+    """The catalog, plus the plan's target model when it is a config.json path."""
+    spec = plan.workload.target_model
+    if spec in catalog.models:
+        return catalog
+    return catalog.with_model(spec, resolve_target(spec, base_dir))
+
+
+def open_plan(path: Path | None, sets: list[str] | None, catalog: Catalog) -> tuple[Plan, Catalog]:
+    plan = load_plan(path, sets)
+    return plan, with_target(catalog, plan, path.parent if path else None)

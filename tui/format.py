@@ -1,0 +1,37 @@
+"""Formatting of model figures for people: the only place numbers get units and rounding."""
+
+from __future__ import annotations
+
+DASH = "—"
+
+
+def ktok(tokens_per_s: float | None) -> str:
+    return DASH if tokens_per_s is None else f"{tokens_per_s / 1e3:,.1f} Ktok/s"
+
+
+def days(value: float | None) -> str:
+    return DASH if value is None else f"{value:,.1f} days"
+
+
+def cost(value: float | None, unit: str) -> str:
+    if value is None:
+        return DASH
+    if unit == "USD":
+        return f"${value:,.0f}"
+    return f"{value:,.0f} {unit}"
+
+
+def pct(value: float | None) -> str:
+    return DASH if value is None else f"{value * 100:.0f} %"
+
+
+def gb(value: float) -> str:
+    return f"{value:,.1f} GB"
+
+
+def times(value: float | None) -> str:
+    return DASH if value is None else f"{value:.2f}x"
+
+
+def signed_days(value: float | None) -> str:
+    return DASH if value is None else f"{value:+,.1f} days"
