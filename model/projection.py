@@ -395,8 +395,8 @@ def project(plan: Plan, catalog: Catalog) -> Projection:
         if link.tokens_per_s and throughput / link.tokens_per_s > LINK_BUSY_WARNING:
             warnings.append(f"hidden-state link {_pct(throughput / link.tokens_per_s)} busy "
                             f"({link.description})")
-    for key, price in view.by_gpu.items():
-        if price.source == "none" and key in plan.gpus_in_use():
+    for key in plan.gpus_in_use():
+        if view.per_hour(key) is None:
             warnings.append(f"no price for {gpus[key].name}: set cost.usd_per_gpu_hour.{key} "
                             f"or cost.ratio.{key}")
     if model.is_moe and not (cal.target):

@@ -1,0 +1,65 @@
+"""Import hygiene and packaging: the model is pure, the CLI is headless, the wheel is whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_model_imports_no_ui_library():
+    loaded = modules_after("import dflash_plan.model.projection, dflash_plan.model.compare, "
+                           "dflash_plan.model.plan")
+    assert "dflash_plan.model.projection" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich")}
+
+
+def test_headless_cli_imports_no_textual():
+    loaded = modules_after(
+        "import contextlib, io\n"
+        "from dflash_plan.tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['project', '--json']); main(['project']); main(['gpus']); main(['models'])")
+    assert "dflash_plan.tui.report" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "textual"}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True)
+    return next(out.glob("dflash_plan-*.whl"))
+
+
+def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "dflash_plan/model/hardware.toml" in names
+    assert "dflash_plan/model/default_plan.toml" in names
+    assert "dflash_plan/tui/app.tcss" in names
+    assert not any(n.startswith(("model/", "tui/")) for n in names)   # one namespace only
+    text = zipfile.ZipFile(wheel).read("dflash_plan/model/hardware.toml").decode()
+    assert text == (ROOT / "hardware.toml").read_text()
+
+
+def test_installed_wheel_finds_its_catalog(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "import dflash_plan.model.hardware as h, dflash_plan.model.plan as p\n"
+            "assert h.__file__.startswith(sys.argv[1]), h.__file__\n"
+            "print(len(h.builtin_gpus()), p.default_plan().target.count)")
+    out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["14", "3"]

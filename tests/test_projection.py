@@ -1,0 +1,215 @@
+"""The pipeline against the user's measured run and the physics of each limit."""
+
+from __future__ import annotations
+
+import pytest
+from support import edit
+
+from dflash_plan.model.compare import compare
+from dflash_plan.model.hardware import Gpu, load_gpu_file
+from dflash_plan.model.plan import default_plan
+from dflash_plan.model.projection import Catalog, balance, project, target_roofline
+from dflash_plan.model.targets import PRESETS
+from dflash_plan.model.work import target_work
+
+# situation.md: 3 targets + 1 drafter on RTX PRO 6000, 14.8 Ktok/s, 6 epochs in 8.8 days.
+MEASURED_TOKENS_PER_S = 14_800
+MEASURED_DAYS = 8.8
+
+
+def test_default_plan_reproduces_the_measured_run(catalog, baseline):
+    p = project(baseline, catalog)
+    assert p.tokens_per_s == pytest.approx(MEASURED_TOKENS_PER_S, rel=0.005)
+    assert p.days == pytest.approx(MEASURED_DAYS, rel=0.01)
+    assert p.bottleneck == "target"
+    assert p.target.source == "measured" and p.drafter.source == "estimated"
+    # The drafter's queue stayed empty: the estimate must keep up with the measured rate.
+    assert p.drafter.capacity_tokens_per_s > MEASURED_TOKENS_PER_S
+    assert p.target.utilization == pytest.approx(1.0)
+
+
+def test_seven_targets_with_a_measured_drafter(catalog, baseline):
+    plan = edit(baseline, target={"count": 7},
+                calibration={"target": {"rtx-pro-6000": 4933.3},
+                             "drafter": {"rtx-pro-6000": 40_000}})
+    p = project(plan, catalog)
+    # situation.md's hand projection: 14.8 x 7/3 = 34.5 Ktok/s, about 3.8 days.
+    assert p.ktok_per_s == pytest.approx(34.5, rel=0.02)
+    assert p.days == pytest.approx(3.8, rel=0.02)
+    assert p.bottleneck == "target"
+
+
+def test_seven_targets_with_the_single_estimated_drafter_says_it_binds(catalog, baseline):
+    base = project(baseline, catalog)
+    p = project(edit(baseline, target={"count": 7}), catalog)
+    assert p.bottleneck == "drafter"
+    assert p.tokens_per_s == pytest.approx(base.drafter.capacity_tokens_per_s)
+    assert p.tokens_per_s < 7 / 3 * MEASURED_TOKENS_PER_S
+    assert p.marginal_target_tokens_per_s == 0
+
+
+def test_marginal_gains_inside_and_beyond_one_node(catalog, baseline):
+    six = project(edit(baseline, target={"count": 6}), catalog)      # 6 + 1: drafter-bound
+    assert six.bottleneck == "drafter" and six.marginal_target_tokens_per_s == 0
+    # A second drafter in the same 8-GPU node lifts the rate to the targets' 6 x 4,933.
+    assert six.marginal_drafter_tokens_per_s == pytest.approx(6 * 4933.3 - six.tokens_per_s)
+    # 7 + 2 needs a ninth GPU on a second node: the drafters' gradient all-reduce then
+    # crosses a 25 Gb/s NIC, 2.1 GB of bf16 gradients per step, and costs more than it adds.
+    seven = project(edit(baseline, target={"count": 7}), catalog)
+    assert seven.marginal_drafter_tokens_per_s < 0
+
+
+def test_calibration_carries_over_by_roofline(catalog, baseline):
+    b200 = project(edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}), catalog)
+    # Both GPUs are compute-bound on this workload, so the measured rate scales with the
+    # dense bf16 peak and with the ratio of default prefill efficiencies (40 % vs 45 %).
+    expected = 4933.3 * (2250 / 504) * (0.40 / 0.45)
+    assert b200.target.per_gpu_tokens_per_s == pytest.approx(expected, rel=1e-6)
+    assert b200.target.source == "estimated"
+    assert "carried over" in b200.target.basis
+
+
+def test_the_users_question_four_b200_at_3_4x(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    new, base = project(plan, catalog), project(baseline, catalog)
+    c = compare(new, base)
+    per_gpu = (2250 / 504) * (0.40 / 0.45)            # 3.97x per target GPU
+    assert c.speedup == pytest.approx(per_gpu, rel=1e-3)
+    # Same GPU count at 3.4x the price per GPU-hour, for 1/3.97 of the hours.
+    assert c.cost_ratio == pytest.approx(3.4 / per_gpu, rel=1e-3)
+    assert c.cost_ratio < 1                            # faster and cheaper
+    assert any("4.46x" in line and "4.30x" in line for line in c.why)   # bf16, bandwidth
+
+
+def test_b300_differs_from_b200_only_where_physics_says(catalog):
+    b200, b300 = catalog.gpus["b200"], catalog.gpus["b300"]
+    assert b300.bf16_tflops == b200.bf16_tflops
+    model = PRESETS["qwen3-8b"]
+    work = target_work(model, model.default_layer_ids(), 3072)
+    r200, r300 = target_roofline(work, b200), target_roofline(work, b300)
+    # Softmax exponentials cost as much as attention's matmuls at head_dim 128: attention
+    # costs 2x its matmul FLOPs on B200, 1 + 1/2 on B300. Linear layers are unchanged.
+    lin, att = work.linear_flop_per_token, work.attention_flop_per_token
+    assert r300.compute_tokens_per_s / r200.compute_tokens_per_s == pytest.approx(
+        (lin + 2 * att) / (lin + 1.5 * att))
+    assert 1 < r300.compute_tokens_per_s / r200.compute_tokens_per_s < 1.2
+    # Memory: gpt-oss-120b's 234 GB of bf16 weights fit one B300 (270 GB), not one B200.
+    plan = edit(default_plan(), workload={"target_model": "gpt-oss-120b"},
+                target={"gpu": "b200", "count": 1}, drafter={"gpu": "b200"}, calibration={})
+    assert not project(plan, catalog).target.memory.fits
+    assert project(edit(plan, target={"gpu": "b300"}), catalog).target.memory.fits
+    # Network: 800 vs 400 Gb/s per GPU.
+    assert b300.network_bytes_per_s == 2 * b200.network_bytes_per_s
+
+
+def test_roofline_has_two_limits(catalog):
+    model = PRESETS["qwen3-8b"]
+    work = target_work(model, model.default_layer_ids(), 2344)
+    gpu = catalog.gpus["rtx-pro-6000"]
+    roof = target_roofline(work, gpu)
+    assert roof.limit == "compute"
+    assert roof.compute_tokens_per_s == pytest.approx(504e12 / work.time_flop(1.0))
+    # The same GPU with 1/100 of the memory bandwidth: weights (13.1 GB per 2344-token
+    # forward) and activations now take longer to stream than to multiply.
+    slow = gpu.model_copy(update={"mem_bw_tb_s": 0.0179})
+    slow_roof = target_roofline(work, slow)
+    assert slow_roof.limit == "memory"
+    assert slow_roof.tokens_per_s == pytest.approx(0.0179e12 / work.bytes_per_token)
+    assert work.weight_bytes_per_forward == 2 * 34 * model.layer_params_total
+
+
+def test_bottleneck_moves_with_the_split(catalog, baseline):
+    plan = edit(baseline, calibration={"target": {}, "drafter": {}})
+    splits = {t: project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
+              for t in range(1, 8)}
+    assert splits[1].bottleneck == "target"
+    assert splits[7].bottleneck == "drafter"
+    switch = [t for t in range(1, 7) if splits[t].bottleneck != splits[t + 1].bottleneck]
+    assert len(switch) == 1
+
+
+def test_sample_length_moves_the_bottleneck(catalog, baseline):
+    plan = edit(baseline, calibration={"target": {}, "drafter": {}},
+                workload={"num_anchors": 512, "max_length": 8192})
+    plan = edit(plan, target={"count": 1}, drafter={"count": 1})
+    short = project(edit(plan, workload={"avg_sample_tokens": 600}), catalog)
+    long = project(edit(plan, workload={"avg_sample_tokens": 8000}), catalog)
+    # Drafter work per sample is set by anchors, so longer samples cost it less per token.
+    assert short.bottleneck == "drafter"
+    assert long.bottleneck == "target"
+
+
+def test_balance_finds_the_fastest_split(catalog, baseline):
+    plan = edit(baseline, target={"count": 7}, drafter={"count": 1})
+    best = balance(plan, catalog)
+    assert best.target.count + best.drafter.count == 8
+    rates = [project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
+             .tokens_per_s for t in range(1, 8)]
+    assert project(best, catalog).tokens_per_s == pytest.approx(max(rates))
+
+
+def test_a_70b_target_on_one_24gb_card_does_not_fit(catalog, baseline):
+    plan = edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
+                target={"gpu": "rtx-4090", "count": 1}, drafter={"gpu": "rtx-4090"},
+                calibration={"target": {}, "drafter": {}})
+    p = project(plan, catalog)
+    # 70.55 B parameters x 2 bytes = 141 GB of weights against 24 GB.
+    assert p.target.memory.items_gb[0] == ("weights", pytest.approx(141.1, rel=0.01))
+    assert not p.fits and p.tokens_per_s is None and p.days is None and p.bottleneck is None
+    assert any("target does not fit" in w for w in p.warnings)
+    assert p.to_json()["target"]["fits"] is False
+
+
+def test_a_70b_target_across_nodes_on_a_slow_network_is_link_bound(catalog, baseline, tmp_path):
+    slow = tmp_path / "slow.toml"
+    slow.write_text("[b200]\nnetwork_gbps_per_gpu = 1\n")
+    gpus = load_gpu_file(slow, catalog.gpus)
+    plan = edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
+                target={"gpu": "b200", "count": 8, "tp": 8}, drafter={"gpu": "b200", "count": 8},
+                calibration={"target": {}, "drafter": {}})
+    p = project(plan, Catalog(gpus=gpus))
+    assert p.placement.nodes == 2 and p.link.crossing_share == 1.0
+    assert p.bottleneck == "link"
+    # 8 target GPUs x 1 Gb/s = 1 GB/s of NICs; 5 x 8192 x 2 = 81,920 bytes per token.
+    assert p.tokens_per_s == pytest.approx(8 * 1e9 / 8 / 81_920)
+
+
+def test_tensor_parallel_pays_for_its_all_reduces(catalog, baseline):
+    plan = edit(baseline, calibration={"target": {}, "drafter": {}},
+                target={"count": 4, "tp": 2}, drafter={"count": 4})
+    pcie = project(plan, catalog).target
+    nvlink = project(edit(plan, target={"gpu": "h100-sxm"}, drafter={"gpu": "h100-sxm"}),
+                     catalog).target
+    assert 0.5 < pcie.scaling_efficiency < nvlink.scaling_efficiency < 1
+
+
+def test_a_calibration_beyond_the_hardware_is_flagged(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
+                calibration={"target": {"b200": 200_000}})
+    p = project(plan, catalog)
+    assert any("calibration.target.b200" in w and "ceiling" in w for w in p.warnings)
+
+
+def test_an_estimate_contradicting_a_measurement_is_flagged(catalog, baseline):
+    # The measured 4,933 tok/s per GPU is 14 % of peak, against 45 % assumed by default.
+    warnings = project(baseline, catalog).warnings
+    assert any("measured 4,933 tok/s per GPU" in w and "default efficiency" in w
+               for w in warnings)
+
+
+def test_json_contract_has_the_documented_fields(catalog, baseline):
+    doc = project(baseline, catalog).to_json()
+    for key in ("tokens_per_s", "ktok_per_s", "samples_per_s", "days", "epochs", "gpu_hours",
+                "total_cost", "cost_unit", "bottleneck", "warnings"):
+        assert key in doc
+    for role in ("target", "drafter"):
+        for key in ("gpu", "count", "capacity_tokens_per_s", "utilization", "efficiency",
+                    "source", "memory_gb_needed", "memory_gb_available", "fits"):
+            assert key in doc[role]
+
+
+def test_gpu_catalog_has_every_reference_gpu(catalog):
+    assert set(catalog.gpus) >= {"rtx-pro-6000", "b200", "b300", "gb200", "h100-sxm",
+                                 "h100-pcie", "h200", "a100-80g", "l40s", "rtx-5090",
+                                 "rtx-4090", "mi300x", "mi325x", "mi355x"}
+    assert all(isinstance(g, Gpu) for g in catalog.gpus.values())
