@@ -80,6 +80,22 @@ class Calibration(_Section):
     drafter: dict[str, PositiveFloat] = Field(default_factory=dict)
 
 
+class Launch(_Section):
+    """How to start the real pipeline (the run's names and paths; the split comes from the
+    plan). Every key is optional."""
+
+    format: Literal["specforge", "speculators", "specforge-legacy", "slurm", "template"] = "specforge"
+    run_id: str = Field("dflash-run", min_length=1)
+    train_data_path: str = Field("./cache/dataset/train.jsonl", min_length=1)
+    output_dir: str | None = Field(None, description="default: ./outputs/<run_id>")
+    target_model_path: str | None = Field(None, description="default: the preset's repository")
+    chat_template: str | None = None
+    hosts: tuple[str, ...] = Field((), description="node host names, node 0 first")
+    master_port: int = Field(29500, ge=1, le=65535)
+    base_port: int = Field(30000, ge=1, le=65535, description="first capture server port")
+    template: str | None = Field(None, description="command template with {placeholders}")
+
+
 class Plan(_Section):
     schema_version: Literal[1] = SCHEMA_VERSION
     name: str = ""
@@ -88,6 +104,7 @@ class Plan(_Section):
     drafter: DrafterPool = DrafterPool()
     cost: Cost = Cost()
     calibration: Calibration = Calibration()
+    launch: Launch = Launch()
 
     def gpus_in_use(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.target.gpu, self.drafter.gpu)))
@@ -104,6 +121,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("drafter",): list(DrafterPool.model_fields),
     ("cost",): list(Cost.model_fields),
     ("calibration",): list(Calibration.model_fields),
+    ("launch",): list(Launch.model_fields),
 }
 
 
@@ -122,6 +140,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     doc = plan.model_dump(mode="json", exclude_none=True)
     if "target_layer_ids" in doc["workload"]:
         doc["workload"]["target_layer_ids"] = list(doc["workload"]["target_layer_ids"])
+    doc["launch"]["hosts"] = list(doc["launch"]["hosts"])
     return doc
 
 

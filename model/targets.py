@@ -30,6 +30,9 @@ class TargetModel(BaseModel):
     sliding_window: PositiveInt | None = None
     sliding_layers: tuple[int, ...] = ()
     default_block_size: PositiveInt = 16
+    hf_id: str | None = Field(None, description="Hugging Face repository, for launch commands")
+    chat_template: str = "qwen"
+    path: str | None = Field(None, description="local model folder (config.json targets)")
 
     @property
     def is_moe(self) -> bool:
@@ -95,24 +98,31 @@ def _preset(**fields: object) -> TargetModel:
 PRESETS: dict[str, TargetModel] = {
     model.key: model
     for model in (
-        _preset(key="qwen3-4b", name="Qwen3-4B", n_layers=36, hidden=2560, intermediate=9728,
+        _preset(key="qwen3-4b", hf_id="Qwen/Qwen3-4B", chat_template="qwen",
+                name="Qwen3-4B", n_layers=36, hidden=2560, intermediate=9728,
                 n_heads=32, n_kv_heads=8, head_dim=128, vocab=151_936, tie_embeddings=True),
-        _preset(key="qwen3-8b", name="Qwen3-8B", n_layers=36, hidden=4096, intermediate=12288,
+        _preset(key="qwen3-8b", hf_id="Qwen/Qwen3-8B", chat_template="qwen",
+                name="Qwen3-8B", n_layers=36, hidden=4096, intermediate=12288,
                 n_heads=32, n_kv_heads=8, head_dim=128, vocab=151_936),
-        _preset(key="llama-3.1-8b-instruct", name="Llama-3.1-8B-Instruct", n_layers=32,
+        _preset(key="llama-3.1-8b-instruct", hf_id="meta-llama/Llama-3.1-8B-Instruct", chat_template="llama3",
+                name="Llama-3.1-8B-Instruct", n_layers=32,
                 hidden=4096, intermediate=14336, n_heads=32, n_kv_heads=8, head_dim=128,
                 vocab=128_256),
-        _preset(key="qwen3-30b-a3b", name="Qwen3-30B-A3B", n_layers=48, hidden=2048,
+        _preset(key="qwen3-30b-a3b", hf_id="Qwen/Qwen3-30B-A3B", chat_template="qwen",
+                name="Qwen3-30B-A3B", n_layers=48, hidden=2048,
                 intermediate=6144, n_heads=32, n_kv_heads=4, head_dim=128, vocab=151_936,
                 n_experts=128, experts_per_token=8, moe_intermediate=768),
-        _preset(key="llama-3.3-70b-instruct", name="Llama-3.3-70B-Instruct", n_layers=80,
+        _preset(key="llama-3.3-70b-instruct", hf_id="meta-llama/Llama-3.3-70B-Instruct", chat_template="llama3",
+                name="Llama-3.3-70B-Instruct", n_layers=80,
                 hidden=8192, intermediate=28672, n_heads=64, n_kv_heads=8, head_dim=128,
                 vocab=128_256),
-        _preset(key="gpt-oss-20b", name="gpt-oss-20b", n_layers=24, hidden=2880,
+        _preset(key="gpt-oss-20b", hf_id="openai/gpt-oss-20b", chat_template="gpt-oss",
+                name="gpt-oss-20b", n_layers=24, hidden=2880,
                 intermediate=2880, n_heads=64, n_kv_heads=8, head_dim=64, vocab=201_088,
                 n_experts=32, experts_per_token=4, moe_intermediate=2880, sliding_window=128,
                 sliding_layers=tuple(range(0, 24, 2)), default_block_size=10),
-        _preset(key="gpt-oss-120b", name="gpt-oss-120b", n_layers=36, hidden=2880,
+        _preset(key="gpt-oss-120b", hf_id="openai/gpt-oss-120b", chat_template="gpt-oss",
+                name="gpt-oss-120b", n_layers=36, hidden=2880,
                 intermediate=2880, n_heads=64, n_kv_heads=8, head_dim=64, vocab=201_088,
                 n_experts=128, experts_per_token=4, moe_intermediate=2880, sliding_window=128,
                 sliding_layers=tuple(range(0, 36, 2)), default_block_size=10),
@@ -160,6 +170,7 @@ def load_config_json(path: Path) -> TargetModel:
     try:
         return TargetModel(
             key=str(path), name=str(name), n_layers=layers, hidden=hidden,
+            path=str(Path(path).resolve().parent),
             intermediate=int(_field(config, ("intermediate_size",), where)),
             n_heads=heads,
             n_kv_heads=int(_field(config, ("num_key_value_heads",), where, default=heads)),

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from ..model.errors import PlanError
+from ..model.launch import FORMATS
 
-COMMANDS = ("project", "gpus", "models", "check", "new")
+COMMANDS = ("project", "launch", "gpus", "models", "check", "new")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON (a stable contract)")
     p.add_argument("--baseline", nargs="?", const="builtin", metavar="PLAN.toml",
                    help="compare against a baseline plan (default: the built-in plan)")
+    p = sub.add_parser("launch", help="print the command that starts the planned run")
+    _plan_args(p)
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="launch format (default: the plan's launch.format, else specforge)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="write the script to FILE (atomically) instead of printing it")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p = sub.add_parser("gpus", help="list the GPU catalog")
     _common(p)
     p.add_argument("--json", action="store_true")
@@ -116,6 +124,8 @@ def _run(args: argparse.Namespace) -> int:
               f"{len(projection.warnings)} warning(s))")
         return 0
     plan, catalog = open_plan(args.plan, args.sets, catalog)
+    if args.command == "launch":
+        return _launch(args, plan, catalog)
     projection = project(plan, catalog)
     baseline = None
     if args.baseline is not None:
@@ -133,6 +143,23 @@ def _run(args: argparse.Namespace) -> int:
         print()
     else:
         report.projection(projection, baseline)
+    return 0
+
+
+def _launch(args: argparse.Namespace, plan, catalog) -> int:
+    from ..model.launch import generate
+    from ..model.tomlfile import write_atomic
+    from .config import user_template
+
+    script = generate(plan, catalog, args.format, template=user_template())
+    if args.output is None:
+        sys.stdout.write(script.text)
+        return 0
+    if args.output.exists() and not args.force:
+        raise PlanError(f"{args.output}: already exists (use --force to overwrite)")
+    write_atomic(args.output, script.text)
+    args.output.chmod(args.output.stat().st_mode | 0o111)
+    print(f"wrote {args.output} ({script.format})", file=sys.stderr)
     return 0
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..model.errors import PlanError
 from ..model.hardware import builtin_gpus, load_gpu_file
+from ..model.tomlfile import read_toml
 from ..model.plan import Plan, load_plan
 from ..model.projection import Catalog
 from ..model.targets import resolve_target
@@ -29,6 +31,21 @@ def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
     for path in ([user_file] if user_file.is_file() else []) + list(hardware_files or []):
         gpus = load_gpu_file(path, gpus)
     return Catalog(gpus=gpus)
+
+
+def user_template() -> str | None:
+    """The `template` of the user config's launch.toml, if there is one."""
+    path = user_config_dir() / "launch.toml"
+    if not path.is_file():
+        return None
+    doc, _ = read_toml(path)
+    template = doc.get("template")
+    if template is not None and not isinstance(template, str):
+        raise PlanError(f"{path}: template = {template!r}: must be a string")
+    unknown = set(doc) - {"template"}
+    if unknown:
+        raise PlanError(f"{path}: unknown key '{sorted(unknown)[0]}'; allowed: template")
+    return template
 
 
 def with_target(catalog: Catalog, plan: Plan, base_dir: Path | None) -> Catalog:
