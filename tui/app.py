@@ -1,0 +1,460 @@
+"""The interactive planner: one plan, edited live; every figure comes from the model."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+
+from ..model.compare import compare
+from ..model.errors import PlanError
+from ..model.launch import FORMATS, generate
+from ..model.plan import Plan, check_names, default_plan, plan_from_dict, plan_to_dict, save_plan
+from ..model.projection import Catalog, Projection, balance, project
+from ..model.targets import PRESETS
+from ..model.tomlfile import write_atomic
+from .config import load_catalog, open_plan, user_template, with_target
+from .fields import FIELDS, get, plan_path, put
+from .screens import ConfirmDialog, HelpScreen, PathDialog
+from .widgets import Field, InputsPanel, LaunchPanel, ResultsPanel
+
+DEBOUNCE_S = 0.15
+
+
+class PlannerApp(App[None]):
+    """`PlannerApp()` opens the built-in plan; `PlannerApp(path)` opens a plan file."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "dflash-plan"
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="save"),
+        Binding("f2", "save_as", "Save as", id="save-as", show=False),
+        Binding("ctrl+o", "open", "Open", id="open"),
+        Binding("ctrl+n", "new", "New", id="new", show=False),
+        Binding("less_than_sign", "to_drafter", "GPU→drafter", id="split-to-drafter",
+                key_display="<", priority=True),
+        Binding("greater_than_sign", "to_target", "GPU→target", id="split-to-target",
+                key_display=">", priority=True),
+        Binding("ctrl+b", "balance", "Balance", id="balance"),
+        Binding("ctrl+l", "pin_baseline", "Pin baseline", id="pin-baseline", show=False),
+        Binding("ctrl+y", "copy_launch", "Copy launch", id="copy-launch", show=False),
+        Binding("ctrl+e", "export_launch", "Export launch", id="export-launch", show=False),
+        Binding("ctrl+t", "toggle_theme", "Light/dark", id="toggle-theme", show=False),
+        Binding("f1", "help", "Help", id="help"),
+        Binding("question_mark", "help", "Help", id="help-question", show=False),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
+
+    def __init__(self, plan_path: Path | str | None = None, *, hardware: list[Path] | None = None,
+                 debounce_s: float = DEBOUNCE_S) -> None:
+        super().__init__()
+        self.debounce_s = debounce_s
+        self.catalog: Catalog = load_catalog(hardware)
+        self.path: Path | None = Path(plan_path) if plan_path is not None else None
+        plan, self.catalog = open_plan(self.path, None, self.catalog)
+        self._load(plan)
+        self._timer: Timer | None = None
+        self.recompute_count = 0
+        self.launch_format = plan.launch.format
+        self.launch_text = ""
+
+    # --- state -----------------------------------------------------------------------
+
+    def _load(self, plan: Plan) -> None:
+        """Make plan the current, saved and baseline plan."""
+        self.plan = plan
+        self.saved_plan: Plan | None = plan if self.path is not None else None
+        self.doc: dict[str, Any] = plan_to_dict(plan)
+        self.invalid: dict[str, str] = {}
+        self.projection: Projection = project(plan, self.catalog)
+        self.baseline: Projection = self.projection
+        self.baseline_name = plan.name or (self.path.name if self.path else "built-in plan")
+        self.stale: str | None = None
+        if not self.projection.fits:
+            self.stale = "does not fit in memory"
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.invalid) or self.saved_plan != self.plan
+
+    # --- layout ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="◆")
+        gpu_options = [(gpu.name, key) for key, gpu in self.catalog.gpus.items()]
+        model_options = [(m.name, key) for key, m in PRESETS.items()]
+        spec = self.plan.workload.target_model
+        if spec not in PRESETS:
+            model_options.append((self.catalog.models[spec].name + " (config.json)", spec))
+        with Horizontal(id="main"):
+            values = {key: get(self.doc, plan_path(key, self.doc)) for key in FIELDS}
+            yield InputsPanel(gpu_options, model_options, values)
+            with TabbedContent(id="tabs", initial="tab-results"):
+                with TabPane("Projection", id="tab-results"):
+                    yield ResultsPanel(id="results")
+                with TabPane("Launch", id="tab-launch"):
+                    yield LaunchPanel(FORMATS, self.launch_format)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme = "textual-dark"
+        self._fill_inputs()
+        self._push()
+
+    def _fill_inputs(self) -> None:
+        panel = self.query_one(InputsPanel)
+        for key in FIELDS:
+            field = panel.field(key)
+            field.set_value(get(self.doc, plan_path(key, self.doc)))
+            field.set_error(self.invalid.get(key))
+        self._label_roles()
+
+    def _label_roles(self) -> None:
+        """Price and calibration fields name the GPU they apply to."""
+        panel = self.query_one(InputsPanel)
+        names = {role: self.catalog.gpus[self.doc[role]["gpu"]].name
+                 for role in ("target", "drafter")}
+        same = self.doc["target"]["gpu"] == self.doc["drafter"]["gpu"]
+        for key in ("price.drafter.ratio", "price.drafter.usd"):
+            panel.field(key).display = not same
+        for role in ("target", "drafter"):
+            panel.field(f"measured.{role}").query_one(".field-unit").update(names[role])
+
+    def _push(self) -> None:
+        """Send the current projection (and launch script) down to the widgets."""
+        versus = compare(self.projection, self.baseline)
+        self.query_one(ResultsPanel).show(self.projection, versus, self.baseline_name, self.stale)
+        self._refresh_prices()
+        self._refresh_launch()
+        self._refresh_title()
+
+    def _refresh_prices(self) -> None:
+        """The price fields show both views of each GPU's price (edit one, see the other)."""
+        panel = self.query_one(InputsPanel)
+        prices = self.projection.prices.by_gpu
+        for role in ("target", "drafter"):
+            gpu = self.projection.plan.target.gpu if role == "target" else self.projection.plan.drafter.gpu
+            price = prices.get(gpu)
+            if price is None or f"price.{role}.ratio" in self.invalid or f"price.{role}.usd" in self.invalid:
+                continue
+            panel.field(f"price.{role}.ratio").set_value(
+                round(price.ratio, 4) if price.ratio is not None else None)
+            panel.field(f"price.{role}.usd").set_value(
+                round(price.usd_per_gpu_hour, 4) if price.usd_per_gpu_hour is not None else None)
+
+    def _refresh_launch(self) -> None:
+        try:
+            self.launch_text = generate(self.plan, self.catalog, self.launch_format,
+                                        template=user_template()).text
+        except PlanError as err:
+            self.launch_text = f"# cannot write a {self.launch_format} launch for this plan:\n# {err}\n"
+        self.query_one(LaunchPanel).show(self.launch_text)
+
+    def _refresh_title(self) -> None:
+        where = str(self.path) if self.path else "built-in plan (unsaved)"
+        self.sub_title = f"{where}{' ●' if self.dirty and self.path else ''}"
+
+    # --- editing -------------------------------------------------------------------------
+
+    def on_field_edited(self, message: Field.Edited) -> None:
+        key, value = message.key, message.value
+        path = plan_path(key, self.doc)
+        was_invalid = self.invalid.pop(key, None) is not None
+        self.query_one(InputsPanel).field(key).set_error(None)
+        changed = get(self.doc, path) != value
+        if changed:
+            if key.startswith("price."):
+                # A price typed in one view (ratio or USD) replaces the other view's figure.
+                other = "usd_per_gpu_hour" if path[1] == "ratio" else "ratio"
+                put(self.doc, ("cost", other, path[2]), None)
+            put(self.doc, path, value)
+        if key in ("target.gpu", "drafter.gpu", "cost.reference_gpu") and changed:
+            self._label_roles()
+            for role_key in ("measured.target", "measured.drafter"):
+                self.query_one(InputsPanel).field(role_key).set_value(
+                    get(self.doc, plan_path(role_key, self.doc)))
+        if changed or was_invalid:
+            self._schedule(key)
+
+    def on_field_invalid(self, message: Field.Invalid) -> None:
+        self._mark(message.key, message.reason)
+        self._cancel()
+
+    def _mark(self, key: str, reason: str) -> None:
+        self.invalid[key] = reason
+        self.query_one(InputsPanel).field(key).set_error(reason)
+        self._set_stale(f"{FIELDS[key].label}: {reason}")
+
+    def _set_stale(self, reason: str) -> None:
+        self.stale = reason
+        versus = compare(self.projection, self.baseline)
+        self.query_one(ResultsPanel).show(self.projection, versus, self.baseline_name, reason)
+        self._refresh_title()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def _schedule(self, key: str) -> None:
+        """Recompute once the burst of keystrokes is over."""
+        self._cancel()
+        self._last_key = key
+        self._timer = self.set_timer(self.debounce_s, self.recompute)
+
+    def recompute(self) -> None:
+        self._timer = None
+        if self.invalid:
+            return
+        self.recompute_count += 1
+        key = getattr(self, "_last_key", "target.count")
+        try:
+            plan = plan_from_dict(copy.deepcopy(self.doc), "plan")
+            check_names(plan, self.catalog.gpus)
+            catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
+            projection = project(plan, catalog)
+        except PlanError as err:
+            self._mark(self._field_for(str(err), key), str(err).removeprefix("plan: "))
+            return
+        self.plan, self.catalog = plan, catalog
+        if not projection.fits:
+            reason = next((w for w in projection.warnings if "does not fit" in w), "does not fit")
+            self._mark(key, reason)
+            return
+        self.projection, self.stale = projection, None
+        for field_key in list(self.invalid):
+            self.query_one(InputsPanel).field(field_key).set_error(None)
+        self.invalid.clear()
+        self._push()
+
+    def _field_for(self, message: str, fallback: str) -> str:
+        """The field an error message is about (its plan key appears in it), else fallback."""
+        for key in FIELDS:
+            dotted = ".".join(plan_path(key, self.doc))
+            if f"{dotted} " in message or f"{dotted}:" in message or f"'{dotted}'" in message:
+                return key
+        return fallback
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("to_drafter", "to_target") and isinstance(self.screen, ModalScreen):
+            return False
+        return True
+
+    def _set_counts(self, targets: int, drafters: int) -> None:
+        panel = self.query_one(InputsPanel)
+        for key, value in (("target.count", targets), ("drafter.count", drafters)):
+            put(self.doc, (key.split(".")[0], "count"), value)
+            self.invalid.pop(key, None)
+            panel.field(key).set_error(None)
+            control = panel.field(key).control
+            with control.prevent(control.Changed):
+                control.value = str(value)
+        self._schedule("target.count")
+
+    def action_to_drafter(self) -> None:
+        """Move one GPU (one TP replica) from the targets to the drafters."""
+        tp, t, d = self.plan.target.tp, self.plan.target.count, self.plan.drafter.count
+        if self.plan.target.gpu != self.plan.drafter.gpu:
+            self.notify("Both roles must use the same GPU type to move GPUs between them",
+                        severity="warning")
+        elif t - tp < tp:
+            self.notify("At least one target replica must stay", severity="warning")
+        else:
+            self._set_counts(t - tp, d + tp)
+
+    def action_to_target(self) -> None:
+        """Move one GPU (one TP replica) from the drafters to the targets."""
+        tp, t, d = self.plan.target.tp, self.plan.target.count, self.plan.drafter.count
+        if self.plan.target.gpu != self.plan.drafter.gpu:
+            self.notify("Both roles must use the same GPU type to move GPUs between them",
+                        severity="warning")
+        elif d - tp < 1:
+            self.notify("At least one drafter GPU must stay", severity="warning")
+        else:
+            self._set_counts(t + tp, d - tp)
+
+    def action_balance(self) -> None:
+        """The split of the same GPUs with the highest throughput."""
+        try:
+            best = balance(self.plan, self.catalog)
+        except PlanError as err:
+            self.notify(str(err), severity="warning")
+            return
+        self._set_counts(best.target.count, best.drafter.count)
+        self.notify(f"Balanced: {best.target.count} targets + {best.drafter.count} drafters")
+
+    def action_pin_baseline(self) -> None:
+        if self.stale:
+            self.notify("Fix the plan first: a stale projection cannot be the baseline",
+                        severity="warning")
+            return
+        self.baseline = self.projection
+        self.baseline_name = "pinned: " + (self.plan.name or "current plan")
+        self._push()
+        self.notify("Baseline pinned to the current plan")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def action_copy_launch(self) -> None:
+        self.copy_to_clipboard(self.launch_text)
+        self.notify(f"Copied the {self.launch_format} launch script to the clipboard")
+
+    def on_launch_panel_format_changed(self, message: LaunchPanel.FormatChanged) -> None:
+        self.launch_format = message.fmt
+        self._refresh_launch()
+
+    # files
+
+    def _savable(self) -> bool:
+        if self.invalid:
+            self.notify("Fix the marked fields before saving", severity="error")
+            return False
+        return True
+
+    def _write(self, path: Path) -> bool:
+        try:
+            save_plan(self.plan, path)
+        except OSError as err:
+            self.notify(f"Could not save {path}: {err.strerror or err}", severity="error")
+            return False
+        self.path, self.saved_plan = path, self.plan
+        self._refresh_title()
+        self.notify(f"Saved {path}")
+        return True
+
+    def action_save(self) -> None:
+        if not self._savable():
+            return
+        if self.path is None:
+            self.action_save_as()
+        else:
+            self._write(self.path)
+
+    def action_save_as(self) -> None:
+        if not self._savable():
+            return
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            if path.exists() and path != self.path:
+                def answer(value: str | None) -> None:
+                    if value == "overwrite":
+                        self._write(path)
+
+                self.push_screen(ConfirmDialog(f"{path} exists. Overwrite it?",
+                                               [("Overwrite", "overwrite", "error"),
+                                                ("Cancel", "cancel", "default")]), answer)
+            else:
+                self._write(path)
+
+        self.push_screen(PathDialog("Save plan as", "Save", str(self.path or "plan.toml"),
+                                    check=_writable), chosen)
+
+    def _confirm_discard(self, then) -> None:
+        """Run then() now, or after the user agreed to drop unsaved changes."""
+        if not self.dirty or (self.path is None and not self.invalid
+                              and self.plan == default_plan()):
+            then()
+            return
+
+        def answer(value: str | None) -> None:
+            if value == "save":
+                if self._savable() and self.path is not None and self._write(self.path):
+                    then()
+                elif self.path is None:
+                    self.action_save_as()
+            elif value == "discard":
+                then()
+
+        self.push_screen(ConfirmDialog("This plan has unsaved changes.",
+                                       [("Save", "save", "primary"),
+                                        ("Discard", "discard", "error"),
+                                        ("Cancel", "cancel", "default")]), answer)
+
+    def _open(self, path: Path | None) -> None:
+        plan, catalog = open_plan(path, None, self.catalog)
+        self.path, self.catalog = path, catalog
+        self._load(plan)
+        self._fill_inputs()
+        self._push()
+
+    def action_open(self) -> None:
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self._open(path)
+                self.notify(f"Opened {path}")
+
+        def check(path: Path) -> str | None:
+            try:
+                open_plan(path, None, self.catalog)
+            except PlanError as err:
+                return str(err)
+            return None
+
+        self._confirm_discard(lambda: self.push_screen(
+            PathDialog("Open plan", "Open", str(self.path or ""), check=check), chosen))
+
+    def action_new(self) -> None:
+        def fresh() -> None:
+            self._open(None)
+            self.notify("New plan from the built-in plan")
+
+        self._confirm_discard(fresh)
+
+    def action_export_launch(self) -> None:
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                return
+            try:
+                write_atomic(path, self.launch_text)
+                path.chmod(path.stat().st_mode | 0o111)
+            except OSError as err:
+                self.notify(f"Could not write {path}: {err.strerror or err}", severity="error")
+                return
+            self.notify(f"Wrote {path}")
+
+        default = f"launch-{self.launch_format}.sh"
+        self.push_screen(PathDialog(f"Export the {self.launch_format} launch script to",
+                                    "Export", default, check=_new_file), chosen)
+
+    async def action_quit(self) -> None:
+        self._confirm_discard(self.exit)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding) and binding.action not in ("quit",) and binding.id \
+                    and binding.id != "help-question":
+                method = getattr(self, f"action_{binding.action}")
+                yield SystemCommand(binding.description, (method.__doc__ or binding.description)
+                                    .strip().splitlines()[0], method)
+
+
+def _writable(path: Path) -> str | None:
+    if path.is_dir():
+        return f"{path} is a folder"
+    if not path.parent.exists():
+        return f"folder {path.parent} does not exist"
+    return None
+
+
+def _new_file(path: Path) -> str | None:
+    if path.exists():
+        return f"{path} exists; choose a new name"
+    return _writable(path)

@@ -1,0 +1,126 @@
+"""The editable fields of the planner: which plan key each input edits and how its text
+is read. Pure data and parsing (no textual), shared by the app and its tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ROLE_PRICE = ("price.target.ratio", "price.target.usd", "price.drafter.ratio", "price.drafter.usd")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    key: str            # dotted plan key, or a role-relative key (price.*, measured.*)
+    label: str
+    kind: str           # "int", "float", "optional-float", "gpu", "model", "text"
+    unit: str = ""
+
+    @property
+    def widget_id(self) -> str:
+        return self.key.replace(".", "-")
+
+
+SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
+    ("Target pool", (
+        FieldSpec("target.gpu", "GPU", "gpu"),
+        FieldSpec("target.count", "GPUs", "int"),
+        FieldSpec("target.tp", "TP size", "int"),
+    )),
+    ("Drafter pool", (
+        FieldSpec("drafter.gpu", "GPU", "gpu"),
+        FieldSpec("drafter.count", "GPUs", "int"),
+        FieldSpec("drafter.batch_size", "batch/GPU", "int", "samples"),
+    )),
+    ("Workload", (
+        FieldSpec("workload.target_model", "target", "model"),
+        FieldSpec("workload.samples", "samples", "int"),
+        FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
+        FieldSpec("workload.epochs", "epochs", "int"),
+        FieldSpec("workload.num_anchors", "anchors", "int", "per sample"),
+        FieldSpec("workload.max_length", "max length", "int", "tokens"),
+    )),
+    ("Cost", (
+        FieldSpec("cost.reference_gpu", "reference", "gpu"),
+        FieldSpec("price.target.ratio", "target", "optional-float", "x ref"),
+        FieldSpec("price.target.usd", "target", "optional-float", "$/GPU-h"),
+        FieldSpec("price.drafter.ratio", "drafter", "optional-float", "x ref"),
+        FieldSpec("price.drafter.usd", "drafter", "optional-float", "$/GPU-h"),
+    )),
+    ("Measured tok/s per GPU", (
+        FieldSpec("measured.target", "target", "optional-float"),
+        FieldSpec("measured.drafter", "drafter", "optional-float"),
+    )),
+)
+
+FIELDS: dict[str, FieldSpec] = {f.key: f for _, fields in SECTIONS for f in fields}
+
+
+class FieldError(ValueError):
+    """Text that is not a value of the field's kind; the message says what is allowed."""
+
+
+def parse(spec: FieldSpec, text: str) -> Any:
+    """The value typed into a field; None for an empty optional field."""
+    raw = text.strip().replace("_", "").replace(",", "")
+    if spec.kind == "int":
+        if not raw:
+            raise FieldError("enter a whole number")
+        try:
+            return int(raw)
+        except ValueError:
+            raise FieldError(f"'{text.strip()}' is not a whole number") from None
+    if spec.kind in ("float", "optional-float"):
+        if not raw:
+            if spec.kind == "optional-float":
+                return None
+            raise FieldError("enter a number")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise FieldError(f"'{text.strip()}' is not a number") from None
+        if value <= 0:
+            raise FieldError("must be greater than 0 (leave empty for none)")
+        return value
+    return text
+
+
+def plan_path(key: str, doc: dict[str, Any]) -> tuple[str, ...]:
+    """The plan-file path a field edits, resolving role-relative keys against the draft."""
+    parts = key.split(".")
+    if parts[0] == "price":
+        gpu = doc["target"]["gpu"] if parts[1] == "target" else doc["drafter"]["gpu"]
+        return ("cost", "ratio" if parts[2] == "ratio" else "usd_per_gpu_hour", gpu)
+    if parts[0] == "measured":
+        gpu = doc[parts[1]]["gpu"]
+        return ("calibration", parts[1], gpu)
+    return tuple(parts)
+
+
+def get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = doc
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def put(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set (or, for None, remove) the value at path in a plan dict."""
+    node = doc
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+
+
+def show(value: Any) -> str:
+    """A value as a field shows it."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}" if abs(value) < 1e6 else f"{value:.0f}"
+    return str(value)

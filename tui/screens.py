@@ -1,0 +1,104 @@
+"""Modal screens: help, file paths (open, save as, export) and confirmations."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Markdown, Static
+
+
+class HelpScreen(ModalScreen[None]):
+    """What every number means and what the model assumes."""
+
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
+
+    def compose(self) -> ComposeResult:
+        text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
+        with Vertical(id="help-box"):
+            with VerticalScroll(id="help-scroll"):
+                yield Markdown(text, id="help-text")
+            yield Static("esc: close", id="help-hint")
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
+class PathDialog(ModalScreen[Path | None]):
+    """Ask for a file path. `check` returns an error message for a path it refuses."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
+
+    def __init__(self, title: str, action: str, initial: str = "", check=None) -> None:
+        super().__init__()
+        self.title_text, self.action_text, self.initial, self.check = title, action, initial, check
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="path-dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
+            yield Static("", id="path-error", classes="field-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.action_text, variant="primary", id="path-ok")
+                yield Button("Cancel", id="path-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#path-input", Input).focus()
+
+    def _submit(self) -> None:
+        text = self.query_one("#path-input", Input).value.strip()
+        if not text:
+            self.query_one("#path-error", Static).update("✗ enter a file path")
+            return
+        path = Path(text).expanduser()
+        problem = self.check(path) if self.check else None
+        if problem:
+            self.query_one("#path-error", Static).update(f"✗ {problem}")
+            return
+        self.dismiss(path)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "path-ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmDialog(ModalScreen[str]):
+    """A question with a few answers; escape answers 'cancel'."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm-cancel")]
+
+    def __init__(self, question: str, answers: list[tuple[str, str, str]]) -> None:
+        """answers: (label, value, variant) for each button, first one focused."""
+        super().__init__()
+        self.question, self.answers = question, answers
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="confirm-dialog"):
+            yield Label(self.question, classes="dialog-title")
+            with Horizontal(classes="dialog-buttons"):
+                for label, value, variant in self.answers:
+                    yield Button(label, variant=variant, id=f"answer-{value}")
+
+    def on_mount(self) -> None:
+        self.query(Button).first().focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(str(event.button.id).removeprefix("answer-"))
+
+    def action_cancel(self) -> None:
+        self.dismiss("cancel")
