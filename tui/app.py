@@ -73,17 +73,27 @@ class PlannerApp(App[None]):
         self.plan = plan
         self.saved_plan: Plan | None = plan if self.path is not None else None
         self.doc: dict[str, Any] = plan_to_dict(plan)
+        # Text that is not a value (per field), and what is wrong with the plan as a whole
+        # (field, reason, whether the plan is still a valid file: True when it only does
+        # not fit in memory).
         self.invalid: dict[str, str] = {}
+        self.problem: tuple[str, str, bool] | None = None
         self.projection: Projection = project(plan, self.catalog)
         self.baseline: Projection = self.projection
         self.baseline_name = plan.name or (self.path.name if self.path else "built-in plan")
         self.stale: str | None = None
         if not self.projection.fits:
-            self.stale = "does not fit in memory"
+            self.problem = ("target.gpu", _unfit(self.projection), True)
+            self.stale = self.problem[1]
+
+    @property
+    def broken(self) -> bool:
+        """The edits do not make a valid plan file (so there is nothing to save)."""
+        return bool(self.invalid) or (self.problem is not None and not self.problem[2])
 
     @property
     def dirty(self) -> bool:
-        return bool(self.invalid) or self.saved_plan != self.plan
+        return self.broken or self.saved_plan != self.plan
 
     # --- layout ------------------------------------------------------------------------
 
@@ -115,6 +125,8 @@ class PlannerApp(App[None]):
             field = panel.field(key)
             field.set_value(get(self.doc, plan_path(key, self.doc)))
             field.set_error(self.invalid.get(key))
+        if self.problem:
+            panel.field(self.problem[0]).set_error(self.problem[1])
         self._label_roles()
 
     def _label_roles(self) -> None:
@@ -216,24 +228,29 @@ class PlannerApp(App[None]):
             return
         self.recompute_count += 1
         key = getattr(self, "_last_key", "target.count")
+        if self.problem is not None:
+            self.query_one(InputsPanel).field(self.problem[0]).set_error(None)
+            self.problem = None
         try:
             plan = plan_from_dict(copy.deepcopy(self.doc), "plan")
             check_names(plan, self.catalog.gpus)
             catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
             projection = project(plan, catalog)
         except PlanError as err:
-            self._mark(self._field_for(str(err), key), str(err).removeprefix("plan: "))
+            self._problem(self._field_for(str(err), key), str(err).removeprefix("plan: "), False)
             return
         self.plan, self.catalog = plan, catalog
         if not projection.fits:
-            reason = next((w for w in projection.warnings if "does not fit" in w), "does not fit")
-            self._mark(key, reason)
+            self._problem(key, _unfit(projection), True)
             return
         self.projection, self.stale = projection, None
-        for field_key in list(self.invalid):
-            self.query_one(InputsPanel).field(field_key).set_error(None)
-        self.invalid.clear()
         self._push()
+
+    def _problem(self, key: str, reason: str, plan_is_valid: bool) -> None:
+        self.problem = (key, reason, plan_is_valid)
+        self.query_one(InputsPanel).field(key).set_error(reason)
+        self._set_stale(reason)
+        self._refresh_title()
 
     def _field_for(self, message: str, fallback: str) -> str:
         """The field an error message is about (its plan key appears in it), else fallback."""
@@ -321,7 +338,7 @@ class PlannerApp(App[None]):
     # files
 
     def _savable(self) -> bool:
-        if self.invalid:
+        if self.broken:
             self.notify("Fix the marked fields before saving", severity="error")
             return False
         return True
@@ -368,7 +385,7 @@ class PlannerApp(App[None]):
 
     def _confirm_discard(self, then) -> None:
         """Run then() now, or after the user agreed to drop unsaved changes."""
-        if not self.dirty or (self.path is None and not self.invalid
+        if not self.dirty or (self.path is None and not self.broken
                               and self.plan == default_plan()):
             then()
             return
@@ -444,6 +461,15 @@ class PlannerApp(App[None]):
                 method = getattr(self, f"action_{binding.action}")
                 yield SystemCommand(binding.description, (method.__doc__ or binding.description)
                                     .strip().splitlines()[0], method)
+
+
+def _unfit(p: Projection) -> str:
+    """Which role runs out of memory, with the numbers."""
+    for role in (p.target, p.drafter):
+        if not role.memory.fits:
+            return (f"{role.role} does not fit: needs {role.memory.needed_gb:,.1f} GB per GPU, "
+                    f"{role.gpu_name} has {role.memory.available_gb:g} GB")
+    return "does not fit in memory"
 
 
 def _writable(path: Path) -> str | None:

@@ -13,11 +13,15 @@ def days(value: float | None) -> str:
     return DASH if value is None else f"{value:,.1f} days"
 
 
-def cost(value: float | None, unit: str) -> str:
+def cost(value: float | None, unit: str, compact: bool = False) -> str:
+    """USD as $; reference-GPU-hours with the unit ("845 RTX PRO 6000-hours", or "-h"
+    when compact)."""
     if value is None:
         return DASH
     if unit == "USD":
         return f"${value:,.0f}"
+    if compact:
+        unit = unit.removesuffix("-hours") + "-h"
     return f"{value:,.0f} {unit}"
 
 

@@ -15,7 +15,7 @@ from ..model.projection import Projection
 from . import format as fmt
 from .fields import SECTIONS, FieldError, FieldSpec, parse
 
-BAR_WIDTH = 8
+BAR_WIDTH = 6
 
 
 class Field(Vertical):
@@ -174,9 +174,9 @@ class ResultsPanel(VerticalScroll):
         self._figure("ktok-per-s", fmt.ktok(p.tokens_per_s),
                      ("measured" if measured else "estimated") if p.fits else "does not fit")
         self._figure("days", fmt.days(p.days), f"to {p.epochs} epochs" if p.fits else "")
-        self._figure("total-cost", fmt.cost(p.total_cost, p.cost_unit),
+        self._figure("total-cost", fmt.cost(p.total_cost, p.cost_unit, compact=True),
                      f"{p.gpu_hours:,.0f} GPU-h" if p.gpu_hours else "")
-        self._figure("cost-per-epoch", fmt.cost(p.cost_per_epoch, p.cost_unit),
+        self._figure("cost-per-epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True),
                      f"~${p.total_cost_usd:,.0f} total" if p.cost_unit != "USD"
                      and p.total_cost_usd else "")
         self._figure("bottleneck", p.bottleneck or "—",
@@ -185,17 +185,16 @@ class ResultsPanel(VerticalScroll):
         versus_text = Text()
         if versus is not None:
             versus_text.append("vs baseline ", style="bold")
+            versus_text.append(baseline_name + "\n", style="dim")
             versus_text.append(f"{fmt.times(versus.speedup)} speed",
                                style=_better(versus.speedup, 1.0))
             versus_text.append("  ")
             versus_text.append(f"{fmt.times(versus.cost_ratio)} cost",
                                style=_better(1.0, versus.cost_ratio))
-            versus_text.append("\n" + " " * 12)
+            versus_text.append("  ")
             delta = versus.days_delta
             versus_text.append(fmt.signed_days(delta),
                                style=_better(0.0, delta) if delta is not None else "")
-            versus_text.append(f"\n{baseline_name}", style="dim")
-        versus_text.no_wrap, versus_text.overflow = True, "ellipsis"
         self.query_one("#versus", Static).update(versus_text)
         rows = Text()
         for role in (p.target, p.drafter):
@@ -207,10 +206,9 @@ class ResultsPanel(VerticalScroll):
         rows.append(f" {fmt.pct(p.link_utilization):>5}  {fmt.ktok(p.link.tokens_per_s)}\n")
         rows.append(f"        {p.link.description}\n", style="dim")
         for role in (p.target, p.drafter):
-            rows.append(f"{role.role}: ")
+            rows.append(f"{role.role:<8}")
             rows.append(role.source, style="bold cyan" if role.source == "measured" else "italic")
-            rows.append("  " if role is p.target else "")
-        rows.no_wrap, rows.overflow = True, "ellipsis"
+            rows.append(f", {role.limit}-bound" + ("\n" if role is p.target else ""))
         self.query_one("#utilisation", Static).update(rows)
         memory = Text()
         for role in (p.target, p.drafter):
@@ -268,9 +266,12 @@ class LaunchPanel(Vertical):
             yield Label("format", classes="field-label")
             yield Select([(f, f) for f in self.formats], value=self.current, compact=True,
                          allow_blank=False, id="launch-format")
-            yield Static("ctrl+y copy · ctrl+e export", id="launch-hint")
+            yield Static("ctrl+y copy · ctrl+e export", id="launch-hint", classes="-optional")
         yield TextArea("", id="launch-command", read_only=True, soft_wrap=False,
                        show_line_numbers=False)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 60, "-narrow")
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
