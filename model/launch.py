@@ -254,7 +254,7 @@ def _wait_healthy(urls: list[str]) -> str:
 
 def _node_case(sections: dict[int, list[str]], nodes: int) -> str:
     """One script for every node: NODE_RANK picks this node's part."""
-    out = [f'node_rank="${{NODE_RANK:?set NODE_RANK to this node\'s index, 0-{nodes - 1}}}"',
+    out = [f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"',
            'case "$node_rank" in']
     for node in range(nodes):
         body = sections.get(node) or ["echo 'nothing to run on this node'"]

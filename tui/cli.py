@@ -14,6 +14,13 @@ from ..model.launch import FORMATS
 COMMANDS = ("project", "launch", "gpus", "models", "check", "new")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2), like every other bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise PlanError(f"{message} (see {self.prog} --help)")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hardware", action="append", type=Path, default=[], metavar="FILE",
                         help="extra GPU catalog TOML (adds or overrides GPUs); repeatable")
@@ -28,7 +35,7 @@ def _plan_args(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dflash-plan",
         description="Plan DFlash drafter-training clusters. Without a command, opens the "
                     "interactive planner on PLAN.toml (or the built-in plan).")
@@ -60,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _app_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dflash-plan",
+    parser = _Parser(prog="dflash-plan",
                                      description="Open the interactive DFlash planner.",
                                      epilog=f"Headless commands: {', '.join(COMMANDS)} "
                                             f"(dflash-plan COMMAND --help)")

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Static
 
+from .widgets import steady
+
 
 class HelpScreen(ModalScreen[None]):
     """What every number means and what the model assumes."""
@@ -40,7 +42,7 @@ class PathDialog(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="path-dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
+            yield steady(Input(self.initial, placeholder="path/to/plan.toml", id="path-input"))
             yield Static("", id="path-error", classes="field-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action_text, variant="primary", id="path-ok")

@@ -18,6 +18,13 @@ from .fields import SECTIONS, FieldError, FieldSpec, parse
 BAR_WIDTH = 6
 
 
+def steady(widget):
+    """A text widget whose cursor does not blink when the app runs headless, so that
+    snapshots do not depend on when they are taken."""
+    widget.cursor_blink = not widget.app.is_headless
+    return widget
+
+
 class Field(Vertical):
     """One labelled input (or GPU/model picker) with room for its error under it."""
 
@@ -45,8 +52,8 @@ class Field(Vertical):
                 yield Select(self.options, id=self.spec.widget_id, compact=True,
                              allow_blank=False, classes="field-control", value=self.initial)
             else:
-                yield Input(_show(self.initial), id=self.spec.widget_id, compact=True,
-                            classes="field-control", select_on_focus=True)
+                yield steady(Input(_show(self.initial), id=self.spec.widget_id, compact=True,
+                                   classes="field-control", select_on_focus=True))
             yield Label(self.spec.unit, classes="field-unit")
         yield Static("", classes="field-error", id=f"error-{self.spec.widget_id}")
 
@@ -267,8 +274,8 @@ class LaunchPanel(Vertical):
             yield Select([(f, f) for f in self.formats], value=self.current, compact=True,
                          allow_blank=False, id="launch-format")
             yield Static("ctrl+y copy · ctrl+e export", id="launch-hint", classes="-optional")
-        yield TextArea("", id="launch-command", read_only=True, soft_wrap=False,
-                       show_line_numbers=False)
+        yield steady(TextArea("", id="launch-command", read_only=True, soft_wrap=False,
+                              show_line_numbers=False))
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 60, "-narrow")
