@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Markdown, Static
+from textual.widgets import Button, Input, Label, Static
 
 from .widgets import steady
 
@@ -20,6 +20,8 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown   # markdown-it loads only when help opens
+
         text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
         with Vertical(id="help-box"):
             with VerticalScroll(id="help-scroll"):

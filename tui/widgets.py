@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static, TextArea
 
 from ..model.compare import Comparison
@@ -25,8 +26,23 @@ def steady(widget):
     return widget
 
 
-class Field(Vertical):
-    """One labelled input (or GPU/model picker) with room for its error under it."""
+class Field(Widget):
+    """One labelled input (or GPU/model picker), its unit, and its error when it has one.
+    A grid: label, control and unit on the first row; the error spans the second."""
+
+    DEFAULT_CSS = """
+    Field {
+        layout: grid;
+        grid-size: 3;
+        grid-columns: 11 16 1fr;
+        grid-rows: 1;
+        height: auto;
+    }
+    Field > .field-error {
+        column-span: 3;
+        height: auto;
+    }
+    """
 
     class Edited(Message):
         def __init__(self, key: str, value: Any) -> None:
@@ -46,16 +62,14 @@ class Field(Vertical):
         self.initial = initial
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="field-row"):
-            yield Label(self.spec.label, classes="field-label", id=f"label-{self.spec.widget_id}")
-            if self.spec.kind in ("gpu", "model"):
-                yield Select(self.options, id=self.spec.widget_id, compact=True,
-                             allow_blank=False, classes="field-control", value=self.initial)
-            else:
-                yield steady(Input(_show(self.initial), id=self.spec.widget_id, compact=True,
-                                   classes="field-control", select_on_focus=True))
-            yield Label(self.spec.unit, classes="field-unit")
-        yield Static("", classes="field-error", id=f"error-{self.spec.widget_id}")
+        yield Label(self.spec.label, classes="field-label", id=f"label-{self.spec.widget_id}")
+        if self.spec.kind in ("gpu", "model"):
+            yield Select(self.options, id=self.spec.widget_id, compact=True,
+                         allow_blank=False, classes="field-control", value=self.initial)
+        else:
+            yield steady(Input(_show(self.initial), id=self.spec.widget_id, compact=True,
+                               classes="field-control", select_on_focus=True))
+        yield Label(self.spec.unit, classes="field-unit")
 
     @property
     def control(self) -> Input | Select:
@@ -75,9 +89,20 @@ class Field(Vertical):
                     control.value = text
 
     def set_error(self, reason: str | None) -> None:
-        error = self.query_one(".field-error", Static)
-        error.update(f"✗ {reason}" if reason else "")
+        """Show (or clear) the reason this field's value is not accepted; the error line is
+        only mounted once a field first has one."""
+        errors = self.query(".field-error")
+        if not reason and not errors:
+            return
+        if not errors:
+            self.mount(Static("", classes="field-error", id=f"error-{self.spec.widget_id}"))
+        self.query_one(".field-error", Static).update(f"✗ {reason}" if reason else "")
         self.set_class(bool(reason), "-invalid")
+
+    @property
+    def error(self) -> str:
+        errors = self.query(".field-error")
+        return str(errors.first().render()) if errors else ""
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
