@@ -26,7 +26,10 @@ def cost(value: float | None, unit: str, compact: bool = False) -> str:
 
 
 def pct(value: float | None) -> str:
-    return DASH if value is None else f"{value * 100:.0f} %"
+    """Whole percent; one decimal below 10 % so that a nearly idle link does not read 0 %."""
+    if value is None:
+        return DASH
+    return f"{value * 100:.1f} %" if value < 0.1 else f"{value * 100:.0f} %"
 
 
 def gb(value: float) -> str:

@@ -20,57 +20,56 @@ def _console() -> Console:
 
 def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
-    title = p.plan.name or "plan"
-    table = Table(title=f"{title}  ({p.target_model.name})", show_header=False, box=None,
-                  title_justify="left", pad_edge=False)
-    table.add_column("figure", style="bold")
-    table.add_column("value")
-    table.add_column("note", style="dim")
+    console.print(f"[bold]{p.plan.name or 'plan'}[/bold]  ({p.target_model.name})")
+    summary = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    summary.add_column(style="bold", no_wrap=True)
+    summary.add_column()
     if p.fits:
-        table.add_row("throughput", fmt.ktok(p.tokens_per_s),
-                      f"{p.samples_per_s:,.2f} samples/s; bottleneck: {p.bottleneck}")
-        table.add_row(f"time to {p.epochs} epochs", fmt.days(p.days),
-                      f"{p.tokens_per_epoch / 1e9:.3f} G tokens per epoch")
-        table.add_row("total cost", fmt.cost(p.total_cost, p.cost_unit),
-                      f"{fmt.cost(p.cost_per_epoch, p.cost_unit)} per epoch; "
-                      f"{p.gpu_hours:,.0f} GPU-hours"
-                      + (f"; ~${p.total_cost_usd:,.0f} at catalog prices"
-                         if p.cost_unit != "USD" and p.total_cost_usd else ""))
-        table.add_row("energy", f"{p.energy_kwh:,.0f} kWh", "all GPUs at TDP")
+        summary.add_row("throughput", f"{fmt.ktok(p.tokens_per_s)} ({p.samples_per_s:,.2f} "
+                                      f"samples/s), bottleneck: [bold]{p.bottleneck}[/bold]")
+        summary.add_row("time", f"{fmt.days(p.days)} to {p.epochs} epochs "
+                                f"({p.tokens_per_epoch / 1e9:.3f} G tokens per epoch)")
+        extra = (f"; ~${p.total_cost_usd:,.0f} at catalog prices"
+                 if p.cost_unit != "USD" and p.total_cost_usd else "")
+        per_epoch = (fmt.cost(p.cost_per_epoch, p.cost_unit) if p.cost_unit == "USD"
+                      else f"{p.cost_per_epoch:,.0f}")
+        summary.add_row("total cost", f"{fmt.cost(p.total_cost, p.cost_unit)} "
+                                      f"({per_epoch} per epoch{extra})")
+        summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}; energy {p.energy_kwh:,.0f} kWh at TDP")
     else:
-        table.add_row("throughput", "does not fit", "a role runs out of GPU memory (below)")
-    console.print(table)
+        summary.add_row("throughput", "[bold red]does not fit[/bold red]: a role runs out of "
+                                      "GPU memory (below)")
+    console.print(summary)
 
-    roles = Table(show_lines=False, title_justify="left")
-    for header in ("role", "GPU", "count", "capacity", "busy", "efficiency", "source",
-                   "memory (needed / usable)"):
-        roles.add_column(header, justify="right" if header in ("count", "capacity", "busy",
-                                                                "efficiency") else "left")
+    roles = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold")
+    for header, right in (("role", False), ("GPU", False), ("count", True), ("capacity", True),
+                          ("busy", True), ("source", False), ("memory/GPU", True)):
+        roles.add_column(header, justify="right" if right else "left", no_wrap=True)
     for r in (p.target, p.drafter):
-        count = f"{r.count}" + (f" (tp {r.tp})" if r.tp > 1 else "")
-        roles.add_row(r.role, r.gpu_name, count, fmt.ktok(r.capacity_tokens_per_s),
-                      fmt.pct(r.utilization), fmt.pct(r.efficiency), r.source,
-                      f"{fmt.gb(r.memory.needed_gb)} / {r.memory.available_gb:g} GB"
-                      + ("" if r.memory.fits else "  DOES NOT FIT"))
+        roles.add_row(r.role, r.gpu_name, f"{r.count}" + (f" tp{r.tp}" if r.tp > 1 else ""),
+                      fmt.ktok(r.capacity_tokens_per_s), fmt.pct(r.utilization), r.source,
+                      f"{r.memory.needed_gb:,.1f}/{r.memory.available_gb:g} GB"
+                      + ("" if r.memory.fits else " [bold red]NO FIT[/bold red]"))
+    console.print()
     console.print(roles)
-    console.print(f"hidden-state link: {p.link.description}; "
-                  f"{p.target_work.hidden_state_bytes_per_token / 1e3:.1f} KB/token"
-                  + (f", {p.hidden_state_bytes_per_s / 1e9:.2f} GB/s "
-                     f"({fmt.pct(p.link_utilization)} of {fmt.ktok(p.link.tokens_per_s)})"
-                     if p.fits else ""))
+    console.print()
+    console.print(f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:.1f} KB/token"
+                  + (f", {p.hidden_state_bytes_per_s / 1e9:.2f} GB/s = {fmt.pct(p.link_utilization)} "
+                     f"of the link" if p.fits else "") + f" ({p.link.description})")
     if p.fits:
         console.print(f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
                       f"{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s; one more drafter "
                       f"GPU: {p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s")
     for role in (p.target, p.drafter):
-        console.print(f"[dim]{role.role}: {role.basis}[/dim]")
+        console.print(f"[dim]{role.role}: {role.basis}; efficiency {fmt.pct(role.efficiency)}, "
+                      f"{role.limit}-bound[/dim]")
     for line in p.assumptions:
         console.print(f"[dim]assumes {line}[/dim]")
     if baseline is not None:
         c = compare(p, baseline)
         console.print(f"\n[bold]against the baseline[/bold] ({baseline.plan.name or 'plan'}): "
                       f"speed {fmt.times(c.speedup)}, cost {fmt.times(c.cost_ratio)}, "
-                      f"days {fmt.signed_days(c.days_delta)} "
+                      f"{fmt.signed_days(c.days_delta)} "
                       f"({fmt.days(baseline.days)} -> {fmt.days(p.days)})")
         for line in c.why:
             console.print(f"  because {line}")
