@@ -49,8 +49,9 @@ def llm_analysis_us(seconds: float) -> float | None:
         return None
 
     def one() -> None:
-        train(model_name="facebook_opt-1.3b", gpu_name="a100-sxm-80gb", total_num_tokens=1e9,
-              batch_size_per_gpu=4, seq_len=2048, num_gpus=8, log_level="CRITICAL")
+        train(model_name="facebook_opt-1.3b", gpu_name="a100-sxm-80gb", total_num_tokens=int(1e9),
+              batch_size_per_gpu=4, seq_len=2048, total_num_gpus=8, flops_efficiency=0.5,
+              log_level="CRITICAL")
 
     return per_call_us(one, seconds)
 

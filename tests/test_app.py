@@ -293,3 +293,32 @@ async def test_new_resets_to_the_builtin_plan():
         await pilot.pause(SETTLE_S)
         assert app.plan.target.count == 3
         assert app.query_one("#target-count", Input).value == "3"
+
+
+async def test_save_on_quit_asks_for_a_file_then_quits(tmp_path):
+    app = PlannerApp()
+    path = tmp_path / "q.toml"
+    async with app.run_test(size=SIZE) as pilot:
+        await type_into(pilot, "target-count", "4")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        await pilot.click("#answer-save")
+        await pilot.pause()
+        await type_into(pilot, "path-input", str(path), settle=False)
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert load_plan(path).target.count == 4
+
+
+async def test_launch_format_is_saved_with_the_plan(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(load_plan(None).to_toml())
+    app = PlannerApp(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot, "launch-format", "slurm")
+        assert app.dirty
+        app.set_focus(None)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert load_plan(path).launch.format == "slurm"

@@ -311,6 +311,7 @@ class PlannerApp(App[None]):
         self.notify(f"Balanced: {best.target.count} targets + {best.drafter.count} drafters")
 
     def action_pin_baseline(self) -> None:
+        """Make the current plan the baseline the deltas compare against."""
         if self.stale:
             self.notify("Fix the plan first: a stale projection cannot be the baseline",
                         severity="warning")
@@ -321,19 +322,28 @@ class PlannerApp(App[None]):
         self.notify("Baseline pinned to the current plan")
 
     def action_help(self) -> None:
+        """What every number means and what the model assumes."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_toggle_theme(self) -> None:
+        """Switch between the dark and the light theme."""
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
     def action_copy_launch(self) -> None:
+        """Copy the launch script to the clipboard."""
         self.copy_to_clipboard(self.launch_text)
         self.notify(f"Copied the {self.launch_format} launch script to the clipboard")
 
     def on_launch_panel_format_changed(self, message: LaunchPanel.FormatChanged) -> None:
+        """The chosen format becomes the plan's launch.format (saved with the plan)."""
         self.launch_format = message.fmt
+        put(self.doc, ("launch", "format"), message.fmt)
+        if not self.broken:
+            self.plan = self.plan.model_copy(
+                update={"launch": self.plan.launch.model_copy(update={"format": message.fmt})})
         self._refresh_launch()
+        self._refresh_title()
 
     # files
 
@@ -355,6 +365,7 @@ class PlannerApp(App[None]):
         return True
 
     def action_save(self) -> None:
+        """Save the plan to its file (asks for one the first time)."""
         if not self._savable():
             return
         if self.path is None:
@@ -362,9 +373,14 @@ class PlannerApp(App[None]):
         else:
             self._write(self.path)
 
-    def action_save_as(self) -> None:
+    def action_save_as(self, then=None) -> None:
+        """Save the plan to a new file (then run `then`, when given, after a save)."""
         if not self._savable():
             return
+
+        def write(path: Path) -> None:
+            if self._write(path) and then is not None:
+                then()
 
         def chosen(path: Path | None) -> None:
             if path is None:
@@ -372,13 +388,13 @@ class PlannerApp(App[None]):
             if path.exists() and path != self.path:
                 def answer(value: str | None) -> None:
                     if value == "overwrite":
-                        self._write(path)
+                        write(path)
 
                 self.push_screen(ConfirmDialog(f"{path} exists. Overwrite it?",
                                                [("Overwrite", "overwrite", "error"),
                                                 ("Cancel", "cancel", "default")]), answer)
             else:
-                self._write(path)
+                write(path)
 
         self.push_screen(PathDialog("Save plan as", "Save", str(self.path or "plan.toml"),
                                     check=_writable), chosen)
@@ -392,10 +408,10 @@ class PlannerApp(App[None]):
 
         def answer(value: str | None) -> None:
             if value == "save":
-                if self._savable() and self.path is not None and self._write(self.path):
+                if self.path is None:
+                    self.action_save_as(then)
+                elif self._savable() and self._write(self.path):
                     then()
-                elif self.path is None:
-                    self.action_save_as()
             elif value == "discard":
                 then()
 
@@ -412,6 +428,7 @@ class PlannerApp(App[None]):
         self._push()
 
     def action_open(self) -> None:
+        """Open a plan file (it becomes the baseline)."""
         def chosen(path: Path | None) -> None:
             if path is not None:
                 self._open(path)
@@ -428,6 +445,7 @@ class PlannerApp(App[None]):
             PathDialog("Open plan", "Open", str(self.path or ""), check=check), chosen))
 
     def action_new(self) -> None:
+        """Start again from the built-in plan (the measured run)."""
         def fresh() -> None:
             self._open(None)
             self.notify("New plan from the built-in plan")
@@ -435,6 +453,7 @@ class PlannerApp(App[None]):
         self._confirm_discard(fresh)
 
     def action_export_launch(self) -> None:
+        """Write the launch script to a file."""
         def chosen(path: Path | None) -> None:
             if path is None:
                 return
