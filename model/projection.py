@@ -221,8 +221,8 @@ class _RoleRates:
     limit: str
 
 
-def _role_rate(role: str, gpu: Gpu, roof_of, measured: dict[str, float],
-               gpus: dict[str, Gpu], default_of, warnings: list[str]) -> _RoleRates:
+def _role_rate(gpu: Gpu, roof_of, measured: dict[str, float], gpus: dict[str, Gpu],
+               default_of) -> _RoleRates:
     """The rate of `role` on `gpu`: its measurement, or the roofline times an efficiency,
     where the efficiency is the GPU's default scaled by what measurements of this role on
     other GPUs showed against their own defaults (geometric mean over them)."""
@@ -251,7 +251,7 @@ def _role_rate(role: str, gpu: Gpu, roof_of, measured: dict[str, float],
 
 
 def _check_measurements(role: str, measured: dict[str, float], gpus: dict[str, Gpu], roof_of,
-                        default_of, unit: str, warnings: list[str]) -> None:
+                        default_of, warnings: list[str]) -> None:
     for key, rate in measured.items():
         gpu = gpus[key]
         roof = roof_of(gpu)
@@ -308,14 +308,16 @@ def project(plan: Plan, catalog: Catalog) -> Projection:
         return drafter_roofline(dw, gpu, S)
 
     cal = plan.calibration
-    _check_measurements("target", cal.target, gpus, t_roof, lambda g: g.prefill_efficiency,
-                        "tok/s", warnings)
-    _check_measurements("drafter", cal.drafter, gpus, d_roof, lambda g: g.training_efficiency,
-                        "tok/s", warnings)
-    t_rate = _role_rate("target", t_gpu, t_roof, cal.target, gpus,
-                        lambda g: g.prefill_efficiency, warnings)
-    d_rate = _role_rate("drafter", d_gpu, d_roof, cal.drafter, gpus,
-                        lambda g: g.training_efficiency, warnings)
+    def prefill(g: Gpu) -> float:
+        return g.prefill_efficiency
+
+    def training(g: Gpu) -> float:
+        return g.training_efficiency
+
+    _check_measurements("target", cal.target, gpus, t_roof, prefill, warnings)
+    _check_measurements("drafter", cal.drafter, gpus, d_roof, training, warnings)
+    t_rate = _role_rate(t_gpu, t_roof, cal.target, gpus, prefill)
+    d_rate = _role_rate(d_gpu, d_roof, cal.drafter, gpus, training)
 
     # Tensor parallelism: two all-reduces of the hidden state per layer per token.
     tp_comm_s = (allreduce_seconds(t_gpu, tp, BF16_BYTES * model.hidden, False)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the project needs 3.11, kept for tooling on older Pythons
-    import tomli as tomllib
+import tomllib
 
 from .errors import PlanError
 
@@ -84,8 +81,6 @@ def write_atomic(path: Path, text: str) -> None:
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise

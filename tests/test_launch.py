@@ -321,15 +321,14 @@ def test_hostile_strings_stay_inert_in_slurm(tmp_path, catalog, baseline):
 
 # --- templates --------------------------------------------------------------------------------
 
-def test_template_fills_quoted_placeholders(tmp_path, catalog, baseline):
+def test_template_fills_quoted_placeholders(catalog, baseline):
     template = ("my-launcher --targets {target_devices} --drafters {drafter_devices} "
                 "--model {target_model} --epochs {epochs} --anchors {num_anchors} "
                 "--nodes {nnodes} --run {run_id}")
     plan = edit(baseline, launch={"template": template, "run_id": HOSTILE})
     text = generate(plan, catalog, "template").text
     bash_syntax_ok(text)
-    line = text.strip().splitlines()[-1] if "\n" not in HOSTILE else text.split("set -euo pipefail\n\n")[1]
-    words = shlex.split(line)
+    words = shlex.split(text.split("set -euo pipefail\n\n")[1])
     assert words[:9] == ["my-launcher", "--targets", "0,1,2", "--drafters", "3", "--model",
                          "Qwen/Qwen3-8B", "--epochs", "6"]
     assert words[-1] == HOSTILE

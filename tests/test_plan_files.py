@@ -6,6 +6,7 @@ import os
 import tomllib
 
 import pytest
+from pydantic import ValidationError
 from support import edit
 
 from dflash_plan.model.errors import PlanError
@@ -73,7 +74,7 @@ def test_set_errors(sets, message):
 
 
 def test_plan_models_are_frozen(baseline):
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         baseline.target.count = 9  # type: ignore[misc]
     assert isinstance(baseline, Plan)
 

@@ -263,9 +263,8 @@ class PlannerApp(App[None]):
     # --- actions ---------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("to_drafter", "to_target") and isinstance(self.screen, ModalScreen):
-            return False
-        return True
+        # The split keys are priority bindings: in a dialog, let < and > reach its input.
+        return not (action in ("to_drafter", "to_target") and isinstance(self.screen, ModalScreen))
 
     def _set_counts(self, targets: int, drafters: int) -> None:
         panel = self.query_one(InputsPanel)

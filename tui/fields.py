@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-ROLE_PRICE = ("price.target.ratio", "price.target.usd", "price.drafter.ratio", "price.drafter.usd")
-
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:

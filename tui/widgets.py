@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, Select, Static, TextArea
 from ..model.compare import Comparison
 from ..model.projection import Projection
 from . import format as fmt
-from .fields import SECTIONS, FieldError, FieldSpec, parse
+from .fields import SECTIONS, FieldError, FieldSpec, parse, show
 
 BAR_WIDTH = 6
 
@@ -67,7 +67,7 @@ class Field(Widget):
             yield Select(self.options, id=self.spec.widget_id, compact=True,
                          allow_blank=False, classes="field-control", value=self.initial)
         else:
-            yield steady(Input(_show(self.initial), id=self.spec.widget_id, compact=True,
+            yield steady(Input(show(self.initial), id=self.spec.widget_id, compact=True,
                                classes="field-control", select_on_focus=True))
         yield Label(self.spec.unit, classes="field-unit")
 
@@ -83,7 +83,7 @@ class Field(Widget):
                 if value is not None and value != control.value:
                     control.value = value
         else:
-            text = value if isinstance(value, str) else _show(value)
+            text = value if isinstance(value, str) else show(value)
             if control.value != text and not control.has_focus:
                 with control.prevent(Input.Changed):
                     control.value = text
@@ -99,11 +99,6 @@ class Field(Widget):
         self.query_one(".field-error", Static).update(f"✗ {reason}" if reason else "")
         self.set_class(bool(reason), "-invalid")
 
-    @property
-    def error(self) -> str:
-        errors = self.query(".field-error")
-        return str(errors.first().render()) if errors else ""
-
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
         try:
@@ -117,12 +112,6 @@ class Field(Widget):
         event.stop()
         if event.value is not Select.BLANK:
             self.post_message(self.Edited(self.spec.key, event.value))
-
-
-def _show(value: Any) -> str:
-    from .fields import show
-
-    return show(value)
 
 
 class InputsPanel(VerticalScroll):
