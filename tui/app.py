@@ -307,7 +307,8 @@ class PlannerApp(App[None]):
             self.notify(str(err), severity="warning")
             return
         self._set_counts(best.target.count, best.drafter.count)
-        self.notify(f"Balanced: {best.target.count} targets + {best.drafter.count} drafters")
+        t, d = best.target.count, best.drafter.count
+        self.notify(f"Balanced: {t} target{'s' * (t != 1)} + {d} drafter{'s' * (d != 1)}")
 
     def action_pin_baseline(self) -> None:
         """Make the current plan the baseline the deltas compare against."""
