@@ -35,7 +35,7 @@ class Field(Widget):
         layout: grid;
         grid-size: 3;
         grid-columns: 11 16 1fr;
-        grid-rows: 1;
+        grid-rows: 1 auto;
         height: auto;
     }
     Field > .field-error {
@@ -96,7 +96,9 @@ class Field(Widget):
             return
         if not errors:
             self.mount(Static("", classes="field-error", id=f"error-{self.spec.widget_id}"))
-        self.query_one(".field-error", Static).update(f"✗ {reason}" if reason else "")
+        error = self.query_one(".field-error", Static)
+        error.update(f"✗ {reason}" if reason else "")
+        error.display = bool(reason)
         self.set_class(bool(reason), "-invalid")
 
     def on_input_changed(self, event: Input.Changed) -> None:
