@@ -505,9 +505,9 @@ def _slurm(ctx: _Context) -> LaunchScript:
     from the allocation, passed to specforge as overrides."""
     p, layout = ctx.plan, ctx.layout
     job = re.sub(r"[^A-Za-z0-9._-]", "_", p.launch.run_id)[:64] or "dflash"
+    # Host names are known only inside the allocation: the YAML holds placeholders that the
+    # srun lines override with the allocated hosts.
     config = specforge_config(ctx, managed_local=False, server_urls=[], master_addr="localhost")
-    if "master_addr" in config["deployment"]["trainer"]:
-        config["deployment"]["trainer"]["master_addr"] = "localhost"  # set at run time
     notes = ["host names come from the allocation (scontrol show hostnames); node i of the "
              "plan is the i-th host", "output_dir must be on a filesystem all nodes share"]
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job}", f"#SBATCH --nodes={layout.nodes}",

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 from ..model.compare import compare
 from ..model.errors import PlanError
 from ..model.launch import FORMATS, generate
-from ..model.plan import Plan, check_names, default_plan, plan_from_dict, plan_to_dict, save_plan
+from ..model.plan import Plan, default_plan, plan_from_dict, plan_to_dict, save_plan
 from ..model.projection import Catalog, Projection, balance, project
 from ..model.targets import PRESETS
 from ..model.tomlfile import write_atomic
@@ -62,6 +62,8 @@ class PlannerApp(App[None]):
         plan, self.catalog = open_plan(self.path, None, self.catalog)
         self._load(plan)
         self._timer: Timer | None = None
+        self._last_key = "target.count"
+        self.template = user_template()          # the user config's launch template
         self.recompute_count = 0
         self.launch_format = plan.launch.format
         self.launch_text = ""
@@ -165,7 +167,7 @@ class PlannerApp(App[None]):
     def _refresh_launch(self) -> None:
         try:
             self.launch_text = generate(self.plan, self.catalog, self.launch_format,
-                                        template=user_template()).text
+                                        template=self.template).text
         except PlanError as err:
             self.launch_text = f"# cannot write a {self.launch_format} launch for this plan:\n# {err}\n"
         self.query_one(LaunchPanel).show(self.launch_text)
@@ -188,7 +190,7 @@ class PlannerApp(App[None]):
                 other = "usd_per_gpu_hour" if path[1] == "ratio" else "ratio"
                 put(self.doc, ("cost", other, path[2]), None)
             put(self.doc, path, value)
-        if key in ("target.gpu", "drafter.gpu", "cost.reference_gpu") and changed:
+        if key in ("target.gpu", "drafter.gpu") and changed:
             self._label_roles()
             for role_key in ("measured.target", "measured.drafter"):
                 self.query_one(InputsPanel).field(role_key).set_value(
@@ -227,13 +229,12 @@ class PlannerApp(App[None]):
         if self.invalid:
             return
         self.recompute_count += 1
-        key = getattr(self, "_last_key", "target.count")
+        key = self._last_key
         if self.problem is not None:
             self.query_one(InputsPanel).field(self.problem[0]).set_error(None)
             self.problem = None
         try:
             plan = plan_from_dict(copy.deepcopy(self.doc), "plan")
-            check_names(plan, self.catalog.gpus)
             catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
             projection = project(plan, catalog)
         except PlanError as err:
@@ -250,7 +251,6 @@ class PlannerApp(App[None]):
         self.problem = (key, reason, plan_is_valid)
         self.query_one(InputsPanel).field(key).set_error(reason)
         self._set_stale(reason)
-        self._refresh_title()
 
     def _field_for(self, message: str, fallback: str) -> str:
         """The field an error message is about (its plan key appears in it), else fallback."""
@@ -277,27 +277,27 @@ class PlannerApp(App[None]):
                 control.value = str(value)
         self._schedule("target.count")
 
-    def action_to_drafter(self) -> None:
-        """Move one GPU (one TP replica) from the targets to the drafters."""
+    def _move(self, to_drafters: bool) -> None:
+        """Move one GPU (one TP replica when tp > 1) between the two roles."""
         tp, t, d = self.plan.target.tp, self.plan.target.count, self.plan.drafter.count
+        step = tp if to_drafters else -tp
         if self.plan.target.gpu != self.plan.drafter.gpu:
             self.notify("Both roles must use the same GPU type to move GPUs between them",
                         severity="warning")
-        elif t - tp < tp:
+        elif t - step < tp:
             self.notify("At least one target replica must stay", severity="warning")
+        elif d + step < 1:
+            self.notify("At least one drafter GPU must stay", severity="warning")
         else:
-            self._set_counts(t - tp, d + tp)
+            self._set_counts(t - step, d + step)
+
+    def action_to_drafter(self) -> None:
+        """Move one GPU (one TP replica) from the targets to the drafters."""
+        self._move(to_drafters=True)
 
     def action_to_target(self) -> None:
         """Move one GPU (one TP replica) from the drafters to the targets."""
-        tp, t, d = self.plan.target.tp, self.plan.target.count, self.plan.drafter.count
-        if self.plan.target.gpu != self.plan.drafter.gpu:
-            self.notify("Both roles must use the same GPU type to move GPUs between them",
-                        severity="warning")
-        elif d - tp < 1:
-            self.notify("At least one drafter GPU must stay", severity="warning")
-        else:
-            self._set_counts(t + tp, d - tp)
+        self._move(to_drafters=False)
 
     def action_balance(self) -> None:
         """The split of the same GPUs with the highest throughput."""

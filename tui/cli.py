@@ -92,13 +92,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_app(args: argparse.Namespace) -> int:
-    from .config import load_catalog, open_plan
-
-    catalog = load_catalog(args.hardware)
-    if args.plan is not None:
-        open_plan(args.plan, None, catalog)     # bad files fail here, before the screen opens
     from .app import PlannerApp                 # textual only for the interactive app
 
+    # The constructor loads the plan: a bad file fails here, before the screen opens.
     PlannerApp(args.plan, hardware=args.hardware).run()
     return 0
 
