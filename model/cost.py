@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .hardware import Gpu
+from .offers import Offer, find
 from .plan import Plan
 
 
@@ -13,7 +15,9 @@ class Price:
     gpu: str
     usd_per_gpu_hour: float | None
     ratio: float | None          # price relative to the reference GPU
-    source: str                  # "plan usd", "plan ratio", "reference", "catalog", "none"
+    source: str                  # "plan usd", "plan ratio", "reference", "offer", "catalog", "none"
+    unit_gpus: int = 1           # GPUs per rental unit (billed in whole units)
+    offer: Offer | None = None   # the provider's offer the price or unit comes from
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,27 +33,47 @@ class Prices:
         return price.usd_per_gpu_hour if self.in_usd else price.ratio
 
 
-def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...]) -> Prices:
+def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
+           offers: Sequence[Offer] = ()) -> Prices:
     """Prices of the GPUs in keys. A plan with ratios and no USD figure reports cost in
-    reference-GPU-hours; otherwise in USD, with ratios applied to the reference's price."""
+    reference-GPU-hours; otherwise in USD, with ratios applied to the reference's price.
+    A USD price is the plan's, else the plan's provider's offer, else the catalog's."""
     cost = plan.cost
     reference = cost.reference_gpu or plan.target.gpu
-    in_usd = bool(cost.usd_per_gpu_hour) or not cost.ratio
-    ref_usd = cost.usd_per_gpu_hour.get(reference, gpus[reference].usd_per_gpu_hour)
+
+    def offer_of(key: str) -> Offer | None:
+        return find(offers, cost.provider, key, cost.kind) if cost.provider else None
+
+    def usd_of(key: str) -> float | None:
+        """The USD price a GPU has without a plan ratio: plan, offer, catalog."""
+        if key in cost.usd_per_gpu_hour:
+            return cost.usd_per_gpu_hour[key]
+        offer = offer_of(key)
+        return offer.usd_per_gpu_hour if offer is not None else gpus[key].usd_per_gpu_hour
+
+    in_usd = bool(cost.usd_per_gpu_hour) or not cost.ratio or cost.provider is not None
+    ref_usd = usd_of(reference)
 
     def one(key: str) -> Price:
-        catalog = gpus[key].usd_per_gpu_hour
+        offer = offer_of(key)
+        unit = cost.unit_gpus.get(key, offer.unit_gpus if offer else 1)
+
+        def price(usd: float | None, ratio: float | None, source: str) -> Price:
+            return Price(key, usd, ratio, source, unit, offer)
+
         if key in cost.usd_per_gpu_hour:
             usd = cost.usd_per_gpu_hour[key]
-            return Price(key, usd, usd / ref_usd if ref_usd else None, "plan usd")
+            return price(usd, usd / ref_usd if ref_usd else None, "plan usd")
         if key in cost.ratio:
             ratio = cost.ratio[key]
-            return Price(key, ratio * ref_usd if ref_usd else None, ratio, "plan ratio")
+            return price(ratio * ref_usd if ref_usd else None, ratio, "plan ratio")
         if key == reference:
-            return Price(key, ref_usd, 1.0, "reference")
-        if catalog is not None:
-            return Price(key, catalog, catalog / ref_usd if ref_usd else None, "catalog")
-        return Price(key, None, None, "none")
+            return price(ref_usd, 1.0 if ref_usd else None, "reference")
+        found = usd_of(key)
+        if found is not None:
+            return price(found, found / ref_usd if ref_usd else None,
+                         "offer" if offer else "catalog")
+        return price(None, None, "none")
 
     by_gpu = {key: one(key) for key in dict.fromkeys((reference, *keys))}
     unit = "USD" if in_usd else f"{gpus[reference].name}-hours"

@@ -7,7 +7,15 @@ from collections.abc import Iterable
 
 
 class PlanError(ValueError):
-    """Bad input. ``str(err)`` is a complete one-line message: where, what, what is allowed."""
+    """Bad input. ``str(err)`` is a complete one-line message: where, what, what is allowed.
+
+    ``key`` is the dotted plan key the error concerns (``target.count``), when there is
+    one, so that the app can mark that field without reading the message.
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def suggest(value: str, choices: Iterable[str]) -> str:

@@ -1,64 +1,47 @@
-"""The projection: one plan in, every figure the planner shows out."""
+"""The projection: one plan in, every figure the planner shows out.
+
+plan -> resolve (names, rules) -> rates (per GPU, per role, with ranges) -> pipeline inputs
+-> flow of the plan's split (and of the low / high rates) -> memory -> economics ->
+diagnostics -> Projection.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from . import recipe
+from .catalog import Catalog
 from .cost import Prices, prices
-from .errors import PlanError
+from .diagnostics import (
+    Diagnostic,
+    anchors_check,
+    carry_over_note,
+    link_check,
+    measurement_checks,
+    memory_checks,
+)
+from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
 from .hardware import Gpu
 from .memory import MemoryFit, drafter_memory, target_memory
-from .plan import Plan, check_names
-from .targets import PRESETS, TargetModel
-from .transport import LinkCapacity, Placement, allreduce_seconds, hidden_state_link, place
-from .units import BF16_BYTES, SECONDS_PER_DAY, SECONDS_PER_HOUR
-from .work import (DrafterShape, DrafterWork, TargetWork, drafter_shape, drafter_work,
-                   target_work)
+from .pipeline import Flow, PipelineInputs, bottleneck, flow, pipeline_inputs, tp_efficiency
+from .plan import Plan
+from .probe import probe_gpu_hours
+from .rates import (
+    MOE_EFFICIENCY_FACTOR,
+    RoleRate,
+    Roofline,
+    default_efficiency,
+    measured_implied,
+    rates,
+    target_roofline,
+)
+from .resolve import Resolved, resolve
+from .targets import TargetModel
+from .work import DrafterWork, TargetWork
 
-# A measurement this far from the estimate at default efficiency is called out.
-CONTRADICTION_FACTOR = 2.0
-# A link this busy leaves no headroom for bursts of long samples.
-LINK_BUSY_WARNING = 0.8
-
-
-class Catalog(BaseModel):
-    """What plans refer to by name: GPUs and target models (presets plus loaded files)."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-    gpus: dict[str, Gpu]
-    models: dict[str, TargetModel] = dict(PRESETS)
-
-    def with_model(self, spec: str, model: TargetModel) -> Catalog:
-        return Catalog(gpus=self.gpus, models={**self.models, spec: model})
-
-
-@dataclass(frozen=True, slots=True)
-class Roofline:
-    """One GPU's rate on one role at 100 % efficiency, and which limit sets it."""
-
-    tokens_per_s: float
-    compute_tokens_per_s: float
-    memory_tokens_per_s: float
-
-    @property
-    def limit(self) -> str:
-        return "compute" if self.compute_tokens_per_s <= self.memory_tokens_per_s else "memory"
-
-
-def target_roofline(work: TargetWork, gpu: Gpu) -> Roofline:
-    compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup)
-    memory = gpu.mem_bytes_per_s / work.bytes_per_token
-    return Roofline(min(compute, memory), compute, memory)
-
-
-def drafter_roofline(work: DrafterWork, gpu: Gpu, sample_tokens: float) -> Roofline:
-    compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup) * sample_tokens
-    memory = gpu.mem_bytes_per_s / work.bytes_per_sample * sample_tokens
-    return Roofline(min(compute, memory), compute, memory)
+__all__ = ["Link", "Projection", "Ranges", "RoleProjection", "Roofline", "break_even", "project",
+           "project_resolved", "target_roofline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +53,7 @@ class RoleProjection:
     tp: int
     per_gpu_tokens_per_s: float      # one GPU on its own, before TP / data-parallel scaling
     capacity_tokens_per_s: float
+    capacity_range: tuple[float, float]
     utilization: float | None
     efficiency: float                # achieved share of the GPU's dense bf16 peak
     default_efficiency: float
@@ -80,6 +64,7 @@ class RoleProjection:
     memory: MemoryFit
     flop: float                      # per token (target) or per sample (drafter)
     spec: Gpu
+    rate: RoleRate
 
     @property
     def replicas(self) -> int:
@@ -90,7 +75,12 @@ class RoleProjection:
             "gpu": self.gpu, "gpu_name": self.gpu_name, "count": self.count, "tp": self.tp,
             "replicas": self.replicas,
             "capacity_tokens_per_s": self.capacity_tokens_per_s,
+            "capacity_tokens_per_s_range": list(self.capacity_range),
             "per_gpu_tokens_per_s": self.per_gpu_tokens_per_s,
+            "per_gpu_tokens_per_s_range": [self.rate.low_tokens_per_s,
+                                           self.rate.high_tokens_per_s],
+            "readings": [{"name": r.name, "per_gpu_tokens_per_s": r.tokens_per_s,
+                          "why": r.why} for r in self.rate.readings],
             "utilization": self.utilization, "efficiency": self.efficiency,
             "default_efficiency": self.default_efficiency,
             "source": self.source, "basis": self.basis, "limit": self.limit,
@@ -103,8 +93,37 @@ class RoleProjection:
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """The hidden-state path of the plan's split."""
+
+    tokens_per_s: float              # capacity
+    description: str
+    crossing_share: float            # share of traffic that leaves its node
+    nodes: int                       # nodes the plan occupies
+
+
+@dataclass(frozen=True, slots=True)
+class Ranges:
+    """Low and high ends of the headline figures, from the low and high per-GPU rates.
+    Equal ends mean the figure rests on measurements only."""
+
+    tokens_per_s: tuple[float, float]
+    days: tuple[float, float]
+    total_cost: tuple[float, float] | None
+    total_cost_usd: tuple[float, float] | None
+    widest: str | None               # the role whose rate range moves days most
+    widest_days: tuple[float, float] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
+                "total_cost": list(self.total_cost) if self.total_cost else None,
+                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None}
+
+
+@dataclass(frozen=True, slots=True)
 class Projection:
     plan: Plan
+    resolved: Resolved
     target_model: TargetModel
     layer_ids: tuple[int, ...]
     drafter_params: int
@@ -112,15 +131,17 @@ class Projection:
     drafter_work: DrafterWork
     target: RoleProjection
     drafter: RoleProjection
-    link: LinkCapacity
+    inputs: PipelineInputs
+    flow: Flow
+    link: Link
     link_utilization: float | None
-    placement: Placement
     fits: bool
     tokens_per_s: float | None
     bottleneck: str | None           # "target", "drafter", "link"; None when it cannot run
     tokens_per_epoch: float
     days: float | None
     gpu_hours: float | None
+    billed: tuple[int, int]          # GPUs paid for per role (whole rental units)
     total_cost: float | None
     cost_unit: str
     total_cost_usd: float | None
@@ -128,8 +149,19 @@ class Projection:
     prices: Prices
     marginal_target_tokens_per_s: float | None
     marginal_drafter_tokens_per_s: float | None
-    warnings: tuple[str, ...]
+    ranges: Ranges | None
+    narrowing: str | None            # the measurement that would narrow the range most
+    diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(d.message for d in self.diagnostics)
+
+    @property
+    def billed_gpus(self) -> int:
+        """GPUs paid for, at least the GPUs used."""
+        return sum(self.billed)
 
     @property
     def ktok_per_s(self) -> float | None:
@@ -167,6 +199,7 @@ class Projection:
             "epochs": self.epochs,
             "tokens_per_epoch": self.tokens_per_epoch,
             "gpu_hours": self.gpu_hours,
+            "billed_gpus": self.billed_gpus,
             "total_cost": self.total_cost,
             "cost_per_epoch": self.cost_per_epoch,
             "cost_unit": self.cost_unit,
@@ -174,11 +207,15 @@ class Projection:
             "energy_kwh": self.energy_kwh,
             "bottleneck": self.bottleneck,
             "fits": self.fits,
+            "ranges": self.ranges.to_json() if self.ranges else None,
+            "narrowing": self.narrowing,
             "warnings": list(self.warnings),
+            "diagnostics": [d.to_json() for d in self.diagnostics],
             "assumptions": list(self.assumptions),
             "target": {**self.target.to_json(),
                        "flop_per_token": self.target.flop,
-                       "captured_layer_ids": list(self.layer_ids)},
+                       "captured_layer_ids": list(self.layer_ids),
+                       "layers_run": self.target_work.layers_run},
             "drafter": {**self.drafter.to_json(),
                         "flop_per_sample": self.drafter.flop,
                         "trainable_params": self.drafter_params,
@@ -190,7 +227,7 @@ class Projection:
                 "load_bytes_per_s": self.hidden_state_bytes_per_s,
                 "utilization": self.link_utilization,
                 "crossing_share": self.link.crossing_share,
-                "nodes": self.placement.nodes,
+                "nodes": self.link.nodes,
             },
             "marginal": {
                 "target_gpus_added": self.plan.target.tp,
@@ -205,243 +242,277 @@ class Projection:
         }
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f} %"
-
-
-@dataclass(frozen=True, slots=True)
-class _RoleRates:
-    """Per-GPU rate of a role on each GPU type, from measurement or carried-over estimate."""
-
-    per_gpu: float
-    efficiency: float
-    default_efficiency: float
-    source: str
-    basis: str
-    limit: str
-
-
-def _role_rate(gpu: Gpu, roof_of, measured: dict[str, float], gpus: dict[str, Gpu],
-               default_of) -> _RoleRates:
-    """The rate of `role` on `gpu`: its measurement, or the roofline times an efficiency,
-    where the efficiency is the GPU's default scaled by what measurements of this role on
-    other GPUs showed against their own defaults (geometric mean over them)."""
-    roof = roof_of(gpu)
-    peak_share = roof.tokens_per_s / (roof.compute_tokens_per_s or 1)  # <= 1 when memory-bound
-    default = default_of(gpu)
-    if gpu.key in measured:
-        rate = measured[gpu.key]
-        eff = rate / roof.tokens_per_s * peak_share
-        return _RoleRates(rate, eff, default, "measured", f"measured on {gpu.name}", roof.limit)
-    factors = []
-    for key, rate in measured.items():
-        other = gpus[key]
-        factors.append(rate / (roof_of(other).tokens_per_s * default_of(other)))
-    if factors:
-        factor = math.exp(sum(map(math.log, factors)) / len(factors))
-        eff = min(default * factor, gpu.efficiency_ceiling)
-        names = ", ".join(gpus[k].name for k in measured)
-        basis = (f"estimated: default {_pct(default)} x {factor:.2f} carried over from "
-                 f"the measurement on {names}")
-    else:
-        eff = default
-        basis = f"estimated: default efficiency {_pct(default)} for {gpu.name}"
-    return _RoleRates(roof.tokens_per_s * eff, eff * peak_share, default, "estimated", basis,
-                      roof.limit)
-
-
-def _check_measurements(role: str, measured: dict[str, float], gpus: dict[str, Gpu], roof_of,
-                        default_of, warnings: list[str]) -> None:
-    for key, rate in measured.items():
-        gpu = gpus[key]
-        roof = roof_of(gpu)
-        implied = rate / roof.compute_tokens_per_s
-        if rate > roof.tokens_per_s * gpu.efficiency_ceiling:
-            ceiling = (f"the {_pct(gpu.efficiency_ceiling)} matmul ceiling measured on this GPU"
-                       if gpu.matmul_ceiling else "its peak")
-            warnings.append(
-                f"calibration.{role}.{key} = {rate:,.0f} tok/s per GPU implies "
-                f"{_pct(implied)} of {gpu.name}'s dense bf16 peak, above {ceiling}: "
-                f"check the figure")
-            continue
-        estimate = roof.tokens_per_s * default_of(gpu)
-        ratio = rate / estimate
-        if ratio > CONTRADICTION_FACTOR or ratio < 1 / CONTRADICTION_FACTOR:
-            warnings.append(
-                f"{role} on {gpu.name}: measured {rate:,.0f} tok/s per GPU is {ratio:.2f}x the "
-                f"estimate at default efficiency ({estimate:,.0f}): {_pct(implied)} of peak "
-                f"achieved vs {_pct(default_of(gpu))} assumed. The measurement is used and "
-                f"carries over to other GPUs")
-
-
 def project(plan: Plan, catalog: Catalog) -> Projection:
     """Every figure of a plan. Raises PlanError for plans that cannot be evaluated."""
-    gpus = catalog.gpus
-    check_names(plan, gpus)
-    w = plan.workload
-    try:
-        model = catalog.models[w.target_model]
-    except KeyError:
-        raise PlanError(f"workload.target_model = {w.target_model!r}: not loaded") from None
-    t_gpu, d_gpu = gpus[plan.target.gpu], gpus[plan.drafter.gpu]
-    tp = plan.target.tp
-    if tp > t_gpu.fast_domain_gpus:
-        raise PlanError(f"target.tp = {tp}: a TP group must sit inside one node; {t_gpu.name} "
-                        f"has {t_gpu.fast_domain_gpus} GPUs per node")
-    layer_ids = w.target_layer_ids or model.default_layer_ids(5)
-    if max(layer_ids) >= model.n_layers:
-        raise PlanError(f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
-                        f"layers 0-{model.n_layers - 1}")
-    block = w.block_size or model.default_block_size
-    S = float(w.avg_sample_tokens)
-    T, D = plan.target.count, plan.drafter.count
-    warnings: list[str] = []
+    return project_resolved(resolve(plan, catalog), catalog)
 
-    tw = target_work(model, layer_ids, S)
-    shape: DrafterShape = drafter_shape(model, w.draft_layers, block, len(layer_ids))
-    dw = drafter_work(shape, w.num_anchors, S, plan.drafter.batch_size, D)
 
-    def t_roof(gpu: Gpu) -> Roofline:
-        return target_roofline(tw, gpu)
+def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
+    """One target replica's rate: tp GPUs less the time of TP all-reduces."""
+    tp = r.plan.target.tp
+    return per_gpu_tokens_per_s * tp * tp_efficiency(r.target_gpu, tp, r.model.hidden,
+                                                     tw.layers_run, per_gpu_tokens_per_s)
 
-    def d_roof(gpu: Gpu) -> Roofline:
-        return drafter_roofline(dw, gpu, S)
 
-    cal = plan.calibration
-    def prefill(g: Gpu) -> float:
-        return g.prefill_efficiency
+def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float
+            ) -> PipelineInputs:
+    p = r.plan
+    return pipeline_inputs(r.target_gpu, r.drafter_gpu, p.target.tp, target_rate, drafter_rate,
+                           hidden=r.model.hidden, layers_run=tw.layers_run,
+                           trainable_params=r.shape.trainable_params,
+                           batch_size=p.drafter.batch_size,
+                           sample_tokens=float(p.workload.avg_sample_tokens),
+                           hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+                           transport=p.workload.transport)
 
-    def training(g: Gpu) -> float:
-        return g.training_efficiency
 
-    _check_measurements("target", cal.target, gpus, t_roof, prefill, warnings)
-    _check_measurements("drafter", cal.drafter, gpus, d_roof, training, warnings)
-    t_rate = _role_rate(t_gpu, t_roof, cal.target, gpus, prefill)
-    d_rate = _role_rate(d_gpu, d_roof, cal.drafter, gpus, training)
-
-    # Tensor parallelism: two all-reduces of the hidden state per layer per token.
-    tp_comm_s = (allreduce_seconds(t_gpu, tp, BF16_BYTES * model.hidden, False)
-                 * 2 * tw.layers_run)
-    compute_s = 1 / (t_rate.per_gpu * tp)
-    tp_eff = compute_s / (compute_s + tp_comm_s)
-    replica_rate = t_rate.per_gpu * tp * tp_eff
-
-    grad_bytes = BF16_BYTES * shape.trainable_params
-
-    def dp_eff(drafters: int, placement: Placement) -> float:
-        step_s = plan.drafter.batch_size * S / d_rate.per_gpu
-        comm_s = allreduce_seconds(d_gpu, drafters, grad_bytes, placement.drafters_span_nodes)
-        return step_s / (step_s + comm_s)
-
-    def flow(targets: int, drafters: int) -> tuple[float, float, float, LinkCapacity, Placement,
-                                                   float]:
-        placement = place(t_gpu, targets, d_gpu, drafters)
-        t_cap = replica_rate * (targets // tp)
-        eff = dp_eff(drafters, placement)
-        d_cap = d_rate.per_gpu * drafters * eff
-        link = hidden_state_link(placement, t_gpu, targets // tp, d_gpu, drafters,
-                                 tw.hidden_state_bytes_per_token)
-        return min(t_cap, d_cap, link.tokens_per_s), t_cap, d_cap, link, placement, eff
-
-    throughput, t_cap, d_cap, link, placement, d_eff = flow(T, D)
-    t_mem = target_memory(model, tp, w.max_length, len(layer_ids), t_gpu.memory_gb)
-    d_mem = drafter_memory(shape, dw, S, plan.drafter.batch_size, D, d_gpu.memory_gb)
+def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
+    plan, w = r.plan, r.plan.workload
+    T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
+    rt = rates(r, catalog)
+    t, d, tw, dw = rt.target, rt.drafter, rt.target_work, rt.drafter_work
+    central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
+    f = flow(central, T, D)
+    throughput = float(f.tokens_per_s)
+    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb)
+    # Memory peaks at the longest sample (its context states), not the average one.
+    d_mem = drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size, D,
+                           r.drafter_gpu.memory_gb)
     fits = t_mem.fits and d_mem.fits
-    for role, gpu, mem in (("target", t_gpu, t_mem), ("drafter", d_gpu, d_mem)):
-        if not mem.fits:
-            biggest = max(mem.items_gb, key=lambda item: item[1])
-            hint = (" (raise target.tp or pick a GPU with more memory)" if role == "target"
-                    else " (lower drafter.batch_size or num_anchors, or pick a larger GPU)")
-            warnings.append(f"{role} does not fit: needs {mem.needed_gb:,.1f} GB per GPU, "
-                            f"{gpu.name} has {mem.available_gb:g} GB usable; largest item "
-                            f"{biggest[0]} {biggest[1]:,.1f} GB{hint}")
+    low_f = flow(central.with_rates(_replica(r, tw, t.low_tokens_per_s), d.low_tokens_per_s),
+                 T, D)
+    high_f = flow(central.with_rates(_replica(r, tw, t.high_tokens_per_s), d.high_tokens_per_s),
+                  T, D)
 
-    bottleneck = None
-    if fits:
-        bottleneck = min((("target", t_cap), ("drafter", d_cap), ("link", link.tokens_per_s)),
-                         key=lambda item: item[1])[0]
-    tokens_per_s = throughput if fits else None
+    tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
+    total_tokens = tokens_per_epoch * w.epochs
+    view = prices(plan, r.gpus, plan.gpus_in_use(), catalog.offers)
+    t_price, d_price = view.by_gpu[plan.target.gpu], view.by_gpu[plan.drafter.gpu]
+    role_prices = RolePrices(view.per_hour(plan.target.gpu), view.per_hour(plan.drafter.gpu),
+                             t_price.usd_per_gpu_hour, d_price.usd_per_gpu_hour,
+                             r.target_gpu.tdp_w, r.drafter_gpu.tdp_w)
 
-    def role(name: str, gpu: Gpu, count: int, role_tp: int, rates: _RoleRates, cap: float,
+    unit_t = view.by_gpu[plan.target.gpu].unit_gpus
+    unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
+    billed_t, billed_d = billed(T, D, r.same_gpu_type, unit_t, unit_d)
+
+    def capacity_range(role: str) -> tuple[float, float]:
+        key = f"{role}_tokens_per_s"
+        return float(getattr(low_f, key)), float(getattr(high_f, key))
+
+    def role(name: str, gpu: Gpu, count: int, role_tp: int, rate: RoleRate, cap: float,
              scaling: float, mem: MemoryFit, flop: float) -> RoleProjection:
         return RoleProjection(
             role=name, gpu=gpu.key, gpu_name=gpu.name, count=count, tp=role_tp,
-            per_gpu_tokens_per_s=rates.per_gpu, capacity_tokens_per_s=cap,
-            utilization=throughput / cap if fits else None, efficiency=rates.efficiency,
-            default_efficiency=rates.default_efficiency, source=rates.source,
-            basis=rates.basis, limit=rates.limit, scaling_efficiency=scaling, memory=mem,
-            flop=flop, spec=gpu)
+            per_gpu_tokens_per_s=rate.tokens_per_s, capacity_tokens_per_s=cap,
+            capacity_range=capacity_range(name),
+            utilization=throughput / cap if fits else None, efficiency=rate.efficiency,
+            default_efficiency=rate.default_efficiency, source=rate.source,
+            basis=rate.basis, limit=rate.limit, scaling_efficiency=scaling, memory=mem,
+            flop=flop, spec=gpu, rate=rate)
 
-    target = role("target", t_gpu, T, tp, t_rate, t_cap, tp_eff, t_mem, tw.flop_per_token)
-    drafter = role("drafter", d_gpu, D, 1, d_rate, d_cap, d_eff, d_mem, dw.flop_per_sample)
+    tp_scaling = central.replica_tokens_per_s / (t.tokens_per_s * tp)
+    target = role("target", r.target_gpu, T, tp, t, float(f.target_tokens_per_s), tp_scaling,
+                  t_mem, tw.flop_per_token)
+    drafter = role("drafter", r.drafter_gpu, D, 1, d, float(f.drafter_tokens_per_s),
+                   float(f.drafter_scaling), d_mem, dw.flop_per_sample)
 
-    tokens_per_epoch = float(w.samples) * S
-    view = prices(plan, gpus, plan.gpus_in_use())
-    days = gpu_hours = total_cost = total_usd = energy = None
+    diagnostics: list[Diagnostic] = []
+    for role_name in ("target", "drafter"):
+        measured = measured_implied(role_name, r, catalog)
+        moe = role_name == "target" and r.model.is_moe
+        defaults = {k: default_efficiency(role_name, r.gpus[k], moe) for k in measured}
+        diagnostics += measurement_checks(role_name, dict(measured), r.gpus, defaults)
+    diagnostics += memory_checks((r.target_gpu, t_mem), (r.drafter_gpu, d_mem))
+    diagnostics += anchors_check(w.num_anchors, recipe.NUM_ANCHORS)
+    if w.transport == "direct" and plan.launch.format in ("specforge", "slurm", "speculators"):
+        diagnostics.append(Diagnostic(
+            "transport-differs-from-launch", "workload.transport",
+            f"the projection assumes hidden states go device to device (your own pipeline), "
+            f"but the {plan.launch.format} launch stages them through a Mooncake store, "
+            f"whose measured ceilings are lower: set workload.transport = \"mooncake\" to "
+            f"project the launched run", {"transport": w.transport,
+                                          "launch_format": plan.launch.format}))
+
+    econ: Economics | None = None
+    ranges = narrowing = None
     marginal_t = marginal_d = None
-    if tokens_per_s:
-        seconds = tokens_per_epoch * w.epochs / tokens_per_s
-        hours = seconds / SECONDS_PER_HOUR
-        days = seconds / SECONDS_PER_DAY
-        gpu_hours = (T + D) * hours
-        energy = (T * t_gpu.tdp_w + D * d_gpu.tdp_w) * hours / 1e3
-        per_hour = [view.per_hour(plan.target.gpu), view.per_hour(plan.drafter.gpu)]
-        if None not in per_hour:
-            total_cost = (T * per_hour[0] + D * per_hour[1]) * hours
-        usd = [view.by_gpu[plan.target.gpu].usd_per_gpu_hour,
-               view.by_gpu[plan.drafter.gpu].usd_per_gpu_hour]
-        if None not in usd:
-            total_usd = (T * usd[0] + D * usd[1]) * hours
-        marginal_t = flow(T + tp, D)[0] - throughput
-        marginal_d = flow(T, D + 1)[0] - throughput
-        if link.tokens_per_s and throughput / link.tokens_per_s > LINK_BUSY_WARNING:
-            warnings.append(f"hidden-state link {_pct(throughput / link.tokens_per_s)} busy "
-                            f"({link.description})")
+    bneck = None
+    if fits:
+        bneck = bottleneck(f)
+        econ = economics(throughput, total_tokens, T, D, role_prices, billed_t, billed_d)
+        marginal_t = float(flow(central, T + tp, D).tokens_per_s) - throughput
+        marginal_d = float(flow(central, T, D + 1).tokens_per_s) - throughput
+        diagnostics += link_check(throughput, float(f.link_tokens_per_s),
+                                  central.hidden.description)
+        ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
+                                    role_prices, (billed_t, billed_d))
+        if billed_t + billed_d > T + D:
+            diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
+                                            billed_t, billed_d, throughput,
+                                            {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
+        for rate in (t, d):
+            diagnostics += carry_over_note(rate)
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
-            warnings.append(f"no price for {gpus[key].name}: set cost.usd_per_gpu_hour.{key} "
-                            f"or cost.ratio.{key}")
-    if model.is_moe and not (cal.target):
-        warnings.append(f"{model.name} is a MoE model: default prefill efficiencies are for "
-                        f"dense models and MoE prefill reaches far less (15-20 % reported at "
-                        f"short prompts); calibrate the target rate")
+            diagnostics.append(Diagnostic(
+                "no-price", f"cost.ratio.{key}",
+                f"no price for {r.gpus[key].name}: set cost.usd_per_gpu_hour.{key} or "
+                f"cost.ratio.{key}", {"gpu": key}))
+    for key in plan.gpus_in_use():
+        offer = view.by_gpu[key].offer
+        if offer is not None and catalog.today is not None and offer.stale(catalog.today):
+            age = offer.age_days(catalog.today)
+            when = "undated" if age is None else f"{age} days old ({offer.date})"
+            diagnostics.append(Diagnostic(
+                "price-stale", "cost.provider",
+                f"the {offer.provider} {offer.kind} price for {r.gpus[key].name} "
+                f"(${offer.usd_per_gpu_hour:.2f}/GPU-h) is {when}: check the current rate "
+                f"card or set cost.usd_per_gpu_hour.{key}",
+                {"gpu": key, "provider": offer.provider, "date": offer.date}))
+    if r.model.is_moe and not plan.calibration.target:
+        diagnostics.append(Diagnostic(
+            "moe-prefill", "calibration.target",
+            f"{r.model.name} is a MoE model: its prefill is estimated at "
+            f"{MOE_EFFICIENCY_FACTOR:.2f}x the dense default efficiency (fitted on MoE "
+            f"training; MoE prefill at short prompts has been reported as low as 15-20 % of "
+            f"peak); measure the target rate",
+            {"model": r.model.key}))
 
+    model = r.model
     assumptions = (
-        f"target {model.name}: {model.total_params / 1e9:.2f} B parameters, forward through "
-        f"layer {max(layer_ids)} of {model.n_layers} (captured {list(layer_ids)})",
-        f"drafter: {w.draft_layers} layers, {shape.trainable_params / 1e9:.2f} B trainable, "
-        f"block {block}, {dw.anchors} anchors per sample = {dw.positions:,} drafted positions",
+        f"target {model.name}: {model.total_params / 1e9:.2f} B parameters; the capture server "
+        f"runs all {tw.layers_run} layers (captured {list(r.layer_ids)})",
+        f"drafter: {w.draft_layers} layers, {r.shape.trainable_params / 1e9:.2f} B trainable, "
+        f"block {r.block_size}, {dw.anchors} anchors per sample = {dw.positions:,} drafted "
+        f"positions (recipe: {recipe.NUM_ANCHORS} anchors)",
         f"samples {w.samples:,} x {w.avg_sample_tokens:,} tokens = "
         f"{tokens_per_epoch / 1e9:.3f} G tokens per epoch, {w.epochs} epochs",
         f"hidden states {tw.hidden_state_bytes_per_token / 1e3:.1f} KB per token "
-        f"({len(layer_ids)} layers x {model.hidden} x 2 bytes)",
+        f"({len(r.layer_ids)} layers x {model.hidden} x 2 bytes), "
+        + ("through a Mooncake store" if w.transport == "mooncake" else "device to device"),
     )
     return Projection(
-        plan=plan, target_model=model, layer_ids=tuple(layer_ids),
-        drafter_params=shape.trainable_params, target_work=tw, drafter_work=dw,
-        target=target, drafter=drafter, link=link,
-        link_utilization=throughput / link.tokens_per_s if fits else None,
-        placement=placement, fits=fits, tokens_per_s=tokens_per_s, bottleneck=bottleneck,
-        tokens_per_epoch=tokens_per_epoch, days=days, gpu_hours=gpu_hours,
-        total_cost=total_cost, cost_unit=view.unit, total_cost_usd=total_usd, energy_kwh=energy,
-        prices=view, marginal_target_tokens_per_s=marginal_t,
-        marginal_drafter_tokens_per_s=marginal_d, warnings=tuple(warnings),
+        plan=plan, resolved=r, target_model=model, layer_ids=r.layer_ids,
+        drafter_params=r.shape.trainable_params, target_work=tw, drafter_work=dw,
+        target=target, drafter=drafter, inputs=central, flow=f,
+        link=Link(float(f.link_tokens_per_s), _link_description(r, f), float(f.crossing_share),
+                  int(f.nodes)),
+        link_utilization=throughput / float(f.link_tokens_per_s) if fits else None,
+        fits=fits, tokens_per_s=throughput if fits else None, bottleneck=bneck,
+        tokens_per_epoch=tokens_per_epoch,
+        days=float(econ.days) if econ else None,
+        gpu_hours=float(econ.gpu_hours) if econ else None,
+        billed=(billed_t, billed_d),
+        total_cost=float(econ.total_cost) if econ and econ.total_cost is not None else None,
+        cost_unit=view.unit,
+        total_cost_usd=(float(econ.total_cost_usd)
+                        if econ and econ.total_cost_usd is not None else None),
+        energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
+        marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
+        ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
         assumptions=assumptions)
 
 
-def balance(plan: Plan, catalog: Catalog) -> Plan:
-    """The target/drafter split of the same GPUs with the highest throughput (first best:
-    fewest drafters on a tie). Only for plans whose two roles use the same GPU type."""
-    if plan.target.gpu != plan.drafter.gpu:
-        raise PlanError("balance moves GPUs between roles, so both roles must use the same GPU "
-                        f"type (target {plan.target.gpu}, drafter {plan.drafter.gpu})")
-    total, tp = plan.target.count + plan.drafter.count, plan.target.tp
-    best, best_rate = plan, -1.0
-    for targets in range(total - 1 - (total - 1) % tp, 0, -tp):
-        candidate = plan.model_copy(update={
-            "target": plan.target.model_copy(update={"count": targets}),
-            "drafter": plan.drafter.model_copy(update={"count": total - targets})})
-        rate = project(candidate, catalog).tokens_per_s or 0.0
-        if rate > best_rate * (1 + 1e-9):
-            best, best_rate = candidate, rate
-    return best
+def _link_description(r: Resolved, f: Flow) -> str:
+    path = ("Mooncake store (host-staged)" if r.plan.workload.transport == "mooncake"
+            else "device to device")
+    share = float(f.crossing_share)
+    if share == 0:
+        return f"{path}, inside one node"
+    gbps = min(r.target_gpu.network_gbps_per_gpu, r.drafter_gpu.network_gbps_per_gpu)
+    return (f"{path}; network {gbps:g} Gb/s per GPU, {share:.0%} of traffic across "
+            f"{int(f.nodes)} nodes")
+
+
+PROBE_MINUTES = 10
+
+
+def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
+                 billed_d: int, throughput: float, units: dict[str, int]) -> Diagnostic:
+    """GPUs paid for but unused; with one GPU type, the split of all of them that runs
+    fastest (one vectorised pipeline call)."""
+    plan = r.plan
+    total = billed_t + billed_d
+    rented = ", ".join(f"{r.gpus[k].name} in units of {u}" for k, u in units.items() if u > 1)
+    message = (f"{idle} GPU(s) billed but unused ({rented}): the cost counts "
+               f"{total} GPUs for the {plan.target.count + plan.drafter.count} used")
+    values: dict[str, Any] = {"billed_gpus": total, "idle_gpus": idle}
+    if r.same_gpu_type:
+        import numpy as np
+
+        tp = plan.target.tp
+        targets = np.arange(tp, total, tp)
+        if targets.size:
+            tokens = np.asarray(flow(central, targets, total - targets).tokens_per_s, float)
+            best = int(targets[int(np.argmax(tokens))])
+            gain = float(tokens.max()) / throughput
+            message += (f"; using all {total}: {best} targets + {total - best} drafters, "
+                        f"{gain:.2f}x the throughput for the same bill")
+            values.update(best_targets=best, best_drafters=total - best, speedup=gain)
+    return Diagnostic("billed-idle", "target.count", message, values)
+
+
+def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: TargetWork,
+            low_f: Flow, high_f: Flow, total_tokens: float, role_prices: RolePrices,
+            billed_counts: tuple[int, int]) -> tuple[Ranges, str | None]:
+    plan = r.plan
+    T, D = plan.target.count, plan.drafter.count
+    lo_tok, hi_tok = float(low_f.tokens_per_s), float(high_f.tokens_per_s)
+    slow = economics(lo_tok, total_tokens, T, D, role_prices, *billed_counts)
+    fast = economics(hi_tok, total_tokens, T, D, role_prices, *billed_counts)
+
+    def pair(attr: str) -> tuple[float, float] | None:
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        return None if a is None else (float(a), float(b))
+
+    # Which role's uncertainty moves the days most: vary one, hold the other central.
+    spans: dict[str, tuple[float, float]] = {}
+    for name, rate in (("target", t), ("drafter", d)):
+        if rate.low_tokens_per_s == rate.high_tokens_per_s:
+            continue
+        ends = []
+        for value in (rate.low_tokens_per_s, rate.high_tokens_per_s):
+            if name == "target":
+                inputs = central.with_rates(_replica(r, tw, value),
+                                            central.drafter_tokens_per_s)
+            else:
+                inputs = central.with_rates(central.replica_tokens_per_s, value)
+            ends.append(total_tokens / float(flow(inputs, T, D).tokens_per_s) / 86_400)
+        spans[name] = (min(ends), max(ends))
+    ranked = sorted((k for k in spans if spans[k][1] - spans[k][0] > 1e-9),
+                    key=lambda k: spans[k][0] - spans[k][1])
+    widest = ranked[0] if ranked else None
+    probes = []
+    for name in ranked:
+        rate = t if name == "target" else d
+        gpu_hours = probe_gpu_hours(plan, rate.gpu, name, PROBE_MINUTES)
+        per_hour = (role_prices.target_usd_per_hour if name == "target"
+                    else role_prices.drafter_usd_per_hour)
+        price = f", about ${gpu_hours * per_hour:,.2f}" if per_hour else ""
+        probes.append(f"the {rate.gpu.name} {name} (dflash-plan probe --gpu {rate.gpu.key} "
+                      f"--role {name}: {gpu_hours:.2f} GPU-hours{price}); its rate alone "
+                      f"moves the finish between {spans[name][0]:.1f} and "
+                      f"{spans[name][1]:.1f} days")
+    narrowing = ("measure " + "; then ".join(probes)) if probes else None
+    return Ranges(tokens_per_s=(lo_tok, hi_tok), days=(float(fast.days), float(slow.days)),
+                  total_cost=pair("total_cost"), total_cost_usd=pair("total_cost_usd"),
+                  widest=widest, widest_days=spans.get(widest) if widest else None), narrowing
+
+
+def break_even(p: Projection, baseline: Projection) -> dict[str, float] | None:
+    """Price ratio(s) to the reference GPU at which p costs what the baseline costs."""
+    if p.days is None or baseline.total_cost is None or p.cost_unit != baseline.cost_unit:
+        return None
+    if p.prices.in_usd:
+        ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
+        if not ref_usd:
+            return None
+        base_ref_hours = baseline.total_cost / ref_usd
+    else:
+        base_ref_hours = baseline.total_cost
+    plan, ref = p.plan, p.prices.reference_gpu
+    return break_even_price_ratio(
+        base_ref_hours, p.days * 24, p.billed[0], p.billed[1],
+        p.prices.by_gpu[plan.target.gpu].ratio, p.prices.by_gpu[plan.drafter.gpu].ratio,
+        plan.target.gpu == ref, plan.drafter.gpu == ref, plan.target.gpu == plan.drafter.gpu)

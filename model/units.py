@@ -8,3 +8,4 @@ BYTES_PER_GB = 1e9          # decimal GB, as GPU datasheets print memory and ban
 BITS_PER_BYTE = 8
 BF16_BYTES = 2
 FP32_BYTES = 4
+BYTES_PER_GIB = 2.0 ** 30   # memory capacities: vendors' "GB" of HBM/GDDR are GiB

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BeforeValidator, Field, ValidationError
 
 from .errors import PlanError, suggest
 from .tomlfile import line_of
@@ -13,7 +18,16 @@ def explain(err: ValidationError, where: str, text: str | None = None,
             ) -> PlanError:
     """A PlanError for the first problem in err: file, line, key, bad value, what is allowed."""
     first = err.errors()[0]
-    loc = prefix + tuple(str(part) for part in first["loc"])
+    # pydantic's location holds list indexes and union-branch tags besides plan keys: the
+    # key is the plan key (what the app marks), the shown name keeps the index.
+    loc = prefix + tuple(str(part) for part in first["loc"]
+                         if isinstance(part, str) and not _is_tag(part))
+    shown = ".".join(prefix)
+    for part in first["loc"]:
+        if isinstance(part, int):
+            shown += f"[{part}]"
+        elif not _is_tag(part):
+            shown += f".{part}" if shown else part
     key = ".".join(loc)
     line = line_of(text, loc) if text else None
     place = f"{where}:{line}" if line else where
@@ -23,11 +37,174 @@ def explain(err: ValidationError, where: str, text: str | None = None,
         hint = suggest(loc[-1], (known or {}).get(parent, []))
         allowed = (known or {}).get(parent)
         listing = f"; allowed: {', '.join(allowed)}" if allowed and not hint else ""
-        return PlanError(f"{place}: unknown key '{key}'{hint}{listing}")
+        return PlanError(f"{place}: unknown key '{key}'{hint}{listing}", key)
     if kind == "missing":
-        return PlanError(f"{place}: missing required key '{key}'")
+        return PlanError(f"{place}: missing required key '{key}'", key)
     value = first.get("input")
-    message = first["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, "):]
-    return PlanError(f"{place}: {key} = {value!r}: {message}")
+    if isinstance(value, dict):         # a rule between a table's keys: no single value
+        return PlanError(f"{place}: {shown}: {_message(first)}", key)
+    return PlanError(f"{place}: {shown} = {short_repr(value)}: {_message(first)}", key)
+
+
+def _is_tag(part: str) -> bool:
+    """A union-branch tag pydantic puts into locations (`function-before[check(), float]`,
+    `tuple[...]`) or one of our discriminator tags (`(rate)`); never a plan key, since
+    plan keys hold no brackets."""
+    return "[" in part or part.startswith("(")
+
+
+# pydantic's wording for type errors, in ours (what is allowed, not what "input should" be).
+_MESSAGES = {
+    "string_type": "must be text (in quotes)",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be a table",
+    "model_type": "must be a table",
+    "model_attributes_type": "must be a table",
+    "tuple_type": "must be a list",
+    "list_type": "must be a list",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+}
+
+
+def _message(error: Any) -> str:
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in _MESSAGES:
+        return _MESSAGES[kind]
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length', 0):,} characters"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "too_long":
+        return f"must have at most {ctx.get('max_length', 0):,} items"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        limit = next(iter(ctx.values()), "")
+        relation = {"greater_than": "greater than", "greater_than_equal": "at least",
+                    "less_than": "less than", "less_than_equal": "at most"}[kind]
+        return f"must be {relation} {limit}"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+# Bounds. Every count, size, rate and price a plan, a hardware file or a config.json gives
+# has a range far beyond any real value (docs/limits.md says why each one is where it is),
+# so that a typo or a hostile file gets a one-line error instead of an overflow, a NaN or a
+# hang. A bound is checked before pydantic's own type check, so the message is ours.
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    lo: float
+    hi: float
+    unit: str = ""
+    integer: bool = True
+
+    def describe(self) -> str:
+        """'from 1 to 100,000 GPUs' as the range reads in messages and descriptions."""
+        unit = f" {self.unit}" if self.unit else ""
+        return f"from {_number(self.lo)} to {_number(self.hi)}{unit}"
+
+    def check(self, value: object) -> int | float:
+        """value, if it is a finite number of the right kind inside the range; else a
+        ValueError saying what is allowed."""
+        kind = "a whole number" if self.integer else "a number"
+        ok_type = (int,) if self.integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, ok_type):
+            raise ValueError(f"must be {kind} {self.describe()}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"must be a finite number {self.describe()}")
+        if not self.lo <= value <= self.hi:
+            if self.integer and self.lo == 1 and value < 1:
+                raise ValueError(f"must be greater than 0 (a whole number {self.describe()})")
+            raise ValueError(f"must be {kind} {self.describe()}")
+        return value if self.integer else float(value)
+
+    @property
+    def before(self) -> Any:
+        """The pydantic validator that applies this bound, as Annotated metadata:
+        `Annotated[int, BOUND.before, BOUND.field("what it counts")]`."""
+        return BeforeValidator(self.check)
+
+    def field(self, description: str = "") -> Any:
+        """Field metadata whose description ends with this bound's range."""
+        text = f"{description}; {self.describe()}" if description else self.describe()
+        return Field(description=text)
+
+
+def _number(x: float) -> str:
+    if x == int(x):
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+# The plan (docs/limits.md).
+GPUS_PER_ROLE = Bound(1, 100_000, "GPUs")
+TP = Bound(1, 128, "GPUs per replica")
+BATCH_SIZE = Bound(1, 4_096, "samples")
+SAMPLES = Bound(1, 10_000_000_000, "samples")
+SEQUENCE_TOKENS = Bound(1, 1_048_576, "tokens")
+EPOCHS = Bound(1, 1_000, "epochs")
+ANCHORS = Bound(1, 1_048_576, "anchors")
+BLOCK_SIZE = Bound(1, 256, "tokens")
+DRAFT_LAYERS = Bound(1, 256, "layers")
+LAYER_ID = Bound(0, 9_999)
+USD_PER_GPU_HOUR = Bound(0.001, 1_000, "USD per GPU-hour", integer=False)
+PRICE_RATIO = Bound(0.001, 1_000, "x the reference GPU's price", integer=False)
+TOKENS_PER_S_PER_GPU = Bound(1, 100_000_000, "tokens/s per GPU", integer=False)
+# The GPU catalog.
+TFLOPS = Bound(0.1, 100_000, "TFLOPS", integer=False)
+MEMORY_GB = Bound(1, 100_000, "GB", integer=False)
+MEMORY_TB_PER_S = Bound(0.01, 1_000, "TB/s", integer=False)
+LINK_GB_PER_S = Bound(0.1, 100_000, "GB/s", integer=False)
+NETWORK_GBIT_PER_S = Bound(0.1, 100_000, "Gb/s", integer=False)
+GPUS_PER_NODE = Bound(1, 1_024, "GPUs")
+NVLINK_DOMAIN_GPUS = Bound(1, 100_000, "GPUs")
+TDP_W = Bound(1, 100_000, "W", integer=False)
+EFFICIENCY = Bound(0.001, 1, "of the dense peak", integer=False)
+SOFTMAX_SPEEDUP = Bound(1, 100, "x", integer=False)
+# Target models (config.json).
+MODEL_LAYERS = Bound(1, 10_000, "layers")
+MODEL_WIDTH = Bound(1, 1_048_576)            # hidden and FFN widths
+MODEL_HEADS = Bound(1, 4_096, "heads")
+HEAD_DIM = Bound(1, 4_096)
+VOCAB = Bound(1, 10_000_000, "tokens")
+EXPERTS = Bound(0, 100_000, "experts")
+SLIDING_WINDOW = Bound(1, 100_000_000, "tokens")
+# Text: names shown on one line, paths and templates.
+NAME_CHARS = 200
+TEXT_CHARS = 4_096
+TEMPLATE_CHARS = 65_536
+
+ALL_BOUNDS = {name: value for name, value in globals().items() if isinstance(value, Bound)}
+
+
+def one_line(max_chars: int) -> Callable[[object], object]:
+    """A before-validator for a name shown on one line: a string without control
+    characters, at most max_chars long."""
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            if len(value) > max_chars:
+                raise ValueError(f"must be at most {max_chars:,} characters "
+                                 f"(got {len(value):,})")
+            if any(ord(c) < 32 or ord(c) == 127 for c in value):
+                raise ValueError("must be one line of text without control characters")
+        return value
+    return check
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """The value as the user wrote it (TOML spelling for booleans), cut to limit
+    characters (a bad value can be a whole file)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    try:
+        text = repr(value)
+    except ValueError:                  # an integer too long to print (over 4,300 digits)
+        return "<a number too long to print>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"

@@ -1,8 +1,8 @@
 """Work per role from the architecture: FLOPs and memory traffic.
 
-Target side: per token (prefill up to the last captured layer). Drafter side: per sample
-(anchors x block drafted positions, independent of the sample's length except for the
-attention over the target context).
+Target side: per token (prefill through every layer, as the capture servers run it).
+Drafter side: per sample (anchors x block drafted positions, independent of the sample's
+length except for the attention over the target context).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ REPLICATED_BYTES_PER_PARAM = BF16_BYTES
 SHARDED_BYTES_PER_PARAM = 4 + 4 + 4 + BF16_BYTES
 # Per optimizer step every sharded state byte is read once and written once.
 OPTIMIZER_TRAFFIC_PER_STATE_BYTE = 2
-# Logits are fp32 for the loss and so is their gradient (written, then read back).
-LOGIT_BYTES_STORED = 2 * FP32_BYTES
+# Logit traffic per element: written and read in the forward, again in the recomputation,
+# and the gradient written and read (bf16 logits, fp32 inside the loss).
 LOGIT_TRAFFIC_BYTES = 4 * FP32_BYTES
 
 
@@ -56,7 +56,7 @@ def layer_io_elements(hidden: int, q_dim: int, kv_dim: int, ffn_width: int) -> i
 
 @dataclass(frozen=True, slots=True)
 class TargetWork:
-    """Prefill work per token on the target, up to the last captured layer."""
+    """Prefill work per token on the target (the whole forward, as capture servers run it)."""
 
     layers_run: int
     linear_flop_per_token: float
@@ -73,7 +73,8 @@ class TargetWork:
 
     @property
     def bytes_per_token(self) -> float:
-        return self.weight_bytes_per_forward / self.tokens_per_forward + self.activation_bytes_per_token
+        return (self.weight_bytes_per_forward / self.tokens_per_forward
+                + self.activation_bytes_per_token)
 
     def time_flop(self, softmax_speedup: float) -> float:
         """FLOPs to charge at the matmul rate, attention's softmax time included."""
@@ -81,9 +82,15 @@ class TargetWork:
                 + self.attention_flop_per_token * softmax_factor(self.head_dim, softmax_speedup))
 
 
-def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: float
-                ) -> TargetWork:
-    layers_run = max(layer_ids) + 1          # the forward stops after the last captured layer
+def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: float,
+                transferred_layers: int | None = None) -> TargetWork:
+    """`transferred_layers`: hidden states sent per token, when more than the captured
+    layers (speculators also sends the final layer)."""
+    # The capture servers run the whole forward: SpecForge's SGLang capture patch prefills
+    # every layer and samples one token (max_new_tokens 1), and speculators' vLLM path
+    # captures the last layer too (docs/model.md). The LM head runs for one position per
+    # sample only, under 0.01 % of the FLOPs at thousands of tokens: left out.
+    layers_run = model.n_layers
     linear = 2.0 * model.layer_params_active * layers_run
     attention = 0.0
     for layer in range(layers_run):
@@ -103,7 +110,8 @@ def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: f
         weight_bytes_per_forward=BF16_BYTES * model.layer_params_total * layers_run,
         tokens_per_forward=sample_tokens,
         activation_bytes_per_token=BF16_BYTES * (io + kv_write) * layers_run,
-        hidden_state_bytes_per_token=BF16_BYTES * len(layer_ids) * model.hidden,
+        hidden_state_bytes_per_token=BF16_BYTES * (transferred_layers or len(layer_ids))
+        * model.hidden,
     )
 
 
@@ -180,8 +188,11 @@ def drafter_work(shape: DrafterShape, num_anchors: int, sample_tokens: float,
     positions = anchors * shape.block_size
     # fwd + bwd of a trainable matmul: 3 x 2 FLOPs per weight per position.
     layer = 6.0 * positions * shape.layers * (shape.layer_params)
-    # Frozen LM head: forward and input-gradient only, 2 x 2 FLOPs per weight per position.
-    lm_head = 4.0 * positions * shape.hidden * shape.vocab
+    # Frozen LM head: forward, its recomputation and the input gradient, 3 x 2 FLOPs per
+    # weight per position. SpecForge runs the LM head and cross-entropy in chunks of 128
+    # anchor blocks under non-reentrant activation checkpointing, so each chunk's logits
+    # are computed twice (dflash_family_model.py, core/chunking.py; docs/model.md).
+    lm_head = 6.0 * positions * shape.hidden * shape.vocab
     # Each drafted position attends to the target context before its anchor (half the
     # sample on average) plus its own block; fwd + bwd = 3 x the 4 FLOPs per score element.
     context = sample_tokens / 2 + shape.block_size

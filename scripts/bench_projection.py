@@ -1,8 +1,10 @@
-"""Benchmark: how many full projections per second the model makes.
+"""Benchmark: how many full projections, and how many pipeline splits, per second.
 
 Run it from an installed checkout:  python scripts/bench_projection.py [--seconds 1.0]
 
-It prints the median time of one projection for three plans, and in the same run the
+It prints the median time of one projection for three plans, of the pipeline function on
+one split and on a million splits at once (numpy arrays: what balance and search call),
+and in the same run the
 time of two baselines on the same machine: validating the plan (the least any tool does
 with its input) and turning a projection into JSON (what `project --json` adds). If the
 package `llm_analysis` is importable, it also times one llm-analysis training analysis,
@@ -16,9 +18,12 @@ import json
 import statistics
 import time
 
+from dflash_plan.model.balance import balance
+from dflash_plan.model.catalog import Catalog
 from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.pipeline import flow
 from dflash_plan.model.plan import Plan, default_plan, load_plan
-from dflash_plan.model.projection import Catalog, balance, project
+from dflash_plan.model.projection import project
 
 
 def per_call_us(fn, seconds: float, repeats: int = 7) -> float:
@@ -75,6 +80,15 @@ def main() -> None:
     rows.append(("balance(): 8 GPUs, 7 splits",
                  per_call_us(lambda: balance(plans["built-in plan (3+1 RTX PRO 6000)"], catalog),
                              args.seconds)))
+    inputs = projection.inputs
+    rows.append(("flow(): one split (scalars)", per_call_us(lambda: flow(inputs, 3, 1),
+                                                             args.seconds)))
+    import numpy as np
+
+    targets = np.arange(1, 1_000_001) % 4096 + 1
+    drafters = np.arange(1_000_000) % 512 + 1
+    million = per_call_us(lambda: flow(inputs, targets, drafters), args.seconds, repeats=3)
+    rows.append(("flow(): 1,000,000 splits in one call, per split", million / 1e6))
     rows.append(("baseline: Plan.model_validate (reading the input)",
                  per_call_us(lambda: Plan.model_validate(doc), args.seconds)))
     rows.append(("baseline: json.dumps(projection.to_json())",
@@ -83,9 +97,10 @@ def main() -> None:
     if reference is not None:
         rows.append(("reference: llm-analysis train() (one configuration)", reference))
     width = max(len(name) for name, _ in rows)
-    print(f"{'measurement':<{width}}  {'us/call':>9}  {'calls/s':>9}")
+    print(f"{'measurement':<{width}}  {'us/call':>9}  {'calls/s':>12}")
     for name, us in rows:
-        print(f"{name:<{width}}  {us:9.1f}  {1e6 / us:9,.0f}")
+        print(f"{name:<{width}}  {us:9.3f}  {1e6 / us:12,.0f}")
+    print(f"one vectorised split is {rows[0][1] / (million / 1e6):,.0f}x faster than project()")
     if reference is None:
         print("(llm-analysis not importable here: the issue quotes ~500 us for it)")
 

@@ -1,31 +1,78 @@
-"""Driving the planner app in Pilot tests and snapshots."""
+"""Driving the planner app in Pilot tests and snapshots: values are set directly (one
+change event, as a paste would make) unless typing is what a test is about, and the app
+runs without a debounce."""
 
 from __future__ import annotations
 
-from textual.widgets import Input, Select
+import io
+from typing import Any
 
-SETTLE_S = 0.35      # longer than the app's debounce
+import pytest
+from dflash_plan.tui.app import PlannerApp
+from rich.console import Console
+from textual.content import Content
+from textual.widgets import Input, Select, Static, TextArea
 
 
-async def type_into(pilot, widget_id: str, text: str, settle: bool = True) -> None:
-    """Focus an input (its text gets selected), type text over it key by key."""
-    field = pilot.app.screen.query_one(f"#{widget_id}", Input)
-    field.focus()
+@pytest.fixture(autouse=True)
+def steady_cursors(monkeypatch):
+    """Text cursors do not blink in tests, so that a snapshot does not depend on when it is
+    taken. (Imported by the app test modules, which makes it autouse there.)"""
+    for widget in (Input, TextArea):
+        monkeypatch.setattr(widget.__dict__["cursor_blink"], "_default", False)
+
+
+def planner(path=None, **kwargs: Any) -> PlannerApp:
+    """The app with recomputes at once (no debounce)."""
+    return PlannerApp(path, debounce_s=kwargs.pop("debounce_s", 0), **kwargs)
+
+
+def widget_id(key: str) -> str:
+    return key.replace(".", "-")
+
+
+async def put(pilot, key: str, text: str) -> None:
+    """Set a field's text (a field key like 'target.count', or a widget id)."""
+    field = pilot.app.screen.query_one(f"#{widget_id(key)}", Input)
+    field.value = text
     await pilot.pause()
-    field.select_all()
-    if text:
-        await pilot.press(*list(text))
-    else:
-        await pilot.press("backspace")
-    if settle:
-        await pilot.pause(SETTLE_S)
 
 
-async def choose(pilot, widget_id: str, value: str) -> None:
-    pilot.app.screen.query_one(f"#{widget_id}", Select).value = value
-    await pilot.pause(SETTLE_S)
+async def choose(pilot, key: str, value: str) -> None:
+    pilot.app.screen.query_one(f"#{widget_id(key)}", Select).value = value
+    await pilot.pause()
 
 
-def shown(app, widget_id: str) -> str:
-    """The text a result widget shows."""
-    return str(app.query_one(f"#{widget_id}").render())
+async def settle(pilot) -> None:
+    """Let the workers that are not waiting on a dialog (balance, the launch script) finish
+    and their results show."""
+    await pilot.pause()
+    for worker in list(pilot.app.workers):
+        if worker.group != "dialog":
+            await worker.wait()
+    await pilot.pause()
+
+
+def text(app, widget: str) -> str:
+    """The plain text a widget shows (a Static's content as laid out at its width, an
+    Input's value, a TextArea's text)."""
+    node = app.screen.query_one(f"#{widget}")
+    if isinstance(node, Input):
+        return node.value
+    if isinstance(node, TextArea):
+        return node.text
+    assert isinstance(node, Static)
+    content = node.content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Content):
+        return content.plain
+    console = Console(width=node.content_size.width or 200, file=io.StringIO(), record=True)
+    console.print(content)
+    return console.export_text()
+
+
+def error(app, key: str) -> str:
+    """The error shown under a field ('' when none)."""
+    found = app.screen.query(f"#error-{widget_id(key)}")
+    return text(app, f"error-{widget_id(key)}") if found and found.first().display else ""

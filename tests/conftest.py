@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import datetime as dt
 
+import pytest
+from dflash_plan.model.catalog import Catalog
 from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.offers import builtin_offers
 from dflash_plan.model.plan import Plan, default_plan
-from dflash_plan.model.projection import Catalog
 
 
 @pytest.fixture(autouse=True)
@@ -17,9 +19,13 @@ def clean_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("COLUMNS", "120")
 
 
+TODAY = dt.date(2026, 11, 30)
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return Catalog(gpus=builtin_gpus())
+    # Offers as shipped, judged on a fixed day so that price-age warnings are reproducible.
+    return Catalog(gpus=builtin_gpus(), offers=builtin_offers(), today=TODAY)
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import errno
+import json
+import os
+import tempfile
 
+import pytest
 from dflash_plan.tui.cli import main
 
 GOOD = """schema_version = 1
@@ -41,7 +45,8 @@ def test_good_plan_passes_check(tmp_path, capsys):
 
 @pytest.mark.parametrize("old, new, expected", [
     ("count = 3", "cuont = 3", [":6: unknown key 'target.cuont' (did you mean 'count'?)"]),
-    ("count = 3", 'count = "three"', [":6: target.count = 'three'", "integer"]),
+    ("count = 3", 'count = "three"', [":6: target.count = 'three'", "whole number",
+                                      "from 1 to 100,000 GPUs"]),
     ("count = 3", "count = 0", [":6: target.count = 0", "greater than 0"]),
     ("count = 3", "count = -2", ["target.count = -2", "greater than 0"]),
     ("count = 3", "count = 3\ntp = 2", ["target", "count 3 is not a multiple of tp 2"]),
@@ -78,13 +83,13 @@ def test_missing_config_json(tmp_path, capsys):
 
 def test_bad_set_value(capsys):
     line = fail(capsys, ["project", "--set", "target.tp=two"])
-    assert "--set target.tp = 'two'" in line and "integer" in line
+    assert "--set target.tp = 'two'" in line and "whole number from 1 to 128" in line
 
 
 def test_bad_hardware_file(tmp_path, capsys):
     hw = write(tmp_path, "[my-gpu]\nname = 'X'\nbf16_tflops = -5\n", "hw.toml")
     line = fail(capsys, ["project", "--hardware", hw])
-    assert "hw.toml:3: my-gpu.bf16_tflops = -5" in line and "greater than 0" in line
+    assert "hw.toml:3: my-gpu.bf16_tflops = -5" in line and "from 0.1 to 100,000 TFLOPS" in line
 
 
 def test_hardware_file_unknown_field(tmp_path, capsys):
@@ -103,3 +108,191 @@ def test_new_refuses_to_overwrite(tmp_path, capsys):
     line = fail(capsys, ["new", path])
     assert "already exists" in line
     assert (tmp_path / "plan.toml").read_text() == "keep me"
+
+
+# -- issue 10: crashes and hangs on hostile input -----------------------------------------
+
+DEEP = "[" * 5000
+HUGE_INT = "1" * 4301
+HW = """[my-gpu]
+name = "My GPU"
+bf16_tflops = 500
+memory_gb = 80
+mem_bw_tb_s = 2.0
+link = { kind = "pcie", gb_per_s = 50 }
+gpus_per_node = 8
+network_gbps_per_gpu = 25
+tdp_w = 400
+usd_per_gpu_hour = 2.0
+prefill_efficiency = 0.45
+training_efficiency = 0.375
+"""
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"x = {DEEP}", "nested too deeply"),
+    (DEEP, "not valid TOML"),
+    (f"x = {HUGE_INT}", "more than 4,300 digits"),
+])
+def test_toml_that_python_cannot_parse(tmp_path, capsys, text, expected):
+    plan = write(tmp_path, text)
+    assert expected in fail(capsys, ["check", plan])
+    hw = write(tmp_path, text, "hw.toml")
+    assert expected in fail(capsys, ["gpus", "--hardware", hw])
+
+
+@pytest.mark.parametrize("value", [DEEP, HUGE_INT, "1e400", "inf", "nan", "-inf"])
+def test_set_values_python_cannot_parse(capsys, value):
+    line = fail(capsys, ["project", "--set", f"target.count={value}"])
+    assert line.startswith("dflash-plan: --set target.count = ")
+    assert "from 1 to 100,000 GPUs" in line
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("workload.epochs", "1" + "0" * 400, "from 1 to 1,000 epochs"),
+    ("target.count", str(10 ** 19), "from 1 to 100,000 GPUs"),
+    ("target.count", str(3 * 10 ** 7), "from 1 to 100,000 GPUs"),
+    ("drafter.count", str(10 ** 6), "from 1 to 100,000 GPUs"),
+    ("workload.samples", str(10 ** 11), "from 1 to 10,000,000,000 samples"),
+    ("workload.max_length", str(10 ** 7), "from 1 to 1,048,576 tokens"),
+    ("workload.num_anchors", "0", "greater than 0"),
+    ("workload.block_size", "1000", "from 1 to 256 tokens"),
+    ("workload.draft_layers", "300", "from 1 to 256 layers"),
+    ("workload.target_layer_ids", "[1, 100000]", "from 0 to 9,999"),
+    ("drafter.batch_size", "100000", "from 1 to 4,096 samples"),
+    ("target.tp", "true", "whole number"),
+    ("calibration.target.rtx-pro-6000", "5e-324", "from 1 to 100,000,000 tokens/s per GPU"),
+    ("calibration.target.rtx-pro-6000", "inf", "finite number"),
+    ("calibration.drafter.rtx-pro-6000", "1e308", "from 1 to 100,000,000 tokens/s per GPU"),
+    ("calibration.drafter.rtx-pro-6000", "nan", "finite number"),
+    ("cost.usd_per_gpu_hour.rtx-pro-6000", "inf", "from 0.001 to 1,000 USD per GPU-hour"),
+    ("cost.usd_per_gpu_hour.rtx-pro-6000", "1e-300", "from 0.001 to 1,000 USD per GPU-hour"),
+    ("cost.ratio.b200", "1e308", "from 0.001 to 1,000"),
+    ("name", '"a\\nb"', "one line"),
+])
+def test_every_number_has_a_documented_bound(capsys, key, value, expected):
+    line = fail(capsys, ["project", "--set", f"{key}={value}"])
+    assert f"--set {key}" in line and expected in line, line
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("bf16_tflops", "1e-310", "from 0.1 to 100,000 TFLOPS"),
+    ("bf16_tflops", "5e-324", "from 0.1 to 100,000 TFLOPS"),
+    ("bf16_tflops", "inf", "finite number"),
+    ("memory_gb", "5e-324", "from 1 to 100,000 GB"),
+    ("mem_bw_tb_s", "nan", "finite number"),
+    ("gpus_per_node", "100000", "from 1 to 1,024 GPUs"),
+    ("tdp_w", "1e400", "finite number"),
+    ("prefill_efficiency", "1e-300", "from 0.001 to 1"),
+    ("usd_per_gpu_hour", "inf", "finite number"),
+    ("name", '"[/bold]\\u0007"', "one line"),
+])
+def test_hardware_figures_are_finite_and_in_range(tmp_path, capsys, field, value, expected):
+    text = "\n".join(f"{field} = {value}" if line.startswith(f"{field} =") else line
+                     for line in HW.splitlines())
+    hw = write(tmp_path, text, "hw.toml")
+    line = fail(capsys, ["project", "--hardware", hw, "--set", "target.gpu=my-gpu"])
+    assert f"my-gpu.{field} = " in line and expected in line, line
+
+
+def test_a_sane_hardware_file_is_accepted(tmp_path, capsys):
+    hw = write(tmp_path, HW, "hw.toml")
+    assert main(["project", "--hardware", hw, "--set", "target.gpu=my-gpu"]) == 0
+
+
+def test_hardware_table_with_a_key_field(tmp_path, capsys):
+    hw = write(tmp_path, HW + 'key = "other"\n', "hw.toml")
+    line = fail(capsys, ["gpus", "--hardware", hw])
+    assert "hw.toml:13: my-gpu.key: not a GPU field" in line
+
+
+@pytest.mark.parametrize("key", ["My-GPU", "gpu;rm -rf", "-gpu", "a b", "gpu$(x)", "é"])
+def test_catalog_keys_are_restricted(tmp_path, capsys, key):
+    hw = write(tmp_path, HW.replace("[my-gpu]", f'["{key}"]'), "hw.toml")
+    line = fail(capsys, ["gpus", "--hardware", hw])
+    assert "hw.toml:1: GPU key" in line and "lower-case letters, digits, '.' and '-'" in line
+
+
+@pytest.mark.parametrize("text", ["[/bold]", "[red]x", "[link=file:///etc]a[/link]", "\\[x]"])
+def test_markup_in_user_text_is_printed_as_text(tmp_path, capsys, text):
+    hw = write(tmp_path, HW.replace('"My GPU"', json.dumps(text)), "hw.toml")
+    argv = ["project", "--hardware", hw, "--set", "target.gpu=my-gpu",
+            "--set", f"name={json.dumps(text)}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(text)
+    assert main([*argv, "--baseline"]) == 0
+    assert main(["gpus", "--hardware", hw]) == 0
+    assert text in capsys.readouterr().out
+
+
+def test_project_text_for_a_gpu_without_a_price(capsys):
+    # mi355x has no catalog price: the cost is a dash and a warning says what to set.
+    assert main(["project", "--set", "target.gpu=mi355x"]) == 0
+    out = capsys.readouterr().out
+    assert "total cost  —" in out and "no price for MI355X" in out
+
+
+def _raise(code):
+    def broken(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+    return broken
+
+
+@pytest.mark.parametrize("code, reason", [
+    (errno.EROFS, "read-only file system"),
+    (errno.ENOSPC, "no space left on device"),
+    (errno.EACCES, "permission denied"),
+])
+@pytest.mark.parametrize("where", ["mkstemp", "fsync", "replace"])
+def test_new_and_launch_cannot_write(tmp_path, capsys, monkeypatch, code, reason, where):
+    target = {"mkstemp": (tempfile, "mkstemp"), "fsync": (os, "fsync"),
+              "replace": (os, "replace")}[where]
+    monkeypatch.setattr(*target, _raise(code))
+    for argv in (["new", str(tmp_path / "plan.toml")],
+                 ["launch", "-o", str(tmp_path / "run.sh")]):
+        line = fail(capsys, argv)
+        assert f"cannot write: {reason}" in line
+    assert list(tmp_path.iterdir()) == []          # nothing half-written, no temp file
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p: p / "no" / "such" / "plan.toml", "does not exist"),
+    (lambda p: (p / "folder").mkdir() or p / "folder", "is a folder"),
+])
+def test_new_and_launch_bad_targets(tmp_path, capsys, make, expected):
+    path = str(make(tmp_path))
+    assert expected in fail(capsys, ["new", path])
+    assert expected in fail(capsys, ["launch", "-o", path])
+    assert expected in fail(capsys, ["new", "--force", path])
+
+
+def test_a_link_to_a_device_or_pipe_is_not_replaced(tmp_path, capsys):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "plan.toml"
+    link.symlink_to(fifo)
+    for argv in (["new", "--force", str(link)], ["new", "--force", str(fifo)]):
+        assert "not a regular file" in fail(capsys, argv)
+    assert link.is_symlink() and not fifo.is_file()
+
+
+def test_limits_doc_lists_every_bound():
+    """docs/limits.md states every range the code enforces, in the code's own words."""
+    from pathlib import Path
+
+    from dflash_plan.model import validation
+
+    text = (Path(__file__).parent.parent / "docs" / "limits.md").read_text()
+    for name, bound in validation.ALL_BOUNDS.items():
+        assert bound.describe() in text, (name, bound.describe())
+
+
+@pytest.mark.parametrize("sets", [["target=0", "target.count=\r"], ["name=a\nb"],
+                                  ["na\nme=x"], ["target.count\r\n"]])
+def test_user_text_with_line_breaks_stays_one_line(capsys, sets):
+    """Found by scripts/fuzz.py: a carriage return in --set made a second stderr line."""
+    argv = ["project"]
+    for item in sets:
+        argv += ["--set", item]
+    fail(capsys, argv)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from support import edit
-
 from dflash_plan.model.cost import prices
 from dflash_plan.model.projection import project
+from support import edit
 
 
 def test_ratio_only_plan_reports_reference_gpu_hours(catalog, baseline):
@@ -49,3 +48,42 @@ def test_a_gpu_without_any_price_is_reported(catalog, baseline):
     p = project(plan, catalog)
     assert p.total_cost is None and p.days is not None
     assert any("no price for MI355X" in w for w in p.warnings)
+
+
+def test_break_even_price_ratio_by_plan_shape():
+    from dflash_plan.model.economics import break_even_price_ratio
+
+    # Baseline 845 reference-GPU-hours; the plan runs 100 hours.
+    # Same non-reference type for both roles, 4 GPUs: 845 / (4 x 100) = 2.1125.
+    same = break_even_price_ratio(845, 100, 3, 1, 3.4, 3.4, False, False, True)
+    assert same == {"target": pytest.approx(2.1125), "drafter": pytest.approx(2.1125)}
+    # Drafter on the reference GPU: (845 - 1 x 100) / (3 x 100) = 2.4833 for the target.
+    assert break_even_price_ratio(845, 100, 3, 1, 3.4, 1.0, False, True, False) == {
+        "target": pytest.approx(745 / 300)}
+    # Two non-reference types scale together from 3.4 and 2.0: k = 845 / (3 x 340 + 200).
+    k = 845 / (3 * 340 + 1 * 200)
+    both = break_even_price_ratio(845, 100, 3, 1, 3.4, 2.0, False, False, False)
+    assert both == {"target": pytest.approx(3.4 * k), "drafter": pytest.approx(2.0 * k)}
+    # All on the reference GPU: nothing to break even on; the reference GPUs alone cost
+    # more than the baseline: no price makes it as cheap.
+    assert break_even_price_ratio(845, 100, 3, 1, 1.0, 1.0, True, True, True) is None
+    assert break_even_price_ratio(845, 1000, 3, 1, 3.4, 1.0, False, True, False) == {}
+
+
+def test_whole_node_rentals_bill_every_gpu_of_the_node(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    used = project(plan, catalog)
+    node = project(edit(plan, cost={**baseline.cost.model_dump(), "unit_gpus": {"b200": 8}}),
+                   catalog)
+    # Same run, same days: 8 GPUs billed for the 4 used, so twice the cost.
+    assert node.days == used.days and node.billed_gpus == 8 and used.billed_gpus == 4
+    assert node.total_cost == pytest.approx(2 * used.total_cost)
+    assert node.gpu_hours == used.gpu_hours              # GPU-hours count the GPUs used
+    idle = next(d for d in node.diagnostics if d.code == "billed-idle")
+    # The split of all 8 with the highest throughput is offered for the same bill.
+    best = project(edit(plan, target={"count": idle.values["best_targets"]},
+                        drafter={"count": idle.values["best_drafters"]}), catalog)
+    assert best.tokens_per_s == pytest.approx(idle.values["speedup"] * used.tokens_per_s)
+    for t in range(1, 8):
+        other = project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
+        assert other.tokens_per_s <= best.tokens_per_s * (1 + 1e-9)

@@ -7,16 +7,21 @@ import os
 import shlex
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from support import edit
-
+from dflash_plan.model.catalog import Catalog
 from dflash_plan.model.errors import PlanError
-from dflash_plan.model.launch import FORMATS, assign_devices, generate, mem_fraction_static
+from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
+from dflash_plan.model.launch.common import context
+from dflash_plan.model.launch.layout import assign_devices as _assign
 from dflash_plan.model.plan import Plan
+from dflash_plan.model.resolve import resolve
 from dflash_plan.tui.cli import main
+from support import edit
 
 # --- SpecForge's schema, from the tables in pipelines.md (extra keys are rejected) --------
 SGLANG = "sglang_"
@@ -54,9 +59,9 @@ def check_specforge_yaml(doc: dict) -> None:
         for key, value in node.items():
             if path == ("model",) and key.startswith(SGLANG):
                 continue
-            assert key in ALLOWED[path], f"{'.'.join(path + (key,))} is not a SpecForge key"
-            if isinstance(value, dict) and path + (key,) in ALLOWED:
-                walk(value, path + (key,))
+            assert key in ALLOWED[path], f"{'.'.join((*path, key))} is not a SpecForge key"
+            if isinstance(value, dict) and (*path, key) in ALLOWED:
+                walk(value, (*path, key))
     walk(doc, ())
     assert doc["model"]["target_model_path"]
     assert sum(k in doc["data"] for k in ("train_data_path", "prompts_path",
@@ -86,6 +91,10 @@ def check_specforge_yaml(doc: dict) -> None:
         assert dis["server_urls"] is not None
         if trainer["nnodes"] > 1:
             assert trainer["master_addr"] and dis["consumer_state_dir"]
+
+
+def assign_devices(plan: Plan, catalog):
+    return _assign(resolve(plan, catalog))
 
 
 def yaml_in(text: str) -> dict:
@@ -130,9 +139,30 @@ def test_default_plan_specforge_managed_local(catalog, baseline):
 
 
 def test_mem_fraction_comes_from_the_memory_model(catalog, baseline):
-    # Qwen3-8B: 16.38 GB of bf16 weights + 8 in-flight 3072-token sequences of KV
-    # (2 x 1024 x 36 layers x 2 bytes x 3072 = 0.453 GB each) = 20.0 GB of 96 GB -> 0.25.
-    assert mem_fraction_static(baseline, catalog, catalog.models["qwen3-8b"]) == 0.25
+    # Qwen3-8B on 96 GiB: 8 in-flight sequences of 3079 tokens = 24,632 tokens. Outside the
+    # static pool: one layer's activations 86,016 elements x 24,632 x 2 B = 3.95 GiB,
+    # captured states 5 x 4096 x 24,632 x 2 B = 0.94 GiB, 5 GiB runtime: 1 - 9.89 / 96 =
+    # 0.90, capped at the 0.85 upstream examples use. The pool (15.3 GiB weights + 3.4 GiB
+    # KV) fits in it.
+    assert mem_fraction_static(baseline, catalog, catalog.models["qwen3-8b"]) == 0.85
+    memory = context(baseline, catalog).memory
+    assert memory.activations_gib == pytest.approx(3.95, abs=0.01)
+    assert memory.capture_gib == pytest.approx(0.94, abs=0.01)
+    assert memory.weights_gib == pytest.approx(15.26, abs=0.01) and memory.fits
+    text = generate(baseline, catalog, "specforge").text
+    assert "# note: mem_fraction_static 0.85 of 96 GiB" in text
+
+
+def test_mem_fraction_on_a_small_gpu_leaves_the_headroom(catalog, baseline):
+    small = min(catalog.gpus.values(), key=lambda g: g.memory_gb)
+    plan = edit(baseline, target={"gpu": small.key, "count": 1},
+                drafter={"gpu": small.key, "count": 1},
+                workload={"target_model": "qwen3-4b", "max_length": 2048,
+                          "avg_sample_tokens": 1024})
+    memory = context(plan, catalog).memory
+    headroom = memory.activations_gib + memory.capture_gib + memory.runtime_gib
+    assert memory.fraction <= 1 - headroom / memory.gpu_gib + 1e-9 or not memory.fits
+    assert 0.4 <= memory.fraction <= 0.95
 
 
 def test_eight_b200_six_plus_two_with_tp2(catalog, b200_6_2):
@@ -155,6 +185,11 @@ def test_eight_b200_six_plus_two_with_tp2(catalog, b200_6_2):
     assert "split does not apply" in legacy
 
 
+def section(text: str, node: int) -> str:
+    """The part of a NODE_RANK script that runs on `node`."""
+    return text.split(f"\n  {node})\n")[1].split("\n    ;;")[0]
+
+
 def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
                 launch={"hosts": ["gpu-a", "gpu-b"]})
@@ -165,11 +200,24 @@ def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
     dis = doc["deployment"]["disaggregated"]
     assert dis["server_urls"] == [f"http://gpu-a:{30000 + i}" for i in range(8)]
     assert doc["deployment"]["trainer"] == {"nnodes": 1, "nproc_per_node": 8}
-    assert dis["mooncake_master_server_addr"] == "gpu-b:50051"
-    node0, node1 = script.text.split("\n  0)\n")[1].split("\n  1)\n")
+    # The metadata server and master the producer and consumer refuse to start without.
+    assert dis["mooncake_master_server_addr"] == "gpu-b:35551"
+    assert dis["mooncake_metadata_server"] == "http://gpu-b:35880/metadata"
+    # Node-local, not under the shared output dir.
+    state = dis["consumer_state_dir"]
+    assert state.startswith("/tmp/") and "outputs" not in state
+    node0, node1 = section(script.text, 0), section(script.text, 1)
     assert node0.count("sglang.launch_server") == 8 and "--role consumer" not in node0
-    assert "--role consumer --node-rank 0" in node1 and "--role producer" in node1
+    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in node0
+    assert "MOONCAKE_GLOBAL_SEGMENT_SIZE=" in node0
+    assert "--enable_http_metadata_server=true" in node1
+    assert "--http_metadata_server_host=0.0.0.0" in node1
+    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in node1
+    assert ("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run.yaml --role consumer "
+            "--node-rank 0") in node1
+    assert "CUDA_VISIBLE_DEVICES='' specforge train -c run.yaml --role producer" in node1
     assert "sglang.launch_server" not in node1
+    assert "export MOONCAKE_METADATA_SERVER=http://gpu-b:35880/metadata" in script.text
 
 
 def test_two_nodes_mixed_split(catalog, baseline):
@@ -178,8 +226,10 @@ def test_two_nodes_mixed_split(catalog, baseline):
     assert [(r.node, r.devices) for r in layout.replicas][-2:] == [(1, (0,)), (1, (1,))]
     assert layout.drafters == {1: (2, 3, 4, 5, 6, 7)}
     text = generate(plan, catalog, "specforge").text
-    node1 = text.split("\n  1)\n")[1]
+    node1 = section(text, 1)
     assert "CUDA_VISIBLE_DEVICES=0 " in node1 and "CUDA_VISIBLE_DEVICES=1 " in node1
+    # The trainer does not land on the capture servers' GPUs.
+    assert "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 specforge train" in node1
     for fmt in ("speculators", "slurm"):
         bash_syntax_ok(generate(plan, catalog, fmt).text)
     spec = generate(plan, catalog, "speculators").text
@@ -195,34 +245,148 @@ def test_drafters_on_two_nodes(catalog, baseline):
     slurm = generate(plan, catalog, "slurm").text
     bash_syntax_ok(slurm)
     assert "#SBATCH --nodes=3" in slurm and "#SBATCH --gpus-per-node=8" in slurm
-    assert 'srun --nodes=2 --ntasks-per-node=1' in slurm
+    assert "#SBATCH --exclusive" in slurm and "billed: the allocation, 3 node(s) x 8" in slurm
+    assert "--role consumer --node-rank 1" in slurm
     assert "unset RANK WORLD_SIZE" in slurm
+
+
+def test_slurm_requests_the_gpus_the_plan_uses(catalog, baseline):
+    text = generate(baseline, catalog, "slurm").text
+    assert "#SBATCH --gpus-per-node=4" in text and "--exclusive" not in text
+    assert "billed: the allocation, 1 node(s) x 4 GPU(s) = 4 GPU(s); the plan uses 4" in text
+    # Every step that runs a GPU program names its GPUs.
+    for line in text.splitlines():
+        if line.startswith("srun") and ("sglang" in line or "--role consumer" in line):
+            assert "--gpus-per-node=4" in line and "CUDA_VISIBLE_DEVICES=" in line
 
 
 def test_uneven_drafters_are_refused(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "b200", "count": 12})
-    with pytest.raises(PlanError, match="same number on each"):
+    with pytest.raises(PlanError, match="same number on each") as err:
         generate(plan, catalog, "specforge")
+    assert err.value.key == "drafter.count"
 
 
 def test_roles_on_different_gpu_types_use_separate_machines(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "h100-sxm", "count": 2})
+    plan = edit(baseline, target={"gpu": "b200", "count": 4},
+                drafter={"gpu": "h100-sxm", "count": 2})
     layout = assign_devices(plan, catalog)
     assert layout.nodes == 2 and layout.drafters == {1: (0, 1)}
     with pytest.raises(PlanError, match="same GPUs"):
         generate(plan, catalog, "specforge-legacy")
+    bash_syntax_ok(generate(plan, catalog, "specforge").text)
 
 
 def test_too_few_hosts(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
                 launch={"hosts": ["only-one"]})
-    with pytest.raises(PlanError, match="launch.hosts names 1 host"):
+    with pytest.raises(PlanError, match=r"launch\.hosts names 1 host") as err:
         generate(plan, catalog)
+    assert err.value.key == "launch.hosts"
+
+
+# --- validation as the projection does it, layers, size --------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_launch_validates_like_the_projection(catalog, baseline, fmt):
+    plan = edit(baseline, target={"gpu": "nope"}, launch={"template": "go"})
+    with pytest.raises(PlanError) as err:
+        generate(plan, catalog, fmt)
+    assert err.value.key == "target.gpu"
+    plan = edit(baseline, workload={"target_layer_ids": [1, 99]}, launch={"template": "go"})
+    with pytest.raises(PlanError) as err:
+        generate(plan, catalog, fmt)
+    assert err.value.key == "workload.target_layer_ids"
+
+
+def test_custom_layers_only_where_the_format_can_express_them(catalog, baseline):
+    plan = edit(baseline, workload={"target_layer_ids": [2, 10, 18, 26, 34]})
+    for fmt in ("specforge", "specforge-legacy", "slurm"):
+        with pytest.raises(PlanError, match="derives the captured layers") as err:
+            generate(plan, catalog, fmt)
+        assert err.value.key == "workload.target_layer_ids"
+    spec = generate(plan, catalog, "speculators").text
+    assert spec.count("--target-layer-ids 2 10 18 26 34") == 2
+    # The derived set itself is accepted when spelled out.
+    same = edit(baseline, workload={"target_layer_ids": [1, 9, 17, 25, 33]})
+    assert "--spec-capture-aux-layer-ids" not in generate(same, catalog, "specforge").text
+
+
+def test_captured_layers_follow_the_drafter_layer_count(catalog, baseline):
+    plan = edit(baseline, workload={"draft_layers": 3}, target={"gpu": "b200", "count": 8},
+                drafter={"gpu": "b200", "count": 8})
+    text = generate(plan, catalog, "specforge").text
+    assert "--spec-capture-aux-layer-ids 1 17 33" in text
+    assert yaml_in(text)["model"]["draft_num_hidden_layers"] == 3
+
+
+def test_huge_plans_are_refused_at_once(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 100_000},
+                drafter={"gpu": "b200", "count": 100_000})
+    start = time.perf_counter()
+    with pytest.raises(PlanError, match="launch scripts are written for up to 256 nodes"):
+        generate(plan, catalog, "speculators")
+    assert time.perf_counter() - start < 0.5
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
+    per_node = catalog.gpus["b200"].gpus_per_node
+    plan = edit(baseline, target={"gpu": "b200", "count": 128 * per_node},
+                drafter={"gpu": "b200", "count": 128 * per_node},
+                launch={"template": "go {node_rank} {target_devices}"})
+    start = time.perf_counter()
+    script = generate(plan, catalog, fmt)
+    assert time.perf_counter() - start < 1.0
+    assert script.layout.nodes == 256
+
+
+# --- speculators ------------------------------------------------------------------------------
+
+def test_speculators_flags_follow_upstream(catalog, baseline):
+    text = generate(baseline, catalog, "speculators").text
+    words = shlex.split(text.replace("\\\n", " "), comments=True)
+    assert "--no-include-last-layer" not in words
+    assert words[words.index("--max-model-len") + 1] == "3073"
+    prepare = words.index("prepare-data")
+    data = words[words.index("--output", prepare) + 1]
+    assert words[words.index("--data-path") + 1] == data
+    assert words.index("prepare-data") < words.index("speculators.train")
+    gamma = words.index("--dflash-decay-gamma")
+    assert words[words.index("--per-position-loss-weight") + 1] == "fixed-exp-decay"
+    assert words[gamma + 1] == "7.0"
+    block10 = edit(baseline, workload={"block_size": 10})
+    assert "--dflash-decay-gamma" not in generate(block10, catalog, "speculators").text
+
+
+def test_speculators_across_nodes_names_each_node(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
+                launch={"hosts": ["gpu-a", "gpu-b"]})
+    text = generate(plan, catalog, "speculators").text
+    bash_syntax_ok(text)
+    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in section(text, 0)
+    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in section(text, 1)
+    assert "--mooncake-global-segment-gib" in section(text, 0)
+    assert "--mooncake-master gpu-a:35551" in section(text, 1)
+
+
+# --- template ---------------------------------------------------------------------------------
+
+def test_template_master_addr_is_node_rank_0(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
+                launch={"hosts": ["gpu-a", "gpu-b"], "template":
+                        "torchrun --nnodes {nnodes} --node_rank {node_rank} "
+                        "--master_addr {master_addr} train.py"})
+    text = generate(plan, catalog, "template").text
+    assert "torchrun --nnodes 2 --node_rank 0 --master_addr gpu-a" in text
+    assert "torchrun --nnodes 2 --node_rank 1 --master_addr gpu-a" in text
 
 
 # --- hostile strings ------------------------------------------------------------------------
 
 HOSTILE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` $HOME\nrm -rf ~ ; y"
+# Names (run_id, hosts, GPU keys in a plan) are one line by the plan's rules.
+HOSTILE_LINE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` $HOME ; y"
 
 
 def stub_bin(tmp_path: Path, names: list[str]) -> Path:
@@ -232,8 +396,8 @@ def stub_bin(tmp_path: Path, names: list[str]) -> Path:
     for name in names:
         path = bin_dir / name
         # One file per call: background calls must not interleave their records.
-        path.write_text('#!/bin/bash\nprintf "%s\\0" "$@" '
-                        f'> "$STUB_LOG/{name}.$(date +%s%N).$$.args"\n')
+        path.write_text('#!/bin/bash\ntrap "" TERM\nprintf "%s\\0" "$@" '
+                        f'> "$STUB_LOG/{name}.${{EPOCHREALTIME/./}}.$$.args"\n')
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     scontrol = bin_dir / "scontrol"
     scontrol.write_text("#!/bin/bash\nprintf 'h0\\nh1\\nh2\\n'\n")
@@ -241,20 +405,24 @@ def stub_bin(tmp_path: Path, names: list[str]) -> Path:
     return bin_dir
 
 
-def run_script(tmp_path: Path, text: str, node_rank: int | None = None) -> dict[str, list[list[str]]]:
+def run_script(tmp_path: Path, text: str,
+               node_rank: int | None = None) -> dict[str, list[list[str]]]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     log = tmp_path / "log"
     log.mkdir(exist_ok=True)
     bin_dir = tmp_path / "bin"
     if not bin_dir.exists():
-        stub_bin(tmp_path, ["python", "specforge", "torchrun", "mooncake_master", "curl", "srun"])
+        stub_bin(tmp_path, ["python", "specforge", "torchrun", "mooncake_master", "curl", "srun",
+                            "speculators", "go"])
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
            "SLURM_JOB_NODELIST": "h[0-2]"}
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
-    subprocess.run(["bash", "-c", text + "\nwait\n"], cwd=work, env=env, check=True,
-                   timeout=60, capture_output=True)
+    # The scripts stop their background services with `kill` on exit; here `kill` waits
+    # for them instead, so that every stub finishes its record.
+    subprocess.run(["bash", "-c", "kill() { wait; }\n" + text + "\nwait\n"], cwd=work, env=env,
+                   check=True, timeout=60, capture_output=True)
     for mark in ("PWNED", "PWNED2", "PWNED3"):
         assert not (work / mark).exists(), "a hostile value ran as a command"
     calls: dict[str, list[list[str]]] = {}
@@ -266,8 +434,9 @@ def run_script(tmp_path: Path, text: str, node_rank: int | None = None) -> dict[
 
 
 def hostile_plan(plan: Plan, **sections) -> Plan:
-    return edit(plan, launch={"run_id": HOSTILE, "target_model_path": HOSTILE,
-                              "train_data_path": HOSTILE, "hosts": [HOSTILE, "b; reboot"]},
+    return edit(plan, name=HOSTILE_LINE,
+                launch={"run_id": HOSTILE_LINE, "target_model_path": HOSTILE,
+                        "train_data_path": HOSTILE, "hosts": [HOSTILE_LINE, "b; reboot"]},
                 **sections)
 
 
@@ -278,7 +447,7 @@ def test_hostile_strings_stay_inert_on_one_node(tmp_path, catalog, baseline, fmt
     calls = run_script(tmp_path, script.text)
     if fmt == "specforge":
         doc = yaml.safe_load((tmp_path / "work" / "run.yaml").read_text())
-        assert doc["run_id"] == HOSTILE and doc["model"]["target_model_path"] == HOSTILE
+        assert doc["run_id"] == HOSTILE_LINE and doc["model"]["target_model_path"] == HOSTILE
         assert doc["data"]["train_data_path"] == HOSTILE
         assert calls["specforge"] == [["train", "-c", "run.yaml"]]
     elif fmt == "speculators":
@@ -289,7 +458,7 @@ def test_hostile_strings_stay_inert_on_one_node(tmp_path, catalog, baseline, fmt
     else:
         trainer = calls["torchrun"][0]
         assert trainer[trainer.index("--target-model-path") + 1] == HOSTILE
-        assert trainer[trainer.index("--output-dir") + 1] == f"./outputs/{HOSTILE}"
+        assert trainer[trainer.index("--output-dir") + 1] == f"./outputs/{HOSTILE_LINE}"
 
 
 def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
@@ -301,8 +470,9 @@ def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
     assert calls["python"][0][calls["python"][0].index("--model-path") + 1] == HOSTILE
     calls = run_script(tmp_path, text, node_rank=1)
     doc = yaml.safe_load((tmp_path / "work" / "run.yaml").read_text())
-    assert doc["deployment"]["disaggregated"]["server_urls"][0] == f"http://{HOSTILE}:30000"
-    assert ["train", "-c", "run.yaml", "--role", "consumer", "--node-rank", "0"] in calls["specforge"]
+    assert doc["deployment"]["disaggregated"]["server_urls"][0] == f"http://{HOSTILE_LINE}:30000"
+    consumer = ["train", "-c", "run.yaml", "--role", "consumer", "--node-rank", "0"]
+    assert consumer in calls["specforge"]
 
 
 def test_hostile_strings_stay_inert_in_slurm(tmp_path, catalog, baseline):
@@ -315,8 +485,33 @@ def test_hostile_strings_stay_inert_in_slurm(tmp_path, catalog, baseline):
     servers = [s for s in steps if "sglang.launch_server" in s]
     assert len(servers) == 8 and servers[0][servers[0].index("--model-path") + 1] == HOSTILE
     assert servers[0][servers[0].index("-w") + 1] == "h0"
-    consumer = next(s for s in steps if "bash" in s)
+    consumers = [s for s in steps if "consumer" in s]
+    assert len(consumers) == 1 and consumers[0][consumers[0].index("-w") + 1] == "h1"
+    consumer = consumers[0]
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in consumer
     assert 'deployment.disaggregated.server_urls=["http://h0:30000"' in " ".join(consumer)
+
+
+def hostile_catalog(catalog, key: str):
+    """The catalog with b200 renamed to a hostile key, as a user's hardware file could."""
+    gpu = catalog.gpus["b200"].model_copy(update={"key": key, "name": HOSTILE})
+    return Catalog(gpus={**catalog.gpus, key: gpu}, models=catalog.models)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt):
+    # Loading a hardware file refuses such a key; a catalog built in code still must not
+    # turn it into a command.
+    key = "b200;touch PWNED;$(touch PWNED2)"
+    plan = edit(baseline, name=HOSTILE_LINE,
+                target={"gpu": key, "count": 8}, drafter={"gpu": key, "count": 8},
+                launch={"template": "go {target_gpu} {drafter_gpu} {host}"})
+    text = generate(plan, hostile_catalog(catalog, key), fmt).text
+    bash_syntax_ok(text)
+    for line in text.splitlines():
+        assert "touch PWNED" not in line or line.lstrip().startswith("#") or "'" in line
+    for rank in (0, 1):
+        run_script(tmp_path, text, node_rank=rank)
 
 
 # --- templates --------------------------------------------------------------------------------
@@ -325,18 +520,19 @@ def test_template_fills_quoted_placeholders(catalog, baseline):
     template = ("my-launcher --targets {target_devices} --drafters {drafter_devices} "
                 "--model {target_model} --epochs {epochs} --anchors {num_anchors} "
                 "--nodes {nnodes} --run {run_id}")
-    plan = edit(baseline, launch={"template": template, "run_id": HOSTILE})
+    plan = edit(baseline, launch={"template": template, "run_id": HOSTILE_LINE})
     text = generate(plan, catalog, "template").text
     bash_syntax_ok(text)
     words = shlex.split(text.split("set -euo pipefail\n\n")[1])
     assert words[:9] == ["my-launcher", "--targets", "0,1,2", "--drafters", "3", "--model",
                          "Qwen/Qwen3-8B", "--epochs", "6"]
-    assert words[-1] == HOSTILE
+    assert words[-1] == HOSTILE_LINE
 
 
 def test_template_per_node(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 10}, drafter={"gpu": "b200", "count": 6},
-                launch={"template": "run --node {node_rank} --t {target_devices} --d {drafter_devices}"})
+                launch={"template": "run --node {node_rank} --t {target_devices} "
+                                    "--d {drafter_devices}"})
     text = generate(plan, catalog, "template").text
     assert "run --node 0 --t 0,1,2,3,4,5,6,7 --d ''" in text
     assert "run --node 1 --t 0,1 --d 2,3,4,5,6,7" in text
@@ -378,3 +574,25 @@ def test_bad_format_is_one_line(capsys):
     assert main(["launch", "--format", "docker"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "invalid choice: 'docker'" in err[0]
+
+
+def test_the_registry_is_the_one_list_of_formats():
+    from dflash_plan.model.launch import format_module
+    from dflash_plan.model.plan import Launch
+
+    assert all(fmt == format_module(fmt).NAME for fmt in FORMATS)
+    # The plan file's launch.format accepts exactly the registered formats.
+    for fmt in FORMATS:
+        assert Launch(format=fmt).format == fmt
+    with pytest.raises(ValueError, match="choose one of specforge"):
+        Launch(format="torchtitan")
+    with pytest.raises(PlanError, match="launch format 'docker'") as err:
+        generate(Plan(), None, "docker")
+    assert err.value.key == "launch.format"
+
+
+def test_importing_the_formats_list_loads_no_format():
+    code = ("import sys; from dflash_plan.model.launch import FORMATS; "
+            "assert 'yaml' not in sys.modules and "
+            "'dflash_plan.model.launch.specforge' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)

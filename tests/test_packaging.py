@@ -47,7 +47,13 @@ def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "dflash_plan/model/hardware.toml" in names
     assert "dflash_plan/model/default_plan.toml" in names
+    assert "dflash_plan/model/measurements.toml" in names
     assert "dflash_plan/tui/app.tcss" in names
+    # Every subpackage of the source tree is in the wheel (setuptools lists them by hand).
+    for folder in ("model", "tui"):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.relative_to(ROOT / folder).as_posix()
+            assert f"dflash_plan/{folder}/{relative}" in names, relative
     assert not any(n.startswith(("model/", "tui/")) for n in names)   # one namespace only
     text = zipfile.ZipFile(wheel).read("dflash_plan/model/hardware.toml").decode()
     assert text == (ROOT / "hardware.toml").read_text()

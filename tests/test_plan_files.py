@@ -6,11 +6,11 @@ import os
 import tomllib
 
 import pytest
+from dflash_plan.model.errors import PlanError
+from dflash_plan.model.plan import Plan, default_plan_text, load_plan, plan_to_toml, save_plan
+from dflash_plan.model.tomlfile import SaveError
 from pydantic import ValidationError
 from support import edit
-
-from dflash_plan.model.errors import PlanError
-from dflash_plan.model.plan import Plan, load_plan, plan_to_toml, save_plan
 
 
 def test_toml_round_trip(tmp_path, baseline):
@@ -62,7 +62,8 @@ def test_set_edits_dotted_keys():
 
 
 @pytest.mark.parametrize("sets, message", [
-    (["target.count=0"], "--set target.count = 0: Input should be greater than 0"),
+    (["target.count=0"], "--set target.count = 0: must be greater than 0 (a whole number "
+                         "from 1 to 100,000 GPUs)"),
     (["target.cuont=3"], "unknown key 'target.cuont' (did you mean 'count'?)"),
     (["target.count"], "expected KEY=VALUE"),
     (["target.count.x=1"], "'target.count' is a value, not a table"),
@@ -81,3 +82,150 @@ def test_plan_models_are_frozen(baseline):
 
 def test_new_plan_toml_text_is_readable(baseline):
     assert tomllib.loads(plan_to_toml(baseline))["target"]["count"] == 3
+
+
+# -- issue 10: saving ---------------------------------------------------------------------
+
+def test_save_through_a_symlink_keeps_the_link(tmp_path, baseline):
+    (tmp_path / "real").mkdir()
+    real = tmp_path / "real" / "plan.toml"
+    save_plan(baseline, real)
+    link = tmp_path / "plan.toml"
+    link.symlink_to(real)
+    save_plan(edit(baseline, target={"count": 5}), link)
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert load_plan(real).target.count == 5
+    # The temporary file was made beside the target, not beside the link.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.toml", "real"]
+
+
+def test_stray_temporary_files_are_recognisable_and_cleaned(tmp_path, baseline):
+    path = tmp_path / "plan.toml"
+    # What a save killed between writing and renaming leaves (pid 2**22 + 1 is never alive).
+    stray = tmp_path / f".plan.toml.dflash-plan-{2 ** 22 + 1}-abc123.tmp"
+    stray.write_text("half")
+    other = tmp_path / ".other.toml.dflash-plan-4194305-x.tmp"   # another file's: kept
+    other.write_text("x")
+    save_plan(baseline, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "plan.toml"]
+
+
+def test_temporary_file_name_while_saving(tmp_path, baseline, monkeypatch):
+    seen = []
+    real_replace = os.replace
+
+    def spy(src, dst):
+        seen.append(os.path.basename(src))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    save_plan(baseline, tmp_path / "plan.toml")
+    assert seen[0].startswith(f".plan.toml.dflash-plan-{os.getpid()}-")
+    assert seen[0].endswith(".tmp")
+
+
+def test_save_errors_are_one_line_plan_errors(tmp_path, baseline, monkeypatch):
+    def broken(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(SaveError) as err:
+        save_plan(baseline, tmp_path / "plan.toml")
+    assert isinstance(err.value, PlanError) and isinstance(err.value, OSError)
+    assert str(err.value) == f"{tmp_path / 'plan.toml'}: cannot write: no space left on device"
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path, baseline):
+    path = tmp_path / "plan.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + default_plan_text().encode())
+    assert load_plan(path) == baseline
+
+
+@pytest.mark.parametrize("value", ["true", "1.0", '"1"', "2"])
+def test_schema_version_must_be_the_integer_1(tmp_path, value):
+    path = tmp_path / "plan.toml"
+    path.write_text(default_plan_text().replace("schema_version = 1", f"schema_version = {value}"))
+    with pytest.raises(PlanError, match=r"schema_version = .*reads schema_version 1") as err:
+        load_plan(path)
+    assert err.value.key == "schema_version"
+
+
+# -- issue 7: saving keeps the user's comments and key order ------------------------------
+
+USER_PLAN = """# my cluster plan
+schema_version = 1
+name = "mine"
+
+[drafter]           # drafters first: I care about them
+count = 2
+gpu = "b200"        # the fast one
+
+[target]
+count = 6
+gpu = "b200"
+# tp stays at 1 for now
+
+[workload]
+samples = 1_000_000   # after dedup
+num_anchors = 128
+
+[calibration.target]
+b200 = 20_000.0   # measured 2026-10-01
+"""
+
+
+def test_saving_keeps_comments_order_and_spelling(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text(USER_PLAN)
+    plan = load_plan(path)
+    changed = edit(plan, target={"count": 7}, workload={"epochs": 3},
+                   calibration={"target": {}, "drafter": {"b200": 30_000.0}})
+    save_plan(changed, path)
+    text = path.read_text()
+    assert load_plan(path) == changed
+    for kept in ("# my cluster plan", "# drafters first: I care about them", "# the fast one",
+                 "# tp stays at 1 for now", "samples = 1_000_000   # after dedup"):
+        assert kept in text
+    assert text.index("[drafter]") < text.index("[target]") < text.index("[workload]")
+    assert "count = 7" in text and "epochs = 3" in text
+    assert "20_000" not in text and "b200 = 30000.0" in text
+    # Keys left at their defaults stay out of the file.
+    assert "max_length" not in text and "[launch]" not in text
+
+
+def test_save_as_edits_the_text_the_plan_came_from(tmp_path):
+    source = tmp_path / "a.toml"
+    source.write_text(USER_PLAN)
+    plan = edit(load_plan(source), name="copy")
+    save_plan(plan, tmp_path / "b.toml", base_text=USER_PLAN)
+    text = (tmp_path / "b.toml").read_text()
+    assert "# my cluster plan" in text and 'name = "copy"' in text
+    assert load_plan(tmp_path / "b.toml") == plan
+
+
+def test_a_fresh_document_when_asked_or_when_the_old_file_is_not_a_plan(tmp_path, baseline):
+    path = tmp_path / "plan.toml"
+    path.write_text("not [ a plan")
+    save_plan(baseline, path)
+    assert load_plan(path) == baseline
+    save_plan(baseline, path, base_text="")
+    assert "#" not in path.read_text()
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["workload.avg_sample_tokens=5000"],
+     "--set workload: avg_sample_tokens (5000) exceeds max_length (3072)"),
+    (["target.tp=2"], "--set target: count 3 is not a multiple of tp 2"),
+    (["calibration.target.b200={tokens_per_s=-3}"],
+     "--set calibration.target.b200.tokens_per_s = -3: must be a number from 1 to "
+     "100,000,000 tokens/s per GPU"),
+    (["workload.target_layer_ids=[1, 10000]"],
+     "--set workload.target_layer_ids[1] = 10000: must be a whole number from 0 to 9,999"),
+    (["launch.format=x"], "--set launch.format = 'x': choose one of specforge, "),
+    (["name=1"], "--set name = 1: must be text (in quotes)"),
+])
+def test_set_errors_name_the_key_and_the_range(sets, message):
+    with pytest.raises(PlanError) as err:
+        load_plan(None, sets)
+    assert message in str(err.value)
+    assert err.value.key is not None and sets[0].startswith(err.value.key.split(".")[0])

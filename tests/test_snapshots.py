@@ -1,4 +1,6 @@
-"""Headless SVG snapshots of the planner at 80x24 and 120x40.
+"""Headless SVG snapshots of the planner at 80x24 and 120x40: every scene of one size is
+taken from one running app (each scene starts again from the built-in plan), which keeps
+the suite fast.
 
 Review changes as pictures: ../shared/tools/render-snapshots OUT_DIR, then open the PNGs.
 Accept them with `pytest --snapshot-update`.
@@ -7,61 +9,94 @@ Accept them with `pytest --snapshot-update`.
 from __future__ import annotations
 
 import pytest
-from apphelp import choose, type_into
-
-from dflash_plan.tui.app import PlannerApp
+from apphelp import choose, planner, put, steady_cursors  # noqa: F401
+from pytest_textual_snapshot import SVGImageExtension
+from textual.widgets import TabbedContent
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 
 
-async def b200_plan(pilot):
-    await choose(pilot, "target-gpu", "b200")
-    await choose(pilot, "drafter-gpu", "b200")
-    pilot.app.set_focus(None)
+async def default(pilot):
+    pilot.app.screen.query_one("#target-count").focus()     # the first focus, visible
+
+
+async def b200_vs_baseline(pilot):
+    await choose(pilot, "target.gpu", "b200")
+    await choose(pilot, "drafter.gpu", "b200")
 
 
 async def drafter_bound(pilot):
-    await type_into(pilot, "target-count", "7")
-    pilot.app.set_focus(None)
+    await put(pilot, "target.count", "7")
 
 
 async def does_not_fit(pilot):
-    await choose(pilot, "workload-target_model", "llama-3.3-70b-instruct")
-    await choose(pilot, "target-gpu", "rtx-4090")
-    pilot.app.set_focus(None)
+    await choose(pilot, "workload.target_model", "llama-3.3-70b-instruct")
+    await choose(pilot, "target.gpu", "rtx-4090")
 
 
 async def invalid_input(pilot):
-    await type_into(pilot, "target-count", "3x")
+    pilot.app.screen.query_one("#target-count").focus()
+    await put(pilot, "target.count", "3x")
 
 
 async def help_screen(pilot):
     await pilot.press("f1")
-    await pilot.pause()
 
 
 async def save_dialog(pilot):
-    pilot.app.set_focus(None)
     await pilot.press("f2")
-    await pilot.pause()
 
 
 async def launch_panel(pilot):
-    pilot.app.query_one("#tabs").active = "tab-launch"
+    await pilot.press("f4")
+    for worker in list(pilot.app.workers):
+        if worker.group == "launch":
+            await worker.wait()
+
+
+SCENES = {"default": default, "b200_vs_baseline": b200_vs_baseline,
+          "drafter_bound": drafter_bound, "does_not_fit": does_not_fit,
+          "invalid_input": invalid_input, "help": help_screen, "save_dialog": save_dialog,
+          "launch_panel": launch_panel}
+
+
+async def _fresh(pilot) -> None:
+    """Back to the built-in plan, the projection tab, nothing focused or open."""
+    app = pilot.app
+    while len(app.screen_stack) > 1:
+        await pilot.press("escape")                       # answers a dialog's worker
     await pilot.pause()
-    pilot.app.set_focus(None)
+    planner_screen = app.planner
+    planner_screen.query_one(TabbedContent).active = "tab-results"
+    planner_screen._load(app.state.read(None))
+    app.clear_notifications()
+    planner_screen.set_focus(None)
+    for scrolled in planner_screen.query("#inputs, #results"):
+        scrolled.scroll_home(animate=False)
+    await pilot.pause()
 
 
-async def default(pilot):
-    pilot.app.set_focus(None)
+class Screens(SVGImageExtension):
+    """One file per scene and size, test_screen[SCENE-SIZE].svg, whichever size's test
+    took it."""
 
-
-SCENES = {"default": default, "b200_vs_baseline": b200_plan, "drafter_bound": drafter_bound,
-          "does_not_fit": does_not_fit, "invalid_input": invalid_input,
-          "help": help_screen, "save_dialog": save_dialog, "launch_panel": launch_panel}
+    @classmethod
+    def get_snapshot_name(cls, *, test_location, index=0) -> str:
+        return f"test_screen[{index}]"
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("scene", SCENES)
-def test_screen(snap_compare, scene, size):
-    assert snap_compare(PlannerApp(), terminal_size=SIZES[size], run_before=SCENES[scene])
+async def test_screen(snapshot, size):
+    snapshot = snapshot.use_extension(Screens)
+    mismatched = []
+    app = planner()
+    async with app.run_test(size=SIZES[size]) as pilot:
+        for name, scene in SCENES.items():
+            await _fresh(pilot)
+            await scene(pilot)
+            await pilot.pause()
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause()
+            if snapshot(name=f"{name}-{size}") != app.export_screenshot(title=app.title):
+                mismatched.append(name)
+    assert not mismatched, f"changed at {size}: {', '.join(mismatched)} (look at the pictures)"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from dflash_plan.model.targets import PRESETS
 from dflash_plan.model.work import drafter_shape, drafter_work, mean_causal_context, target_work
 
@@ -23,28 +22,33 @@ def test_qwen3_8b_parameter_count_matches_its_config():
 
 
 def test_default_captured_layers_follow_dflash():
-    assert QWEN3_8B.default_layer_ids() == (1, 9, 17, 25, 33)
+    # build_target_layer_ids (z-lab/dflash, SpecForge): round(1 + i * (n - 4) / (k - 1)).
+    assert QWEN3_8B.default_layer_ids(5) == (1, 9, 17, 25, 33)
     sixty_four = QWEN3_8B.model_copy(update={"n_layers": 64})
-    assert sixty_four.default_layer_ids() == (1, 16, 31, 46, 61)   # the Qwen3.6-27B drafter
+    assert sixty_four.default_layer_ids(5) == (1, 16, 31, 46, 61)   # the Qwen3.6-27B drafter
+    # One captured layer per drafter layer; a one-layer drafter takes the middle layer.
+    assert QWEN3_8B.default_layer_ids(3) == (1, 17, 33)
+    assert QWEN3_8B.default_layer_ids(1) == (18,)
 
 
 def test_target_prefill_flops_per_token_qwen3_8b():
     work = target_work(QWEN3_8B, (1, 9, 17, 25, 33), sample_tokens=2344)
-    # The forward stops after layer 33: 34 layers run, no LM head.
-    assert work.layers_run == 34
-    assert work.linear_flop_per_token == 2 * 34 * LAYER_PARAMS            # 13.12 GFLOP
+    # Capture servers run the whole forward (SpecForge's SGLang patch samples one token):
+    # all 36 layers; the LM head for one position per sample is left out.
+    assert work.layers_run == 36
+    assert work.linear_flop_per_token == 2 * 36 * LAYER_PARAMS            # 13.89 GFLOP
     # Attention: 4 x layers x mean causal context (2344 / 2) x (32 heads x 128).
-    assert work.attention_flop_per_token == 4 * 34 * 1172 * 4096         # 0.653 GFLOP
-    assert work.flop_per_token == pytest.approx(13.77e9, rel=1e-3)
+    assert work.attention_flop_per_token == 4 * 36 * 1172 * 4096         # 0.691 GFLOP
+    assert work.flop_per_token == pytest.approx(14.58e9, rel=1e-3)
 
 
 def test_hidden_state_bytes_per_token_match_the_reference():
-    # K x H x 2 bytes (dflash.md): 40 KB, 25.6 KB, 20 KB, 28.8 KB, 80 KB.
+    # K x H x 2 bytes (docs/workload.md): 40 KB, 25.6 KB, 20 KB, 28.8 KB, 80 KB.
     expected = {"qwen3-8b": 40_960, "llama-3.1-8b-instruct": 40_960, "qwen3-4b": 25_600,
                 "qwen3-30b-a3b": 20_480, "gpt-oss-20b": 28_800, "llama-3.3-70b-instruct": 81_920}
     for key, bytes_per_token in expected.items():
         model = PRESETS[key]
-        work = target_work(model, model.default_layer_ids(), 2048)
+        work = target_work(model, model.default_layer_ids(5), 2048)
         assert work.hidden_state_bytes_per_token == bytes_per_token, key
 
 
@@ -85,12 +89,15 @@ def test_drafter_training_flops_per_sample_qwen3_8b():
     positions = 512 * 16                                      # 8,192 drafted positions
     assert work.positions == positions
     assert work.layer_flop == 6 * positions * 5 * LAYER_PARAMS            # 47.4 TFLOP
-    assert work.lm_head_flop == 4 * positions * 4096 * 151_936           # 20.4 TFLOP
+    # Frozen LM head under SpecForge's checkpointed loss: forward, recompute, input grad.
+    assert work.lm_head_flop == 6 * positions * 4096 * 151_936           # 30.6 TFLOP
     assert work.attention_flop == 12 * positions * 5 * (1172 + 16) * 4096
     assert work.context_kv_flop == 6 * 2344 * 5 * 2 * 4096 * 1024
     assert work.projection_flop == 6 * 2344 * 5 * 4096 * 4096
-    # dflash.md: "on the order of 70 TFLOP per sample; at 256 anchors about half".
-    assert work.flop_per_sample == pytest.approx(72.0e12, rel=0.01)
+    # docs/workload.md's source counts the LM head once forward and once backward: "on the order of 70
+    # TFLOP per sample"; the checkpointed loss recomputes it (+10.2 TFLOP): 82 TFLOP.
+    assert work.flop_per_sample - 2 * positions * 4096 * 151_936 == pytest.approx(72.0e12,
+                                                                                rel=0.01)
     half = drafter_work(shape, num_anchors=256, sample_tokens=2344, batch_size=2, drafter_gpus=1)
     assert half.flop_per_sample / work.flop_per_sample == pytest.approx(0.51, abs=0.02)
 

@@ -1,23 +1,39 @@
 """The `dflash-plan` command. Headless subcommands import no textual (fast for scripts);
-plain `dflash-plan [PLAN.toml]` opens the interactive app."""
+plain `dflash-plan [PLAN.toml]` opens the interactive app.
+
+Each subcommand is one entry of COMMANDS: a function that adds its arguments and one that
+runs it. Modules a command needs are imported inside its run function, so that
+`project --json` pays for neither Rich nor the launch formats nor YAML.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from ..model.errors import PlanError
-from ..model.launch import FORMATS
 
-COMMANDS = ("project", "launch", "gpus", "models", "check", "new")
+# Exit codes (also in `dflash-plan --help` and the README).
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_DOES_NOT_FIT = 3           # `check`: a valid plan that does not fit in GPU memory
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = (f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
+              f"naming the file, line or key, the bad value and what is allowed); "
+              f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
+              f"memory")
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2), like every other bad input."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise PlanError(f"{message} (see {self.prog} --help)")
 
 
@@ -31,104 +47,79 @@ def _plan_args(parser: argparse.ArgumentParser) -> None:
                         help="plan file (default: the built-in plan, the measured run)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="change a plan key, e.g. --set target.count=7 (repeatable)")
+    _sources(parser)
     _common(parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="dflash-plan",
-        description="Plan DFlash drafter-training clusters. Without a command, opens the "
-                    "interactive planner on PLAN.toml (or the built-in plan).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("project", help="project a plan: throughput, days, cost, bottleneck")
+def _sources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from-config", type=Path, metavar="RUN.yaml",
+                        help="take the workload from a SpecForge config or a speculators "
+                             "config/launch script (anchors, block, layers, epochs, batch, ...)")
+    parser.add_argument("--from-dataset", type=Path, metavar="TRAIN.jsonl",
+                        help="take the sample count and mean length from a JSONL dataset "
+                             "(streamed; cached next to the plan)")
+    parser.add_argument("--tokenizer", type=Path, metavar="FILE",
+                        help="a local tokenizer.json for --from-dataset (default: an estimate "
+                             "of 4 characters per token)")
+
+
+def _source_sets(args: argparse.Namespace) -> list[str]:
+    """--set edits from --from-config and --from-dataset (applied before the user's own
+    --set), each source said on stderr."""
+    sets: list[str] = []
+    if getattr(args, "from_config", None) is not None:
+        from ..model.runconfig import read_run_config
+
+        config = read_run_config(args.from_config)
+        for setting in config.settings:
+            print(f"from {setting.describe()}", file=sys.stderr)
+        for note in config.notes:
+            print(f"note: {note}", file=sys.stderr)
+        sets += config.sets()
+    if getattr(args, "from_dataset", None) is not None:
+        from ..model.dataset import measure, measure_cached
+
+        plan_path = getattr(args, "plan", None)
+        tokenizer = getattr(args, "tokenizer", None)
+
+        def progress(done: int, total: int) -> None:
+            if total and sys.stderr.isatty():
+                print(f"\rreading {args.from_dataset}: {done / total:.0%}", end="",
+                      file=sys.stderr)
+
+        stats = (measure_cached(args.from_dataset, plan_path, tokenizer, progress)
+                 if plan_path is not None else measure(args.from_dataset, tokenizer, progress))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        print(f"from {args.from_dataset}: {stats.summary()}", file=sys.stderr)
+        for key, (value, where) in stats.workload_updates().items():
+            print(f"from {where}: {key} = {value}", file=sys.stderr)
+            sets.append(f"{key}={value}")
+    return sets + list(getattr(args, "sets", []) or [])
+
+
+def _launch_formats() -> tuple[str, ...]:
+    """The launch formats (the registry's list; importing it loads no format module)."""
+    from ..model.launch import FORMATS
+
+    return tuple(FORMATS)
+
+
+# -- the commands -------------------------------------------------------------------------
+
+def _add_project(p: argparse.ArgumentParser) -> None:
     _plan_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (a stable contract)")
     p.add_argument("--baseline", nargs="?", const="builtin", metavar="PLAN.toml",
                    help="compare against a baseline plan (default: the built-in plan)")
-    p = sub.add_parser("launch", help="print the command that starts the planned run")
-    _plan_args(p)
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="launch format (default: the plan's launch.format, else specforge)")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE",
-                   help="write the script to FILE (atomically) instead of printing it")
-    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    p = sub.add_parser("gpus", help="list the GPU catalog")
-    _common(p)
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("models", help="list the target model presets")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("check", help="validate a plan file; exit 0 when it can be projected")
-    p.add_argument("plan", type=Path, metavar="PLAN.toml")
-    _common(p)
-    p = sub.add_parser("new", help="write the built-in plan to a file, to edit")
-    p.add_argument("plan", type=Path, metavar="PLAN.toml")
-    p.add_argument("--force", action="store_true", help="overwrite an existing file")
-    return parser
 
 
-def _app_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dflash-plan",
-                                     description="Open the interactive DFlash planner.",
-                                     epilog=f"Headless commands: {', '.join(COMMANDS)} "
-                                            f"(dflash-plan COMMAND --help)")
-    parser.add_argument("plan", nargs="?", type=Path, metavar="PLAN.toml")
-    _common(parser)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
-            args = build_parser().parse_args(argv)
-            return _run(args)
-        args = _app_parser().parse_args(argv)
-        return _open_app(args)
-    except PlanError as err:
-        print(f"dflash-plan: {err}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-
-
-def _open_app(args: argparse.Namespace) -> int:
-    from .app import PlannerApp                 # textual only for the interactive app
-
-    # The constructor loads the plan: a bad file fails here, before the screen opens.
-    PlannerApp(args.plan, hardware=args.hardware).run()
-    return 0
-
-
-def _run(args: argparse.Namespace) -> int:
-    from . import report
+def _run_project(args: argparse.Namespace) -> int:
+    from ..model.projection import project
     from .config import load_catalog, open_plan
 
-    if args.command == "models":
-        return report.models(args.json)
-    if args.command == "new":
-        from ..model.plan import default_plan_text
-        from ..model.tomlfile import write_atomic
-
-        if args.plan.exists() and not args.force:
-            raise PlanError(f"{args.plan}: already exists (use --force to overwrite)")
-        write_atomic(args.plan, default_plan_text())
-        print(f"wrote {args.plan}")
-        return 0
     catalog = load_catalog(args.hardware)
-    if args.command == "gpus":
-        return report.gpus(catalog, args.json)
-    from ..model.projection import project
-
-    if args.command == "check":
-        plan, catalog = open_plan(args.plan, None, catalog)
-        projection = project(plan, catalog)
-        print(f"{args.plan}: ok ({plan.name or 'unnamed plan'}; "
-              f"{'fits' if projection.fits else 'does NOT fit in memory'}; "
-              f"{len(projection.warnings)} warning(s))")
-        return 0
-    plan, catalog = open_plan(args.plan, args.sets, catalog)
-    if args.command == "launch":
-        return _launch(args, plan, catalog)
+    plan, catalog = open_plan(args.plan, _source_sets(args), catalog)
     projection = project(plan, catalog)
     baseline = None
     if args.baseline is not None:
@@ -145,25 +136,442 @@ def _run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
+        from . import report
+
         report.projection(projection, baseline)
-    return 0
+    return EXIT_OK
 
 
-def _launch(args: argparse.Namespace, plan, catalog) -> int:
+def _add_launch(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--format", choices=_launch_formats(), default=None,
+                   help="launch format (default: the plan's launch.format, else specforge)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="write the script to FILE (atomically) instead of printing it")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+
+
+def _run_launch(args: argparse.Namespace) -> int:
     from ..model.launch import generate
-    from ..model.tomlfile import write_atomic
-    from .config import user_template
+    from .config import load_catalog, open_plan, user_template
 
+    plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     script = generate(plan, catalog, args.format, template=user_template())
     if args.output is None:
         sys.stdout.write(script.text)
-        return 0
-    if args.output.exists() and not args.force:
-        raise PlanError(f"{args.output}: already exists (use --force to overwrite)")
-    write_atomic(args.output, script.text)
-    args.output.chmod(args.output.stat().st_mode | 0o111)
+        return EXIT_OK
+    _write_new(args.output, script.text, args.force, executable=True)
     print(f"wrote {args.output} ({script.format})", file=sys.stderr)
-    return 0
+    return EXIT_OK
+
+
+def _add_gpus(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--json", action="store_true")
+
+
+def _run_gpus(args: argparse.Namespace) -> int:
+    from . import report
+    from .config import load_catalog
+
+    return report.gpus(load_catalog(args.hardware), args.json)
+
+
+def _add_models(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from . import report
+
+    return report.models(args.json)
+
+
+def _add_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan", type=Path, metavar="PLAN.toml")
+    _common(p)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from ..model.projection import project
+    from .config import load_catalog, open_plan
+
+    plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
+    projection = project(plan, catalog)
+    fits = "fits" if projection.fits else "does NOT fit in GPU memory"
+    print(f"{args.plan}: ok ({plan.name or 'unnamed plan'}; {fits}; "
+          f"{len(projection.warnings)} warning(s))")
+    return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
+
+
+def _add_new(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan", type=Path, metavar="PLAN.toml")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _sources(p)
+
+
+def _run_new(args: argparse.Namespace) -> int:
+    from ..model.plan import default_plan_text, load_plan, plan_to_toml
+
+    sets = _source_sets(argparse.Namespace(**{**vars(args), "plan": None}))
+    text = default_plan_text()
+    if sets:
+        text = plan_to_toml(load_plan(None, sets), text)
+    _write_new(args.plan, text, args.force)
+    print(f"wrote {args.plan}")
+    return EXIT_OK
+
+
+def _add_probe(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--gpu", required=True, metavar="KEY", help="the GPU type to measure")
+    p.add_argument("--role", choices=("target", "drafter", "both"), default="both")
+    p.add_argument("--minutes", type=float, default=10.0,
+                   help="how long to run the workload (default 10)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="write the probe script to FILE instead of printing it")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+
+
+def _run_probe(args: argparse.Namespace) -> int:
+    from ..model.probe import probe_script
+    from .config import load_catalog, open_plan
+
+    plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
+    probe = probe_script(plan, catalog, args.gpu, args.role, args.minutes)
+    cost = f", about ${probe.cost_usd:,.2f}" if probe.cost_usd else ""
+    summary = (f"probe {probe.gpu}: {probe.gpus} GPUs on one node, {probe.gpu_hours:.2f} "
+               f"GPU-hours{cost}; afterwards: dflash-plan calibrate OUT_DIR --plan PLAN "
+               f"--write")
+    if args.output is None:
+        sys.stdout.write(probe.text)
+    else:
+        _write_new(args.output, probe.text, args.force, executable=True)
+    print(summary, file=sys.stderr)
+    return EXIT_OK
+
+
+def _add_calibrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULT",
+                   help="probe folders or result files (probe.toml), training logs "
+                        "(SpecForge, TorchSpec), or your pipeline's CSV / JSON lines")
+    p.add_argument("--plan", type=Path, metavar="PLAN.toml",
+                   help="the plan to calibrate (default: the built-in plan)")
+    p.add_argument("--gpu", metavar="KEY", help="the GPU type of points whose file does "
+                                                 "not say")
+    p.add_argument("--write", action="store_true",
+                   help="save the measurements into PLAN.toml (comments kept)")
+    _common(p)
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    from ..model.calibration import add_points
+    from ..model.plan import save_plan
+    from ..model.probe import read_probe_dir
+    from ..model.projection import project
+    from ..model.runlogs import Point, RunContext, read_throughput
+    from . import format as fmt
+    from .config import load_catalog, open_plan
+
+    plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
+    ctx = RunContext(avg_sample_tokens=float(plan.workload.avg_sample_tokens),
+                     target_gpu=plan.target.gpu, drafter_gpu=plan.drafter.gpu,
+                     target_gpus=plan.target.count, drafter_gpus=plan.drafter.count,
+                     batch_size=plan.drafter.batch_size, num_anchors=plan.workload.num_anchors,
+                     target_model=plan.workload.target_model)
+    points: list[Point] = []
+    for path in args.results:
+        reading = read_probe_dir(path) if path.is_dir() else read_throughput(path, ctx)
+        print(reading.summary(), file=sys.stderr)
+        for note in reading.notes:
+            print(f"  note: {note}", file=sys.stderr)
+        points += reading.points
+    before = project(plan, catalog)
+    calibrated = add_points(plan, points, args.gpu)
+    catalog.gpu(args.gpu, "--gpu") if args.gpu else None
+    after = project(calibrated, catalog)
+    for point in points:
+        m = point.measurement
+        print(f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+              f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})")
+    for label, p in (("before", before), ("after", after)):
+        rng = p.ranges
+        print(f"{label}: {fmt.ktok(p.tokens_per_s)}"
+              + (f" (range {fmt.span(*rng.tokens_per_s, fmt.ktok)})" if rng else "")
+              + f", {fmt.duration(p.days)}, bottleneck {p.bottleneck}")
+    if args.write:
+        if args.plan is None:
+            raise PlanError("--write needs --plan PLAN.toml (the built-in plan is not a file)")
+        save_plan(calibrated, args.plan)
+        print(f"wrote {args.plan}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _add_validate(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print JSON (cases and summary)")
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    from ..model.evidence import validate
+    from .config import load_catalog
+
+    result = validate(load_catalog(args.hardware))
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        print()
+        return EXIT_OK
+    from . import report
+
+    report.validation(result)
+    return EXIT_OK
+
+
+def _add_search(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--deadline-days", type=float, metavar="D",
+                   help="finish within D days (central estimate; the pessimistic end is shown)")
+    p.add_argument("--budget", type=float, metavar="X",
+                   help="total cost at most X, in the plan's cost unit")
+    p.add_argument("--gpus", metavar="KEY,KEY", help="GPU types allowed (default: all with a "
+                                                      "price)")
+    p.add_argument("--max-gpus", type=int, default=64, metavar="N",
+                   help="at most N GPUs in all (2 to 512; default 64)")
+    p.add_argument("--max-nodes", type=int, metavar="N", help="at most N nodes")
+    p.add_argument("--mixed", action="store_true",
+                   help="the two roles may use different GPU types")
+    p.add_argument("--one-node", action="store_true", help="both roles on one node")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: the front and the winners, each a plan and its projection")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR",
+                   help="write the winners as plan files into DIR")
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from ..model.search import Constraints, default_space, search
+    from .config import load_catalog, open_plan
+
+    plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
+    for name, value in (("--deadline-days", args.deadline_days), ("--budget", args.budget)):
+        if value is not None and not (0 < value < float("inf")):
+            raise PlanError(f"{name} {value}: must be a positive number")
+    if args.max_nodes is not None and args.max_nodes < 1:
+        raise PlanError(f"--max-nodes {args.max_nodes}: must be 1 or more")
+    gpus = tuple(k.strip() for k in args.gpus.split(",") if k.strip()) if args.gpus else None
+    space = default_space(plan, catalog, gpus, max_gpus=args.max_gpus,
+                          max_nodes=args.max_nodes, mixed=args.mixed, one_node=args.one_node)
+    result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget))
+    if args.output is not None:
+        _write_winners(args.output, result)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        print()
+        return EXIT_OK
+    from . import report
+
+    report.search(result, args.deadline_days, args.budget)
+    return EXIT_OK
+
+
+def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
+    from ..model.plan import save_plan
+
+    if folder.exists() and not folder.is_dir():
+        raise PlanError(f"{folder}: exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PlanError(f"{folder}: cannot create the folder: {err.strerror or err}") from None
+    for name in ("cheapest_within_deadline", "fastest_within_budget", "most_tokens_per_cost"):
+        candidate = getattr(result, name)
+        if candidate is not None:
+            plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
+            try:
+                save_plan(plan, folder / f"{name}.toml")
+            except OSError as err:
+                raise PlanError(f"{folder / name}.toml: cannot write: "
+                                f"{err.strerror or err}") from None
+            print(f"wrote {folder / name}.toml", file=sys.stderr)
+
+
+def _add_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plans", nargs="+", type=Path, metavar="PLAN.toml",
+                   help="plans to compare; the first is the baseline")
+    _common(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--markdown", action="store_true")
+    out.add_argument("--csv", action="store_true")
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from ..model.compare import compare
+    from ..model.projection import project
+    from .config import load_catalog, open_plan
+
+    catalog = load_catalog(args.hardware)
+    projections = []
+    for path in args.plans:
+        plan, catalog = open_plan(path, None, catalog)
+        projections.append((path, project(plan, catalog)))
+    base = projections[0][1]
+    rows = [(path, p, compare(p, base)) for path, p in projections]
+    from . import report
+
+    if args.json:
+        json.dump([{"file": str(path), "projection": p.to_json(), "versus_baseline": c.to_json()}
+                   for path, p, c in rows], sys.stdout, indent=2)
+        print()
+    else:
+        report.comparison(rows, "markdown" if args.markdown else "csv" if args.csv else "table")
+    return EXIT_OK
+
+
+def _add_prices(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", metavar="KEY", help="only this GPU type")
+    p.add_argument("--provider", metavar="NAME", help="only this provider")
+    p.add_argument("--json", action="store_true")
+
+
+def _run_prices(args: argparse.Namespace) -> int:
+    from . import report
+    from .config import load_catalog
+
+    return report.offers(load_catalog(), args.gpu, args.provider, args.json)
+
+
+class Command:
+    """A subcommand: its one-line help, what adds its arguments, what runs it."""
+
+    __slots__ = ("add", "description", "help", "run")
+
+    def __init__(self, help: str, add: Callable[[argparse.ArgumentParser], None],
+                 run: Callable[[argparse.Namespace], int], description: str = "") -> None:
+        self.help, self.add, self.run, self.description = help, add, run, description
+
+
+COMMANDS: dict[str, Command] = {
+    "project": Command("project a plan: throughput, days, cost, bottleneck",
+                       _add_project, _run_project),
+    "launch": Command("print the command that starts the planned run", _add_launch,
+                      _run_launch),
+    "gpus": Command("list the GPU catalog", _add_gpus, _run_gpus),
+    "models": Command("list the target model presets", _add_models, _run_models),
+    "check": Command("validate a plan file; exit 0 when it can be projected and fits, "
+                     f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit in GPU memory",
+                     _add_check, _run_check,
+                     description=f"Validate PLAN.toml and project it. Exit {EXIT_OK}: valid "
+                                 f"and fits; {EXIT_DOES_NOT_FIT}: valid but a role does not "
+                                 f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
+                                 f"on stderr)."),
+    "new": Command("write the built-in plan to a file, to edit", _add_new, _run_new),
+    "validate": Command("the model against public measurements: error per case, per half",
+                        _add_validate, _run_validate,
+                        description="Predict every case of the validation set "
+                                    "(model/measurements.toml) at default settings and "
+                                    "compare with the measured value."),
+    "search": Command("search GPU types, counts, TP and splits: the (days, cost) front and "
+                      "the best plan per objective", _add_search, _run_search),
+    "compare": Command("several plans side by side, against the first",
+                       _add_compare, _run_compare),
+    "prices": Command("rental offers per provider and GPU: price, rental unit, date",
+                      _add_prices, _run_prices),
+    "probe": Command("write a short benchmark of the plan's workload for one node of a GPU "
+                     "type", _add_probe, _run_probe),
+    "calibrate": Command("add measured rates (probe results, training logs, your own "
+                         "reports) to a plan", _add_calibrate, _run_calibrate),
+}
+
+
+def _write_new(path: Path, text: str, force: bool, executable: bool = False) -> None:
+    """Write a file the user named (atomically; refuses to overwrite without --force)."""
+    from ..model.tomlfile import write_atomic
+
+    if path.is_dir():
+        raise PlanError(f"{path}: is a folder, not a file")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise PlanError(f"{path}: already exists (use --force to overwrite)")
+    write_atomic(path, text)
+    if executable:
+        try:
+            path.chmod(path.stat().st_mode | 0o111)
+        except OSError as err:
+            raise PlanError(f"{path}: written, but cannot make it executable: "
+                            f"{err.strerror or err}") from None
+
+
+def one_line(text: str) -> str:
+    """text with line breaks and other control characters shown as escapes (\\n), so that
+    a message quoting user input stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dflash-plan")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with `only`, of that one (faster: argparse costs
+    about a millisecond per command)."""
+    parser = _Parser(
+        prog="dflash-plan",
+        description="Plan DFlash drafter-training clusters. Without a command, opens the "
+                    "interactive planner on PLAN.toml (or the built-in plan).",
+        epilog=EXIT_CODES)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        command.add(sub.add_parser(name, help=command.help,
+                                   description=command.description or None,
+                                   epilog=EXIT_CODES))
+    return parser
+
+
+def _app_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dflash-plan", description="Open the interactive DFlash planner.",
+                     epilog=f"Headless commands: {', '.join(COMMANDS)} "
+                            f"(dflash-plan COMMAND --help). {EXIT_CODES}")
+    parser.add_argument("plan", nargs="?", type=Path, metavar="PLAN.toml")
+    _common(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "--version":
+            print(f"dflash-plan {_version()}")
+            return EXIT_OK
+        if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
+            # pydantic plugins are for observing services; a one-shot command does not
+            # need the scan of every installed package that finding them costs.
+            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+            args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
+            return COMMANDS[args.command].run(args)
+        args = _app_parser().parse_args(argv)
+        return _open_app(args)
+    except PlanError as err:
+        print(f"dflash-plan: {one_line(str(err))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _open_app(args: argparse.Namespace) -> int:
+    from .app import PlannerApp  # textual only for the interactive app
+
+    # The constructor loads the plan: a bad file fails here, before the screen opens.
+    PlannerApp(args.plan, hardware=args.hardware).run()
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+from ..model.catalog import Catalog
 from ..model.errors import PlanError
 from ..model.hardware import builtin_gpus, load_gpu_file
-from ..model.tomlfile import read_toml
 from ..model.plan import Plan, load_plan
-from ..model.projection import Catalog
 from ..model.targets import resolve_target
+from ..model.tomlfile import read_toml
 
 CONFIG_DIR_ENV = "DFLASH_PLAN_CONFIG_DIR"
 
@@ -19,18 +20,32 @@ def user_config_dir() -> Path:
     """$DFLASH_PLAN_CONFIG_DIR, else the platform's user config folder for dflash-plan."""
     if os.environ.get(CONFIG_DIR_ENV):
         return Path(os.environ[CONFIG_DIR_ENV])
+    if sys.platform.startswith("linux"):
+        # platformdirs' rule on Linux (XDG base directories), without importing it.
+        xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+        return Path(xdg if xdg else Path.home() / ".config") / "dflash-plan"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("dflash-plan", appauthor=False))
 
 
 def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
-    """Built-in GPUs, then the user config's hardware.toml, then each --hardware file."""
+    """Built-in GPUs, then the user config's hardware.toml, then each --hardware file;
+    built-in rental offers, then the user config's offers.toml; today's date, against which
+    prices are judged (read here, at the edge: the model never reads the clock)."""
+    import datetime as dt
+
+    from ..model.offers import builtin_offers, load_offer_file
+
     gpus = builtin_gpus()
     user_file = user_config_dir() / "hardware.toml"
     for path in ([user_file] if user_file.is_file() else []) + list(hardware_files or []):
         gpus = load_gpu_file(path, gpus)
-    return Catalog(gpus=gpus)
+    offers = builtin_offers()
+    user_offers = user_config_dir() / "offers.toml"
+    if user_offers.is_file():
+        offers = load_offer_file(user_offers, offers)
+    return Catalog(gpus=gpus, offers=offers, today=dt.date.today())
 
 
 def user_template() -> str | None:

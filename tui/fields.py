@@ -1,5 +1,5 @@
 """The editable fields of the planner: which plan key each input edits and how its text
-is read. Pure data and parsing (no textual), shared by the app and its tests."""
+is read. Pure data and parsing (no textual), shared by the planning state and the widgets."""
 
 from __future__ import annotations
 
@@ -11,15 +11,22 @@ from typing import Any
 class FieldSpec:
     key: str            # dotted plan key, or a role-relative key (price.*, measured.*)
     label: str
-    kind: str           # "int", "float", "optional-float", "gpu", "model", "text"
+    kind: str           # "int", "optional-float", "gpu", "model", "text", "optional-text"
     unit: str = ""
 
     @property
     def widget_id(self) -> str:
         return self.key.replace(".", "-")
 
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("int", "optional-float")
+
 
 SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
+    ("", (
+        FieldSpec("name", "plan", "text"),
+    )),
     ("Target pool", (
         FieldSpec("target.gpu", "GPU", "gpu"),
         FieldSpec("target.count", "GPUs", "int"),
@@ -51,7 +58,11 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
     )),
 )
 
+# Edited on the Launch tab: the command of the `template` launch format.
+TEMPLATE = FieldSpec("launch.template", "template", "optional-text")
+
 FIELDS: dict[str, FieldSpec] = {f.key: f for _, fields in SECTIONS for f in fields}
+FIELDS[TEMPLATE.key] = TEMPLATE
 
 
 class FieldError(ValueError):
@@ -65,22 +76,25 @@ def parse(spec: FieldSpec, text: str) -> Any:
         if not raw:
             raise FieldError("enter a whole number")
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             raise FieldError(f"'{text.strip()}' is not a whole number") from None
-    if spec.kind in ("float", "optional-float"):
+        if value < 1:
+            raise FieldError("must be at least 1")
+        return value
+    if spec.kind == "optional-float":
         if not raw:
-            if spec.kind == "optional-float":
-                return None
-            raise FieldError("enter a number")
+            return None
         try:
-            value = float(raw)
+            number = float(raw)
         except ValueError:
             raise FieldError(f"'{text.strip()}' is not a number") from None
-        if value <= 0:
-            raise FieldError("must be greater than 0 (leave empty for none)")
-        return value
-    return text
+        if not number > 0 or number == float("inf"):
+            raise FieldError("must be a number above 0 (leave empty for none)")
+        return number
+    if spec.kind == "optional-text":
+        return text.strip() or None
+    return text.strip()
 
 
 def plan_path(key: str, doc: dict[str, Any]) -> tuple[str, ...]:
@@ -93,6 +107,27 @@ def plan_path(key: str, doc: dict[str, Any]) -> tuple[str, ...]:
         gpu = doc[parts[1]]["gpu"]
         return ("calibration", parts[1], gpu)
     return tuple(parts)
+
+
+def field_for(plan_key: str | None, doc: dict[str, Any]) -> str | None:
+    """The field that edits a dotted plan key (as a PlanError names it), or None."""
+    if not plan_key:
+        return None
+    if plan_key in FIELDS:
+        return plan_key
+    parts = plan_key.split(".")
+    if parts[0] == "cost" and len(parts) >= 2 and parts[1] in ("ratio", "usd_per_gpu_hour"):
+        view = "ratio" if parts[1] == "ratio" else "usd"
+        gpu = parts[2] if len(parts) > 2 else doc["target"]["gpu"]
+        role = "drafter" if gpu == doc["drafter"]["gpu"] != doc["target"]["gpu"] else "target"
+        return f"price.{role}.{view}"
+    if parts[0] == "calibration" and len(parts) >= 2 and parts[1] in ("target", "drafter"):
+        return f"measured.{parts[1]}"
+    for length in range(len(parts) - 1, 1, -1):         # a sub-key of a field's key
+        prefix = ".".join(parts[:length])
+        if prefix in FIELDS:
+            return prefix
+    return None
 
 
 def get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 DASH = "—"
 
 
@@ -42,3 +44,53 @@ def times(value: float | None) -> str:
 
 def signed_days(value: float | None) -> str:
     return DASH if value is None else f"{value:+,.1f} days"
+
+
+def duration(value_days: float | None) -> str:
+    """Days, or hours below a day and minutes below an hour, so that a short run never
+    reads '0.0 days'."""
+    if value_days is None:
+        return DASH
+    hours = value_days * 24
+    if hours < 1:
+        return f"{hours * 60:,.0f} min"
+    if hours < 24:
+        return f"{hours:,.1f} hours"
+    return f"{value_days:,.1f} days"
+
+
+def signed_duration(value_days: float | None) -> str:
+    """A change in time ('+3.2 days', '-5.0 hours'); zero once rounded reads '+0.0 days',
+    never '-0.0'."""
+    if value_days is None:
+        return DASH
+    hours = value_days * 24
+    text = (f"{hours:+,.1f} hours" if abs(hours) < 24 else f"{value_days:+,.1f} days")
+    if text[1:].replace("0", "").replace(".", "").replace(",", "").split(" ")[0] == "":
+        return "+0.0 days"
+    return text
+
+
+def percent(value: float | None) -> str:
+    """Like pct, with thousands grouped (a link at 1,250 % of its capacity)."""
+    if value is None:
+        return DASH
+    return f"{value * 100:,.1f} %" if value < 0.1 else f"{value * 100:,.0f} %"
+
+
+def span(low: float | None, high: float | None, one: Callable[[float | None], str]) -> str:
+    """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
+    alone when both ends agree once formatted."""
+    if low is None or high is None:
+        return DASH
+    a, b = one(low), one(high)
+    if a == b:
+        return a
+    if a[-1] == b[-1] == "x":                      # ratios: '3.97-6.94x'
+        return f"{a[:-1]}-{b}"
+    if a[0] == b[0] == "$":                        # dollars: '$699-1,223'
+        return f"{a}-{b[1:]}"
+    unit_a, unit_b = a.split(" ", 1), b.split(" ", 1)
+    if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
+        return f"{unit_a[0]}-{unit_b[0]} {unit_a[1]}"
+    return f"{a} - {b}"

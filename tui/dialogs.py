@@ -1,7 +1,9 @@
-"""Modal screens: help, file paths (open, save as, export) and confirmations."""
+"""Modal screens: help, file paths (open, save as, export) and questions. Each returns its
+answer with `dismiss`; the planner awaits them with `push_screen_wait` in a worker."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -11,16 +13,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from .widgets import steady
-
 
 class HelpScreen(ModalScreen[None]):
     """What every number means and what the model assumes."""
 
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
+    BINDINGS = [Binding("escape,f1,q", "close", "Close", id="help-close")]
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Markdown   # markdown-it loads only when help opens
+        from textual.widgets import Markdown  # markdown-it loads only when help opens
 
         text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
         with Vertical(id="help-box"):
@@ -28,24 +28,25 @@ class HelpScreen(ModalScreen[None]):
                 yield Markdown(text, id="help-text")
             yield Static("esc: close", id="help-hint")
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_close(self) -> None:
         self.dismiss(None)
 
 
 class PathDialog(ModalScreen[Path | None]):
-    """Ask for a file path. `check` returns an error message for a path it refuses."""
+    """Ask for a file path. `check` returns the reason it refuses a path, or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
-    def __init__(self, title: str, action: str, initial: str = "", check=None) -> None:
+    def __init__(self, title: str, action: str, initial: str = "",
+                 check: Callable[[Path], str | None] | None = None) -> None:
         super().__init__()
         self.title_text, self.action_text, self.initial, self.check = title, action, initial, check
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="path-dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield steady(Input(self.initial, placeholder="path/to/plan.toml", id="path-input"))
-            yield Static("", id="path-error", classes="field-error")
+            yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
+            yield Static("", id="path-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action_text, variant="primary", id="path-ok")
                 yield Button("Cancel", id="path-cancel")
@@ -55,13 +56,14 @@ class PathDialog(ModalScreen[Path | None]):
 
     def _submit(self) -> None:
         text = self.query_one("#path-input", Input).value.strip()
+        error = self.query_one("#path-error", Static)
         if not text:
-            self.query_one("#path-error", Static).update("✗ enter a file path")
+            error.update("✗ enter a file path")
             return
         path = Path(text).expanduser()
         problem = self.check(path) if self.check else None
         if problem:
-            self.query_one("#path-error", Static).update(f"✗ {problem}")
+            error.update(f"✗ {problem}")
             return
         self.dismiss(path)
 
@@ -86,7 +88,7 @@ class ConfirmDialog(ModalScreen[str]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm-cancel")]
 
     def __init__(self, question: str, answers: list[tuple[str, str, str]]) -> None:
-        """answers: (label, value, variant) for each button, first one focused."""
+        """answers: (label, value, variant) for each button, the first one focused."""
         super().__init__()
         self.question, self.answers = question, answers
 
@@ -95,7 +97,7 @@ class ConfirmDialog(ModalScreen[str]):
             yield Label(self.question, classes="dialog-title")
             with Horizontal(classes="dialog-buttons"):
                 for label, value, variant in self.answers:
-                    yield Button(label, variant=variant, id=f"answer-{value}")
+                    yield Button(label, variant=variant, id=f"answer-{value}")  # type: ignore[arg-type]
 
     def on_mount(self) -> None:
         self.query(Button).first().focus()
@@ -106,3 +108,23 @@ class ConfirmDialog(ModalScreen[str]):
 
     def action_cancel(self) -> None:
         self.dismiss("cancel")
+
+
+def overwrite_question(path: Path) -> ConfirmDialog:
+    return ConfirmDialog(f"{path} exists. Overwrite it?",
+                         [("Overwrite", "overwrite", "error"), ("Cancel", "cancel", "default")])
+
+
+def unsaved_question() -> ConfirmDialog:
+    return ConfirmDialog("This plan has unsaved changes.",
+                         [("Save", "save", "primary"), ("Discard", "discard", "error"),
+                          ("Cancel", "cancel", "default")])
+
+
+def writable(path: Path) -> str | None:
+    """Why path cannot be written to (None when it can)."""
+    if path.is_dir():
+        return f"{path} is a folder"
+    if not path.parent.exists():
+        return f"folder {path.parent} does not exist"
+    return None

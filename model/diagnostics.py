@@ -1,0 +1,117 @@
+"""What a user should know about a projection, as data: a code, the plan key it concerns,
+the figures behind it, and the one line shown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .hardware import Gpu
+from .memory import MemoryFit
+from .rates import RoleRate, Roofline
+
+# A measurement this far from the estimate at default efficiency is called out.
+CONTRADICTION_FACTOR = 2.0
+# A link this busy leaves no headroom for bursts of long samples.
+LINK_BUSY_WARNING = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    key: str | None
+    message: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "key": self.key, "message": self.message,
+                "values": self.values}
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+def measurement_checks(role: str, measured: dict[str, tuple[float, Roofline]],
+                       gpus: dict[str, Gpu], default_of: dict[str, float]) -> list[Diagnostic]:
+    """A measured rate above what the GPU can do, or far from the default estimate."""
+    out: list[Diagnostic] = []
+    for key, (rate, roof) in measured.items():
+        gpu = gpus[key]
+        implied = rate / roof.compute_tokens_per_s
+        plan_key = f"calibration.{role}.{key}"
+        if rate > roof.tokens_per_s * gpu.efficiency_ceiling:
+            ceiling = (f"the {_pct(gpu.efficiency_ceiling)} matmul ceiling measured on this GPU"
+                       if gpu.matmul_ceiling else "its peak")
+            out.append(Diagnostic(
+                "measurement-above-ceiling", plan_key,
+                f"{plan_key} = {rate:,.0f} tok/s per GPU implies {_pct(implied)} of "
+                f"{gpu.name}'s dense bf16 peak, above {ceiling}: check the figure",
+                {"tokens_per_s": rate, "peak_share": implied}))
+            continue
+        estimate = roof.tokens_per_s * default_of[key]
+        ratio = rate / estimate
+        if ratio > CONTRADICTION_FACTOR or ratio < 1 / CONTRADICTION_FACTOR:
+            out.append(Diagnostic(
+                "measurement-far-from-default", plan_key,
+                f"{role} on {gpu.name}: measured {rate:,.0f} tok/s per GPU is {ratio:.2f}x the "
+                f"estimate at default efficiency ({estimate:,.0f}): {_pct(implied)} of peak vs "
+                f"{_pct(default_of[key])} assumed. Other GPUs get a range: the readings of "
+                f"that gap the evidence leaves open",
+                {"tokens_per_s": rate, "ratio": ratio, "peak_share": implied}))
+    return out
+
+
+def memory_checks(target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
+                  ) -> list[Diagnostic]:
+    out = []
+    for role, (gpu, mem) in (("target", target), ("drafter", drafter)):
+        if mem.fits:
+            continue
+        biggest = max(mem.items_gb, key=lambda item: item[1])
+        hint, key = ((" (raise target.tp or pick a GPU with more memory)", "target.tp")
+                     if role == "target" else
+                     (" (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
+                      "drafter.batch_size"))
+        out.append(Diagnostic(
+            "does-not-fit", key,
+            f"{role} does not fit: needs {mem.needed_gb:,.1f} GB per GPU, {gpu.name} has "
+            f"{mem.available_gb:g} GB usable; largest item {biggest[0]} {biggest[1]:,.1f} "
+            f"GB{hint}", {"role": role, "needed_gb": mem.needed_gb,
+                          "available_gb": mem.available_gb}))
+    return out
+
+
+def link_check(tokens_per_s: float, link_tokens_per_s: float, description: str
+               ) -> list[Diagnostic]:
+    share = tokens_per_s / link_tokens_per_s
+    if share <= LINK_BUSY_WARNING:
+        return []
+    return [Diagnostic("link-busy", None, f"hidden-state link {_pct(share)} busy ({description})",
+                       {"utilization": share})]
+
+
+def anchors_check(num_anchors: int, recipe_anchors: int) -> list[Diagnostic]:
+    if num_anchors == recipe_anchors:
+        return []
+    return [Diagnostic(
+        "anchors-differ-from-recipe", "workload.num_anchors",
+        f"{num_anchors} anchors per sample, the DFlash recipe uses {recipe_anchors}: the "
+        f"drafter's work scales with anchors, so this choice can move the bottleneck "
+        f"(measure your drafter to settle it)",
+        {"num_anchors": num_anchors, "recipe": recipe_anchors})]
+
+
+def carry_over_note(rate: RoleRate) -> list[Diagnostic]:
+    """Name the readings behind a range that comes from carrying a measurement over."""
+    if rate.low_reading == rate.high_reading or rate.measured:
+        return []
+    return [Diagnostic(
+        "carry-over-range", f"calibration.{rate.role}",
+        f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
+        f"{rate.high_tokens_per_s:,.0f} tok/s per GPU, low if {rate.low_reading} (" +
+        next(r.why for r in rate.readings if r.name == rate.low_reading) +
+        f"), high if {rate.high_reading} (" +
+        next(r.why for r in rate.readings if r.name == rate.high_reading) + ")",
+        {"low": rate.low_tokens_per_s, "high": rate.high_tokens_per_s,
+         "low_reading": rate.low_reading, "high_reading": rate.high_reading})]

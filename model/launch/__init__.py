@@ -1,0 +1,60 @@
+"""Launch scripts for the planned run: a small registry of formats (SpecForge unified and
+legacy, vLLM speculators, Slurm, a user's template), one module each, all rendering from
+one resolved plan and one device layout (layout.py).
+
+Every value placed into a shell line goes through shlex.quote, every comment through
+`common.comment`; YAML comes from a YAML library. docs/launch.md names the upstream
+versions each format is checked against.
+
+Importing this package is light (no YAML, no format module): the plan schema and the app
+read FORMATS from it; a format's module loads when a script is generated.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..catalog import Catalog
+    from ..plan import Plan
+    from .common import LaunchScript
+
+# The registry: format name -> its module (which defines NAME and render(ctx, template)).
+_MODULES = {"specforge": "specforge", "speculators": "speculators",
+            "specforge-legacy": "specforge_legacy", "slurm": "slurm", "template": "template"}
+FORMATS: tuple[str, ...] = tuple(_MODULES)
+
+# Names other code imports from here, loaded on first use.
+_LAZY = {"LaunchScript": "common", "mem_fraction_static": "common", "context": "common",
+         "Layout": "layout", "Replica": "layout", "assign_devices": "layout",
+         "MAX_NODES": "layout", "TEMPLATE_PLACEHOLDERS": "template"}
+
+__all__ = ["FORMATS", "generate", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def format_module(fmt: str) -> Any:
+    from ..errors import PlanError
+
+    if fmt not in _MODULES:
+        raise PlanError(f"launch format {fmt!r}: choose one of {', '.join(FORMATS)}",
+                        "launch.format")
+    return importlib.import_module(f".{_MODULES[fmt]}", __name__)
+
+
+def generate(plan: Plan, catalog: Catalog, fmt: str | None = None,
+             template: str | None = None) -> LaunchScript:
+    """The launch script of plan in format fmt (default: the plan's launch.format).
+    `template` is the user config's template, used when the plan has none. The plan is
+    resolved first, so launch refuses exactly what the projection refuses."""
+    from .common import context
+
+    module = format_module(fmt or plan.launch.format)
+    result: LaunchScript = module.render(context(plan, catalog), template)
+    return result

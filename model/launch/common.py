@@ -1,0 +1,290 @@
+"""What every format shares: the resolved context, shell quoting, comments that cannot
+escape, the node switch, and the capture-server memory settings with their reasoning."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+
+import yaml
+
+from ..catalog import Catalog
+from ..errors import PlanError
+from ..memory import RUNTIME_RESERVE_GIB
+from ..plan import Plan
+from ..resolve import Resolved, resolve
+from ..targets import TargetModel
+from ..units import BF16_BYTES, BYTES_PER_GIB
+from ..work import layer_io_elements
+from .layout import Layout, assign_devices
+
+HEREDOC = "DFLASH_PLAN_EOF"
+GIB = 1 << 30
+WRAP_AT = 100
+
+# SGLang's request validator wants the prompt plus one generated and five internal slots
+# (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
+CONTEXT_EXTRA_TOKENS = 7
+# SpecForge's producer keeps up to runtime.producer_lease = 8 requests in flight per
+# capture server and runtime.in_flight_high_watermark = 256 unacknowledged samples in all
+# (specforge/config/schema.py, RuntimeConfig defaults).
+IN_FLIGHT_PER_SERVER = 8
+IN_FLIGHT_TOTAL = 256
+# Upstream examples set mem_fraction_static between 0.4 and 0.85 (SpecForge
+# examples/disagg/run_qwen3_8b_dflash_disagg_2node.sh uses 0.85); we stay inside it.
+MEM_FRACTION_MAX = 0.85
+MEM_FRACTION_MIN = 0.4
+
+# Mooncake master ports: the ones SpecForge's managed-local stack and its two-node example
+# use (rpc, HTTP metadata, metrics).
+MOONCAKE_RPC_PORT = 35551
+MOONCAKE_METADATA_PORT = 35880
+MOONCAKE_METRICS_PORT = 35903
+MOONCAKE_LOCAL_BUFFER_BYTES = GIB
+
+
+def q(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+def comment(text: str) -> str:
+    """One shell comment line: control characters (a newline would end the comment and
+    run the rest) become spaces."""
+    return "# " + _UNSAFE_IN_COMMENT.sub(" ", text)
+
+
+def cmd(*parts: object, lead: int = 1) -> str:
+    """A shell command line with every part quoted; a long one breaks before each option
+    after its first `lead` words."""
+    words = [q(p) for p in parts]
+    if sum(len(w) + 1 for w in words) <= WRAP_AT:
+        return " ".join(words)
+    lines: list[str] = [" ".join(words[:lead])]
+    for word in words[lead:]:
+        if not word.startswith("--"):
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return " \\\n      ".join(lines)
+
+
+def env(**variables: object) -> str:
+    return " ".join(f"{name}={q(value)}" for name, value in variables.items())
+
+
+def devices(devs: tuple[int, ...]) -> str:
+    return ",".join(map(str, devs))
+
+
+def model_path(plan: Plan, model: TargetModel) -> str:
+    return plan.launch.target_model_path or model.path or model.hf_id or model.key
+
+
+def output_dir(plan: Plan) -> str:
+    return plan.launch.output_dir or f"./outputs/{plan.launch.run_id}"
+
+
+# libyaml's emitter when PyYAML has it: the same output, several times faster.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def to_yaml(doc: dict[str, object]) -> str:
+    text: str = yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False,
+                          allow_unicode=True)
+    return text
+
+
+def heredoc(name: str, content: str) -> str:
+    if any(line == HEREDOC for line in content.splitlines()):
+        raise PlanError(f"{name}: content holds the line {HEREDOC}; rename a value")
+    return f"cat > {q(name)} <<'{HEREDOC}'\n{content.rstrip()}\n{HEREDOC}"
+
+
+def node_case(sections: dict[int, list[str]], nodes: int) -> str:
+    """One script for every node: NODE_RANK picks this node's part."""
+    out = [f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"',
+           'case "$node_rank" in']
+    for node in range(nodes):
+        body = sections.get(node) or ["echo 'nothing to run on this node'"]
+        out.append(f"  {node})")
+        out += ["    " + line for line in body]   # inner newlines may sit inside quotes
+        out.append("    ;;")
+    out += [f'  *) echo "NODE_RANK must be 0-{nodes - 1}" >&2; exit 2 ;;', "esac"]
+    return "\n".join(out)
+
+
+# --- capture-server memory ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CaptureMemory:
+    """One target GPU running a capture server, in GiB (as memory.py counts), and the
+    mem_fraction_static that follows: SGLang's static pool holds the weights and the KV
+    cache; the rest of the GPU must hold the prefill activations, the captured hidden
+    states and the runtime reserve (memory.RUNTIME_RESERVE_GIB)."""
+
+    gpu_gib: float
+    weights_gib: float
+    kv_gib: float              # KV of every in-flight sequence
+    activations_gib: float     # one layer's activations for the whole prefill batch
+    capture_gib: float         # captured hidden states of the prefill batch
+    runtime_gib: float
+    fraction: float
+
+    @property
+    def fits(self) -> bool:
+        static = self.weights_gib + self.kv_gib
+        return static <= self.fraction * self.gpu_gib and (
+            static + self.activations_gib + self.capture_gib + self.runtime_gib <= self.gpu_gib)
+
+    def reasoning(self) -> list[str]:
+        tokens = "8 in-flight max-length sequences"
+        lines = [
+            f"mem_fraction_static {self.fraction:.2f} of {self.gpu_gib:g} GiB per target GPU: "
+            f"the static pool needs weights {self.weights_gib:.1f} GiB + KV for {tokens} "
+            f"{self.kv_gib:.1f} GiB; outside it stay prefill activations "
+            f"{self.activations_gib:.1f} GiB, captured states {self.capture_gib:.1f} GiB and "
+            f"{self.runtime_gib:g} GiB runtime (CUDA context, NCCL, allocator); the pool "
+            f"takes the rest, within the 0.4-0.85 upstream examples use"]
+        if not self.fits:
+            lines.append("warning: this does not fit; the capture server may run out of "
+                         "memory (fewer in-flight requests or a larger tp)")
+        return lines
+
+
+def capture_memory(plan: Plan, gpu_memory_gib: float, model: TargetModel,
+                   captured_layers: int) -> CaptureMemory:
+    tp, length = plan.target.tp, plan.workload.max_length
+    tokens = IN_FLIGHT_PER_SERVER * (length + CONTEXT_EXTRA_TOKENS)
+    ffn_width = (model.experts_per_token * model.moe_intermediate if model.is_moe
+                 else model.intermediate)
+    weights = BF16_BYTES * model.total_params / tp / BYTES_PER_GIB
+    kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * tokens / tp / BYTES_PER_GIB
+    # Chunked prefill is off (--chunked-prefill-size -1), so one forward may hold the
+    # whole in-flight batch.
+    activations = (BF16_BYTES * tokens * layer_io_elements(model.hidden, model.q_dim,
+                                                          model.kv_dim, ffn_width)
+                   / tp / BYTES_PER_GIB)
+    capture = BF16_BYTES * tokens * captured_layers * model.hidden / BYTES_PER_GIB
+    headroom = activations + capture + RUNTIME_RESERVE_GIB
+    fraction = math.floor((1 - headroom / gpu_memory_gib) * 20 + 1e-9) / 20
+    fraction = max(MEM_FRACTION_MIN, min(MEM_FRACTION_MAX, fraction))
+    static_share = (weights + kv) / gpu_memory_gib
+    if fraction < static_share:
+        fraction = min(0.95, math.ceil(static_share * 20 - 1e-9) / 20)
+    return CaptureMemory(gpu_memory_gib, weights, kv, activations, capture,
+                         RUNTIME_RESERVE_GIB, fraction)
+
+
+def mem_fraction_static(plan: Plan, catalog: Catalog, model: TargetModel) -> float:
+    """Share of a target GPU's memory SGLang reserves (see CaptureMemory)."""
+    resolved = resolve(plan, catalog)
+    return capture_memory(plan, resolved.target_gpu.memory_gb, model,
+                          len(resolved.layer_ids)).fraction
+
+
+def sample_feature_bytes(resolved: Resolved) -> int:
+    """Hidden states of one max-length sample as a capture server stores them: the
+    captured layers plus the final hidden state, bf16."""
+    w = resolved.plan.workload
+    return BF16_BYTES * w.max_length * (len(resolved.layer_ids) + 1) * resolved.model.hidden
+
+
+def segment_gib(resolved: Resolved, samples: float) -> int:
+    """A Mooncake global segment that holds `samples` max-length samples with a quarter
+    to spare, in whole GiB."""
+    return max(1, math.ceil(samples * sample_feature_bytes(resolved) * 1.25 / GIB))
+
+
+# --- the context every format renders from ------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    resolved: Resolved
+    catalog: Catalog
+    layout: Layout
+    memory: CaptureMemory      # one capture server's GPU memory and mem_fraction_static
+
+    @property
+    def plan(self) -> Plan:
+        return self.resolved.plan
+
+    @property
+    def model(self) -> TargetModel:
+        return self.resolved.model
+
+    @property
+    def layer_ids(self) -> tuple[int, ...]:
+        return self.resolved.layer_ids
+
+    @property
+    def block(self) -> int:
+        return self.resolved.block_size
+
+    @property
+    def path(self) -> str:
+        return model_path(self.plan, self.model)
+
+    @property
+    def chat_template(self) -> str:
+        return self.plan.launch.chat_template or self.model.chat_template
+
+
+
+def context(plan: Plan, catalog: Catalog) -> Context:
+    """Resolve first, exactly as the projection does; then lay out the devices."""
+    resolved = resolve(plan, catalog)
+    memory = capture_memory(plan, resolved.target_gpu.memory_gb, resolved.model,
+                            len(resolved.layer_ids))
+    return Context(resolved, catalog, assign_devices(resolved), memory)
+
+
+def require_derived_layers(ctx: Context, fmt: str) -> None:
+    """SpecForge (unified and legacy) derives the captured layers from the drafter's layer
+    count and accepts no other set (build_target_layer_ids in
+    specforge/modeling/draft/dflash.py)."""
+    derived = ctx.model.default_layer_ids(ctx.plan.workload.draft_layers)
+    if ctx.layer_ids != derived:
+        raise PlanError(f"workload.target_layer_ids = {list(ctx.layer_ids)}: {fmt} derives the "
+                        f"captured layers from draft_layers ({list(derived)} for "
+                        f"{ctx.plan.workload.draft_layers} layers) and accepts no other set; "
+                        f"remove the key or use the speculators or template format",
+                        "workload.target_layer_ids")
+
+
+def header(ctx: Context, title: str, notes: list[str], ports: bool = True) -> str:
+    """The comment block: plan, GPUs per node (with capture-server ports where the format
+    starts one server per replica), notes."""
+    p, layout = ctx.plan, ctx.layout
+    lines = [comment(f"dflash-plan launch: {title}"),
+             comment(f"plan: {p.name or 'unnamed'}"),
+             comment(f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
+                     f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
+                     f"{layout.nodes} node(s)")]
+    for i, host in enumerate(layout.hosts):
+        targets = [devices(r.devices) + (f":{r.port}" if ports else "")
+                   for r in layout.targets_on(i)]
+        drafters = devices(layout.drafters.get(i, ()))
+        lines.append(comment(f"  node {i} ({host}): targets [{' '.join(targets) or '-'}], "
+                             f"drafters [{drafters or '-'}]"))
+    lines += [comment(f"note: {n}") for n in notes]
+    return "\n".join(lines)
+
+
+def script(ctx: Context, title: str, notes: list[str], body: list[str],
+           shebang: str = "#!/usr/bin/env bash", ports: bool = True) -> str:
+    return "\n\n".join([shebang, header(ctx, title, notes, ports), "set -euo pipefail",
+                        *body]) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchScript:
+    format: str
+    text: str                                # the whole script, ready to save and run
+    files: dict[str, str]                    # files the script writes (name -> content)
+    notes: tuple[str, ...]
+    layout: Layout

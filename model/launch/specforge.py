@@ -1,0 +1,238 @@
+"""SpecForge's unified trainer: `specforge train -c run.yaml` (sgl-project/SpecForge,
+checked against the specforge 0.2.0 wheel: specforge/config/schema.py, launch_plan.py,
+cli.py, and examples/disagg/run_qwen3_8b_dflash_disagg_2node.sh)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import recipe
+from ..errors import PlanError
+from .common import (
+    CONTEXT_EXTRA_TOKENS,
+    GIB,
+    IN_FLIGHT_PER_SERVER,
+    IN_FLIGHT_TOTAL,
+    MOONCAKE_LOCAL_BUFFER_BYTES,
+    MOONCAKE_METADATA_PORT,
+    MOONCAKE_METRICS_PORT,
+    MOONCAKE_RPC_PORT,
+    Context,
+    LaunchScript,
+    cmd,
+    devices,
+    env,
+    heredoc,
+    node_case,
+    output_dir,
+    q,
+    require_derived_layers,
+    script,
+    segment_gib,
+    to_yaml,
+)
+from .layout import Replica
+
+NAME = "specforge"
+TITLE = "SpecForge unified (specforge train -c run.yaml)"
+HEALTH_KEY = "dflash-plan-health-check"
+
+
+def consumer_state_dir(ctx: Context) -> str:
+    """Node-local: the consumer's SQLite/WAL must not sit on a shared filesystem (SpecForge
+    docs; the two-node example uses /tmp/specforge/<id>/consumer-state)."""
+    return f"/tmp/specforge/{ctx.plan.launch.run_id}/consumer-state"
+
+
+def server_segment_gib(ctx: Context) -> int:
+    """Mooncake segment of one capture server: its captured features wait there until the
+    consumer acknowledges them; the producer keeps at most IN_FLIGHT_TOTAL samples
+    unacknowledged, spread over the servers, and at least a lease per server."""
+    servers = len(ctx.layout.replicas)
+    return segment_gib(ctx.resolved, max(IN_FLIGHT_PER_SERVER, -(-IN_FLIGHT_TOTAL // servers)))
+
+
+def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
+    """The drafter nodes and the drafters on each: torchrun needs the same number on
+    every node."""
+    nodes = ctx.layout.drafter_nodes
+    counts = {len(ctx.layout.drafters[n]) for n in nodes}
+    if len(counts) > 1:
+        spread = " + ".join(str(len(ctx.layout.drafters[n])) for n in nodes)
+        raise PlanError(f"drafter.count = {ctx.plan.drafter.count}: the drafters land {spread} "
+                        f"on {len(nodes)} nodes, and torchrun needs the same number on each; "
+                        f"change the split so the drafters fill whole nodes", "drafter.count")
+    return nodes, counts.pop()
+
+
+def config(ctx: Context, *, managed_local: bool, server_urls: list[str],
+           head: str) -> dict[str, Any]:
+    """The `specforge train -c` YAML document (keys from SpecForge's schema)."""
+    require_derived_layers(ctx, "SpecForge")
+    p, w = ctx.plan, ctx.plan.workload
+    nodes, per_node = trainer_nodes(ctx)
+    fraction = ctx.memory.fraction
+    training: dict[str, Any] = {
+        "strategy": "dflash", "num_epochs": w.epochs, "batch_size": p.drafter.batch_size,
+        "learning_rate": recipe.LEARNING_RATE, "warmup_ratio": recipe.WARMUP_RATIO,
+        "max_grad_norm": recipe.MAX_GRAD_NORM, "num_anchors": w.num_anchors,
+        "save_interval": recipe.SAVE_INTERVAL, "dist_timeout": recipe.DIST_TIMEOUT_MIN,
+    }
+    if ctx.block == 16:
+        training["loss_decay_gamma"] = recipe.LOSS_DECAY_GAMMA_B16
+    out = output_dir(p)
+    disaggregated: dict[str, Any] = {"control_dir": f"{out}/control", "backend": "mooncake"}
+    trainer: dict[str, Any] = {"nnodes": len(nodes), "nproc_per_node": per_node}
+    if managed_local:
+        disaggregated["managed_local"] = {
+            "trainer_cuda_visible_devices": [str(d) for d in ctx.layout.drafters[nodes[0]]],
+            "mooncake": {"global_segment_size_bytes": server_segment_gib(ctx) * GIB},
+            "capture_servers": [
+                {"port": r.port, "cuda_visible_devices": [str(d) for d in r.devices],
+                 "tp_size": p.target.tp, "mem_fraction_static": fraction}
+                for r in ctx.layout.replicas],
+        }
+    else:
+        disaggregated.update({
+            "consumer_state_dir": consumer_state_dir(ctx),
+            "server_urls": server_urls,
+            "mooncake_metadata_server": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
+            "mooncake_master_server_addr": f"{head}:{MOONCAKE_RPC_PORT}",
+            "mooncake_protocol": "tcp",
+        })
+        if len(nodes) > 1:
+            trainer["master_addr"] = head
+            trainer["master_port"] = p.launch.master_port
+    return {
+        "model": {"target_model_path": ctx.path, "trust_remote_code": True,
+                  "draft_num_hidden_layers": w.draft_layers, "draft_block_size": ctx.block,
+                  "sglang_mem_fraction_static": fraction,
+                  "sglang_context_length": w.max_length + CONTEXT_EXTRA_TOKENS},
+        "data": {"train_data_path": p.launch.train_data_path, "max_length": w.max_length,
+                 "chat_template": ctx.chat_template},
+        "training": training,
+        "run_id": p.launch.run_id,
+        "output_dir": out,
+        "deployment": {"mode": "disaggregated", "trainer": trainer,
+                       "disaggregated": disaggregated},
+    }
+
+
+def capture_server(ctx: Context, replica: Replica) -> list[object]:
+    """A patched SGLang capture server, the flags managed-local would pass
+    (launch_plan._managed_local_services), listening on every interface."""
+    p = ctx.plan
+    return ["python", "-m", "sglang.launch_server", "--model-path", ctx.path,
+            "--dtype", "bfloat16", "--trust-remote-code", "--skip-tokenizer-init",
+            "--tp-size", p.target.tp, "--chunked-prefill-size", -1, "--enable-spec-capture",
+            "--spec-capture-method", "dflash", "--spec-capture-aux-layer-ids", *ctx.layer_ids,
+            "--host", "0.0.0.0", "--port", replica.port, "--attention-backend", "flashinfer",
+            "--mem-fraction-static", ctx.memory.fraction, "--disable-radix-cache",
+            "--ep-size", 1, "--context-length", p.workload.max_length + CONTEXT_EXTRA_TOKENS]
+
+
+def mooncake_master() -> list[object]:
+    """The master with its HTTP metadata server open to the other nodes (the two-node
+    example's flags)."""
+    return ["mooncake_master", "--enable_http_metadata_server=true",
+            "--http_metadata_server_host=0.0.0.0", f"--rpc_port={MOONCAKE_RPC_PORT}",
+            f"--http_metadata_server_port={MOONCAKE_METADATA_PORT}",
+            f"--metrics_port={MOONCAKE_METRICS_PORT}"]
+
+
+def mooncake_env(head: str) -> dict[str, str]:
+    """What producer, consumer and capture servers read to reach the master (the servers
+    read only the environment: SpecForge's spec_capture_sink patch defaults to localhost)."""
+    return {"MOONCAKE_MASTER_SERVER_ADDR": f"{head}:{MOONCAKE_RPC_PORT}",
+            "MOONCAKE_METADATA_SERVER": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
+            "MOONCAKE_PROTOCOL": "tcp"}
+
+
+def server_env(ctx: Context, replica: Replica) -> dict[str, object]:
+    return {"CUDA_VISIBLE_DEVICES": devices(replica.devices),
+            "MOONCAKE_GLOBAL_SEGMENT_SIZE": server_segment_gib(ctx) * GIB,
+            "MOONCAKE_LOCAL_BUFFER_SIZE": MOONCAKE_LOCAL_BUFFER_BYTES,
+            "FLASHINFER_DISABLE_VERSION_CHECK": 1}
+
+
+def wait_for_metadata(url: str) -> str:
+    # Any HTTP answer (a missing key is a 4xx) means the metadata server is up.
+    return f"until curl -s -o /dev/null {q(url + '?key=' + HEALTH_KEY)}; do sleep 2; done"
+
+
+def wait_healthy(urls: list[str]) -> str:
+    if len(urls) <= 4:
+        return "\n".join(f"until curl -sf {q(u + '/health')} >/dev/null; do sleep 5; done"
+                         for u in urls)
+    return (f"for url in {' '.join(q(u) for u in urls)}; do\n"
+            f'  until curl -sf "$url/health" >/dev/null; do sleep 5; done\ndone')
+
+
+def memory_notes(ctx: Context) -> list[str]:
+    segment = server_segment_gib(ctx)
+    return [*ctx.memory.reasoning(),
+            f"Mooncake segment {segment} GiB of host memory per capture server: captured "
+            f"features wait there until the trainer acknowledges them (up to "
+            f"{IN_FLIGHT_TOTAL} samples in flight, spread over the servers)"]
+
+
+def render(ctx: Context, template: str | None = None) -> LaunchScript:
+    layout, notes = ctx.layout, []
+    if layout.nodes == 1:
+        doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
+        notes.append("managed-local: SpecForge starts the capture servers, Mooncake and the "
+                     "trainer; needs mooncake_master on PATH and SGLang with the spec-capture "
+                     "patch; control_dir must not exist yet")
+        notes += memory_notes(ctx)
+        text = to_yaml(doc)
+        body = [heredoc("run.yaml", text), cmd("specforge", "train", "-c", "run.yaml")]
+        return LaunchScript(NAME, script(ctx, TITLE, notes, body), {"run.yaml": text},
+                            tuple(notes), layout)
+    d_nodes, _ = trainer_nodes(ctx)
+    head = layout.hosts[d_nodes[0]]
+    urls = [f"http://{layout.hosts[r.node]}:{r.port}" for r in layout.replicas]
+    doc = config(ctx, managed_local=False, server_urls=urls, head=head)
+    notes += ["multi-node: run this script on every node with NODE_RANK set; output_dir "
+              "must be on a filesystem all nodes share, control_dir must not exist yet",
+              f"node {d_nodes[0]} ({head}) runs the Mooncake master, the producer and trainer "
+              f"rank 0; the host names must be reachable from every node",
+              *memory_notes(ctx)]
+    metadata_url = f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata"
+    sections: dict[int, list[str]] = {}
+    for node in range(layout.nodes):
+        lines = sections.setdefault(node, [])
+        # Each node's processes register with Mooncake under their own reachable name.
+        lines.append(f"export {env(MOONCAKE_LOCAL_HOSTNAME=layout.hosts[node])}")
+        if node == d_nodes[0]:
+            lines.append(f"{cmd(*mooncake_master(), lead=2)} > mooncake.log 2>&1 &")
+        replicas = layout.targets_on(node)
+        if replicas:
+            lines.append(wait_for_metadata(metadata_url))
+        for r in replicas:
+            lines.append(f"{env(**server_env(ctx, r))} {cmd(*capture_server(ctx, r), lead=3)}"
+                         f" > {q(f'capture-{r.port}.log')} 2>&1 &")
+    for rank, node in enumerate(d_nodes):
+        lines = sections[node]
+        if rank == 0:
+            lines.append(wait_healthy(urls))
+            lines.append(f"{env(CUDA_VISIBLE_DEVICES='')} "
+                         f"{cmd('specforge', 'train', '-c', 'run.yaml', '--role', 'producer')}"
+                         f" > producer.log 2>&1 &")
+        # SpecForge does not assign GPUs to external servers and picks devices by local
+        # rank: the trainer gets its own devices explicitly.
+        lines.append(f"{env(CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+                     + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer",
+                           "--node-rank", rank))
+    for node in layout.target_nodes:
+        if node not in d_nodes:
+            sections[node].append("wait   # the capture servers run until stopped")
+    body = [
+        "# The SpecForge CLI rejects a partial torch.distributed environment.\n"
+        "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT\n"
+        "# Background services stop with this script.\n"
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
+        + "\n".join(f"export {env(**{k: v})}" for k, v in mooncake_env(head).items()),
+        heredoc("run.yaml", yaml_text := to_yaml(doc)),
+        node_case(sections, layout.nodes)]
+    return LaunchScript(NAME, script(ctx, TITLE, notes, body), {"run.yaml": yaml_text},
+                        tuple(notes), layout)

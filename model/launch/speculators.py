@@ -1,0 +1,143 @@
+"""vLLM speculators: `scripts/launch_vllm.py` serves the target and extracts hidden states,
+`speculators prepare-data` renders the data through it, `torchrun -m speculators.train`
+trains (vllm-project/speculators; flags checked against the speculators 0.9.0 and
+hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
+
+from __future__ import annotations
+
+from .. import recipe
+from .common import (
+    MOONCAKE_RPC_PORT,
+    Context,
+    LaunchScript,
+    cmd,
+    devices,
+    env,
+    node_case,
+    output_dir,
+    q,
+    script,
+    segment_gib,
+)
+
+NAME = "speculators"
+TITLE = "vLLM speculators (launch_vllm.py, prepare-data, speculators.train)"
+VLLM_PORT = 8000
+VLLM_DP_RPC_PORT = 13345
+HIDDEN_STATES_DIR = "/tmp/hidden_states"
+# Batches of hidden states one trainer rank may have requested and not yet loaded: each of
+# its num_workers = 12 data-loader workers waits on one generation at a time (TrainConfig
+# defaults, speculators/train/config/schema.py).
+BATCHES_IN_FLIGHT_PER_RANK = 12
+
+
+def data_dir(ctx: Context) -> str:
+    return f"{output_dir(ctx.plan)}/data"
+
+
+def vllm_segment_gib(ctx: Context) -> int:
+    """Mooncake segment of one node's vLLM: the states every trainer rank may have in
+    flight, spread over the target nodes."""
+    p = ctx.plan
+    samples = BATCHES_IN_FLIGHT_PER_RANK * p.drafter.batch_size * p.drafter.count
+    return segment_gib(ctx.resolved, samples / len(ctx.layout.target_nodes))
+
+
+def render(ctx: Context, template: str | None = None) -> LaunchScript:
+    p, w, layout = ctx.plan, ctx.plan.workload, ctx.layout
+    multi = layout.nodes > 1
+    head = layout.hosts[layout.target_nodes[0]]
+    base_url = f"http://{head if multi else 'localhost'}:{VLLM_PORT}"
+    notes = ["launch_vllm.py comes from a speculators checkout matching the installed "
+             "version; run this script from its top folder",
+             f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
+             f"{data_dir(ctx)} (skipped when that folder already holds the dataset)"]
+    if multi:
+        segment = vllm_segment_gib(ctx)
+        notes += ["multi-node: run this script on every node with NODE_RANK set; output_dir "
+                  "must be on a filesystem all nodes share",
+                  f"hidden states travel through Mooncake (master on node "
+                  f"{layout.target_nodes[0]}, {head}); segment {segment} GiB of host memory "
+                  f"per vLLM node: {BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank"]
+        common: list[object] = ["--hidden-states-backend", "mooncake",
+                                "--mooncake-master", f"{head}:{MOONCAKE_RPC_PORT}"]
+        launch_backend = [*common, "--mooncake-global-segment-gib", segment]
+    else:
+        notes.append(f"hidden states travel through files under {HIDDEN_STATES_DIR} (one host)")
+        common = ["--hidden-states-backend", "file", "--hidden-states-path", HIDDEN_STATES_DIR]
+        launch_backend = common
+    replicas_total = len(layout.replicas)
+    sections: dict[int, list[str]] = {}
+    if multi:
+        for node in range(layout.nodes):
+            # vLLM and the trainer register with Mooncake under the node's reachable name.
+            sections[node] = [f"export {env(MOONCAKE_LOCAL_HOSTNAME=layout.hosts[node])}"]
+    start_rank = 0
+    for index, node in enumerate(layout.target_nodes):
+        local = layout.targets_on(node)
+        # launch_vllm.py appends the final layer itself; the client asks for one token, so
+        # the context holds max_length + 1.
+        serve: list[object] = ["--data-parallel-size", replicas_total,
+                               "--tensor-parallel-size", p.target.tp, "--port", VLLM_PORT,
+                               "--max-model-len", w.max_length + 1]
+        if multi:
+            serve += ["--data-parallel-size-local", len(local), "--data-parallel-address", head,
+                      "--data-parallel-rpc-port", VLLM_DP_RPC_PORT]
+            if index > 0:
+                serve += ["--headless", "--data-parallel-start-rank", start_rank]
+        start_rank += len(local)
+        lines = sections.setdefault(node, [])
+        if multi and index == 0:
+            lines.append(f"{cmd('mooncake_master', f'--rpc_port={MOONCAKE_RPC_PORT}')} "
+                         f"> mooncake.log 2>&1 &")
+        lines.append(
+            f"{env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "
+            + cmd("python", "scripts/launch_vllm.py", ctx.path, *launch_backend,
+                  "--target-layer-ids", *ctx.layer_ids, "--trust-remote-code", "--", *serve,
+                  lead=3)
+            + f" > {q(f'vllm-{node}.log')} 2>&1 &")
+    train: list[object] = [
+        "-m", "speculators.train", "--verifier-name-or-path", ctx.path,
+        "--speculator-type", "dflash", "--data-path", data_dir(ctx),
+        "--vllm-endpoint", f"{base_url}/v1", *common,
+        "--block-size", ctx.block, "--max-anchors", w.num_anchors,
+        "--num-layers", w.draft_layers, "--target-layer-ids", *ctx.layer_ids,
+        "--epochs", w.epochs, "--lr", recipe.LEARNING_RATE, "--optimizer", "adamw",
+        "--scheduler-type", "cosine", "--scheduler-warmup-ratio", recipe.WARMUP_RATIO,
+        "--total-seq-len", w.max_length * p.drafter.batch_size,
+        "--save-path", f"{output_dir(p)}/checkpoints"]
+    if ctx.block == 16:
+        # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
+        train += ["--per-position-loss-weight", "fixed-exp-decay",
+                  "--dflash-decay-gamma", recipe.LOSS_DECAY_GAMMA_B16]
+    prepare = cmd("speculators", "prepare-data", "--model", ctx.path,
+                  "--data", p.launch.train_data_path, "--render-endpoint", base_url,
+                  "--output", data_dir(ctx), "--seq-length", w.max_length,
+                  "--trust-remote-code", lead=2)
+    ready = q(f"{data_dir(ctx)}/dataset_info.json")
+    d_nodes = layout.drafter_nodes
+    master = layout.hosts[d_nodes[0]]
+    for rank, node in enumerate(d_nodes):
+        devs = layout.drafters[node]
+        if len(d_nodes) == 1:
+            launcher: list[object] = ["torchrun", "--standalone", "--nproc_per_node", len(devs)]
+        else:
+            launcher = ["torchrun", "--nnodes", len(d_nodes), "--node_rank", rank,
+                        "--master_addr", master, "--master_port", p.launch.master_port,
+                        "--nproc_per_node", len(devs)]
+        lines = sections.setdefault(node, [])
+        if rank == 0:
+            lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
+            lines.append(prepare)
+        else:
+            lines.append(f"until [ -e {ready} ]; do sleep 10; done   # rank 0 prepares the data")
+        lines.append(f"{env(CUDA_VISIBLE_DEVICES=devices(devs))} "
+                     f"{cmd(*launcher, *train, lead=len(launcher) + 2)}")
+    for node in layout.target_nodes:
+        if node not in d_nodes:
+            sections[node].append("wait   # vLLM runs until stopped")
+    trap = ("# Background services stop with this script.\n"
+            "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT")
+    body = [trap, node_case(sections, layout.nodes) if multi else "\n".join(sections[0])]
+    return LaunchScript(NAME, script(ctx, TITLE, notes, body, ports=False), {}, tuple(notes),
+                        layout)

@@ -1,0 +1,304 @@
+"""Search: every GPU type per role x TP x split within limits, the (days, cost) Pareto
+front, and the best plan for each objective.
+
+Per-GPU rates depend only on GPU type, role, TP and the workload, so they are computed
+once per combination (`rates.rates`); every split of counts is then one row of a numpy
+array through `pipeline.flow`. The plans returned are projected again with `project()`,
+so the figures a user sees are the projection's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .catalog import Catalog
+from .cost import Prices, prices
+from .errors import PlanError
+from .memory import drafter_memory, target_memory
+from .pipeline import PipelineInputs, flow, pipeline_inputs
+from .plan import Plan
+from .projection import Projection, project
+from .rates import Rates, rates
+from .resolve import Resolved, resolve
+from .units import SECONDS_PER_DAY
+from .work import drafter_work
+
+# Bounds that keep one search within a few seconds (documented in the CLI help).
+MAX_SEARCH_GPUS = 512
+# Plans within this share of the cheapest count as equally cheap (fewest GPUs wins).
+CHEAPEST_TIE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Space:
+    """What the search may choose."""
+
+    target_gpus: tuple[str, ...]
+    drafter_gpus: tuple[str, ...]
+    max_gpus: int = 64
+    max_nodes: int | None = None
+    mixed: bool = False              # the two roles may use different GPU types
+    one_node: bool = False           # the pipeline needs both roles on one node
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    deadline_days: float | None = None
+    budget: float | None = None      # in the plan's cost unit
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    plan: Plan
+    projection: Projection
+    pessimistic_days: float          # at the low end of the rates
+    meets_deadline_pessimistic: bool | None
+
+    @property
+    def days(self) -> float:
+        return float(self.projection.days or math.inf)
+
+    @property
+    def cost(self) -> float:
+        return float(self.projection.total_cost or math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    evaluated: int                   # configurations evaluated
+    feasible: int                    # that fit in memory and meet every constraint
+    front: tuple[Candidate, ...]     # Pareto front of (days, cost), fastest first
+    cheapest_within_deadline: Candidate | None
+    fastest_within_budget: Candidate | None
+    most_tokens_per_cost: Candidate | None
+    cost_unit: str
+    why_none: str | None = None      # what stopped every configuration, when none is left
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        def one(c: Candidate | None) -> dict[str, Any] | None:
+            if c is None:
+                return None
+            from .plan import plan_to_dict
+
+            return {"plan": plan_to_dict(c.plan), "projection": c.projection.to_json(),
+                    "pessimistic_days": c.pessimistic_days,
+                    "meets_deadline_pessimistic": c.meets_deadline_pessimistic}
+
+        return {"evaluated": self.evaluated, "feasible": self.feasible,
+                "cost_unit": self.cost_unit, "why_none": self.why_none,
+                "rejected": self.rejected,
+                "front": [one(c) for c in self.front],
+                "cheapest_within_deadline": one(self.cheapest_within_deadline),
+                "fastest_within_budget": one(self.fastest_within_budget),
+                "most_tokens_per_cost": one(self.most_tokens_per_cost)}
+
+
+def _variant(plan: Plan, t_gpu: str, d_gpu: str, tp: int, targets: int, drafters: int) -> Plan:
+    return plan.model_copy(update={
+        "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
+        "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters})})
+
+
+def _splits(max_gpus: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every (targets, drafters) with whole TP replicas, one or more of each, within max."""
+    replicas = np.arange(1, max_gpus // tp + 1)
+    targets = np.repeat(replicas * tp, max_gpus)
+    drafters = np.tile(np.arange(1, max_gpus + 1), replicas.size)
+    keep = targets + drafters <= max_gpus
+    return targets[keep], drafters[keep]
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """All splits of one (target GPU, drafter GPU, tp) and their figures."""
+
+    t_gpu: str
+    d_gpu: str
+    tp: int
+    targets: np.ndarray
+    drafters: np.ndarray
+    days: np.ndarray
+    cost: np.ndarray
+    slow_days: np.ndarray
+    ok: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What every block of one search shares: the resolved plan, prices, per-GPU rates."""
+
+    resolved: Resolved
+    prices: Prices
+    rates: dict[str, Rates]          # by GPU type: both roles' rates on that type
+
+
+def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
+    r = resolve(plan, catalog)
+    view = prices(plan, dict(catalog.gpus), keys)
+    by_gpu = {k: rates(r, catalog, catalog.gpus[k], catalog.gpus[k]) for k in keys}
+    return _Shared(r, view, by_gpu)
+
+
+def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int,
+           space: Space, constraints: Constraints, rejected: dict[str, int]) -> _Block | None:
+    view = shared.prices
+    p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
+    if p_t is None or p_d is None:
+        return None
+    r = shared.resolved
+    t_gpu, d_gpu = catalog.gpus[t_key], catalog.gpus[d_key]
+    t_rate, d_rate = shared.rates[t_key].target, shared.rates[d_key].drafter
+    tw = shared.rates[t_key].target_work
+    w = plan.workload
+    targets, drafters = _splits(space.max_gpus, tp)
+    n = targets.size
+
+    def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float) -> PipelineInputs:
+        return pipeline_inputs(t_gpu, d_gpu, tp, target_tokens_per_s, drafter_tokens_per_s,
+                               hidden=r.model.hidden, layers_run=tw.layers_run,
+                               trainable_params=r.shape.trainable_params,
+                               batch_size=plan.drafter.batch_size,
+                               sample_tokens=float(w.avg_sample_tokens),
+                               hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+                               transport=w.transport)
+
+    central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
+    slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s), targets, drafters)
+    tokens = np.asarray(central.tokens_per_s, float)
+    total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
+    days = total_tokens / tokens / SECONDS_PER_DAY
+    slow_days = total_tokens / np.asarray(slow.tokens_per_s, float) / SECONDS_PER_DAY
+    unit_t = plan.cost.unit_gpus.get(t_key, 1)
+    unit_d = plan.cost.unit_gpus.get(d_key, 1)
+    if t_key == d_key:
+        billed_total = -(-(targets + drafters) // unit_t) * unit_t
+        cost_per_hour = billed_total * p_t
+    else:
+        cost_per_hour = (-(-targets // unit_t) * unit_t * p_t
+                         + -(-drafters // unit_d) * unit_d * p_d)
+    cost = cost_per_hour * days * 24
+    # Memory: the target's does not depend on counts; the drafter's optimizer state is
+    # sharded over the drafters, so enough of them make it fit.
+    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
+    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
+                                               float(w.avg_sample_tokens),
+                                               plan.drafter.batch_size, 1),
+                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
+    state = dict(one.items_gb).get("optimizer state", 0.0)
+    fixed = one.needed_gb - state
+    drafter_fits = fixed + state / drafters <= d_gpu.memory_gb
+    fits = drafter_fits & t_mem.fits
+    nodes = np.asarray(central.nodes)
+    ok = fits.copy()
+    rejected["memory"] = rejected.get("memory", 0) + int(n - fits.sum())
+    for name, limit in (("nodes", (nodes <= space.max_nodes) if space.max_nodes else None),
+                        ("one node", (nodes == 1) if space.one_node else None),
+                        ("deadline", (days <= constraints.deadline_days)
+                         if constraints.deadline_days is not None else None),
+                        ("budget", (cost <= constraints.budget)
+                         if constraints.budget is not None else None)):
+        if limit is not None:
+            rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
+            ok &= limit
+    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, ok)
+
+
+def _pareto(days: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both days and cost, fastest first:
+    sorted by days, a point stays when it is cheaper than every faster one."""
+    order = np.lexsort((cost, days))
+    sorted_cost = cost[order]
+    cheapest_before = np.concatenate(([np.inf], np.minimum.accumulate(sorted_cost)[:-1]))
+    return order[sorted_cost < cheapest_before * (1 - 1e-12)]
+
+
+def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
+           progress: Callable[[float], bool] | None = None) -> Result:
+    """The front and the winners. `progress(share_done)` may return False to cancel."""
+    if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
+        raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
+                        f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
+    pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus
+             if space.mixed or t == d]
+    rejected: dict[str, int] = {}
+    blocks: list[_Block] = []
+    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus
+                                                        + space.drafter_gpus)))
+    for i, (t_key, d_key) in enumerate(pairs):
+        node = catalog.gpus[t_key].gpus_per_node
+        for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
+            block = _block(plan, catalog, shared, t_key, d_key, tp, space, constraints,
+                           rejected)
+            if block is not None:
+                blocks.append(block)
+        if progress is not None and progress((i + 1) / len(pairs)) is False:
+            break
+    evaluated = sum(b.targets.size for b in blocks)
+    view = shared.prices
+    if not blocks:
+        return Result(evaluated, 0, (), None, None, None, view.unit,
+                      why_none="no GPU type with a price to search (set cost.ratio or "
+                               "cost.usd_per_gpu_hour for the types to include)",
+                      rejected=rejected)
+    days = np.concatenate([b.days[b.ok] for b in blocks])
+    cost = np.concatenate([b.cost[b.ok] for b in blocks])
+    slow = np.concatenate([b.slow_days[b.ok] for b in blocks])
+    block_of = np.concatenate([np.full(int(b.ok.sum()), bi) for bi, b in enumerate(blocks)])
+    row_of = np.concatenate([np.flatnonzero(b.ok) for b in blocks])
+    if days.size == 0:
+        worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
+        return Result(evaluated, 0, (), None, None, None, view.unit,
+                      why_none=f"no configuration meets the constraints; most were stopped "
+                               f"by {worst} ({rejected.get(worst, 0):,} of {evaluated:,})",
+                      rejected=rejected)
+
+    def candidate(k: int) -> Candidate:
+        b, j = blocks[int(block_of[k])], int(row_of[k])
+        chosen = _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]))
+        p = project(chosen, catalog)
+        pessimistic = float(p.ranges.days[1]) if p.ranges else float(slow[k])
+        meets = (None if constraints.deadline_days is None
+                 else pessimistic <= constraints.deadline_days)
+        return Candidate(chosen, p, pessimistic, meets)
+
+    gpus = np.concatenate([(b.targets + b.drafters)[b.ok] for b in blocks])
+
+    def cheapest_index() -> int:
+        # Cost per token is nearly flat in size for a balanced split, so many plans tie
+        # within a percent: take the one with the fewest GPUs among them.
+        near = cost <= cost.min() * (1 + CHEAPEST_TIE)
+        return int(np.flatnonzero(near)[np.lexsort((cost[near], gpus[near]))[0]])
+
+    front = tuple(candidate(int(k)) for k in _pareto(days, cost))
+    cheapest = candidate(cheapest_index()) if constraints.deadline_days is not None else None
+    fastest = candidate(int(np.argmin(days))) if constraints.budget is not None else None
+    # Every plan trains the same tokens, so the most tokens per unit of cost is the
+    # cheapest plan, whatever the deadline.
+    efficient = candidate(cheapest_index())
+    return Result(evaluated, int(days.size), front, cheapest, fastest, efficient, view.unit,
+                  rejected=rejected)
+
+
+def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,
+                  **limits: Any) -> Space:
+    """All GPU types with a price (or the ones given) for both roles."""
+    if gpus is None:
+        view = prices(plan, dict(catalog.gpus), tuple(catalog.gpus))
+        gpus = tuple(k for k in catalog.gpus if view.per_hour(k) is not None)
+    for key in gpus:
+        catalog.gpu(key, "search.gpus")
+    return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)
+
+
+def rate_of(candidate: Candidate) -> float:
+    """Dataset tokens per unit of cost: what `most_tokens_per_cost` maximises."""
+    p = candidate.projection
+    tokens = p.tokens_per_epoch * p.epochs
+    return tokens / candidate.cost
+

@@ -1,0 +1,55 @@
+"""Time `dflash-plan project --json` against `python -c "import pydantic"` in the same run.
+
+Both are started as fresh processes, alternately; the medians of wall time and of CPU
+time (user + system, which other load on the machine disturbs less) are printed with
+their ratios. Issue 11's target: project --json within 2x of import pydantic.
+
+    python scripts/bench_cli.py [RUNS]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+RUNS = 21
+COMMANDS = {
+    "import pydantic": [sys.executable, "-c", "import pydantic"],
+    "project --json": [sys.executable, "-m", "dflash_plan.tui.cli", "project", "--json"],
+}
+
+
+def run_once(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of argv."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    wall: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    cpu: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for _ in range(runs):
+        for name, argv in COMMANDS.items():
+            w, c = run_once(argv)
+            wall[name].append(w)
+            cpu[name].append(c)
+    base_wall = statistics.median(wall["import pydantic"])
+    base_cpu = statistics.median(cpu["import pydantic"])
+    for name in COMMANDS:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"{name:>16}: wall {w * 1e3:6.1f} ms ({w / base_wall:.2f}x), "
+              f"CPU {c * 1e3:6.1f} ms ({c / base_cpu:.2f}x)  median of {runs}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Measurements: tied to their workload, bounds, and several points separating device time
+from a fixed per-token overhead."""
+
+from __future__ import annotations
+
+import pytest
+from dflash_plan.model.calibration import bind_to_workload, rebound
+from dflash_plan.model.plan import Measurement
+from dflash_plan.model.projection import project
+from dflash_plan.model.rates import target_roofline
+from support import edit
+
+
+def test_a_measured_rate_follows_its_workload_not_the_plan(catalog, baseline):
+    bound = bind_to_workload(baseline)
+    m = bound.calibration.target["rtx-pro-6000"]
+    assert isinstance(m, Measurement) and m.target_model == "qwen3-8b"
+    seventy = edit(bound, workload={"target_model": "llama-3.3-70b-instruct"},
+                   target={"count": 2, "tp": 2}, drafter={"count": 2})
+    p = project(seventy, catalog)
+    # Same GPU, another model: the measured efficiency is kept and the rate follows the
+    # FLOPs per token, so it falls by the ratio of the two models' work per token.
+    qwen = project(baseline, catalog).target_work
+    rtx = catalog.gpus["rtx-pro-6000"]
+    ratio = (target_roofline(p.target_work, rtx).tokens_per_s
+             / target_roofline(qwen, rtx).tokens_per_s)
+    assert p.target.per_gpu_tokens_per_s == pytest.approx(4933.3 * ratio, rel=1e-6)
+    assert p.target.source == "estimated" and "rescaled" in p.target.basis
+    assert any("another target model" in note for note in rebound(baseline, seventy))
+
+
+def test_an_unbound_rate_means_this_plans_workload(catalog, baseline):
+    # Without binding, a bare rate is measured on whatever the plan's workload is.
+    plan = edit(baseline, calibration={"target": {"rtx-pro-6000": 4933.3}, "drafter": {}},
+                workload={"avg_sample_tokens": 1000})
+    assert project(plan, catalog).target.source == "measured"
+
+
+def test_a_drafter_that_kept_up_bounds_the_estimate_from_below(catalog, baseline):
+    p = project(baseline, catalog)
+    # The drafter's queue stayed empty at 14.8 Ktok/s: the low end of its range is that.
+    assert p.drafter.rate.low_tokens_per_s == pytest.approx(14_799.9)
+    assert p.drafter.rate.low_reading == "kept up"
+    without = edit(baseline, calibration={"target": baseline.calibration.target, "drafter": {}})
+    assert project(without, catalog).drafter.rate.low_tokens_per_s < 14_799.9
+
+
+def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):
+    # Synthetic measurements from a known truth: half the default efficiency (f = 0.5)
+    # plus 50 us per token on every GPU. Measured on RTX PRO 6000 and H100, the fit must
+    # recover both, and predict the B200 exactly.
+    work = project(baseline, catalog).target_work
+
+    def truth(key: str, efficiency: float) -> float:
+        x = 1 / (target_roofline(work, catalog.gpus[key]).tokens_per_s * efficiency)
+        return 1 / (x / 0.5 + 50e-6)
+
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
+                calibration={"target": {"rtx-pro-6000": truth("rtx-pro-6000", 0.45),
+                                        "h100-sxm": truth("h100-sxm", 0.50)},
+                             "drafter": {}})
+    rate = project(plan, catalog).target.rate
+    assert rate.fitted_overhead_s_per_token == pytest.approx(50e-6, rel=1e-6)
+    assert rate.tokens_per_s == pytest.approx(truth("b200", 0.40), rel=1e-6)
+    assert rate.readings[0].name == "fit"

@@ -1,0 +1,37 @@
+"""The chart data: the split curve and the tornado are the model's own figures."""
+
+from __future__ import annotations
+
+import pytest
+from dflash_plan.model.projection import project
+from dflash_plan.model.sensitivity import split_curve, tornado
+from support import edit
+
+
+def test_the_split_curve_is_every_split_projected(catalog, baseline):
+    p = project(edit(baseline, target={"count": 7}), catalog)
+    curve = split_curve(p)
+    assert curve.targets == (1, 2, 3, 4, 5, 6, 7) and curve.current == 7
+    for t, tokens in zip(curve.targets, curve.tokens_per_s, strict=True):
+        q = project(edit(baseline, target={"count": t}, drafter={"count": 8 - t}), catalog)
+        assert tokens == pytest.approx(q.tokens_per_s)
+    # Measured targets add 4,933.3 tok/s each until the one drafter binds at 7 + 1.
+    assert curve.target_tokens_per_s[2] == pytest.approx(3 * 4933.3)
+    assert curve.switch == 7
+
+
+def test_the_tornado_moves_one_input_at_a_time(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    p = project(plan, catalog)
+    bars = tornado(p, catalog)
+    assert [b.days_span for b in bars] == sorted((b.days_span for b in bars), reverse=True)
+    anchors = next(b for b in bars if b.name == "anchors")
+    # The recipe's 512 anchors: the projection of the same plan at 512.
+    at_512 = project(edit(plan, workload={"num_anchors": 512}), catalog)
+    assert anchors.days[1] == pytest.approx(at_512.days)
+    price = next(b for b in bars if b.name.startswith("price"))
+    assert price.days == (p.days, p.days)
+    assert price.cost == pytest.approx((0.5 * p.total_cost, 1.5 * p.total_cost))
+    # The target's range is its two readings.
+    target = next(b for b in bars if b.name.startswith("target rate"))
+    assert "workload" in target.name and "kernels" in target.name

@@ -1,0 +1,206 @@
+"""The planning state on its own (no textual): edits, errors on their fields, staleness,
+names, the split, files. Expected figures come from the measured run: 3 targets at
+4,933.3 tok/s each, 800,000 samples x 2,344 tokens x 6 epochs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from dflash_plan.model.errors import PlanError
+from dflash_plan.model.plan import load_plan
+from dflash_plan.tui import format as fmt
+from dflash_plan.tui.config import load_catalog
+from dflash_plan.tui.state import Planner, check_finite, read_plan, reason_of
+
+MEASURED_TOK_S = 3 * 4933.3                                   # 14.8 Ktok/s
+MEASURED_DAYS = 800_000 * 2344 * 6 / MEASURED_TOK_S / 86_400  # 8.8 days
+
+
+@pytest.fixture
+def state() -> Planner:
+    return Planner(load_catalog())
+
+
+def test_opens_on_the_measured_run(state):
+    p = state.projection
+    assert p.tokens_per_s == pytest.approx(MEASURED_TOK_S)
+    assert p.days == pytest.approx(MEASURED_DAYS)
+    assert state.current and not state.dirty and state.banner is None
+    assert state.view().values["measured.target"] == 4933.3      # the measurement's rate
+    assert state.baseline.name == state.plan.name != ""
+
+
+def test_an_edit_recomputes_and_a_change_back_is_clean(state):
+    assert state.edit("target.count", 6) and state.edit("drafter.count", 2)
+    state.recompute()
+    # 6 measured targets; two drafters absorb what they supply.
+    assert state.projection.tokens_per_s == pytest.approx(6 * 4933.3)
+    assert state.dirty
+    state.edit("target.count", 3)
+    state.edit("drafter.count", 1)
+    state.recompute()
+    assert not state.dirty and state.plan == state.saved_plan
+
+
+def test_text_that_is_not_a_value_keeps_the_last_projection(state):
+    state.mark_invalid("target.count", "'abc' is not a whole number")
+    state.recompute()
+    assert state.stale and state.broken
+    assert state.errors == {"target.count": "'abc' is not a whole number"}
+    assert state.banner == "GPUs: 'abc' is not a whole number"
+    assert state.projection.tokens_per_s == pytest.approx(MEASURED_TOK_S)
+    assert state.edit("target.count", 3)             # the same value, but now valid text
+    state.recompute()
+    assert not state.stale and state.errors == {}
+
+
+def test_a_plan_error_lands_on_its_field(state):
+    state.edit("target.tp", 2)                       # 3 targets are not TP-2 replicas
+    state.recompute()
+    assert state.stale
+    assert "not a multiple of tp 2" in state.errors["target.tp"]
+    state.edit("target.count", 4)
+    state.recompute()
+    assert not state.stale and state.errors == {}
+    state.edit("target.count", 999_999)              # above the documented bound
+    state.recompute()
+    reason = state.errors["target.count"]
+    assert "999" not in reason and "Input should" not in reason and "{" not in reason
+
+
+def test_error_text_is_plain_english():
+    err = PlanError("plan: cost.ratio = {'b200': -1.0}: Input should be greater than 0",
+                    "cost.ratio")
+    assert reason_of(err) == "must be greater than 0"
+    err = PlanError("plan.toml:6: target.gpu: unknown GPU 'b2000' (did you mean 'b200'?)",
+                    "target.gpu")
+    assert reason_of(err) == "unknown GPU 'b2000' (did you mean 'b200'?)"
+
+
+def test_a_plan_that_stops_fitting_keeps_the_last_one(state):
+    state.edit("workload.target_model", "llama-3.3-70b-instruct")
+    state.edit("target.gpu", "rtx-4090")
+    state.edit("drafter.gpu", "rtx-4090")
+    state.recompute()
+    # 70 B parameters in bf16 are 140 GB: no 24 GB card holds them.
+    assert state.stale and "does not fit" in state.errors["drafter.gpu"]
+    assert state.projection.fits and not state.broken        # still a valid plan file
+
+
+def test_a_plan_that_never_fitted_is_not_stale(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text('[workload]\ntarget_model = "llama-3.3-70b-instruct"\n'
+                    '[target]\ngpu = "rtx-4090"\n[drafter]\ngpu = "rtx-4090"\n')
+    state = Planner(load_catalog(), path)
+    assert not state.stale and not state.projection.fits
+    assert "does not fit" in (state.banner or "")
+
+
+def test_a_changed_plan_never_keeps_the_baseline_name(state):
+    measured = state.name
+    state.edit("target.gpu", "b200")
+    state.edit("drafter.gpu", "b200")
+    state.recompute()
+    assert state.plan.name == "3 targets + 1 drafter, B200, Qwen3-8B" != measured
+    assert state.baseline.name == measured
+    state.edit("name", "four B200")
+    state.recompute()
+    assert state.plan.name == "four B200"
+    state.edit("name", "")                           # cleared: back to the derived name
+    state.edit("target.gpu", "rtx-pro-6000")
+    state.edit("drafter.gpu", "rtx-pro-6000")
+    state.recompute()
+    assert state.plan.name == measured and not state.dirty
+
+
+def test_moving_gpus_between_the_roles(state):
+    assert state.move(to_drafters=True) is None
+    assert (state.plan.target.count, state.plan.drafter.count) == (2, 2)
+    assert state.move(to_drafters=False) is None
+    assert state.move(to_drafters=False) == "At least one drafter GPU must stay"
+    state.edit("drafter.gpu", "b200")
+    state.recompute()
+    assert "same GPU type" in (state.move(to_drafters=True) or "")
+
+
+def test_pin_and_scenarios(state):
+    state.edit("target.count", 6)
+    state.recompute()
+    assert state.pin() is None
+    assert state.baseline.name == "pinned: 6 targets + 1 drafter, RTX PRO 6000, Qwen3-8B"
+    assert [s.name for s in state.scenarios][1:] == [state.baseline.name]
+    state.mark_invalid("target.count", "enter a whole number")
+    assert state.pin() is not None                   # a stale projection is no baseline
+
+
+def test_prices_show_both_views(state):
+    state.edit("target.gpu", "b200")
+    state.edit("drafter.gpu", "b200")
+    state.recompute()
+    values = state.view().values
+    # The built-in plan prices a B200 at 3.4x the RTX PRO 6000, whose catalog price is
+    # $1.975 per GPU-hour (hardware.toml).
+    assert values["price.target.ratio"] == 3.4
+    assert values["price.target.usd"] == pytest.approx(3.4 * 1.975)
+    state.edit("price.target.usd", 7.9)
+    state.recompute()
+    assert state.plan.cost.usd_per_gpu_hour["b200"] == 7.9 and "b200" not in state.plan.cost.ratio
+
+
+def test_a_typed_rate_replaces_the_measurement(state):
+    state.edit("measured.target", 5000.0)
+    state.recompute()
+    assert state.plan.calibration.target["rtx-pro-6000"] == 5000.0
+    assert state.projection.tokens_per_s == pytest.approx(3 * 5000)
+
+
+@pytest.mark.parametrize("plan, files", [
+    ('[target]\ngpu = "b2000"\n', {}),                                   # unknown GPU
+    ("[workload]\ntarget_layer_ids = [1, 99]\n", {}),                    # no layer 99
+    ("[target]\ntp = 16\ncount = 16\n", {}),                             # TP above a node
+    ("[calibration.target]\nrtx-pro-6000 = 5e-324\n", {}),               # denormal rate
+    ('[workload]\ntarget_model = "m/config.json"\n',
+     {"m/config.json": '{"hidden_size": "wide", "num_hidden_layers": NaN}'}),
+    ('[workload]\ntarget_model = "m/config.json"\n', {"m/config.json": "[" * 100_000}),
+])
+def test_reading_a_bad_plan_is_a_plan_error(tmp_path, plan, files):
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(content)
+    path = tmp_path / "plan.toml"
+    path.write_text(plan)
+    with pytest.raises(PlanError) as err:
+        read_plan(path, load_catalog())
+    assert str(err.value).strip() and "Traceback" not in str(err.value)
+
+
+def test_a_config_json_target_reads(tmp_path):
+    from test_config_json import QWEN3_8B_CONFIG
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(QWEN3_8B_CONFIG))
+    path = tmp_path / "plan.toml"
+    path.write_text(load_plan(None, ['workload.target_model="m/config.json"']).to_toml())
+    opened = read_plan(path, load_catalog())
+    # The same architecture as the Qwen3-8B preset: the measured run's throughput.
+    assert opened.projection.tokens_per_s == pytest.approx(MEASURED_TOK_S)
+    assert "m/config.json" in opened.catalog.models
+
+
+def test_undefined_figures_are_an_error(state):
+    broken = dataclasses.replace(state.projection, days=math.nan)
+    with pytest.raises(PlanError):
+        check_finite(broken)
+
+
+def test_durations_percentages():
+    assert fmt.duration(1 / 24) == "1.0 hours"              # a one-hour run
+    assert fmt.duration(0.25 / 24) == "15 min"
+    assert fmt.duration(MEASURED_DAYS) == "8.8 days"
+    assert fmt.signed_duration(-1e-9) == "+0.0 days"        # never "-0.0"
+    assert fmt.signed_duration(-6.6) == "-6.6 days"
+    assert fmt.signed_duration(-0.5) == "-12.0 hours"
+    assert fmt.percent(12.5) == "1,250 %"

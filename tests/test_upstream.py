@@ -1,0 +1,344 @@
+"""Every generated script, run against stub commands, checked by the pinned upstream code:
+SpecForge's own schema, override handling, argument parser and launch planner (the
+specforge 0.2.0 wheel), speculators' trainer and prepare-data options and hs-connectors'
+backend options (the 0.9.0 wheels), and flag tables for what no wheel carries (named
+upstream commits). See docs/launch.md."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import stat
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from dflash_plan.model.launch import generate
+from dflash_plan.model.launch.common import output_dir
+from launch_shapes import shapes
+from upstream import (
+    HS_CONNECTORS,
+    SPECULATORS,
+    backend_options,
+    load_specforge,
+    prepare_data_options,
+    train_config_options,
+    wheel,
+)
+
+SHAPES = ("builtin", "b200-6+2-tp2", "two-nodes-shared", "trainers-span-two")
+SLURM_HOSTS = ("h0", "h1", "h2")
+
+# vllm-project/speculators scripts/launch_vllm.py at c05b95b3 (no wheel carries it): its own
+# flags; the backend flags come from the hs-connectors wheel.
+LAUNCH_VLLM_FLAGS = {"--hidden-states-backend", "--target-layer-ids", "--include-last-layer",
+                     "--no-include-last-layer", "--dry-run", "--trust-remote-code"}
+# vLLM `serve` flags the script passes after `--` (vLLM engine arguments).
+VLLM_SERVE_FLAGS = {"--data-parallel-size", "--tensor-parallel-size", "--port",
+                    "--max-model-len", "--data-parallel-size-local", "--data-parallel-address",
+                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank"}
+# sgl-project/SpecForge 0a7006fd scripts/train_dflash.py and specforge/args.py
+# (SGLangBackendArgs): the legacy trainer was removed in d5883d5b, so no wheel holds it.
+LEGACY_FLAGS = {
+    "--accumulation-steps", "--attention-backend", "--batch-size", "--block-size",
+    "--build-dataset-num-proc", "--cache-dir", "--chat-template", "--dataloader-num-workers",
+    "--dist-timeout", "--draft-config-path", "--embedding-key", "--eval-data-path",
+    "--eval-interval", "--is-preformatted", "--learning-rate", "--lm-head-key",
+    "--log-interval", "--loss-decay-gamma", "--mask-token-id", "--max-grad-norm",
+    "--max-length", "--num-anchors", "--num-draft-layers", "--num-epochs", "--output-dir",
+    "--resume", "--save-interval", "--seed", "--target-model-backend", "--target-model-path",
+    "--tp-size", "--train-data-path", "--trust-remote-code", "--warmup-ratio",
+    "--sglang-attention-backend", "--sglang-mem-fraction-static", "--sglang-context-length",
+    "--sglang-ep-size"}
+
+
+@pytest.fixture(scope="session")
+def cache(pytestconfig) -> Path:
+    """The pytest cache (shared by the workers), or a temporary folder without it."""
+    if getattr(pytestconfig, "cache", None) is not None:
+        return Path(pytestconfig.cache.mkdir("upstream"))
+    folder = Path(tempfile.gettempdir()) / "dflash-plan-upstream"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def specforge(cache):
+    return load_specforge(cache)
+
+
+@pytest.fixture(scope="session")
+def build_target_layer_ids(cache):
+    """SpecForge's own layer derivation, the one function taken out of
+    specforge/modeling/draft/dflash.py (the module imports torch)."""
+    whl = wheel(cache, ("specforge", "0.2.0",
+                        "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"))
+    with zipfile.ZipFile(whl) as archive:
+        tree = ast.parse(archive.read("specforge/modeling/draft/dflash.py"))
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == "build_target_layer_ids")
+    namespace: dict = {}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "dflash.py", "exec"), namespace)
+    return namespace["build_target_layer_ids"]
+
+
+@pytest.fixture(scope="session")
+def speculators_options(cache):
+    spec, hs = wheel(cache, SPECULATORS), wheel(cache, HS_CONNECTORS)
+    return {"train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
+            "launch": backend_options(hs, "add_launch_args"),
+            "prepare": prepare_data_options(spec)}
+
+
+# --- running a script against stubs -----------------------------------------------------------
+
+# Bash builtins only (the stubs run hundreds of times); TERM is ignored so that a script
+# stopping its background services cannot cut a record short; .args is written last.
+RECORD = ('#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/${0##*/}.${EPOCHREALTIME/./}.$$"\n'
+          'pwd > "$f.cwd"\n'
+          'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${!v}"; done > "$f.env"\n'
+          'printf "%s\\0" "$@" > "$f.args"\n')
+# srun runs its command in place (options dropped), so steps reach the other stubs.
+SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then shift; fi; shift; '
+        'done\nexec "$@"\n')
+
+
+def run(tmp_path: Path, text: str, node_rank: int | None = None,
+        ready: str | None = None) -> list[dict]:
+    """Run the script with every external command stubbed; each call's argv, env and cwd.
+    `ready`: a file another node would have written (the prepared dataset)."""
+    bin_dir, log, work = tmp_path / "bin", tmp_path / "log", tmp_path / f"work{node_rank}"
+    for folder in (bin_dir, log, work):
+        folder.mkdir(exist_ok=True)
+    if ready:
+        (work / ready).parent.mkdir(parents=True, exist_ok=True)
+        (work / ready).touch()
+    stubs = {name: RECORD for name in ("python", "specforge", "torchrun", "mooncake_master",
+                                       "curl", "speculators")}
+    stubs["srun"] = SRUN
+    stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
+    for name, body in stubs.items():
+        path = bin_dir / name
+        path.write_text(body)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
+           "SLURM_JOB_NODELIST": "h[0-2]"}
+    if node_rank is not None:
+        env["NODE_RANK"] = str(node_rank)
+    # The scripts stop their background services with `kill` on exit; here `kill` waits
+    # for them instead, so that every stub finishes its record.
+    subprocess.run(["bash", "-c", "kill() { wait; }\n" + text], cwd=work, env=env, check=True,
+                   timeout=60, capture_output=True)
+    calls = []
+    for args in sorted(log.glob("*.args")):
+        stem = str(args)[:-5]
+        environ = dict(item.split("=", 1) for item in
+                       Path(stem + ".env").read_text().split("\0") if "=" in item)
+        calls.append({"cmd": args.name.split(".")[0],
+                      "argv": args.read_text().split("\0")[:-1], "env": environ,
+                      "cwd": Path(Path(stem + ".cwd").read_text().strip())})
+        for suffix in (".args", ".env", ".cwd"):
+            Path(stem + suffix).unlink()
+    return calls
+
+
+def node_calls(tmp_path: Path, script, ready: str | None = None) -> list[tuple[int, list[dict]]]:
+    if script.format == "slurm":
+        return [(-1, run(tmp_path, script.text))]
+    if script.layout.nodes == 1:
+        return [(0, run(tmp_path, script.text))]
+    return [(n, run(tmp_path, script.text, n, ready)) for n in range(script.layout.nodes)]
+
+
+# --- SpecForge ------------------------------------------------------------------------------
+
+def specforge_plan(specforge, call: dict, monkeypatch) -> dict | None:
+    """SpecForge's own CLI on the recorded call, with --plan: its parser, config loader,
+    overrides and launch planner, in the call's environment and folder."""
+    argv = call["argv"]
+    monkeypatch.chdir(call["cwd"])
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "environ", dict(call["env"]))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                assert specforge.cli.main([argv[0], "--plan", *argv[1:]]) == 0
+            except ValueError as err:
+                # Managed-local plans need the resolved algorithm (the training stack).
+                assert "requires a resolved algorithm registration" in str(err), err
+                return None
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline, specforge,
+                                        build_target_layer_ids, shape, fmt):
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, fmt)
+    config_path = None
+    model = catalog.models[plan.workload.target_model]
+    layers = build_target_layer_ids(model.n_layers, plan.workload.draft_layers)
+    # The YAML as written, through SpecForge's schema (extra keys forbidden).
+    written = specforge.config.Config.model_validate(yaml.safe_load(script.files["run.yaml"]))
+    for _node, calls in node_calls(tmp_path, script):
+        servers = [c for c in calls if c["cmd"] == "python"]
+        trainers = [c for c in calls if c["cmd"] == "specforge"]
+        for call in trainers:
+            config_path = call["cwd"] / "run.yaml"
+            overrides = [a for a in call["argv"] if "=" in a]
+            cfg = specforge.config.load_config(str(config_path), overrides)
+            assert cfg.model.draft_num_hidden_layers == plan.workload.draft_layers
+            rendered = specforge_plan(specforge, call, monkeypatch)
+            argv = call["argv"]
+            role = argv[argv.index("--role") + 1] if "--role" in argv else "auto"
+            if rendered is None:
+                assert cfg.deployment.disaggregated.managed_local is not None
+                continue
+            assert rendered["role"] == role
+            host = call["env"]["MOONCAKE_LOCAL_HOSTNAME"]
+            head = cfg.deployment.disaggregated.mooncake_master_server_addr.split(":")[0]
+            if role == "producer":
+                worker_env = rendered["worker_env"]
+                assert call["env"]["CUDA_VISIBLE_DEVICES"] == ""
+            else:
+                (command,) = rendered["commands"] or [{"env": rendered["worker_env"], "argv": []}]
+                worker_env = command["env"]
+                gpus = call["env"]["CUDA_VISIBLE_DEVICES"].split(",")
+                if command["argv"]:
+                    nproc = command["argv"][command["argv"].index("--nproc_per_node") + 1]
+                    assert int(nproc) == len(gpus)
+                node_servers = {d for s in servers
+                                if s["env"]["MOONCAKE_LOCAL_HOSTNAME"] == host
+                                for d in s["env"]["CUDA_VISIBLE_DEVICES"].split(",")}
+                assert not node_servers & set(gpus), "the trainer shares GPUs with servers"
+            assert worker_env["MOONCAKE_METADATA_SERVER"] == f"http://{head}:35880/metadata"
+            assert worker_env["MOONCAKE_MASTER_SERVER_ADDR"] == f"{head}:35551"
+            state = cfg.deployment.disaggregated.consumer_state_dir
+            assert state.startswith("/tmp/") and not state.startswith(cfg.output_dir)
+        for server in servers:
+            argv, env = server["argv"], server["env"]
+            i = argv.index("--spec-capture-aux-layer-ids")
+            ids = [int(a) for a in argv[i + 1:argv.index("--host")]]
+            assert ids == layers
+            assert env["MOONCAKE_MASTER_SERVER_ADDR"].endswith(":35551")
+            assert env["MOONCAKE_METADATA_SERVER"].endswith(":35880/metadata")
+            assert int(env["MOONCAKE_GLOBAL_SEGMENT_SIZE"]) >= 1 << 30
+            assert env["MOONCAKE_LOCAL_HOSTNAME"] in (*plan.launch.hosts, *SLURM_HOSTS,
+                                                      *[f"node{n}" for n in range(4)])
+            tp = int(argv[argv.index("--tp-size") + 1])
+            assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == tp
+            fraction = float(argv[argv.index("--mem-fraction-static") + 1])
+            assert fraction == written.model.sglang_mem_fraction_static
+    assert config_path is not None
+    doc = yaml.safe_load(config_path.read_text())
+    assert doc == yaml.safe_load(script.files["run.yaml"])
+
+
+# --- speculators ----------------------------------------------------------------------------
+
+def check_flags(words: list[str], options: dict, where: str) -> None:
+    """Every --flag is an upstream option; a value is one of its choices and parses."""
+    i = 0
+    while i < len(words):
+        flag = words[i]
+        assert flag.startswith("--"), f"{where}: stray argument {flag!r}"
+        assert flag in options, f"{where}: {flag} is not an upstream option"
+        option = options[flag]
+        values = []
+        i += 1
+        while i < len(words) and not words[i].startswith("--"):
+            values.append(words[i])
+            i += 1
+        if option.kind == "list":
+            assert values, f"{where}: {flag} needs values"
+            continue
+        if option.kind == "bool" or flag in ("--trust-remote-code", "--overwrite"):
+            assert len(values) <= 1
+            continue
+        assert len(values) == 1, f"{where}: {flag} takes one value, got {values}"
+        if option.choices:
+            assert values[0] in option.choices, f"{where}: {flag} {values[0]}"
+        if option.kind == "int":
+            int(values[0])
+        if option.kind == "float":
+            float(values[0])
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculators_options,
+                                          shape):
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, "speculators")
+    seen = set()
+    ready = f"{output_dir(plan)}/data/dataset_info.json"
+    for node, calls in node_calls(tmp_path, script, ready):
+        for call in calls:
+            argv = call["argv"]
+            if call["cmd"] == "torchrun":
+                words = argv[argv.index("speculators.train") + 1:]
+                check_flags(words, speculators_options["train"], "speculators.train")
+                assert "--no-include-last-layer" not in words
+                seen.add("train")
+            elif call["cmd"] == "speculators":
+                assert argv[0] == "prepare-data"
+                check_flags(argv[1:], speculators_options["prepare"], "prepare-data")
+                seen.add("prepare")
+            elif call["cmd"] == "python":
+                assert argv[0] == "scripts/launch_vllm.py"
+                split = argv.index("--")
+                own = {**speculators_options["launch"],
+                       **{f: speculators_options["launch"].get(f, _plain(f))
+                          for f in LAUNCH_VLLM_FLAGS}}
+                check_flags(argv[2:split], own, "launch_vllm.py")
+                check_flags(argv[split + 1:], {f: _plain(f) for f in VLLM_SERVE_FLAGS},
+                            "vllm serve")
+                seen.add("vllm")
+            if script.layout.nodes > 1 and call["cmd"] in ("torchrun", "python"):
+                assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == script.layout.hosts[node]
+    assert seen == {"train", "prepare", "vllm"}
+
+
+def _plain(flag: str):
+    from upstream import Option
+    kind = "list" if flag == "--target-layer-ids" else (
+        "bool" if flag in ("--headless", "--dry-run", "--include-last-layer",
+                           "--no-include-last-layer", "--trust-remote-code") else "str")
+    return Option(flag, kind=kind)
+
+
+# --- legacy and template ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_legacy_flags_are_the_legacy_trainers(tmp_path, catalog, baseline, shape):
+    plan = shapes(baseline)[shape]
+    try:
+        script = generate(plan, catalog, "specforge-legacy")
+    except Exception as err:                  # e.g. drafters not filling whole nodes
+        assert "specforge-legacy" in str(err)
+        return
+    for _, calls in node_calls(tmp_path, script):
+        (call,) = [c for c in calls if c["cmd"] == "torchrun"]
+        words = call["argv"][call["argv"].index("scripts/train_dflash.py") + 1:]
+        flags = {w for w in words if w.startswith("--")}
+        assert flags <= LEGACY_FLAGS, flags - LEGACY_FLAGS
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_template_on_every_shape(tmp_path, catalog, baseline, shape):
+    from support import edit
+    plan = edit(shapes(baseline)[shape], launch={
+        "template": "torchrun --nnodes {nnodes} --node_rank {node_rank} --master_addr "
+                    "{master_addr} --devices {drafter_devices} train.py"})
+    script = generate(plan, catalog, "template")
+    for node, calls in node_calls(tmp_path, script):
+        (call,) = calls
+        argv = call["argv"]
+        assert argv[argv.index("--master_addr") + 1] == script.layout.hosts[0]
+        assert argv[argv.index("--node_rank") + 1] == str(node)

@@ -1,0 +1,226 @@
+"""The inputs: every editable figure of the plan, in sections. One grid (label, control,
+unit), an error row under a field when it has one. The panel shows the state's `View`
+(bound with data_bind) and posts what the user types as FieldEdited/FieldInvalid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.validation import ValidationResult, Validator
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select, Static
+
+from ..fields import SECTIONS, FieldError, FieldSpec, parse, show
+from ..state import View
+from .messages import FieldEdited, FieldInvalid
+
+# Keys that move GPUs between the roles anywhere in the planner, even in a number field.
+SPLIT_KEYS = frozenset({"less_than_sign", "greater_than_sign"})
+
+
+class FieldValue(Validator):
+    """A field's text is a value of its kind (the reason in plain words when it is not)."""
+
+    def __init__(self, spec: FieldSpec) -> None:
+        super().__init__()
+        self.spec = spec
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            parse(self.spec, value)
+        except FieldError as err:
+            return self.failure(str(err))
+        return self.success()
+
+
+class FieldInput(Input):
+    """A field's text input. `<` and `>` are not typed into it: they move a GPU."""
+
+    def __init__(self, spec: FieldSpec, value: str) -> None:
+        super().__init__(value, id=spec.widget_id, compact=True, select_on_focus=True,
+                         classes="field-control" + (" -number" if spec.numeric else ""),
+                         validators=[FieldValue(spec)], validate_on=["changed"])
+        self.spec = spec
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return key not in SPLIT_KEYS and super().check_consume_key(key, character)
+
+
+class FieldSelect(Select[str]):
+    """A GPU or model picker; `<` and `>` move a GPU here too."""
+
+    def __init__(self, spec: FieldSpec, options: list[tuple[str, str]], value: Any) -> None:
+        # The reference GPU may be unset (prices then come from the catalog).
+        optional = spec.key == "cost.reference_gpu"
+        super().__init__(options, id=spec.widget_id, compact=True, allow_blank=optional,
+                         prompt="catalog prices" if optional else "Select",
+                         classes="field-control -span",
+                         value=value if value is not None else Select.NULL)
+        self.spec = spec
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
+        return key not in SPLIT_KEYS and super().check_consume_key(key, character)
+
+
+LABEL_WIDTH = 11
+
+
+class FieldRow(Widget):
+    """One field: its control (the only child), with the label and the unit drawn by the
+    row itself around it (two widgets a field rather than four: every widget costs at
+    start-up). Its error, when it has one, is mounted on the row below."""
+
+    DEFAULT_CSS = f"""
+    FieldRow {{
+        layout: horizontal;
+        height: 1;
+    }}
+    FieldRow > .field-control {{
+        margin-left: {LABEL_WIDTH};
+    }}
+    """
+
+    def __init__(self, spec: FieldSpec, options: list[tuple[str, str]] | None,
+                 value: Any) -> None:
+        super().__init__(id=f"row-{spec.widget_id}", classes="field-row")
+        self.spec = spec
+        self.text = show(value)                 # what the control shows, typed or set
+        self.control: FieldInput | FieldSelect = (
+            FieldSelect(spec, options, value) if options is not None
+            else FieldInput(spec, self.text).set_class(spec.kind == "text", "-span"))
+        self.unit = spec.unit
+        self.error: Static | None = None
+        self.error_text: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.control
+
+    def render(self) -> Content:
+        """The label, then (after the control) the unit."""
+        after = LABEL_WIDTH + self.control.outer_size.width + 1
+        gap = " " * max(after - len(self.spec.label), 1)
+        return Content.assemble((self.spec.label, "$text-muted"), gap,
+                                (self.unit, "$text-muted"))
+
+    def set_unit(self, unit: str) -> None:
+        if unit != self.unit:
+            self.unit = unit
+            self.refresh()
+
+    def show_error(self, reason: str | None) -> None:
+        """Show (or clear) why the field's value is not accepted."""
+        if reason == self.error_text:
+            return
+        self.error_text = reason
+        self.control.set_class(bool(reason), "-problem")
+        if self.error is None:
+            self.error = Static("", id=f"error-{self.spec.widget_id}", classes="field-error")
+            self.parent.mount(self.error, after=self)  # type: ignore[union-attr]
+        self.error.update(f"✗ {reason}" if reason else "")
+        self.error.display = bool(reason) and self.display
+
+    def show_row(self, shown: bool) -> None:
+        if self.display != shown:
+            self.display = shown
+            if self.error is not None:
+                self.error.display = shown and bool(self.error_text)
+
+
+class InputsPanel(VerticalScroll):
+    """The plan's inputs, bound to the planner's view."""
+
+    view: reactive[View | None] = reactive(None, init=False, repaint=False)
+
+    def __init__(self, first: View, gpu_options: list[tuple[str, str]]) -> None:
+        super().__init__(id="inputs")
+        self.first, self.gpu_options = first, gpu_options
+        self._generation = first.generation
+        self._models = first.model_options
+        self.rows: dict[str, FieldRow] = {}
+        self._units: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        for title, fields in SECTIONS:
+            if title:
+                yield Label(title, classes="section-title")
+            for spec in fields:
+                options = (self.gpu_options if spec.kind == "gpu" else
+                           list(self._models) if spec.kind == "model" else None)
+                row = self.rows[spec.key] = FieldRow(spec, options, self.first.values.get(spec.key))
+                yield row
+
+    def on_mount(self) -> None:
+        for key, row in self.rows.items():
+            row.show_error(self.first.errors.get(key))
+        self.rows["name"].control.placeholder = self.first.name    # type: ignore[union-attr]
+
+    def watch_view(self, view: View | None) -> None:
+        if view is not None and view is not self.first:
+            force = view.generation != self._generation
+            self._generation = view.generation
+            self._show(view, force)
+
+    def control(self, key: str) -> FieldInput | FieldSelect:
+        return self.rows[key].control
+
+    def _show(self, view: View, force: bool) -> None:
+        """Show the view's values and errors. A field keeps its text while the user is
+        typing into it, and while it holds text that is not a value (until a plan is
+        opened, which replaces everything)."""
+        if view.model_options != self._models:
+            self._models = view.model_options
+            model = self.rows["workload.target_model"].control
+            with model.prevent(Select.Changed):
+                model.set_options(list(self._models))      # type: ignore[union-attr]
+        for key, row in self.rows.items():
+            control, value = row.control, view.values.get(key)
+            if isinstance(control, FieldSelect):
+                wanted = value if value is not None else Select.NULL
+                if wanted != control.value and (value is not None or control._allow_blank):
+                    with control.prevent(Select.Changed):
+                        control.value = wanted
+            elif force or not (key in view.unparsed
+                               or (control.has_focus and key == view.source)):
+                text = show(value)
+                if control.value != text:
+                    row.text = text
+                    with control.prevent(Input.Changed):
+                        control.value = text
+            row.show_error(view.errors.get(key))
+        # A name derived from the plan shows as the name field's placeholder: it changes
+        # with every count, and a placeholder repaints without a layout pass.
+        self.rows["name"].control.placeholder = view.name    # type: ignore[union-attr]
+        for role in ("target", "drafter"):
+            if self._units.get(role) != view.gpu_names[role]:
+                self._units[role] = view.gpu_names[role]
+                self.rows[f"measured.{role}"].set_unit(view.gpu_names[role])
+        for key in ("price.drafter.ratio", "price.drafter.usd"):
+            self.rows[key].show_row(not view.same_gpu)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        spec = getattr(event.input, "spec", None)
+        if spec is None:
+            return
+        row = self.rows[spec.key]
+        if event.value == row.text:         # the text it was given, not an edit
+            return
+        row.text = event.value
+        try:
+            value = parse(spec, event.value)
+        except FieldError as err:
+            self.post_message(FieldInvalid(spec.key, str(err)))
+            return
+        self.post_message(FieldEdited(spec.key, value))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        spec = getattr(event.select, "spec", None)
+        if spec is not None:
+            value = None if event.value is Select.NULL else event.value
+            if value is not None or spec.key == "cost.reference_gpu":
+                self.post_message(FieldEdited(spec.key, value))

@@ -1,0 +1,205 @@
+"""The projection of the current plan against the baseline. Rendering is a set of pure
+functions from a projection to rich Text; the panel shows the state's `View` (bound with
+data_bind). Lines wrap rather than being cut, so a narrow terminal scrolls and loses
+nothing."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.visual import visualize
+from textual.widgets import Static
+
+from ...model.compare import Comparison
+from ...model.projection import Projection
+from .. import format as fmt
+from ..state import View
+
+BAR_WIDTH = 6
+NAME_WIDTH = 11
+
+BUSY = {"target": "100 % busy", "drafter": "100 % busy", "link": "full"}
+
+
+def bar(share: float | None, width: int = BAR_WIDTH) -> Text:
+    if share is None:
+        return Text("░" * width, style="dim")
+    filled = max(0, min(width, round(share * width)))
+    style = "bold red" if share >= 0.999 else "green" if share < 0.8 else "yellow"
+    return Text("█" * filled, style=style) + Text("░" * (width - filled), style="dim")
+
+
+def _better(high: float | None, low: float | None) -> str:
+    """Green when high > low (the change is good), red when it is bad, plain when even."""
+    if high is None or low is None or abs(high - low) < 5e-3 * max(abs(high), abs(low), 1e-9):
+        return ""
+    return "green" if high > low else "red"
+
+
+def figures(p: Projection, stale: bool) -> Table:
+    """The headline figures: name, value (bold, struck through when stale) and a note."""
+    value_style = "bold strike" if stale else "bold"
+    table = Table.grid(padding=(0, 0))
+    table.add_column(width=NAME_WIDTH, no_wrap=True, style="dim")
+    table.add_column(ratio=1)
+    measured = p.target.source == "measured" and p.bottleneck == "target"
+    cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
+    if p.cost_unit != "USD" and p.total_cost_usd:
+        cost_note.append(f"~${p.total_cost_usd:,.0f}")
+    rows = [
+        ("throughput", fmt.ktok(p.tokens_per_s),
+         ("measured" if measured else "estimated") if p.fits else "does not fit"),
+        ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        ("total cost", fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
+        ("", ", ".join(cost_note), ""),
+        ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
+        ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
+    ]
+    for name, value, note in rows:
+        if not value:
+            continue
+        cell = Text(value, style=value_style if name else "dim", no_wrap=False)
+        if note:
+            cell.append("  " + note, style="dim")
+        table.add_row(name, cell)
+    return table
+
+
+def versus(c: Comparison | None, baseline_name: str) -> Text:
+    text = Text()
+    if c is None:
+        return text
+    text.append("vs baseline ", style="bold")
+    text.append(baseline_name + "\n", style="dim")
+    text.append(f"{fmt.times(c.speedup)} speed", style=_better(c.speedup, 1.0))
+    text.append("  ")
+    text.append(f"{fmt.times(c.cost_ratio)} cost", style=_better(1.0, c.cost_ratio))
+    text.append("  ")
+    delta = c.days_delta
+    text.append(fmt.signed_duration(delta), style=_better(0.0, delta) if delta is not None else "")
+    return text
+
+
+def side(p: Projection) -> Content:
+    """Utilisation, memory and the value of one more GPU, each under a title."""
+    sections = [("utilisation  (busy, capacity)", utilisation(p)),
+                ("memory per GPU (needed / usable)", memory(p))]
+    if p.fits and p.marginal_target_tokens_per_s is not None \
+            and p.marginal_drafter_tokens_per_s is not None:
+        unit = "replica" if p.plan.target.tp > 1 else "GPU"
+        sections.append(("one more GPU", Text(
+            f"{'+1 target ' + unit:<19}{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s\n"
+            f"{'+1 drafter GPU':<19}{p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s")))
+    parts: list[Content | tuple[str, str]] = []
+    for i, (title, body) in enumerate(sections):
+        parts += [(("\n" if i else "") + title + "\n", "bold $accent"),
+                  Content.from_rich_text(body), Content("\n")]
+    return Content.assemble(*parts[:-1])
+
+
+def utilisation(p: Projection) -> Text:
+    text = Text()
+    for role in (p.target, p.drafter):
+        text.append(f"{role.role:<8}")
+        text.append_text(bar(role.utilization))
+        capacity = fmt.ktok(role.capacity_tokens_per_s)
+        text.append(f" {fmt.percent(role.utilization):>5} {capacity}\n")
+    text.append(f"{'link':<8}")
+    text.append_text(bar(p.link_utilization))
+    text.append(f" {fmt.percent(p.link_utilization):>5} {fmt.ktok(p.link.tokens_per_s)}\n")
+    text.append(f"        {p.link.description}\n", style="dim")
+    for role in (p.target, p.drafter):
+        text.append(f"{role.role:<8}")
+        text.append(role.source, style="bold cyan" if role.source == "measured" else "italic")
+        text.append(f", {role.limit}-bound\n")
+    text.rstrip()
+    return text
+
+
+def memory(p: Projection) -> Text:
+    text = Text()
+    for role in (p.target, p.drafter):
+        fits = role.memory.fits
+        memory = role.memory
+        text.append(f"{role.role:<8}{memory.needed_gb:,.1f} / {memory.available_gb:g} GB ")
+        text.append("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red")
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+def warnings(p: Projection) -> Text:
+    text = Text()
+    for line in p.warnings:
+        text.append("⚠ ", style="yellow")
+        text.append(str(line) + "\n")
+    text.rstrip()
+    return text
+
+
+def assumptions(p: Projection) -> Text:
+    text = Text(style="dim")
+    text.append("assumptions\n", style="bold")
+    for role in (p.target, p.drafter):
+        text.append(f"{role.role}: {role.basis}; {role.limit}-bound\n")
+    for line in p.assumptions:
+        text.append(f"{line}\n")
+    text.rstrip()
+    return text
+
+
+def replace(widget: Static, content: Table | Text | Content) -> None:
+    """Update a Static; lay the screen out again only when its height changes (a layout
+    pass costs more than everything else in an update)."""
+    width, height = widget.content_size
+    same = bool(width) and widget.display and visualize(widget, content).get_height(
+        widget.styles, width) == height                     # type: ignore[arg-type]
+    widget.update(content, layout=not same)
+
+
+class ResultsPanel(VerticalScroll):
+    """The projection, against the baseline, bound to the planner's view."""
+
+    view: reactive[View | None] = reactive(None, init=False, repaint=False)
+
+    def __init__(self, first: View) -> None:
+        super().__init__(id="results")
+        self.first = first
+        self._shown = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="banner")
+        with Vertical(id="result-columns"):
+            with Vertical(id="col-main"):
+                yield Static("", id="figures")
+                yield Static("", id="versus")
+            yield Static("", id="side")
+        yield Static("", id="warnings")
+        yield Static("", id="assumptions")
+
+    def on_mount(self) -> None:
+        self.watch_view(self.first)
+
+    def watch_view(self, view: View | None) -> None:
+        if view is None or (view is self.first and self.is_mounted and self._shown):
+            return
+        self._shown = True
+        banner = self.query_one("#banner", Static)
+        if view.banner:
+            banner.update(("STALE: " if view.stale else "") + view.banner)
+        banner.display = bool(view.banner)
+        banner.set_class(view.stale, "-stale")
+        p = view.projection
+        if p is None:
+            return
+        replace(self.query_one("#figures", Static), figures(p, view.stale))
+        replace(self.query_one("#versus", Static), versus(view.comparison, view.baseline_name))
+        replace(self.query_one("#side", Static), side(p))
+        warning_widget = self.query_one("#warnings", Static)
+        replace(warning_widget, warnings(p))
+        warning_widget.display = bool(p.warnings)
+        replace(self.query_one("#assumptions", Static), assumptions(p))

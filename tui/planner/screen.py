@@ -1,0 +1,386 @@
+"""The planner screen: inputs on the left, the projection (and the launch script) on the
+right. It holds the planning state (tui.state.Planner) and one immutable snapshot of it,
+`view`, that the panels are bound to; edits come up as messages, long work (balance, the
+launch script) runs in workers, dialogs are awaited in workers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from ...model.catalog import Catalog
+from ...model.errors import PlanError
+from ...model.plan import Plan
+from ...model.tomlfile import write_atomic
+from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
+from ..state import Opened, Planner, View
+from .inputs import InputsPanel
+from .launch import LaunchPanel
+from .messages import FieldEdited, FieldInvalid
+from .results import ResultsPanel
+
+LaunchKey = tuple[Plan, Catalog, str, "str | None"]
+
+
+def write_launch(plan: Plan, catalog: Catalog, fmt: str, template: str | None) -> str:
+    """The launch script's text, or a comment saying why there is none. Runs in a thread."""
+    from ...model.launch import generate  # YAML and the formats load on first use
+
+    try:
+        return str(generate(plan, catalog, fmt, template=template).text)
+    except PlanError as err:
+        return f"# cannot write a {fmt} launch for this plan:\n# {err}\n"
+
+
+class TitleBar(Static):
+    """The top line: the plan's name and its file. (Textual's Header lays the whole screen
+    out again whenever its title changes, and the name changes with every count.)"""
+
+    DEFAULT_CSS = """
+    TitleBar {
+        dock: top;
+        height: 1;
+        width: 1fr;
+        background: $panel;
+        content-align: center middle;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, view: View) -> None:
+        super().__init__(self._content(view), id="title-bar")
+        self._shown = (view.name, view.title)
+
+    @staticmethod
+    def _content(view: View) -> Content:
+        parts: list[str | tuple[str, str]] = [("◆ ", "$accent"), view.name]
+        if view.title:
+            parts.append((f" — {view.title}", "$text-muted"))
+        return Content.assemble(*parts)
+
+    def show(self, view: View) -> None:
+        if (view.name, view.title) != self._shown:
+            self._shown = (view.name, view.title)
+            self.update(self._content(view), layout=False)    # one line, always
+
+
+class PlannerScreen(Screen[None]):
+    """One plan, edited live; every figure comes from the model."""
+
+    BINDINGS = [
+        Binding("f1", "app.help", "Help", id="help-footer"),       # first in the footer
+        Binding("ctrl+s", "save", "Save", id="save",
+                tooltip="Save the plan to its file (asks for one the first time)"),
+        Binding("ctrl+o", "open", "Open", id="open", show=False,
+                tooltip="Open a plan file; it becomes the baseline"),
+        Binding("less_than_sign", "to_drafter", "GPU→drafter", key_display="<",
+                id="split-to-drafter", priority=True,
+                tooltip="Move one GPU (one TP replica) from the targets to the drafters"),
+        Binding("greater_than_sign", "to_target", "GPU→target", key_display=">",
+                id="split-to-target", priority=True,
+                tooltip="Move one GPU (one TP replica) from the drafters to the targets"),
+        Binding("ctrl+b", "balance", "Balance", id="balance",
+                tooltip="Split the same GPUs between the roles for the highest throughput"),
+        Binding("f2", "save_as", "Save as", id="save-as", show=False,
+                tooltip="Save the plan to a new file"),
+        Binding("ctrl+n", "new", "New", id="new", show=False,
+                tooltip="Start again from the built-in plan (the measured run)"),
+        Binding("ctrl+l", "pin_baseline", "Pin baseline", id="pin-baseline", show=False,
+                tooltip="Compare against the current plan from now on"),
+        Binding("f3", "show_tab('tab-results')", "Projection", id="tab-results", show=False,
+                tooltip="Show the projection"),
+        Binding("f4", "show_tab('tab-launch')", "Launch", id="tab-launch", show=False,
+                tooltip="Show the launch script of the plan"),
+        Binding("ctrl+y", "copy_launch", "Copy launch", id="copy-launch", show=False,
+                tooltip="Copy the launch script to the clipboard"),
+        # priority: a text input would take ctrl+e as "end of line"
+        Binding("ctrl+e", "export_launch", "Export launch", id="export-launch", show=False,
+                priority=True, tooltip="Write the launch script to a file"),
+    ]
+
+    AUTO_FOCUS = "#target-count"      # the count of targets: what a plan is first changed by
+
+    view: reactive[View] = reactive(None, init=False, always_update=True,  # type: ignore[arg-type]
+                                    repaint=False)
+
+    def __init__(self, state: Planner, debounce_s: float) -> None:
+        super().__init__()
+        self.state = state
+        self.debounce_s = debounce_s
+        self.recompute_count = 0
+        self._timer: Timer | None = None
+        self._launch: tuple[LaunchKey, str] | None = None
+        self.set_reactive(PlannerScreen.view, state.view())
+
+    def compose(self) -> ComposeResult:
+        # The breakpoint class for the size the app starts at, before anything is styled:
+        # set on the first resize instead, it would restyle every widget once more.
+        breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
+        self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
+        yield TitleBar(self.view)
+        gpus = [(gpu.name, key) for key, gpu in self.state.catalog.gpus.items()]
+        with Horizontal(id="main"):
+            yield InputsPanel(self.view, gpus).data_bind(PlannerScreen.view)
+            with TabbedContent(id="tabs", initial="tab-results"):
+                with TabPane("Projection", id="tab-results"):
+                    yield ResultsPanel(self.view).data_bind(PlannerScreen.view)
+                with TabPane("Launch", id="tab-launch"):
+                    yield LaunchPanel().data_bind(PlannerScreen.view)
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.title, self.sub_title = self.view.name, self.view.title
+
+    # --- the state, shown ---------------------------------------------------------------
+
+    def publish(self) -> None:
+        """Show the state as it is now."""
+        self.view = self.state.view()
+
+    def watch_view(self, view: View) -> None:
+        self.title, self.sub_title = view.name, view.title
+        self.query_one(TitleBar).show(view)
+        if self._launch_shown:
+            self.refresh_launch()
+
+    @property
+    def _launch_shown(self) -> bool:
+        return self.query_one(TabbedContent).active == "tab-launch"
+
+    # --- editing ------------------------------------------------------------------------
+
+    def on_field_edited(self, message: FieldEdited) -> None:
+        if self.state.edit(message.key, message.value):
+            self._schedule()
+
+    def on_field_invalid(self, message: FieldInvalid) -> None:
+        self._cancel()
+        self.state.mark_invalid(message.key, message.reason)
+        self.publish()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def _schedule(self) -> None:
+        """Recompute once a burst of keystrokes is over (at once without a debounce)."""
+        self._cancel()
+        if self.debounce_s <= 0:
+            self.recompute()
+        else:
+            self._timer = self.set_timer(self.debounce_s, self.recompute)
+
+    def recompute(self) -> None:
+        self._timer = None
+        self.recompute_count += 1
+        self.state.recompute()
+        self.publish()
+
+    def flush(self) -> None:
+        """Recompute now if keystrokes are waiting for it (before acting on the plan)."""
+        if self._timer is not None:
+            self._cancel()
+            self.recompute()
+
+    # --- the split ----------------------------------------------------------------------
+
+    def _move(self, to_drafters: bool) -> None:
+        self.flush()
+        refusal = self.state.move(to_drafters)
+        if refusal:
+            self.notify(refusal, severity="warning")
+        else:
+            self.publish()
+
+    def action_to_drafter(self) -> None:
+        self._move(to_drafters=True)
+
+    def action_to_target(self) -> None:
+        self._move(to_drafters=False)
+
+    @work(exclusive=True, group="balance")
+    async def action_balance(self) -> None:
+        from ...model.balance import balance
+
+        self.flush()
+        try:
+            source = self.state.balance_input()
+            best = await asyncio.to_thread(balance, source, self.state.catalog)
+        except PlanError as err:
+            self.notify(str(err), severity="warning")
+            return
+        if self.state.apply_balance(source, best):
+            self.publish()
+            t, d = best.target.count, best.drafter.count
+            self.notify(f"Balanced: {t} target{'s' * (t != 1)} + {d} drafter{'s' * (d != 1)}")
+
+    def action_pin_baseline(self) -> None:
+        self.flush()
+        refusal = self.state.pin()
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self.publish()
+        self.notify("Baseline pinned to the current plan")
+
+    # --- tabs and the launch script ------------------------------------------------------
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        launch = event.pane.id == "tab-launch"
+        self.set_class(launch, "-launch")
+        if launch:
+            from ...model.launch import FORMATS
+
+            self.query_one(LaunchPanel).build(tuple(FORMATS), self.view)
+            self.refresh_launch()
+
+    async def launch_text(self) -> str:
+        """The launch script of the plan as it is now (written in a thread, kept until the
+        plan, the format or the template change)."""
+        key: LaunchKey = self.state.launch_input()
+        if self._launch is not None and self._launch[0] == key:
+            return self._launch[1]
+        text = await asyncio.to_thread(write_launch, *key)
+        self._launch = (key, text)
+        return text
+
+    @work(exclusive=True, group="launch")
+    async def refresh_launch(self) -> None:
+        text = await self.launch_text()
+        self.query_one(LaunchPanel).show_text(text)
+
+    @work(group="copy")
+    async def action_copy_launch(self) -> None:
+        self.flush()
+        text = await self.launch_text()
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied the {self.state.plan.launch.format} launch script to the clipboard")
+
+    @work(exclusive=True, group="dialog")
+    async def action_export_launch(self) -> None:
+        self.flush()
+        fmt = self.state.plan.launch.format
+        path = await self.app.push_screen_wait(PathDialog(
+            f"Export the {fmt} launch script to", "Export", f"launch-{fmt}.sh", check=writable))
+        if path is None:
+            return
+        if path.exists() and await self.app.push_screen_wait(overwrite_question(path)) \
+                != "overwrite":
+            return
+        text = await self.launch_text()
+        try:
+            write_atomic(path, text)
+            path.chmod(path.stat().st_mode | 0o111)
+        except OSError as err:
+            self.notify(f"Could not write {path}: {err.strerror or err}", severity="error")
+            return
+        self.notify(f"Wrote {path}")
+
+    # --- files --------------------------------------------------------------------------
+
+    def _savable(self) -> bool:
+        self.flush()
+        if self.state.broken:
+            self.notify("Fix the marked fields before saving", severity="error")
+            return False
+        return True
+
+    def _write(self, path: Path) -> bool:
+        try:
+            self.state.save(path)
+        except OSError as err:
+            self.notify(f"Could not save {path}: {err.strerror or err}", severity="error")
+            return False
+        self.publish()
+        self.notify(f"Saved {path}")
+        return True
+
+    async def save(self) -> bool:
+        """Save to the plan's file, or ask for one; True when saved."""
+        if not self._savable():
+            return False
+        if self.state.path is None:
+            return await self.save_as()
+        return self._write(self.state.path)
+
+    async def save_as(self) -> bool:
+        if not self._savable():
+            return False
+        path = await self.app.push_screen_wait(PathDialog(
+            "Save plan as", "Save", str(self.state.path or "plan.toml"), check=writable))
+        if path is None:
+            return False
+        if path.exists() and path != self.state.path \
+                and await self.app.push_screen_wait(overwrite_question(path)) != "overwrite":
+            return False
+        return self._write(path)
+
+    async def may_discard(self) -> bool:
+        """True when there are no unsaved changes, or the user saved or dropped them."""
+        self.flush()
+        if not self.state.dirty:
+            return True
+        answer = await self.app.push_screen_wait(unsaved_question())
+        if answer == "save":
+            return await self.save()
+        return answer == "discard"
+
+    def _load(self, opened: Opened) -> None:
+        self._cancel()
+        self.state.load(opened)
+        self.publish()
+
+    @work(exclusive=True, group="dialog")
+    async def action_save(self) -> None:
+        await self.save()
+
+    @work(exclusive=True, group="dialog")
+    async def action_save_as(self) -> None:
+        await self.save_as()
+
+    @work(exclusive=True, group="dialog")
+    async def action_open(self) -> None:
+        if not await self.may_discard():
+            return
+        checked: dict[Path, Opened] = {}
+
+        def check(path: Path) -> str | None:
+            try:
+                checked[path] = self.state.read(path)
+            except PlanError as err:
+                message = str(err)
+                return message if str(path) in message else f"{path}: {message}"
+            return None
+
+        path = await self.app.push_screen_wait(PathDialog(
+            "Open plan", "Open", str(self.state.path or ""), check=check))
+        if path is not None:
+            self._load(checked[path])
+            self.notify(f"Opened {path}")
+
+    @work(exclusive=True, group="dialog")
+    async def action_new(self) -> None:
+        if await self.may_discard():
+            self._load(self.state.read(None))
+            self.notify("New plan from the built-in plan")
+
+    @work(exclusive=True, group="dialog")
+    async def quit(self) -> None:
+        """Quit, once unsaved changes are saved or dropped."""
+        if await self.may_discard():
+            self.app.exit()

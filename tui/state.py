@@ -1,0 +1,475 @@
+"""The planning state: the plan being edited, its file, what was saved, the baseline, the
+pinned scenarios, the last valid projection, what is wrong with the edits. Pure Python (no
+textual): the planner screen holds one `Planner` and shows its `View` snapshots; the state
+is tested on its own (tests/test_state.py)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..model.catalog import Catalog
+from ..model.compare import Comparison, compare
+from ..model.errors import PlanError
+from ..model.plan import Plan, plan_from_dict, plan_to_dict, save_plan
+from ..model.projection import Projection, project
+from ..model.resolve import require_same_gpu_type
+from .config import open_plan, with_target
+from .fields import FIELDS, field_for, get, plan_path, put
+
+# What reading a user's file (a plan, or the config.json it names) can raise besides
+# PlanError, when the file is hostile or broken: reported as an error, never a crash.
+FILE_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, ArithmeticError,
+               RecursionError, UnicodeError)
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A plan read from a file (or the built-in plan) and checked end to end."""
+
+    path: Path | None
+    plan: Plan
+    catalog: Catalog
+    projection: Projection
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong with the edited plan: the field it concerns (None: no field shows that
+    key), a plain-English reason, and whether the edits still make a valid plan file (True
+    when the plan only does not fit in memory)."""
+
+    field: str | None
+    reason: str
+    valid_file: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    projection: Projection
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """One immutable snapshot of the state, everything the widgets show. A new object on
+    every change (eq=False: two snapshots are never equal), so a reactive holding it fires
+    its watchers each time."""
+
+    generation: int                       # bumps when a plan is opened or started anew
+    source: str | None                    # the field whose edit made this view
+    values: dict[str, Any]                # field key -> value
+    errors: dict[str, str]                # field key -> reason
+    unparsed: frozenset[str]              # fields whose text is not a value
+    projection: Projection | None
+    comparison: Comparison | None
+    baseline_name: str
+    banner: str | None                    # what is wrong, above the figures
+    stale: bool                           # the figures are not the edited plan's
+    gpu_names: dict[str, str]             # role -> GPU name
+    same_gpu: bool
+    model_options: tuple[tuple[str, str], ...]
+    launch_format: str
+    title: str
+    dirty: bool
+    name: str                             # the plan's name, given or derived
+
+
+def plain(reason: str) -> str:
+    """Validation wording as a person would say it."""
+    reason = reason.removeprefix("Value error, ")
+    for theirs, ours in (("Input should be greater than or equal to", "must be at least"),
+                         ("Input should be less than or equal to", "must be at most"),
+                         ("Input should be greater than", "must be greater than"),
+                         ("Input should be less than", "must be less than"),
+                         ("Input should be a valid integer", "must be a whole number"),
+                         ("Input should be a valid number", "must be a number"),
+                         ("Input should be", "must be")):
+        reason = reason.replace(theirs, ours)
+    return reason
+
+
+def _skip_value(text: str) -> int:
+    """Length of the Python repr at the start of text (a number, string, list or dict)."""
+    if not text:
+        return 0
+    if text[0] in "'\"":
+        end = text.find(text[0], 1)
+        return end + 1 if end > 0 else len(text)
+    if text[0] in "[{(":
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch in "[{("
+            depth -= ch in "]})"
+            if depth == 0:
+                return i + 1
+        return len(text)
+    end = text.find(": ")
+    return end if end >= 0 else len(text)
+
+
+def reason_of(err: PlanError) -> str:
+    """The part of a PlanError a field shows: what is wrong and what is allowed, without
+    the file, the key or the value's Python spelling (the field already shows those)."""
+    message = str(err)
+    key = err.key or ""
+    at = message.find(f"{key} = ") if key else -1
+    if at >= 0:
+        rest = message[at + len(key) + 3:]
+        rest = rest[_skip_value(rest):]
+        if rest.startswith(": "):
+            return plain(rest[2:])
+    at = message.find(f"{key}: ") if key else -1
+    if at >= 0:
+        return plain(message[at + len(key) + 2:])
+    return plain(message.split(": ", 1)[1] if message.startswith(("plan: ", "plan:")) else message)
+
+
+def file_error(path: Path | None, err: Exception) -> PlanError:
+    """A PlanError for whatever reading a user's file raised."""
+    if isinstance(err, PlanError):
+        return err
+    where = str(path) if path else "built-in plan"
+    if isinstance(err, OSError):
+        return PlanError(f"{where}: cannot read: {err.strerror or err}")
+    if isinstance(err, RecursionError):
+        return PlanError(f"{where}: a file it names is nested too deeply to read")
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return PlanError(f"{where}: cannot use this plan: {plain(first)}")
+
+
+def unfit_reason(p: Projection) -> str:
+    """Which role runs out of memory, with the numbers."""
+    for role in (p.target, p.drafter):
+        if not role.memory.fits:
+            return (f"{role.role} does not fit: needs {role.memory.needed_gb:,.1f} GB per GPU, "
+                    f"{role.gpu_name} has {role.memory.available_gb:g} GB")
+    return "does not fit in memory"
+
+
+def check_finite(p: Projection) -> None:
+    """A projection with NaN or infinite figures (a measurement far below anything a GPU
+    does, say) is an error, not a figure to show."""
+    for value in (p.tokens_per_s, p.days, p.total_cost):
+        if value is not None and not math.isfinite(value):
+            raise PlanError("plan: the figures come out infinite or undefined; check the "
+                            "measured rates and prices", None)
+
+
+def read_plan(path: Path | None, catalog: Catalog) -> Opened:
+    """Read and check a plan file end to end (the checks of `dflash-plan project`): a
+    PlanError for anything wrong, whatever the file holds."""
+    try:
+        plan, with_model = open_plan(path, None, catalog)
+        projection = project(plan, with_model)
+        check_finite(projection)
+    except FILE_ERRORS as err:
+        raise file_error(path, err) from None
+    return Opened(path, plan, with_model, projection)
+
+
+def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
+    """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B'."""
+    def gpu(key: Any) -> str:
+        spec = catalog.gpus.get(key) if isinstance(key, str) else None
+        return spec.name if spec is not None else str(key)
+
+    def n(count: Any, what: str) -> str:
+        return f"{count} {what}{'s' * (count != 1)}"
+
+    t, d = doc["target"], doc["drafter"]
+    if t.get("gpu") == d.get("gpu"):
+        pools = (f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, "
+                 f"{gpu(t.get('gpu'))}")
+    else:
+        pools = (f"{n(t.get('count'), gpu(t.get('gpu')) + ' target')} + "
+                 f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}")
+    model = catalog.models.get(doc["workload"].get("target_model", ""))
+    return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
+
+
+def measured_rate(entry: Any) -> float | None:
+    """The rate a calibration entry gives: a bare number, a measurement's tokens_per_s, or
+    the first of several measurements'. (A rate typed into the field replaces the entry:
+    it is a measurement on the plan's own workload.)"""
+    if isinstance(entry, list | tuple):
+        entry = entry[0] if entry else None
+    if isinstance(entry, dict):
+        entry = entry.get("tokens_per_s")
+    return entry if isinstance(entry, int | float) and not isinstance(entry, bool) else None
+
+
+def _content(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "name"}
+
+
+class Planner:
+    """One plan being edited. Edits go in with `edit`/`invalid`/`set_counts`; `recompute`
+    validates and projects; `view()` is what to show."""
+
+    def __init__(self, catalog: Catalog, path: Path | None = None, *,
+                 template: str | None = None, opened: Opened | None = None) -> None:
+        self.template = template          # the user config's launch template
+        self.generation = 0
+        self.scenarios: list[Scenario] = []
+        self.load(opened or read_plan(path, catalog))
+
+    # --- opening ------------------------------------------------------------------------
+
+    def read(self, path: Path | None) -> Opened:
+        """Check a plan file against this state's catalog (raises PlanError)."""
+        return read_plan(path, self.catalog)
+
+    def load(self, opened: Opened) -> None:
+        """Make an opened plan the current, saved and baseline plan."""
+        self.path, self.catalog = opened.path, opened.catalog
+        self.plan = self.saved_plan = opened.plan
+        self.doc: dict[str, Any] = plan_to_dict(opened.plan)
+        self._loaded_name = opened.plan.name
+        self._loaded_content = copy.deepcopy(_content(self.doc))
+        self._user_name: str | None = None
+        self.invalid: dict[str, str] = {}       # field -> why its text is not a value
+        self.problem: Problem | None = None
+        self.last_key = "target.count"       # where an error without a field shows
+        self.source: str | None = None          # the field being typed into
+        self.projection: Projection = opened.projection
+        self.current = True                     # the projection is the edited plan's
+        name = opened.plan.name or (opened.path.name if opened.path else "built-in plan")
+        self.baseline = Scenario(name, opened.projection)
+        self.scenarios = [self.baseline]
+        if not opened.projection.fits:
+            self.problem = Problem("target.gpu", unfit_reason(opened.projection), True)
+        self.generation += 1
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def given_name(self) -> str:
+        """The name the user gave, or the opened plan's while its content is unchanged;
+        '' when the name is derived from the plan."""
+        if self._user_name:
+            return self._user_name
+        if self._loaded_name and _content(self.doc) == self._loaded_content:
+            return str(self._loaded_name)
+        return ""
+
+    @property
+    def name(self) -> str:
+        """The plan's name: the user's, else the opened plan's while its content is
+        unchanged, else one derived from the plan (a changed plan never keeps the name of
+        the plan it came from)."""
+        return self.given_name or derived_name(self.doc, self.catalog)
+
+    @property
+    def launch_format(self) -> str:
+        return str(self.doc["launch"].get("format", "specforge"))
+
+    @property
+    def broken(self) -> bool:
+        """The edits do not make a valid plan file (so there is nothing to save)."""
+        return bool(self.invalid) or (self.problem is not None and not self.problem.valid_file)
+
+    @property
+    def dirty(self) -> bool:
+        return self.broken or self.plan != self.saved_plan
+
+    @property
+    def stale(self) -> bool:
+        """The projection shown is an earlier plan's: the edits are wrong or do not fit."""
+        return not self.current
+
+    @property
+    def errors(self) -> dict[str, str]:
+        errors = dict(self.invalid)
+        if self.problem is not None and self.problem.field is not None:
+            errors.setdefault(self.problem.field, self.problem.reason)
+        return errors
+
+    @property
+    def banner(self) -> str | None:
+        """What is wrong, in one line, for above the figures."""
+        if self.invalid:
+            key, reason = next(iter(self.invalid.items()))
+            return f"{FIELDS[key].label}: {reason}"
+        return self.problem.reason if self.problem else None
+
+    @property
+    def title(self) -> str:
+        """The file's name, ● when changed ('unsaved' for a changed built-in plan): the
+        header shows it after the plan's name, and both fit in 80 columns."""
+        if self.path is None:
+            return "unsaved" if self.dirty else ""
+        return f"{self.path.name}{' ●' if self.dirty else ''}"
+
+    def gpu_name(self, key: Any) -> str:
+        spec = self.catalog.gpus.get(key) if isinstance(key, str) else None
+        return spec.name if spec is not None else str(key)
+
+    def values(self) -> dict[str, Any]:
+        """Field key -> the value it shows. Prices show both views (ratio and USD) of each
+        role's price as the projection worked them out."""
+        values = {key: get(self.doc, plan_path(key, self.doc)) for key in FIELDS}
+        values["name"] = self.given_name
+        for role in ("target", "drafter"):
+            values[f"measured.{role}"] = measured_rate(values[f"measured.{role}"])
+        if values["launch.template"] is None:
+            values["launch.template"] = self.template
+        if self.current:
+            plan = self.projection.plan
+            for role in ("target", "drafter"):
+                price = self.projection.prices.by_gpu.get(getattr(plan, role).gpu)
+                if price is None:
+                    continue
+                for view, figure in (("ratio", price.ratio), ("usd", price.usd_per_gpu_hour)):
+                    key = f"price.{role}.{view}"
+                    if key not in self.invalid:
+                        values[key] = round(figure, 4) if figure is not None else None
+        return values
+
+    def view(self) -> View:
+        comparison = (compare(self.projection, self.baseline.projection)
+                      if self.projection is not None else None)
+        models = tuple((m.name + (" (config.json)" if key not in _preset_keys() else ""), key)
+                       for key, m in self.catalog.models.items())
+        return View(
+            generation=self.generation, source=self.source, values=self.values(),
+            errors=self.errors, unparsed=frozenset(self.invalid),
+            projection=self.projection, comparison=comparison,
+            baseline_name=self.baseline.name, banner=self.banner, stale=self.stale,
+            gpu_names={role: self.gpu_name(self.doc[role]["gpu"])
+                       for role in ("target", "drafter")},
+            same_gpu=self.doc["target"]["gpu"] == self.doc["drafter"]["gpu"],
+            model_options=models, launch_format=self.launch_format, title=self.title,
+            dirty=self.dirty, name=self.name)
+
+    # --- editing ------------------------------------------------------------------------
+
+    def edit(self, key: str, value: Any) -> bool:
+        """A value typed or chosen in a field. True when the plan changed (recompute)."""
+        was_invalid = self.invalid.pop(key, None) is not None
+        self.last_key = self.source = key
+        if key == "name":
+            name = str(value).strip() or None
+            changed = name != self._user_name
+            self._user_name = name
+            return changed or was_invalid
+        path = plan_path(key, self.doc)
+        changed = get(self.doc, path) != value
+        if changed:
+            if key.startswith("price."):
+                # A price typed in one view (ratio or USD) replaces the other view's figure.
+                other = "usd_per_gpu_hour" if path[1] == "ratio" else "ratio"
+                put(self.doc, ("cost", other, path[2]), None)
+            put(self.doc, path, value)
+        return changed or was_invalid
+
+    def mark_invalid(self, key: str, reason: str) -> None:
+        """Text in a field that is not a value of its kind: nothing to compute until fixed."""
+        self.invalid[key] = reason
+        self.last_key = self.source = key
+        self.current = False
+
+    def set_counts(self, targets: int, drafters: int) -> None:
+        for key, value in (("target.count", targets), ("drafter.count", drafters)):
+            self.invalid.pop(key, None)
+            put(self.doc, tuple(key.split(".")), value)
+        self.last_key, self.source = "target.count", None
+        self.recompute()
+
+    def recompute(self) -> None:
+        """Validate the edited plan and project it; on an error keep the last valid
+        projection (stale) and say what is wrong, on which field."""
+        if self.invalid:
+            self.current = False
+            return
+        self.problem = None
+        doc = copy.deepcopy(self.doc)
+        doc["name"] = self.name
+        try:
+            plan = plan_from_dict(doc, "plan")
+            catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
+            projection = project(plan, catalog)
+            check_finite(projection)
+        except PlanError as err:
+            self.problem = Problem(field_for(err.key, self.doc) or self.last_key,
+                                   reason_of(err), False)
+            self.current = False
+            return
+        except FILE_ERRORS as err:                   # a config.json the plan names
+            self.problem = Problem("workload.target_model", reason_of(file_error(None, err)),
+                                   False)
+            self.current = False
+            return
+        self.plan, self.catalog = plan, catalog
+        if not projection.fits:
+            self.problem = Problem(self.last_key, unfit_reason(projection), True)
+            if self.projection.fits:                 # keep the last plan that fitted
+                self.current = False
+                return
+        self.projection, self.current = projection, True
+
+    # --- GPUs between roles -------------------------------------------------------------
+
+    def move(self, to_drafters: bool) -> str | None:
+        """Move one GPU (one TP replica when tp > 1) between the roles; the reason when
+        it cannot."""
+        if self.broken:
+            return "Fix the marked field first"
+        plan = self.plan
+        try:
+            require_same_gpu_type(plan, "< and > move a GPU from one role to the other")
+        except PlanError as err:
+            return str(err)
+        tp, t, d = plan.target.tp, plan.target.count, plan.drafter.count
+        step = tp if to_drafters else -tp
+        if t - step < tp:
+            return "At least one target replica must stay"
+        if d + step < 1:
+            return "At least one drafter GPU must stay"
+        self.set_counts(t - step, d + step)
+        return None
+
+    def balance_input(self) -> Plan:
+        """The plan to balance (raises PlanError when it cannot be)."""
+        if self.broken:
+            raise PlanError("Fix the marked field first")
+        require_same_gpu_type(self.plan, "balance moves GPUs between roles")
+        return self.plan
+
+    def apply_balance(self, source: Plan, best: Plan) -> bool:
+        """Take a balanced split, unless the plan changed while it was worked out."""
+        if self.plan != source or self.broken:
+            return False
+        self.set_counts(best.target.count, best.drafter.count)
+        return True
+
+    # --- baseline and scenarios ---------------------------------------------------------
+
+    def pin(self) -> str | None:
+        """Make the current plan the baseline; the reason when it cannot be."""
+        if not self.current:
+            return "Fix the plan first: a stale projection cannot be the baseline"
+        self.baseline = Scenario("pinned: " + self.name, self.projection)
+        self.scenarios.append(self.baseline)
+        return None
+
+    # --- files --------------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        """Write the plan (atomically); OSError when it cannot be written."""
+        save_plan(self.plan, path)
+        self.path, self.saved_plan = path, self.plan
+
+    def launch_input(self) -> tuple[Plan, Catalog, str, str | None]:
+        """What a launch script is generated from: plan, catalog, format, template."""
+        return self.plan, self.catalog, self.plan.launch.format, self.template
+
+
+def _preset_keys() -> frozenset[str]:
+    from ..model.targets import PRESETS
+
+    return frozenset(PRESETS)
+
