@@ -502,15 +502,16 @@ def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: 
 
 def break_even(p: Projection, baseline: Projection) -> dict[str, float] | None:
     """Price ratio(s) to the reference GPU at which p costs what the baseline costs."""
-    if p.days is None or baseline.total_cost is None or p.cost_unit != baseline.cost_unit:
+    if p.days is None:
         return None
-    if p.prices.in_usd:
-        ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
-        if not ref_usd:
-            return None
-        base_ref_hours = baseline.total_cost / ref_usd
+    ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
+    if not p.prices.in_usd and baseline.cost_unit == p.cost_unit \
+            and baseline.total_cost is not None:
+        base_ref_hours = baseline.total_cost           # both in reference-GPU-hours
+    elif baseline.total_cost_usd is not None and ref_usd:
+        base_ref_hours = baseline.total_cost_usd / ref_usd
     else:
-        base_ref_hours = baseline.total_cost
+        return None
     plan, ref = p.plan, p.prices.reference_gpu
     return break_even_price_ratio(
         base_ref_hours, p.days * 24, p.billed[0], p.billed[1],

@@ -28,3 +28,10 @@ def test_readme_screenshot_is_a_current_snapshot():
     shot = (ROOT / "docs" / "screenshot.svg").read_text()
     snap = ROOT / "tests" / "__snapshots__" / "test_snapshots" / "test_screen[b200_vs_baseline-120x40].svg"
     assert shot == snap.read_text()
+
+
+def test_readme_search_screenshot_is_a_current_snapshot():
+    shot = (ROOT / "docs" / "search.svg").read_text()
+    snap = (ROOT / "tests" / "__snapshots__" / "test_snapshots_search"
+            / "test_search_screen[search_pareto-120x40].svg")
+    assert shot == snap.read_text()

@@ -204,3 +204,44 @@ def test_durations_percentages():
     assert fmt.signed_duration(-6.6) == "-6.6 days"
     assert fmt.signed_duration(-0.5) == "-12.0 hours"
     assert fmt.percent(12.5) == "1,250 %"
+
+
+def test_a_measured_rate_follows_its_workload_when_the_model_changes(catalog):
+    # Issue 11: switching Qwen3-8B to Llama-3.3-70B kept 4,933 tok/s and showed a 70B run
+    # 1.8x faster than the 8B baseline. The measurement now keeps its workload: the 70B
+    # target is rescaled by its FLOP count, far slower than the measured 8B run.
+    from dflash_plan.tui.state import Planner
+
+    state = Planner(catalog)
+    assert state.edit("workload.target_model", "llama-3.3-70b-instruct")
+    state.edit("target.count", 4)             # 131 GiB of weights: TP 4 over 96 GiB cards
+    state.edit("target.tp", 4)
+    state.edit("drafter.count", 4)            # a 70B drafter's optimizer state, sharded
+    state.recompute()
+    notices = state.take_notices()
+    assert any("another target model" in n for n in notices) and not state.take_notices()
+    view = state.view()
+    p = view.projection
+    assert p.target.source == "estimated" and "rescaled" in p.target.basis
+    assert view.comparison.speedup < 0.2
+
+
+def test_adopting_a_plan_pins_the_current_one_and_scenarios_can_be_managed(catalog):
+    from dflash_plan.tui.state import Planner
+    from support import edit
+
+    state = Planner(catalog)
+    opened = state.plan
+    b200 = edit(opened, target={"gpu": "b200"}, drafter={"gpu": "b200"},
+                cost={**opened.cost.model_dump(), "usd_per_gpu_hour": {"b200": 5.0}})
+    assert state.adopt(b200) is None
+    # Exactly the plan adopted, prices included; the opened plan is still the baseline.
+    assert state.plan.model_copy(update={"name": ""}) == b200.model_copy(update={"name": ""})
+    assert state.baseline.projection.plan == opened
+    state.pin()
+    assert len(state.scenarios) == 2 and state.baseline is state.scenarios[-1]
+    state.rename(state.baseline, "four B200")
+    assert state.baseline.name == "four B200"
+    assert state.unpin(state.baseline) is None
+    assert state.baseline.projection.plan == opened
+    assert state.unpin(state.baseline) == "The last scenario is the baseline: it stays"

@@ -39,10 +39,12 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
     )),
     ("Workload", (
         FieldSpec("workload.target_model", "target", "model"),
+        # Anchors first after the model: the drafter's work scales with them, and the
+        # answer to a GPU question can turn on them (the recipe uses 512).
+        FieldSpec("workload.num_anchors", "anchors", "int", "recipe 512"),
         FieldSpec("workload.samples", "samples", "int"),
         FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
         FieldSpec("workload.epochs", "epochs", "int"),
-        FieldSpec("workload.num_anchors", "anchors", "int", "per sample"),
         FieldSpec("workload.max_length", "max length", "int", "tokens"),
     )),
     ("Cost", (

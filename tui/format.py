@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model.projection import Projection
 
 DASH = "—"
 
@@ -94,3 +98,16 @@ def span(low: float | None, high: float | None, one: Callable[[float | None], st
     if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
         return f"{unit_a[0]}-{unit_b[0]} {unit_a[1]}"
     return f"{a} - {b}"
+
+
+def break_even(p: Projection, ratios: dict[str, float]) -> str:
+    """Which price per GPU-hour, as a ratio to the reference GPU, makes the plan cost what
+    the baseline costs ('B200 at 5.55x the RTX PRO 6000 price')."""
+    gpus = p.resolved.gpus
+    ref = p.prices.reference_gpu
+    ref_name = gpus[ref].name if ref in gpus else ref
+    by_gpu = {p.plan.target.gpu: ratios.get("target"), p.plan.drafter.gpu: ratios.get("drafter")}
+    parts = [f"{gpus[k].name} at {v:.2f}x the {ref_name} price"
+             for k, v in by_gpu.items() if v is not None and k != ref]
+    together = " (both scaled together)" if len(parts) > 1 else ""
+    return f"break-even: {' and '.join(parts)}{together}"

@@ -98,7 +98,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                       f"{fmt.signed_duration(c.days_delta)} "
                       f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})")
         if c.break_even_price_ratio:
-            console.print("  " + escape(_break_even_line(p, c.break_even_price_ratio)))
+            console.print("  " + escape(fmt.break_even(p, c.break_even_price_ratio)))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for warning in p.warnings:
@@ -112,17 +112,6 @@ def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str
     low, high = getattr(p.ranges, field)
     text = fmt.span(low, high, one)
     return "" if text == one(low) and low == high else f"; range {escape(text)}"
-
-
-def _break_even_line(p: Projection, ratios: dict[str, float]) -> str:
-    """Which price per GPU-hour makes the plan cost what the baseline costs."""
-    ref = p.prices.reference_gpu
-    ref_name = p.resolved.gpus[ref].name if ref in p.resolved.gpus else ref
-    gpus = {p.plan.target.gpu: ratios.get("target"), p.plan.drafter.gpu: ratios.get("drafter")}
-    parts = [f"{p.resolved.gpus[k].name} at {v:.2f}x the {ref_name} price"
-             for k, v in gpus.items() if v is not None and k != ref]
-    together = " (both prices scaled together)" if len(parts) > 1 else ""
-    return f"break-even: {' and '.join(parts)}{together} costs what the baseline costs"
 
 
 def validation(result: Validation) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..model.calibration import bind_to_workload, rebound
 from ..model.catalog import Catalog
 from ..model.compare import Comparison, compare
 from ..model.errors import PlanError
@@ -19,6 +20,10 @@ from ..model.projection import Projection, project
 from ..model.resolve import require_same_gpu_type
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put
+
+# Edits that change the workload a measurement was taken on (model/calibration.py).
+WORKLOAD_KEYS = frozenset({"workload.target_model", "workload.avg_sample_tokens",
+                           "workload.num_anchors", "drafter.batch_size"})
 
 # What reading a user's file (a plan, or the config.json it names) can raise besides
 # PlanError, when the file is hostile or broken: reported as an error, never a crash.
@@ -214,6 +219,7 @@ class Planner:
                  template: str | None = None, opened: Opened | None = None) -> None:
         self.template = template          # the user config's launch template
         self.generation = 0
+        self.notices: list[str] = []      # to tell the user once (taken by take_notices)
         self.scenarios: list[Scenario] = []
         self.load(opened or read_plan(path, catalog))
 
@@ -358,6 +364,21 @@ class Planner:
             return changed or was_invalid
         path = plan_path(key, self.doc)
         changed = get(self.doc, path) != value
+        if changed and key in WORKLOAD_KEYS and not self.broken:
+            # A measured rate belongs to the workload it was measured on: write that
+            # workload into the measurements before it changes, so the projection rescales
+            # them by physics (and says so) instead of reusing them as they are.
+            before = self.plan
+            bound = plan_to_dict(bind_to_workload(before))["calibration"]
+            self.doc["calibration"] = bound
+            put(self.doc, path, value)
+            try:
+                after = plan_from_dict(copy.deepcopy({**self.doc, "name": self.name}), "plan")
+            except PlanError:
+                after = None
+            if after is not None:
+                self.notices += rebound(before, after)
+            return True
         if changed:
             if key.startswith("price."):
                 # A price typed in one view (ratio or USD) replaces the other view's figure.
@@ -411,6 +432,11 @@ class Planner:
                 return
         self.projection, self.current = projection, True
 
+    def take_notices(self) -> list[str]:
+        """What the user should be told about the last edits, once."""
+        notices, self.notices = self.notices, []
+        return notices
+
     # --- GPUs between roles -------------------------------------------------------------
 
     def move(self, to_drafters: bool) -> str | None:
@@ -454,6 +480,39 @@ class Planner:
             return "Fix the plan first: a stale projection cannot be the baseline"
         self.baseline = Scenario("pinned: " + self.name, self.projection)
         self.scenarios.append(self.baseline)
+        return None
+
+    def unpin(self, scenario: Scenario) -> str | None:
+        """Drop a pinned scenario (the last one stays: it is the baseline); the reason
+        when it cannot be dropped."""
+        if scenario not in self.scenarios:
+            return "That scenario is not pinned"
+        if len(self.scenarios) == 1:
+            return "The last scenario is the baseline: it stays"
+        self.scenarios.remove(scenario)
+        if scenario is self.baseline:
+            self.baseline = self.scenarios[-1]
+        return None
+
+    def rename(self, scenario: Scenario, name: str) -> None:
+        """Give a pinned scenario a new name (the baseline keeps being the baseline)."""
+        renamed = Scenario(name, scenario.projection)
+        self.scenarios[self.scenarios.index(scenario)] = renamed
+        if scenario is self.baseline:
+            self.baseline = renamed
+
+    def adopt(self, plan: Plan) -> str | None:
+        """Make a plan (a search result, a pinned scenario) the current plan, exactly: its
+        GPUs, counts, workload, prices and measurements. The plan it replaces becomes the
+        baseline unless it is the baseline already. The reason when it cannot be done."""
+        if self.broken:
+            return "Fix the marked field first"
+        if self.plan != self.baseline.projection.plan:
+            self.pin()
+        self.doc = plan_to_dict(plan.model_copy(update={"name": ""}))
+        self._user_name = None
+        self.last_key, self.source = "target.count", None
+        self.recompute()
         return None
 
     # --- files --------------------------------------------------------------------------

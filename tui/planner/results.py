@@ -5,6 +5,8 @@ nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +16,7 @@ from textual.reactive import reactive
 from textual.visual import visualize
 from textual.widgets import Static
 
+from ...model.calibration import measurements as calibration_measurements
 from ...model.compare import Comparison
 from ...model.projection import Projection
 from .. import format as fmt
@@ -50,11 +53,23 @@ def figures(p: Projection, stale: bool) -> Table:
     cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
     if p.cost_unit != "USD" and p.total_cost_usd:
         cost_note.append(f"~${p.total_cost_usd:,.0f}")
+    r = p.ranges
+
+    def span(field: str, one: Callable[[float | None], str]) -> str:
+        """The range of an estimated figure ('58.7-102.7'), '' for a measured one."""
+        pair = getattr(r, field) if r is not None else None
+        if pair is None or one(pair[0]) == one(pair[1]):
+            return ""
+        return "range " + fmt.span(pair[0], pair[1], one)
+
     rows = [
         ("throughput", fmt.ktok(p.tokens_per_s),
          ("measured" if measured else "estimated") if p.fits else "does not fit"),
+        ("", span("tokens_per_s", fmt.ktok), ""),
         ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        ("", span("days", fmt.duration), ""),
         ("total cost", fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
+        ("", span("total_cost", lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
         ("", ", ".join(cost_note), ""),
         ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
         ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
@@ -69,18 +84,53 @@ def figures(p: Projection, stale: bool) -> Table:
     return table
 
 
-def versus(c: Comparison | None, baseline_name: str) -> Text:
+def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None) -> Text:
     text = Text()
     if c is None:
         return text
     text.append("vs baseline ", style="bold")
     text.append(baseline_name + "\n", style="dim")
     text.append(f"{fmt.times(c.speedup)} speed", style=_better(c.speedup, 1.0))
+    if c.speedup_range and fmt.times(c.speedup_range[0]) != fmt.times(c.speedup_range[1]):
+        text.append(f" ({fmt.span(*c.speedup_range, fmt.times)})", style="dim")
     text.append("  ")
     text.append(f"{fmt.times(c.cost_ratio)} cost", style=_better(1.0, c.cost_ratio))
+    if c.cost_ratio_range and fmt.times(c.cost_ratio_range[0]) != fmt.times(
+            c.cost_ratio_range[1]):
+        text.append(f" ({fmt.span(*c.cost_ratio_range, fmt.times)})", style="dim")
     text.append("  ")
     delta = c.days_delta
     text.append(fmt.signed_duration(delta), style=_better(0.0, delta) if delta is not None else "")
+    if p is not None and c.break_even_price_ratio:
+        text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
+    return text
+
+
+def measurements(p: Projection) -> Text:
+    """The plan's measurements, with their source and date, what carries them to other
+    GPUs, and what would narrow the estimates (the probe to run)."""
+    text = Text()
+    calibration = p.plan.calibration
+    for role in ("target", "drafter"):
+        for gpu, entry in getattr(calibration, role).items():
+            for m in calibration_measurements(entry):
+                name = p.resolved.gpus[gpu].name if gpu in p.resolved.gpus else gpu
+                bound = "at least " if m.bound == "at_least" else ""
+                text.append(f"{role} on {name}: {bound}{m.tokens_per_s:,.0f} tok/s")
+                details = [d for d in (m.source, m.date,
+                                       "busy" if m.gpu_busy else "") if d]
+                if details:
+                    text.append(f"  {'; '.join(details)}", style="dim")
+                text.append("\n")
+        rate = getattr(p, role).rate
+        if rate.fitted_overhead_s_per_token is not None:
+            text.append(f"{role} fit: device time at {rate.efficiency:.0%} of peak plus "
+                        f"{rate.fitted_overhead_s_per_token * 1e6:,.1f} us per token of "
+                        f"overhead\n", style="dim")
+    if p.narrowing:
+        text.append("to narrow the range: ", style="bold")
+        text.append(p.narrowing + "\n")
+    text.rstrip()
     return text
 
 
@@ -178,6 +228,7 @@ class ResultsPanel(VerticalScroll):
                 yield Static("", id="figures")
                 yield Static("", id="versus")
             yield Static("", id="side")
+        yield Static("", id="measurements")
         yield Static("", id="warnings")
         yield Static("", id="assumptions")
 
@@ -197,7 +248,10 @@ class ResultsPanel(VerticalScroll):
         if p is None:
             return
         replace(self.query_one("#figures", Static), figures(p, view.stale))
-        replace(self.query_one("#versus", Static), versus(view.comparison, view.baseline_name))
+        replace(self.query_one("#versus", Static), versus(view.comparison, view.baseline_name, p))
+        measured, known = self.query_one("#measurements", Static), measurements(p)
+        replace(measured, known)
+        measured.display = bool(known.plain)
         replace(self.query_one("#side", Static), side(p))
         warning_widget = self.query_one("#warnings", Static)
         replace(warning_widget, warnings(p))

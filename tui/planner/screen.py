@@ -104,6 +104,12 @@ class PlannerScreen(Screen[None]):
                 tooltip="Show the launch script of the plan"),
         Binding("ctrl+y", "copy_launch", "Copy launch", id="copy-launch", show=False,
                 tooltip="Copy the launch script to the clipboard"),
+        Binding("f5", "search", "Search", id="search", show=False,
+                tooltip="Search every GPU type and split for the cheapest or fastest plan"),
+        Binding("f6", "scenarios", "Compare", id="scenarios", show=False,
+                tooltip="The pinned scenarios side by side against the baseline"),
+        Binding("f7", "charts", "Charts", id="charts", show=False,
+                tooltip="The split curve and what moves days and cost (tornado)"),
         # priority: a text input would take ctrl+e as "end of line"
         Binding("ctrl+e", "export_launch", "Export launch", id="export-launch", show=False,
                 priority=True, tooltip="Write the launch script to a file"),
@@ -187,6 +193,8 @@ class PlannerScreen(Screen[None]):
         self.recompute_count += 1
         self.state.recompute()
         self.publish()
+        for notice in self.state.take_notices():
+            self.notify(notice, title="Measurements rescaled", timeout=8)
 
     def flush(self) -> None:
         """Recompute now if keystrokes are waiting for it (before acting on the plan)."""
@@ -234,6 +242,30 @@ class PlannerScreen(Screen[None]):
             return
         self.publish()
         self.notify("Baseline pinned to the current plan")
+
+    # --- search, scenarios, charts (their own screens) -----------------------------------
+
+    def _push_view(self, screen: Screen[None]) -> None:
+        """Open a view over the planner (not a second one of the same kind)."""
+        self.flush()
+        if type(self.app.screen) is not type(screen):
+            self.app.push_screen(screen)
+
+    def action_search(self) -> None:
+        from ..search import SearchScreen
+
+        self._push_view(SearchScreen(self))
+
+    def action_scenarios(self) -> None:
+        from ..scenarios import ScenariosScreen
+
+        self._push_view(ScenariosScreen(self))
+
+    def action_charts(self) -> None:
+        from ..charts import ChartsScreen
+
+        self._push_view(ChartsScreen(self.state.projection, self.state.catalog,
+                                     self.state.name))
 
     # --- tabs and the launch script ------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""Pilot tests of the Search and Comparison views: a search result opens as the current
+plan with the plan it replaces as the baseline; the figures shown are project()'s; pin,
+unpin, rename and open work on the scenarios, and the ratios are the model's compare()."""
+
+from __future__ import annotations
+
+import pytest
+from apphelp import planner, settle, steady_cursors  # noqa: F401
+from dflash_plan.model.compare import compare
+from dflash_plan.model.projection import project
+from dflash_plan.tui.planner.screen import PlannerScreen
+from dflash_plan.tui.scenarios import NameDialog, ScenariosScreen
+from dflash_plan.tui.search import SearchScreen, plan_label, rows
+from textual.widgets import DataTable
+
+SIZE = (120, 40)
+USERS = "b200,b300,h200,rtx-pro-6000"
+
+
+def unnamed(plan):
+    return plan.model_copy(update={"name": None})
+
+
+async def set_values(pilot, **values: str) -> None:
+    """Set several inputs of the screen at once (by widget id, '_' for '-'), then wait for
+    the search they start."""
+    for widget, value in values.items():
+        pilot.app.screen.query_one(f"#{widget.replace('_', '-')}").value = value
+    await settle(pilot)
+
+
+async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_unpin():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        measured = app.state.plan
+        await pilot.press("f5")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        # The user's question: 3 days, four GPU types, at most the measured run's cost.
+        await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)
+        result = screen.result
+        assert result is not None and result.front
+        shown = rows(result)
+        table = screen.query_one("#search-table", DataTable)
+        assert table.row_count == len(shown)
+        assert shown[0][0].startswith("cheap") and any(t == "fast" for t, _ in shown)
+        for i, (_, c) in enumerate(shown):
+            p = project(c.plan, app.state.catalog)          # the model's own figures
+            assert c.projection.days == pytest.approx(p.days)
+            assert c.projection.total_cost == pytest.approx(p.total_cost)
+            cells = [str(cell) for cell in table.get_row_at(i)]
+            assert cells[1] == plan_label(c.plan, app.state.catalog)
+            assert cells[5] == f"{p.total_cost:,.0f}"
+            assert c.days <= 3 and c.cost <= 845
+        assert "✓" in str(table.get_row_at(0)[4])          # meets 3 days at worst too
+        # Nothing meets the constraints: the search says what stopped it; a bad input is
+        # marked.
+        await set_values(pilot, search_deadline="0.001", search_max_gpus="1")
+        assert screen.query_one("#search-max-gpus").has_class("-invalid")
+        await set_values(pilot, search_max_gpus="64")
+        assert "deadline" in screen.result.why_none
+        assert "No plan:" in str(screen.query_one("#search-status").content)
+        await set_values(pilot, search_deadline="3")
+        # Open the fastest within the budget: the measured run stays the baseline.
+        table.move_cursor(row=next(i for i, (tag, _) in enumerate(shown)
+                                   if "fast" in tag.split("+")))
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert isinstance(app.screen, PlannerScreen)
+        chosen = result.fastest_within_budget
+        assert unnamed(app.state.plan) == unnamed(chosen.plan)
+        assert app.state.projection.days == pytest.approx(chosen.days)
+        assert app.state.baseline.projection.plan == measured
+
+        # The Comparison view: the measured run (baseline) and the current plan.
+        await pilot.press("f6")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ScenariosScreen)
+        table = screen.query_one("#scenarios-table", DataTable)
+        assert len(screen.columns) == 2 and screen.columns[1] is None
+        now = [str(v) for v in table.get_column_at(2)]
+        c = compare(app.state.projection, app.state.baseline.projection)
+        assert now[0] == f"{chosen.projection.tokens_per_s / 1e3:,.1f}"
+        assert now[8] == f"{c.speedup:.2f}x" and now[10] == f"{c.cost_ratio:.2f}x"
+        low, high = c.speedup_range
+        assert now[9] == f"{low:,.2f}-{high:,.2f}"
+        await pilot.press("p")                                    # pin: the new baseline
+        assert len(app.state.scenarios) == 2 and app.state.baseline is app.state.scenarios[1]
+        measured_vs = [str(v) for v in table.get_column_at(1)]
+        assert measured_vs[8] == f"{1 / c.speedup:.2f}x"          # measured vs the new one
+        await pilot.press("r")                                    # rename the highlighted
+        assert isinstance(app.screen, NameDialog)
+        app.screen.query_one("#name-input").value = "fastest"
+        await pilot.press("enter")
+        assert app.state.baseline.name == "fastest"
+        assert "fastest" in str(screen.query_one("#scenarios-names").content)
+        table.move_cursor(column=1)                               # the measured run
+        await pilot.press("o")
+        assert isinstance(app.screen, PlannerScreen)
+        assert unnamed(app.state.plan) == unnamed(measured)
+        await pilot.press("f6")
+        table = app.screen.query_one("#scenarios-table", DataTable)
+        table.move_cursor(column=2)                               # "fastest": unpin
+        await pilot.press("u")
+        assert [s.projection.plan for s in app.state.scenarios] == [measured]
+        assert app.state.baseline is app.state.scenarios[0]

@@ -1,0 +1,96 @@
+"""Headless SVG snapshots of the Search view, the Comparison view and the charts at 80x24
+and 120x40: every scene of one size comes from one running app (each starts again from the
+built-in plan), as in test_snapshots.py.
+
+Review changes as pictures: ../shared/tools/render-snapshots OUT_DIR, then open the PNGs.
+Accept them with `pytest --snapshot-update`. The Search view with its Pareto chart at
+120x40 (search_pareto-120x40) is the README's picture of a search.
+"""
+
+from __future__ import annotations
+
+import pytest
+from apphelp import planner, settle, steady_cursors  # noqa: F401
+from pytest_textual_snapshot import SVGImageExtension
+
+SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
+USERS = "b200,b300,h200,rtx-pro-6000"
+
+
+async def search_table(pilot):
+    # The user's question: 3 days, four GPU types, at most the measured run's cost.
+    await pilot.press("f5")
+    for widget, value in (("deadline", "3"), ("budget", "845"), ("gpus", USERS)):
+        pilot.app.screen.query_one(f"#search-{widget}").value = value
+    await settle(pilot)
+
+
+async def search_pareto(pilot):                 # on from search_table
+    await pilot.press("f4")
+
+
+def _counts(pilot, gpu: str, targets: int, drafters: int) -> None:
+    state = pilot.app.state
+    for key in ("target.gpu", "drafter.gpu"):
+        state.edit(key, gpu)
+    state.set_counts(targets, drafters)
+
+
+async def split_chart(pilot):
+    _counts(pilot, "b200", 12, 5)
+    pilot.app.planner.publish()
+    await pilot.press("f7")
+
+
+async def tornado_chart(pilot):                 # on from split_chart
+    await pilot.press("f4")
+
+
+async def compare_view(pilot):
+    _counts(pilot, "rtx-pro-6000", 6, 2)
+    pilot.app.state.pin()
+    _counts(pilot, "b200", 3, 1)
+    pilot.app.planner.publish()
+    await pilot.press("f6")
+
+
+# name -> (scene, starts from the built-in plan on the planner screen). Scenes that go on
+# from the one before save opening a screen again (most of a scene's time).
+SCENES = {"search_table": (search_table, True), "search_pareto": (search_pareto, False),
+          "split_chart": (split_chart, True), "tornado_chart": (tornado_chart, False),
+          "compare": (compare_view, True)}
+
+
+async def _fresh(pilot) -> None:
+    """Back to the built-in plan on the planner screen, nothing open."""
+    app = pilot.app
+    while len(app.screen_stack) > 1:
+        app.pop_screen()
+    await pilot.pause()
+    app.planner._load(app.state.read(None))
+    app.clear_notifications()
+    await pilot.pause()
+
+
+class Screens(SVGImageExtension):
+    @classmethod
+    def get_snapshot_name(cls, *, test_location, index=0) -> str:
+        return f"test_search_screen[{index}]"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_search_screen(snapshot, size):
+    snapshot = snapshot.use_extension(Screens)
+    mismatched = []
+    app = planner()
+    async with app.run_test(size=SIZES[size]) as pilot:
+        for name, (scene, fresh) in SCENES.items():
+            if fresh:
+                await _fresh(pilot)
+            await scene(pilot)
+            await pilot.pause()
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause()
+            if snapshot(name=f"{name}-{size}") != app.export_screenshot(title=app.title):
+                mismatched.append(name)
+    assert not mismatched, f"changed at {size}: {', '.join(mismatched)} (look at the pictures)"

@@ -1,0 +1,233 @@
+"""The Comparison view: the pinned scenarios (the opened plan first) and the current plan
+side by side, one column each, with every figure's range and its ratio to the baseline.
+Pin the current plan, unpin, rename or open a scenario."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, Label, Static
+
+from ..model.compare import compare
+from ..model.projection import Projection
+from . import format as fmt
+from .state import Scenario
+
+if TYPE_CHECKING:
+    from .planner.screen import PlannerScreen
+
+ROWS = ("Ktok/s", "  range", "days", "  range", "cost", "  range", "per epoch", "bottleneck",
+        "speed ×", "  range", "cost ×", "  range", "break-even")
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return fmt.DASH if value is None else f"{value:,.{digits}f}"
+
+
+def _days(value: float | None) -> str:
+    return _num(value, 2 if value is not None and value < 10 else 1)
+
+
+def _span(r: tuple[float, float] | None, digits: int = 1) -> str:
+    if r is None:
+        return ""
+    a, b = _num(r[0], digits), _num(r[1], digits)
+    return a if a == b else f"{a}-{b}"
+
+
+def column(p: Projection, base: Projection) -> list[str | Text]:
+    """One scenario's figures, in the order of ROWS."""
+    c = compare(p, base)
+    r = p.ranges
+    k = (r.tokens_per_s[0] / 1e3, r.tokens_per_s[1] / 1e3) if r else None
+    even = c.break_even_price_ratio
+    if even is None:
+        break_even = fmt.DASH
+    elif not even:
+        break_even = "none"
+    else:
+        ratios = {f"{v:.2f}x" for v in even.values()}
+        break_even = (ratios.pop() if len(ratios) == 1 else
+                      " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items()))
+    return [_num((p.tokens_per_s or 0) / 1e3 if p.tokens_per_s else None), _span(k),
+            _days(p.days), _span(r.days if r else None, 2 if (p.days or 99) < 10 else 1),
+            _num(p.total_cost, 0),
+            _span(r.total_cost if r else None, 0), _num(p.cost_per_epoch, 0),
+            p.bottleneck or fmt.DASH, fmt.times(c.speedup),
+            _span(c.speedup_range, 2), fmt.times(c.cost_ratio), _span(c.cost_ratio_range, 2),
+            break_even]
+
+
+class NameDialog(ModalScreen[str | None]):
+    """Ask for a scenario's new name."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="name-cancel")]
+
+    DEFAULT_CSS = """
+    NameDialog { align: center middle; background: $background 60%; }
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.initial = name
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Rename the scenario", classes="dialog-title")
+            yield Input(self.initial, id="name-input", select_on_focus=True)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ScenariosScreen(Screen[None]):
+    """Pinned scenarios and the current plan against the baseline."""
+
+    BINDINGS = [
+        Binding("escape,f6", "app.pop_screen", "Back", id="scenarios-back"),
+        Binding("p", "pin", "Pin current", id="scenarios-pin",
+                tooltip="Pin the current plan: it becomes the baseline"),
+        Binding("u,delete", "unpin", "Unpin", id="scenarios-unpin",
+                tooltip="Drop the highlighted scenario"),
+        Binding("r", "rename", "Rename", id="scenarios-rename",
+                tooltip="Rename the highlighted scenario"),
+        Binding("o,enter", "open", "Open", id="scenarios-open",
+                tooltip="Make the highlighted scenario the current plan"),
+    ]
+
+    DEFAULT_CSS = """
+    ScenariosScreen #scenarios-title { height: 1; background: $panel; width: 1fr;
+        content-align: center middle; }
+    ScenariosScreen #scenarios-body { height: 1fr; scrollbar-size: 1 1; }
+    ScenariosScreen #scenarios-table { height: auto; margin: 0 1; scrollbar-size: 1 1; }
+    ScenariosScreen #scenarios-names { height: auto; margin: 1 1 0 1; }
+    """
+
+    def __init__(self, planner: PlannerScreen) -> None:
+        super().__init__()
+        self.planner = planner
+        self.state = planner.state
+        self.columns: list[Scenario | None] = []      # None: the current plan
+
+    def compose(self) -> ComposeResult:
+        yield Static("Scenarios against the baseline", id="scenarios-title")
+        with VerticalScroll(id="scenarios-body"):
+            yield DataTable(id="scenarios-table", cursor_type="column", zebra_stripes=True,
+                            fixed_columns=1)
+            yield Static("", id="scenarios-names")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.fill()
+        self.query_one("#scenarios-table", DataTable).move_cursor(column=len(self.columns))
+        self.query_one("#scenarios-table", DataTable).focus()
+
+    def fill(self, at: int | None = None) -> None:
+        state = self.state
+        base = state.baseline.projection
+        table = self.query_one("#scenarios-table", DataTable)
+        table.clear(columns=True)
+        self.columns = list(state.scenarios)
+        if not any(s.projection is state.projection for s in state.scenarios):
+            self.columns.append(None)
+        table.add_column("", key="row")
+        names = Text()
+        unit = state.projection.cost_unit
+        for i, scenario in enumerate(self.columns, 1):
+            base_mark = scenario is state.baseline
+            tag = f"{i} base" if base_mark else f"{i} now" if scenario is None else str(i)
+            table.add_column(Text(tag, style="bold" if base_mark else ""), key=f"c{i}")
+            names.append(f"{tag:<7}", style="bold")
+            names.append((scenario.name if scenario else f"current: {state.name}") + "\n")
+        names.append(f"cost in {unit}; ×: ratio to the baseline; break-even: the price "
+                     f"per GPU-hour at which a plan costs what the baseline does", style="dim")
+        values = [column(s.projection if s else state.projection, base) for s in self.columns]
+        for r, label in enumerate(ROWS):
+            table.add_row(Text(label, style="dim" if label.startswith(" ") else "bold"),
+                          *(Text(str(v[r]), justify="right") if isinstance(v[r], str) else v[r]
+                            for v in values))
+        self.query_one("#scenarios-names", Static).update(names)
+        if at is not None:
+            table.move_cursor(column=min(at, len(self.columns)))
+
+    def selected(self) -> tuple[int, Scenario | None] | None:
+        """The highlighted column: its index among the scenarios and the scenario (None:
+        the current plan); None on the row titles."""
+        i = self.query_one("#scenarios-table", DataTable).cursor_column - 1
+        return (i, self.columns[i]) if 0 <= i < len(self.columns) else None
+
+    def pinned(self, verb: str) -> tuple[int, Scenario] | None:
+        """The highlighted pinned scenario (warns when the column is not one)."""
+        chosen = self.selected()
+        if chosen is None or chosen[1] is None:
+            self.notify(f"Highlight a pinned scenario to {verb}", severity="warning")
+            return None
+        return chosen[0], chosen[1]
+
+    def action_pin(self) -> None:
+        self.planner.flush()
+        if any(s.projection is self.state.projection for s in self.state.scenarios):
+            self.notify("The current plan is pinned already", severity="warning")
+            return
+        refusal = self.state.pin()
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self.planner.publish()
+        self.fill(at=len(self.state.scenarios))
+
+    def action_unpin(self) -> None:
+        chosen = self.pinned("unpin")
+        if chosen is None:
+            return
+        i, scenario = chosen
+        refusal = self.state.unpin(scenario)
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self.planner.publish()
+        self.fill(at=i + 1)
+
+    def action_rename(self) -> None:
+        chosen = self.pinned("rename")
+        if chosen is None:
+            return
+        i, scenario = chosen
+
+        def renamed(name: str | None) -> None:
+            if not name or scenario not in self.state.scenarios:
+                return
+            self.state.rename(scenario, name)
+            self.planner.publish()
+            self.fill(at=i + 1)
+
+        self.app.push_screen(NameDialog(scenario.name), renamed)
+
+    def action_open(self) -> None:
+        chosen = self.selected()
+        scenario = chosen[1] if chosen else None
+        if scenario is None:                   # the current plan: back to it
+            self.app.pop_screen()
+            return
+        refusal = open_plan(self.planner, scenario.projection)
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self.app.pop_screen()
+        self.app.notify(f"Opened {scenario.name} as the current plan")
+
+
+def open_plan(planner: PlannerScreen, p: Projection) -> str | None:
+    """Make a scenario's plan the current plan; the reason when it cannot be."""
+    planner.flush()
+    refusal = planner.state.adopt(p.plan)
+    planner.publish()
+    return refusal

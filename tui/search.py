@@ -1,0 +1,386 @@
+"""The Search view: constraints as inputs, the Pareto front of (days, cost) and the winners
+as a table and a chart, searched again in a thread whenever a constraint changes. One key
+opens a result as the current plan; the plan it replaces stays as the baseline."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import (
+    Checkbox,
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    Static,
+    Tab,
+    Tabs,
+)
+from textual.worker import get_current_worker
+
+from ..model.catalog import Catalog
+from ..model.errors import PlanError
+from ..model.plan import Plan
+from ..model.search import (
+    MAX_SEARCH_GPUS,
+    Candidate,
+    Constraints,
+    Result,
+    Space,
+    default_space,
+    search,
+)
+from . import format as fmt
+from .charts import Chart, draw_pareto
+
+if TYPE_CHECKING:
+    from .planner.screen import PlannerScreen
+
+# A search that takes longer than this shows its progress.
+PROGRESS_AFTER_S = 0.5
+# From this many rows the view shows the table and the chart together (no tabs).
+TALL = 34
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One search: what it starts from and within what."""
+
+    plan: Plan
+    catalog: Catalog
+    space: Space
+    constraints: Constraints
+
+
+def plan_label(plan: Plan, catalog: Catalog) -> str:
+    """'29+12 B200', '4+2 H200 tp2', '45 B300+19 H200'."""
+    t, d = plan.target, plan.drafter
+    name = {key: catalog.gpus[key].name if key in catalog.gpus else key
+            for key in (t.gpu, d.gpu)}
+    tp = f" tp{t.tp}" if t.tp > 1 else ""
+    if t.gpu == d.gpu:
+        return f"{t.count}+{d.count} {name[t.gpu]}{tp}"
+    return f"{t.count} {name[t.gpu]}{tp}+{d.count} {name[d.gpu]}"
+
+
+def days(value: float) -> str:
+    """Hours below a day ('7.7 h'), else days ('1.6 d'): short, and never '0.0'."""
+    return f"{value * 24:,.1f} h" if value < 1 else f"{value:,.1f} d"
+
+
+def rows(result: Result) -> list[tuple[str, Candidate]]:
+    """The winners first (one row per plan, naming every objective it wins), then the rest
+    of the front, fastest first."""
+    picks: list[tuple[str, Candidate]] = []
+    for tag, c in (("cheap", result.cheapest_within_deadline),
+                   ("fast", result.fastest_within_budget),
+                   ("tok/cost", result.most_tokens_per_cost)):
+        if c is None:
+            continue
+        for i, (tags, other) in enumerate(picks):
+            if other.plan == c.plan:
+                picks[i] = (f"{tags}+{tag}", other)
+                break
+        else:
+            picks.append((tag, c))
+    shown = [c.plan for _, c in picks]
+    return picks + [("front", c) for c in result.front if c.plan not in shown]
+
+
+class SearchScreen(Screen[None]):
+    """Search from the planner's current plan."""
+
+    BINDINGS = [
+        Binding("escape,f5", "app.pop_screen", "Back", id="search-back"),
+        Binding("ctrl+o", "open_result", "Open as plan", id="search-open", priority=True,
+                tooltip="Make the highlighted result the current plan (the current one "
+                        "becomes the baseline)"),
+        Binding("f3", "show('search-front')", "Table", id="search-table-tab"),
+        Binding("f4", "show('search-chart')", "Chart", id="search-chart-tab"),
+    ]
+
+    DEFAULT_CSS = """
+    SearchScreen { overflow: hidden hidden; }
+    SearchScreen #search-title { height: 1; background: $panel; width: 1fr;
+        content-align: center middle; text-wrap: nowrap; text-overflow: ellipsis; }
+    SearchScreen .search-row { height: 1; margin: 0 1; }
+    SearchScreen .search-row Label { padding: 0 1 0 0; color: $text-muted; }
+    SearchScreen .search-row Label.unit { padding: 0 2 0 1; }
+    SearchScreen .search-row Input { width: 7; }
+    SearchScreen .search-row Input.-invalid { background: $error 30%; }
+    SearchScreen #search-gpus { width: 1fr; }
+    SearchScreen Checkbox { margin-left: 2; }
+    SearchScreen #search-status { height: auto; margin: 0 1; }
+    SearchScreen #search-status.-none { color: $text-warning; }
+    SearchScreen #search-status.-error { color: $error; }
+    SearchScreen #search-table.-both { height: auto; max-height: 14; }
+    SearchScreen #pareto.-both { margin-top: 1; }
+    SearchScreen #search-table { height: 1fr; scrollbar-size: 1 1; }
+    """
+
+    def __init__(self, planner: PlannerScreen) -> None:
+        super().__init__()
+        self.planner = planner
+        self.state = planner.state
+        self.result: Result | None = None
+        self.candidates: list[Candidate] = []
+        self.query_count = 0             # the latest search; older ones are dropped
+        self.started = 0.0
+        self.share = 0.0                 # of the running search, for its progress
+        self._busy: Timer | None = None
+
+    # --- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        unit = self.state.projection.cost_unit
+        yield Static(f"Search from {self.state.name}", id="search-title")
+        with Horizontal(classes="search-row"):
+            yield Label("deadline")
+            yield Input("", id="search-deadline", compact=True, placeholder="none")
+            yield Label("days", classes="unit")
+            yield Label("budget")
+            yield Input("", id="search-budget", compact=True, placeholder="none")
+            yield Label(fmt.cost(0, unit, compact=True).split(" ", 1)[-1]
+                        if unit != "USD" else "USD", classes="unit")
+            yield Label("max GPUs")
+            yield Input("64", id="search-max-gpus", compact=True)
+        with Horizontal(classes="search-row"):
+            yield Label("GPU types")
+            yield Input("", id="search-gpus", compact=True, placeholder="all with a price")
+            yield Checkbox("mixed", id="search-mixed", compact=True,
+                           tooltip="The two roles may use different GPU types")
+            yield Checkbox("one node", id="search-one-node", compact=True,
+                           tooltip="The pipeline needs both roles on one node")
+        yield Static("", id="search-status")
+        # Below TALL rows the table and the chart take turns (tabs); from TALL, both show.
+        yield Tabs(Tab("Front and winners", id="search-front"),
+                   Tab("Pareto chart", id="search-chart"), id="search-tabs")
+        yield DataTable(id="search-table", cursor_type="row", zebra_stripes=True)
+        yield Chart(id="pareto")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#search-table", DataTable)
+        unit = self.state.projection.cost_unit
+        cost = "$" if unit == "USD" else "cost"
+        for label, key in (("best for", "tag"), ("plan", "plan"), ("Ktok/s", "ktok"),
+                           ("time", "days"), ("at worst", "worst"), (cost, "cost"),
+                           ("bound", "bound")):
+            table.add_column(label, key=key)
+        self.query_one("#search-deadline", Input).focus()
+        self.refresh_search()
+
+    # --- constraints ----------------------------------------------------------------------
+
+    def wanted(self) -> Query:
+        """The search the inputs ask for (PlanError naming the input that is wrong)."""
+        def number(widget: str, what: str, whole: bool = False) -> float | None:
+            text = self.query_one(f"#{widget}", Input).value.strip().replace(",", "")
+            if not text:
+                return None
+            try:
+                value = int(text) if whole else float(text)
+            except ValueError:
+                raise PlanError(f"{what}: '{text}' is not a "
+                                f"{'whole number' if whole else 'number'}", widget) from None
+            if not value > 0 or value == float("inf"):
+                raise PlanError(f"{what}: must be above 0 (empty for none)", widget)
+            return value
+
+        deadline = number("search-deadline", "deadline")
+        budget = number("search-budget", "budget")
+        max_gpus = number("search-max-gpus", "max GPUs", whole=True)
+        if max_gpus is None or not 2 <= max_gpus <= MAX_SEARCH_GPUS:
+            raise PlanError(f"max GPUs: 2 to {MAX_SEARCH_GPUS}", "search-max-gpus")
+        state = self.state
+        text = self.query_one("#search-gpus", Input).value
+        keys = tuple(k.strip().lower() for k in text.replace(" ", ",").split(",") if k.strip())
+        unknown = [k for k in keys if k not in state.catalog.gpus]
+        if unknown:
+            raise PlanError(f"GPU types: unknown {', '.join(unknown)} (dflash-plan gpus "
+                            f"lists them: {', '.join(list(state.catalog.gpus)[:4])}, ...)",
+                            "search-gpus")
+        space = default_space(state.plan, state.catalog, keys or None, max_gpus=int(max_gpus),
+                              mixed=self.query_one("#search-mixed", Checkbox).value,
+                              one_node=self.query_one("#search-one-node", Checkbox).value)
+        return Query(state.plan, state.catalog, space, Constraints(deadline, budget))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.refresh_search()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        self.refresh_search()
+
+    def refresh_search(self) -> None:
+        """Search again for the inputs as they are (the previous search is cancelled)."""
+        for widget in self.query(".search-row Input"):
+            widget.remove_class("-invalid")
+        self.query_count += 1
+        try:
+            query = self.wanted()
+        except PlanError as err:
+            if err.key:
+                self.query_one(f"#{err.key}", Input).add_class("-invalid")
+            self.workers.cancel_group(self, "search")
+            self._done()
+            self._status(str(err), "-error")
+            return
+        self.started = time.monotonic()
+        self.share = 0.0
+        if self._busy is not None:
+            self._busy.stop()
+        self._busy = self.set_timer(PROGRESS_AFTER_S, self._show_busy)
+        self.run_search(self.query_count, query)
+
+    def _show_busy(self) -> None:
+        """A search still running after PROGRESS_AFTER_S: say so, with its progress."""
+        done = (f"{self.share:.0%} of the GPU types" if self.share < 1
+                else "projecting the front")
+        self._status(f"searching… {done} (change a constraint to start again)")
+
+    # --- searching ------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="search")
+    def run_search(self, count: int, query: Query) -> None:
+        worker = get_current_worker()
+
+        def progress(share: float) -> bool:
+            if worker.is_cancelled:
+                return False
+            if count == self.query_count:
+                self.share = share
+                if time.monotonic() - self.started > PROGRESS_AFTER_S:
+                    self.app.call_from_thread(self._progress, count)
+            return True
+
+        try:
+            result = search(query.plan, query.catalog, query.space, query.constraints, progress)
+        except PlanError as err:
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._failed, count, str(err))
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self.show, count, query, result)
+
+    def _status(self, text: str, kind: str = "") -> None:
+        status = self.query_one("#search-status", Static)
+        status.update(text)
+        status.set_classes(kind)
+
+    def _progress(self, count: int) -> None:
+        if count == self.query_count:
+            self._show_busy()
+
+    def _done(self) -> None:
+        if self._busy is not None:
+            self._busy.stop()
+            self._busy = None
+
+    def _failed(self, count: int, reason: str) -> None:
+        if count == self.query_count:
+            self._done()
+            self._status(reason, "-error")
+
+    def show(self, count: int, query: Query, result: Result) -> None:
+        """A finished search: the table, the chart and what was searched."""
+        if count != self.query_count:
+            return
+        self._done()
+        self.result = result
+        picked = rows(result)
+        self.candidates = [c for _, c in picked]
+        table = self.query_one("#search-table", DataTable)
+        table.clear()
+        deadline = query.constraints.deadline_days
+        for tag, c in picked:
+            p = c.projection
+            worst = Text(days(c.pessimistic_days), justify="right")
+            if c.meets_deadline_pessimistic is not None:
+                worst.append(" ✓" if c.meets_deadline_pessimistic else " ✗",
+                             style="green" if c.meets_deadline_pessimistic else "red")
+            table.add_row(Text(tag, style="bold" if tag != "front" else "dim"),
+                          plan_label(c.plan, query.catalog),
+                          Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
+                          Text(days(c.days), justify="right"), worst,
+                          Text(f"{c.cost:,.0f}", justify="right"), p.bottleneck or fmt.DASH)
+        if result.why_none:
+            self._status(f"No plan: {result.why_none}.", "-none")
+        else:
+            text = (f"{result.evaluated:,} plans, {result.feasible:,} within the limits, "
+                    f"{len(result.front)} on the front")
+            if deadline is not None:
+                text += f"; ✓: {deadline:g} days at worst"
+            self._status(text)
+        state = self.state
+        self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
+            plt, result.front, state.projection, state.baseline.projection, result.cost_unit,
+            deadline, query.constraints.budget))
+
+    # --- actions --------------------------------------------------------------------------
+
+    def action_show(self, tab: str) -> None:
+        self.query_one(Tabs).active = tab
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The table and the chart both show on a tall screen: no keys to switch them.
+        return action != "show" or self.size.height < TALL
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        event.stop()
+        self._arrange()
+
+    def on_resize(self) -> None:
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Tall enough: the table over the chart; else the active tab's."""
+        both = self.size.height >= TALL
+        chart = self.query_one(Tabs).active == "search-chart"
+        self.refresh_bindings()
+        self.query_one(Tabs).display = not both
+        self.query_one("#search-table").set_class(both, "-both").display = both or not chart
+        self.query_one("#pareto").set_class(both, "-both").display = both or chart
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_result()
+
+    def selected(self) -> Candidate | None:
+        table = self.query_one("#search-table", DataTable)
+        row = table.cursor_row
+        return self.candidates[row] if 0 <= row < len(self.candidates) else None
+
+    def action_open_result(self) -> None:
+        chosen = self.selected()
+        if chosen is None:
+            self.notify("No result to open", severity="warning")
+            return
+        self.planner.flush()
+        if self.state.broken:
+            self.notify("Fix the marked field of the plan first", severity="warning")
+            return
+        previous = open_candidate(self.planner, chosen)
+        self.app.pop_screen()
+        self.app.notify(f"Opened {plan_label(chosen.plan, self.state.catalog)}; "
+                        f"baseline: {previous}")
+
+
+def open_candidate(planner: PlannerScreen, chosen: Candidate) -> str:
+    """Make a search result the current plan, the plan it replaces the baseline (pinned,
+    unless it is the baseline already); the baseline's name."""
+    state = planner.state
+    planner.flush()
+    state.adopt(chosen.plan)
+    planner.publish()
+    return state.baseline.name
