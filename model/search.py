@@ -126,7 +126,8 @@ class _Block:
     days: np.ndarray
     cost: np.ndarray
     slow_days: np.ndarray
-    ok: np.ndarray
+    fits: np.ndarray
+    nodes: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +141,13 @@ class _Shared:
 
 def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
     r = resolve(plan, catalog)
-    view = prices(plan, dict(catalog.gpus), keys)
+    view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
     by_gpu = {k: rates(r, catalog, catalog.gpus[k], catalog.gpus[k]) for k in keys}
     return _Shared(r, view, by_gpu)
 
 
 def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int,
-           space: Space, constraints: Constraints, rejected: dict[str, int]) -> _Block | None:
+           space: Space) -> _Block | None:
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -157,7 +158,6 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     tw = shared.rates[t_key].target_work
     w = plan.workload
     targets, drafters = _splits(space.max_gpus, tp)
-    n = targets.size
 
     def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float) -> PipelineInputs:
         return pipeline_inputs(t_gpu, d_gpu, tp, target_tokens_per_s, drafter_tokens_per_s,
@@ -174,8 +174,8 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
     days = total_tokens / tokens / SECONDS_PER_DAY
     slow_days = total_tokens / np.asarray(slow.tokens_per_s, float) / SECONDS_PER_DAY
-    unit_t = plan.cost.unit_gpus.get(t_key, 1)
-    unit_d = plan.cost.unit_gpus.get(d_key, 1)
+    unit_t = view.by_gpu[t_key].unit_gpus
+    unit_d = view.by_gpu[d_key].unit_gpus
     if t_key == d_key:
         billed_total = -(-(targets + drafters) // unit_t) * unit_t
         cost_per_hour = billed_total * p_t
@@ -194,19 +194,8 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     fixed = one.needed_gb - state
     drafter_fits = fixed + state / drafters <= d_gpu.memory_gb
     fits = drafter_fits & t_mem.fits
-    nodes = np.asarray(central.nodes)
-    ok = fits.copy()
-    rejected["memory"] = rejected.get("memory", 0) + int(n - fits.sum())
-    for name, limit in (("nodes", (nodes <= space.max_nodes) if space.max_nodes else None),
-                        ("one node", (nodes == 1) if space.one_node else None),
-                        ("deadline", (days <= constraints.deadline_days)
-                         if constraints.deadline_days is not None else None),
-                        ("budget", (cost <= constraints.budget)
-                         if constraints.budget is not None else None)):
-        if limit is not None:
-            rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
-            ok &= limit
-    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, ok)
+    nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
+    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, fits, nodes)
 
 
 def _pareto(days: np.ndarray, cost: np.ndarray) -> np.ndarray:
@@ -218,45 +207,92 @@ def _pareto(days: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return order[sorted_cost < cheapest_before * (1 - 1e-12)]
 
 
-def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
-           progress: Callable[[float], bool] | None = None) -> Result:
-    """The front and the winners. `progress(share_done)` may return False to cancel."""
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Every configuration of one plan and search space with its central and pessimistic
+    days, cost, memory fit and nodes: what constraints are applied to. Ranking a sweep
+    again for other constraints costs no second sweep (the app re-ranks as you type)."""
+
+    plan: Plan
+    catalog: Catalog
+    space: Space
+    blocks: tuple[_Block, ...]
+    cost_unit: str
+    complete: bool                   # False when cancelled part way
+
+    @property
+    def evaluated(self) -> int:
+        return sum(b.targets.size for b in self.blocks)
+
+
+def sweep(plan: Plan, catalog: Catalog, space: Space,
+          progress: Callable[[float], bool] | None = None) -> Sweep:
+    """Every GPU type per role x TP x split of the space. `progress(share_done)` may
+    return False to cancel (the sweep is then incomplete)."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
         raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
                         f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus
              if space.mixed or t == d]
-    rejected: dict[str, int] = {}
-    blocks: list[_Block] = []
     shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus
                                                         + space.drafter_gpus)))
+    blocks: list[_Block] = []
+    complete = True
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            block = _block(plan, catalog, shared, t_key, d_key, tp, space, constraints,
-                           rejected)
+            block = _block(plan, catalog, shared, t_key, d_key, tp, space)
             if block is not None:
                 blocks.append(block)
         if progress is not None and progress((i + 1) / len(pairs)) is False:
+            complete = False
             break
-    evaluated = sum(b.targets.size for b in blocks)
-    view = shared.prices
+    return Sweep(plan, catalog, space, tuple(blocks), shared.prices.unit, complete)
+
+
+def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
+           progress: Callable[[float], bool] | None = None) -> Result:
+    """The front and the winners. `progress(share_done)` may return False to cancel."""
+    return rank(sweep(plan, catalog, space, progress), constraints)
+
+
+def rank(swept: Sweep, constraints: Constraints) -> Result:
+    """The Pareto front and the winners of a sweep under the constraints."""
+    plan, catalog, space = swept.plan, swept.catalog, swept.space
+    blocks = list(swept.blocks)
+    rejected: dict[str, int] = {}
+    oks = []
+    for b in blocks:
+        ok = b.fits.copy()
+        rejected["memory"] = rejected.get("memory", 0) + int(b.targets.size - b.fits.sum())
+        for name, limit in (("nodes", (b.nodes <= space.max_nodes) if space.max_nodes
+                             else None),
+                            ("one node", (b.nodes == 1) if space.one_node else None),
+                            ("deadline", (b.days <= constraints.deadline_days)
+                             if constraints.deadline_days is not None else None),
+                            ("budget", (b.cost <= constraints.budget)
+                             if constraints.budget is not None else None)):
+            if limit is not None:
+                rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
+                ok &= limit
+        oks.append(ok)
+    evaluated = swept.evaluated
     if not blocks:
-        return Result(evaluated, 0, (), None, None, None, view.unit,
+        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
                       why_none="no GPU type with a price to search (set cost.ratio or "
                                "cost.usd_per_gpu_hour for the types to include)",
                       rejected=rejected)
-    days = np.concatenate([b.days[b.ok] for b in blocks])
-    cost = np.concatenate([b.cost[b.ok] for b in blocks])
-    slow = np.concatenate([b.slow_days[b.ok] for b in blocks])
-    block_of = np.concatenate([np.full(int(b.ok.sum()), bi) for bi, b in enumerate(blocks)])
-    row_of = np.concatenate([np.flatnonzero(b.ok) for b in blocks])
+    days = np.concatenate([b.days[ok] for b, ok in zip(blocks, oks, strict=True)])
+    cost = np.concatenate([b.cost[ok] for b, ok in zip(blocks, oks, strict=True)])
+    slow = np.concatenate([b.slow_days[ok] for b, ok in zip(blocks, oks, strict=True)])
     if days.size == 0:
         worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
-        return Result(evaluated, 0, (), None, None, None, view.unit,
+        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
                       why_none=f"no configuration meets the constraints; most were stopped "
                                f"by {worst} ({rejected.get(worst, 0):,} of {evaluated:,})",
                       rejected=rejected)
+    block_of = np.concatenate([np.full(int(ok.sum()), bi) for bi, ok in enumerate(oks)])
+    row_of = np.concatenate([np.flatnonzero(ok) for ok in oks])
 
     def candidate(k: int) -> Candidate:
         b, j = blocks[int(block_of[k])], int(row_of[k])
@@ -267,7 +303,8 @@ def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
                  else pessimistic <= constraints.deadline_days)
         return Candidate(chosen, p, pessimistic, meets)
 
-    gpus = np.concatenate([(b.targets + b.drafters)[b.ok] for b in blocks])
+    gpus = np.concatenate([(b.targets + b.drafters)[ok] for b, ok in zip(blocks, oks,
+                                                                        strict=True)])
 
     def cheapest_index() -> int:
         # Cost per token is nearly flat in size for a balanced split, so many plans tie
@@ -281,8 +318,8 @@ def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
     # Every plan trains the same tokens, so the most tokens per unit of cost is the
     # cheapest plan, whatever the deadline.
     efficient = candidate(cheapest_index())
-    return Result(evaluated, int(days.size), front, cheapest, fastest, efficient, view.unit,
-                  rejected=rejected)
+    return Result(evaluated, int(days.size), front, cheapest, fastest, efficient,
+                  swept.cost_unit, rejected=rejected)
 
 
 def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,

@@ -36,8 +36,10 @@ from ..model.search import (
     Constraints,
     Result,
     Space,
+    Sweep,
     default_space,
-    search,
+    rank,
+    sweep,
 )
 from . import format as fmt
 from .charts import Chart, draw_pareto
@@ -136,6 +138,7 @@ class SearchScreen(Screen[None]):
         self.query_count = 0             # the latest search; older ones are dropped
         self.started = 0.0
         self.share = 0.0                 # of the running search, for its progress
+        self._sweep: Sweep | None = None   # the last complete sweep, ranked again
         self._busy: Timer | None = None
 
     # --- layout ---------------------------------------------------------------------------
@@ -265,7 +268,14 @@ class SearchScreen(Screen[None]):
             return True
 
         try:
-            result = search(query.plan, query.catalog, query.space, query.constraints, progress)
+            # Only the constraints changed: rank the last sweep again (no second sweep).
+            swept = self._sweep
+            if swept is None or (swept.plan, swept.catalog, swept.space) != (
+                    query.plan, query.catalog, query.space):
+                swept = sweep(query.plan, query.catalog, query.space, progress)
+                if swept.complete:
+                    self._sweep = swept
+            result = rank(swept, query.constraints)
         except PlanError as err:
             if not worker.is_cancelled:
                 self.app.call_from_thread(self._failed, count, str(err))
