@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 from dflash_plan.model.errors import PlanError
@@ -126,3 +128,20 @@ def test_launch_formats_are_the_registry(capsys):
     capsys.readouterr()
     with pytest.raises(PlanError, match="invalid choice: 'nope'"):
         build_parser("launch").parse_args(["launch", "--format", "nope"])
+
+
+def test_the_workload_from_a_specforge_config_and_a_dataset(tmp_path, capsys):
+    # SpecForge's 1-server disaggregated example (tests/data/runconfig, copied verbatim)
+    # and a small JSONL dataset: the plan takes their anchors, epochs and sample count,
+    # and says where each came from.
+    data = Path(__file__).parent / "data"
+    plan = tmp_path / "plan.toml"
+    assert main(["new", str(plan), "--from-config",
+                 str(data / "runconfig" / "specforge_disaggregated.yaml"),
+                 "--from-dataset", str(data / "dataset" / "mixed.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "training.num_anchors" in err and "mixed.jsonl" in err
+    doc = tomllib.loads(plan.read_text())
+    assert doc["workload"]["transport"] == "mooncake"
+    assert doc["workload"]["num_anchors"] == 512
+    assert main(["check", str(plan)]) in (0, 3)

@@ -1,5 +1,5 @@
 """Launch scripts: device assignment, formats, YAML keys against SpecForge's schema tables
-(shared reference pipelines.md), and hostile strings that must stay inert."""
+(docs/launch.md), and hostile strings that must stay inert."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dflash_plan.model.resolve import resolve
 from dflash_plan.tui.cli import main
 from support import edit
 
-# --- SpecForge's schema, from the tables in pipelines.md (extra keys are rejected) --------
+# --- SpecForge's schema, as docs/launch.md lists it (extra keys are rejected) --------
 SGLANG = "sglang_"
 ALLOWED = {
     (): {"model", "data", "training", "tracking", "profiling", "runtime", "deployment",
