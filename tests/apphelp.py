@@ -76,3 +76,37 @@ def error(app, key: str) -> str:
     """The error shown under a field ('' when none)."""
     found = app.screen.query(f"#error-{widget_id(key)}")
     return text(app, f"error-{widget_id(key)}") if found and found.first().display else ""
+
+
+def scene_extension(prefix: str) -> type:
+    """Snapshot files named PREFIX[SCENE-SIZE].svg, one per scene and size."""
+    from pytest_textual_snapshot import SVGImageExtension
+
+    class Scenes(SVGImageExtension):
+        @classmethod
+        def get_snapshot_name(cls, *, test_location: Any, index: Any = 0) -> str:
+            return f"{prefix}[{index}]"
+
+    return Scenes
+
+
+async def snap_scenes(snapshot: Any, prefix: str, size_name: str, size: tuple[int, int],
+                      scenes: dict[str, Any], fresh: Any) -> list[str]:
+    """Run every scene in one app (starting an app is most of a snapshot's cost) and
+    compare each screen with its file; the names of the scenes that changed.
+    `scenes` maps a name to `scene` or `(scene, start_fresh)`; `fresh(pilot)` resets."""
+    snapshot = snapshot.use_extension(scene_extension(prefix))
+    changed = []
+    app = planner()
+    async with app.run_test(size=size) as pilot:
+        for name, entry in scenes.items():
+            scene, start_fresh = entry if isinstance(entry, tuple) else (entry, True)
+            if start_fresh:
+                await fresh(pilot)
+            await scene(pilot)
+            await pilot.pause()
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause()
+            if snapshot(name=f"{name}-{size_name}") != app.export_screenshot(title=app.title):
+                changed.append(name)
+    return changed

@@ -9,8 +9,7 @@ Accept them with `pytest --snapshot-update`.
 from __future__ import annotations
 
 import pytest
-from apphelp import choose, planner, put, steady_cursors  # noqa: F401
-from pytest_textual_snapshot import SVGImageExtension
+from apphelp import choose, put, snap_scenes, steady_cursors  # noqa: F401
 from textual.widgets import TabbedContent
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
@@ -76,27 +75,7 @@ async def _fresh(pilot) -> None:
     await pilot.pause()
 
 
-class Screens(SVGImageExtension):
-    """One file per scene and size, test_screen[SCENE-SIZE].svg, whichever size's test
-    took it."""
-
-    @classmethod
-    def get_snapshot_name(cls, *, test_location, index=0) -> str:
-        return f"test_screen[{index}]"
-
-
 @pytest.mark.parametrize("size", SIZES)
 async def test_screen(snapshot, size):
-    snapshot = snapshot.use_extension(Screens)
-    mismatched = []
-    app = planner()
-    async with app.run_test(size=SIZES[size]) as pilot:
-        for name, scene in SCENES.items():
-            await _fresh(pilot)
-            await scene(pilot)
-            await pilot.pause()
-            await pilot.wait_for_scheduled_animations()
-            await pilot.pause()
-            if snapshot(name=f"{name}-{size}") != app.export_screenshot(title=app.title):
-                mismatched.append(name)
-    assert not mismatched, f"changed at {size}: {', '.join(mismatched)} (look at the pictures)"
+    changed = await snap_scenes(snapshot, "test_screen", size, SIZES[size], SCENES, _fresh)
+    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"

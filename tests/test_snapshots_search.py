@@ -10,8 +10,7 @@ Accept them with `pytest --snapshot-update`. The Search view with its Pareto cha
 from __future__ import annotations
 
 import pytest
-from apphelp import planner, settle, steady_cursors  # noqa: F401
-from pytest_textual_snapshot import SVGImageExtension
+from apphelp import settle, snap_scenes, steady_cursors  # noqa: F401
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 USERS = "b200,b300,h200,rtx-pro-6000"
@@ -72,25 +71,8 @@ async def _fresh(pilot) -> None:
     await pilot.pause()
 
 
-class Screens(SVGImageExtension):
-    @classmethod
-    def get_snapshot_name(cls, *, test_location, index=0) -> str:
-        return f"test_search_screen[{index}]"
-
-
 @pytest.mark.parametrize("size", SIZES)
 async def test_search_screen(snapshot, size):
-    snapshot = snapshot.use_extension(Screens)
-    mismatched = []
-    app = planner()
-    async with app.run_test(size=SIZES[size]) as pilot:
-        for name, (scene, fresh) in SCENES.items():
-            if fresh:
-                await _fresh(pilot)
-            await scene(pilot)
-            await pilot.pause()
-            await pilot.wait_for_scheduled_animations()
-            await pilot.pause()
-            if snapshot(name=f"{name}-{size}") != app.export_screenshot(title=app.title):
-                mismatched.append(name)
-    assert not mismatched, f"changed at {size}: {', '.join(mismatched)} (look at the pictures)"
+    changed = await snap_scenes(snapshot, "test_search_screen", size, SIZES[size], SCENES,
+                                _fresh)
+    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"
