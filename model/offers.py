@@ -23,7 +23,6 @@ from .validation import explain
 # A price older than this is flagged: rate cards move within months.
 PRICE_MAX_AGE_DAYS = 180
 Kind = Literal["on-demand", "spot", "reserved"]
-KINDS: tuple[str, ...] = ("on-demand", "spot", "reserved")
 
 
 class Offer(BaseModel):
@@ -88,6 +87,3 @@ def find(offers: Sequence[Offer], provider: str, gpu: str, kind: str) -> Offer |
     matches = [o for o in offers if o.provider == provider and o.gpu == gpu and o.kind == kind]
     return min(matches, key=lambda o: (o.unit_gpus, o.usd_per_gpu_hour), default=None)
 
-
-def providers(offers: Sequence[Offer]) -> tuple[str, ...]:
-    return tuple(sorted({o.provider for o in offers}))

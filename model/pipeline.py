@@ -218,7 +218,6 @@ TRAINER_FETCH_BYTES_PER_S = 2.1e9
 # Cross-node transfers reach this share of the NIC rate (Mooncake's vLLM benchmark:
 # 142 of about 200 GB/s on 8 RoCE NICs, the fit half of the validation set).
 NETWORK_EFFICIENCY = 0.71
-TRANSPORTS = ("mooncake", "direct")
 
 
 def hidden_state_path(target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float,

@@ -31,11 +31,9 @@ from dataclasses import dataclass, replace
 from .calibration import measurements
 from .catalog import Catalog
 from .hardware import Gpu
-from .plan import Plan, Workload
+from .plan import Workload
 from .resolve import Resolved, resolve
 from .work import DrafterWork, TargetWork, drafter_work, target_work
-
-ROLES = ("target", "drafter")
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +349,3 @@ def measured_implied(role: str, r: Resolved, catalog: Catalog
             out[p.gpu.key] = (p.tokens_per_s, roof_of(p.gpu, r.plan.workload))
     return out
 
-
-def plan_rates(plan: Plan, catalog: Catalog) -> Rates:
-    return rates(resolve(plan, catalog), catalog)

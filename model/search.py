@@ -332,10 +332,3 @@ def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = N
         catalog.gpu(key, "search.gpus")
     return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)
 
-
-def rate_of(candidate: Candidate) -> float:
-    """Dataset tokens per unit of cost: what `most_tokens_per_cost` maximises."""
-    p = candidate.projection
-    tokens = p.tokens_per_epoch * p.epochs
-    return tokens / candidate.cost
-
