@@ -4,13 +4,42 @@ the plan key that named the missing entry."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, overload
 
 from .errors import PlanError, suggest
 from .hardware import Gpu
-from .offers import Offer
 from .targets import PRESETS, TargetModel
+
+if TYPE_CHECKING:
+    from .offers import Offer
+
+
+class Deferred(Sequence["Offer"]):
+    """Rental offers read on first use: most plans never name a provider, and parsing
+    and validating the offer table is a tenth of `project --json`'s start-up. A bad
+    user offers.toml is reported (one line, PlanError) by the first command that needs
+    offers."""
+
+    def __init__(self, load: Callable[[], Iterable[Offer]]) -> None:
+        self._load = load
+        self._items: tuple[Offer, ...] | None = None
+
+    def _all(self) -> tuple[Offer, ...]:
+        if self._items is None:
+            self._items = tuple(self._load())
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> Offer: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Offer]: ...
+    def __getitem__(self, index: int | slice) -> Offer | Sequence[Offer]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +50,7 @@ class Catalog:
 
     gpus: Mapping[str, Gpu]
     models: Mapping[str, TargetModel] = field(default_factory=lambda: dict(PRESETS))
-    offers: tuple[Offer, ...] = ()
+    offers: Sequence[Offer] = ()
     today: dt.date | None = None
 
     def with_model(self, spec: str, model: TargetModel) -> Catalog:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .hardware import Gpu
-from .offers import Offer, find
 from .plan import Plan
+
+if TYPE_CHECKING:
+    from .offers import Offer
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,11 @@ def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
     reference = cost.reference_gpu or plan.target.gpu
 
     def offer_of(key: str) -> Offer | None:
-        return find(offers, cost.provider, key, cost.kind) if cost.provider else None
+        if not cost.provider:
+            return None
+        from .offers import find  # the offer table loads only for a provider's plan
+
+        return find(offers, cost.provider, key, cost.kind)
 
     def usd_of(key: str) -> float | None:
         """The USD price a GPU has without a plan ratio: plan, offer, catalog."""

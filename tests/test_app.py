@@ -59,9 +59,10 @@ async def test_a_burst_of_keys_is_one_recompute():
         while app.planner.recompute_count == before and time.monotonic() < deadline:
             await pilot.pause(DEBOUNCE_S)
         await pilot.pause(DEBOUNCE_S * 3)
-        # Seven edits, one recompute (two when a loaded machine spreads the burst's
-        # messages over more than one debounce interval).
-        assert before + 1 <= app.planner.recompute_count <= before + 2
+        # Seven edits: the first at once, the other six in one recompute at the end of the
+        # burst (one more when a loaded machine spreads the burst's messages over more
+        # than one debounce interval).
+        assert before + 2 <= app.planner.recompute_count <= before + 3
         assert "17.6 days" in text(app, "figures")       # twice the samples: 2 x 8.8 days
 
 
@@ -205,7 +206,7 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
         await choose(pilot, "drafter.gpu", "b200")
         name_field = app.screen.query_one("#name", Input)
         assert name_field.placeholder == "3 targets + 1 drafter, B200, Qwen3-8B"
-        assert app.screen.title == name_field.placeholder          # the header names it
+        assert name_field.placeholder in text(app, "title-bar")   # the title bar names it
         # Against the baseline, named as it was opened (the figures are the model's:
         # test_projection.py derives them).
         b200 = project(app.state.plan, app.state.catalog)

@@ -18,8 +18,8 @@ from .dialogs import ConfirmDialog, HelpScreen, PathDialog
 from .planner.screen import PlannerScreen
 from .state import Planner
 
-# Quiet time after a keystroke before the numbers are recomputed: bursts (a paste, a held
-# key) cost one projection, while a person typing sees every keystroke's figures.
+# A keystroke after this much quiet is recomputed at once; keys closer together than this
+# (a paste, a held key) wait for the end of the burst and cost one more projection.
 DEBOUNCE_S = 0.02
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model.catalog import Catalog
+from ..model.catalog import Catalog, Deferred
 from ..model.errors import PlanError
 from ..model.hardware import builtin_gpus, load_gpu_file
 from ..model.plan import Plan, load_plan
 from ..model.targets import resolve_target
 from ..model.tomlfile import read_toml
+
+if TYPE_CHECKING:
+    from ..model.offers import Offer
 
 CONFIG_DIR_ENV = "DFLASH_PLAN_CONFIG_DIR"
 
@@ -35,17 +39,22 @@ def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
     prices are judged (read here, at the edge: the model never reads the clock)."""
     import datetime as dt
 
-    from ..model.offers import builtin_offers, load_offer_file
-
     gpus = builtin_gpus()
     user_file = user_config_dir() / "hardware.toml"
     for path in ([user_file] if user_file.is_file() else []) + list(hardware_files or []):
         gpus = load_gpu_file(path, gpus)
+    return Catalog(gpus=gpus, offers=Deferred(_offers), today=dt.date.today())
+
+
+def _offers() -> tuple[Offer, ...]:
+    """The built-in rental offers, then the user config's offers.toml over them."""
+    from ..model.offers import builtin_offers, load_offer_file
+
     offers = builtin_offers()
     user_offers = user_config_dir() / "offers.toml"
     if user_offers.is_file():
         offers = load_offer_file(user_offers, offers)
-    return Catalog(gpus=gpus, offers=offers, today=dt.date.today())
+    return offers
 
 
 def user_template() -> str | None:

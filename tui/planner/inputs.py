@@ -192,14 +192,18 @@ class InputsPanel(VerticalScroll):
                         control.value = text
             row.show_error(view.errors.get(key))
         # A name derived from the plan shows as the name field's placeholder: it changes
-        # with every count, and a placeholder repaints without a layout pass.
-        self.rows["name"].control.placeholder = view.name    # type: ignore[union-attr]
+        # with every count, and a placeholder repaints without a layout pass. It is set
+        # after the figures are painted, for the reason the title bar is (screen.py).
+        self.call_after_refresh(self._show_name, view.name)
         for role in ("target", "drafter"):
             if self._units.get(role) != view.gpu_names[role]:
                 self._units[role] = view.gpu_names[role]
                 self.rows[f"measured.{role}"].set_unit(view.gpu_names[role])
         for key in ("price.drafter.ratio", "price.drafter.usd"):
             self.rows[key].show_row(not view.same_gpu)
+
+    def _show_name(self, name: str) -> None:
+        self.rows["name"].control.placeholder = name    # type: ignore[union-attr]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

@@ -43,12 +43,12 @@ def _better(high: float | None, low: float | None) -> str:
     return "green" if high > low else "red"
 
 
-def figures(p: Projection, stale: bool) -> Table:
-    """The headline figures: name, value (bold, struck through when stale) and a note."""
-    value_style = "bold strike" if stale else "bold"
-    table = Table.grid(padding=(0, 0))
-    table.add_column(width=NAME_WIDTH, no_wrap=True, style="dim")
-    table.add_column(ratio=1)
+FigureRow = tuple[str, str, str]
+
+
+def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
+    """The headline figures as (name, value, note) rows; a row without a name continues
+    the one above (a range, a cost note)."""
     measured = p.target.source == "measured" and p.bottleneck == "target"
     cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
     if p.cost_unit != "USD" and p.total_cost_usd:
@@ -62,7 +62,7 @@ def figures(p: Projection, stale: bool) -> Table:
             return ""
         return "range " + fmt.span(pair[0], pair[1], one)
 
-    rows = [
+    rows = (
         ("throughput", fmt.ktok(p.tokens_per_s),
          ("measured" if measured else "estimated") if p.fits else "does not fit"),
         ("", span("tokens_per_s", fmt.ktok), ""),
@@ -73,10 +73,17 @@ def figures(p: Projection, stale: bool) -> Table:
         ("", ", ".join(cost_note), ""),
         ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
         ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
-    ]
+    )
+    return tuple(row for row in rows if row[1])
+
+
+def figures_table(rows: tuple[FigureRow, ...], stale: bool) -> Table:
+    """The headline figures: name, value (bold, struck through when stale) and a note."""
+    value_style = "bold strike" if stale else "bold"
+    table = Table.grid(padding=(0, 0))
+    table.add_column(width=NAME_WIDTH, no_wrap=True, style="dim")
+    table.add_column(ratio=1)
     for name, value, note in rows:
-        if not value:
-            continue
         cell = Text(value, style=value_style if name else "dim", no_wrap=False)
         if note:
             cell.append("  " + note, style="dim")
@@ -202,7 +209,20 @@ def assumptions(p: Projection) -> Text:
     return text
 
 
-def replace(widget: Static, content: Table | Text | Content) -> None:
+Part = tuple[object, Callable[[], "Table | Text | Content | str"], bool]
+
+
+def _constant(content: Text | Content) -> Callable[[], Text | Content]:
+    return lambda: content
+
+
+def shown_key(content: Text | Content) -> tuple[object, ...]:
+    """What a widget shows, comparable: an unchanged figure costs no render."""
+    return (content.plain, tuple(content.spans),
+            content.style if isinstance(content, Text) else None)
+
+
+def replace(widget: Static, content: Table | Text | Content | str) -> None:
     """Update a Static; lay the screen out again only when its height changes (a layout
     pass costs more than everything else in an update)."""
     width, height = widget.content_size
@@ -219,41 +239,57 @@ class ResultsPanel(VerticalScroll):
     def __init__(self, first: View) -> None:
         super().__init__(id="results")
         self.first = first
-        self._shown = False
+        self._keys: dict[str, object] = {}      # what each Static shows now
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="banner")
+        # The first view's figures are composed in (filled after mounting, every Static
+        # would change height and the screen would be laid out twice before its first frame).
+        parts = self._parts(self.first)
+
+        def static(widget_id: str) -> Static:
+            key, content, shown = parts.get(widget_id, ("", lambda: "", False))
+            self._keys[widget_id] = key
+            widget = Static(content(), id=widget_id)
+            widget.display = shown
+            return widget
+
+        yield static("banner").set_class(self.first.stale, "-stale")
         with Vertical(id="result-columns"):
             with Vertical(id="col-main"):
-                yield Static("", id="figures")
-                yield Static("", id="versus")
-            yield Static("", id="side")
-        yield Static("", id="measurements")
-        yield Static("", id="warnings")
-        yield Static("", id="assumptions")
-
-    def on_mount(self) -> None:
-        self.watch_view(self.first)
+                yield static("figures")
+                yield static("versus")
+            yield static("side")
+        yield static("measurements")
+        yield static("warnings")
+        yield static("assumptions")
 
     def watch_view(self, view: View | None) -> None:
-        if view is None or (view is self.first and self.is_mounted and self._shown):
+        if view is None or view is self.first:
             return
-        self._shown = True
-        banner = self.query_one("#banner", Static)
-        if view.banner:
-            banner.update(("STALE: " if view.stale else "") + view.banner)
-        banner.display = bool(view.banner)
-        banner.set_class(view.stale, "-stale")
+        self.query_one("#banner", Static).set_class(view.stale, "-stale")
+        for widget_id, (key, content, shown) in self._parts(view).items():
+            widget = self.query_one(f"#{widget_id}", Static)
+            if self._keys.get(widget_id) != key:     # an unchanged figure costs no render
+                self._keys[widget_id] = key
+                replace(widget, content())
+            widget.display = shown
+
+    @staticmethod
+    def _parts(view: View) -> dict[str, Part]:
+        """Each Static's part of the view: what it shows, comparable; the content (built
+        only when it changed); whether it is shown."""
+        banner = ("STALE: " if view.stale else "") + (view.banner or "")
+        parts: dict[str, Part] = {"banner": (banner, lambda: banner, bool(view.banner))}
         p = view.projection
         if p is None:
-            return
-        replace(self.query_one("#figures", Static), figures(p, view.stale))
-        replace(self.query_one("#versus", Static), versus(view.comparison, view.baseline_name, p))
-        measured, known = self.query_one("#measurements", Static), measurements(p)
-        replace(measured, known)
-        measured.display = bool(known.plain)
-        replace(self.query_one("#side", Static), side(p))
-        warning_widget = self.query_one("#warnings", Static)
-        replace(warning_widget, warnings(p))
-        warning_widget.display = bool(p.warnings)
-        replace(self.query_one("#assumptions", Static), assumptions(p))
+            return parts
+        rows = figure_rows(p)
+        parts["figures"] = ((rows, view.stale), lambda: figures_table(rows, view.stale), True)
+        for widget_id, text, shown in (
+                ("versus", versus(view.comparison, view.baseline_name, p), True),
+                ("side", side(p), True),
+                ("measurements", (known := measurements(p)), bool(known.plain)),
+                ("warnings", warnings(p), bool(p.warnings)),
+                ("assumptions", assumptions(p), True)):
+            parts[widget_id] = (shown_key(text), _constant(text), shown)
+        return parts

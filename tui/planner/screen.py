@@ -6,7 +6,9 @@ launch script) runs in workers, dialogs are awaited in workers."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
+from time import monotonic
 
 from textual import work
 from textual.app import ComposeResult
@@ -125,6 +127,7 @@ class PlannerScreen(Screen[None]):
         self.state = state
         self.debounce_s = debounce_s
         self.recompute_count = 0
+        self._last_recompute_s = -math.inf
         self._timer: Timer | None = None
         self._launch: tuple[LaunchKey, str] | None = None
         self.set_reactive(PlannerScreen.view, state.view())
@@ -145,9 +148,6 @@ class PlannerScreen(Screen[None]):
                     yield LaunchPanel().data_bind(PlannerScreen.view)
         yield Footer(compact=True)
 
-    def on_mount(self) -> None:
-        self.title, self.sub_title = self.view.name, self.view.title
-
     # --- the state, shown ---------------------------------------------------------------
 
     def publish(self) -> None:
@@ -155,8 +155,10 @@ class PlannerScreen(Screen[None]):
         self.view = self.state.view()
 
     def watch_view(self, view: View) -> None:
-        self.title, self.sub_title = view.name, view.title
-        self.query_one(TitleBar).show(view)
+        # The name shows in the TitleBar only (Screen.title would repaint the whole screen),
+        # and after the figures have been painted: it changes with every count, and one
+        # update spanning the title row and the figures repaints every line in between.
+        self.call_after_refresh(self.query_one(TitleBar).show, view)
         if self._launch_shown:
             self.refresh_launch()
 
@@ -181,15 +183,18 @@ class PlannerScreen(Screen[None]):
             self._timer = None
 
     def _schedule(self) -> None:
-        """Recompute once a burst of keystrokes is over (at once without a debounce)."""
+        """Recompute at once for a keystroke after a quiet spell (what a person typing
+        sees), and once at the end of a burst (a paste, a held key) for the keys that
+        arrive within the debounce of the last recompute."""
         self._cancel()
-        if self.debounce_s <= 0:
+        if monotonic() - self._last_recompute_s >= self.debounce_s:
             self.recompute()
         else:
             self._timer = self.set_timer(self.debounce_s, self.recompute)
 
     def recompute(self) -> None:
         self._timer = None
+        self._last_recompute_s = monotonic()
         self.recompute_count += 1
         self.state.recompute()
         self.publish()
