@@ -71,3 +71,22 @@ def test_a_users_offer_replaces_the_shipped_one(tmp_path):
     assert find(offers, "lambda", "b200", "on-demand").usd_per_gpu_hour == 4.0
     assert sum(o.provider == "lambda" and o.gpu == "b200" and o.kind == "on-demand"
                for o in offers) == 1
+
+
+def test_a_bad_user_offer_file_stops_the_commands_that_read_offers(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Offers are read on first use: a plan without a provider never needs them (and
+    `project` does not pay for parsing them); a command that does names the file."""
+    from dflash_plan.tui.cli import main
+
+    (tmp_path / "offers.toml").write_text(
+        '[[offer]]\nprovider = "x"\ngpu = "b200"\nusd_per_gpu_hour = -1\ndate = "2026-01"\n')
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    assert main(["project", "--json"]) == 0
+    capsys.readouterr()
+    for argv in (["prices"], ["project", "--set", "cost.provider=lambda"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith("offers.toml: offer.0.usd_per_gpu_hour = -1: must be greater "
+                            "than 0.0"), err
+        assert "\n" not in err
