@@ -6,7 +6,9 @@ nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -75,6 +77,19 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
     )
     return tuple(row for row in rows if row[1])
+
+
+def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
+    """The headline figures as lines: name, value (bold, struck through when stale) and a
+    note; as figures_table shows them when no value wraps."""
+    value_style = "bold strike" if stale else "bold"
+    parts: list[str | tuple[str, str]] = []
+    for name, value, note in rows:
+        parts += [(f"{name:<{NAME_WIDTH}}", "dim"), (value, value_style if name else "dim")]
+        if note:
+            parts.append(("  " + note, "dim"))
+        parts.append("\n")
+    return Content.assemble(*parts[:-1])
 
 
 def figures_table(rows: tuple[FigureRow, ...], stale: bool) -> Table:
@@ -209,25 +224,59 @@ def assumptions(p: Projection) -> Text:
     return text
 
 
-Part = tuple[object, Callable[[], "Table | Text | Content | str"], bool]
+Shown = Table | Text | Content | str
 
 
-def _constant(content: Text | Content) -> Callable[[], Text | Content]:
-    return lambda: content
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One Static's part of a view: what it shows, comparable (an unchanged part costs no
+    render); its text as laid out without wrapping (a height measured without rendering);
+    the content for a width (0: not laid out yet), built only when the part changed;
+    whether it is shown."""
+
+    key: object
+    plain: str
+    content: Callable[[int], Shown]
+    shown: bool = True
 
 
-def shown_key(content: Text | Content) -> tuple[object, ...]:
-    """What a widget shows, comparable: an unchanged figure costs no render."""
-    return (content.plain, tuple(content.spans),
-            content.style if isinstance(content, Text) else None)
+def text_part(content: Text | Content, shown: bool = True) -> Part:
+    key = (content.plain, tuple(content.spans), content.style if isinstance(content, Text)
+           else None)
+    return Part(key, content.plain, lambda _width: content, shown)
 
 
-def replace(widget: Static, content: Table | Text | Content | str) -> None:
-    """Update a Static; lay the screen out again only when its height changes (a layout
-    pass costs more than everything else in an update)."""
+def figures_part(rows: tuple[FigureRow, ...], stale: bool) -> Part:
+    """The figures as plain lines (cheap to render) where every row fits the width, else
+    as a table whose values wrap under their column."""
+    lines = [f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "")
+             for name, value, note in rows]
+
+    def content(width: int) -> Shown:
+        if width and max(map(cell_len, lines), default=0) <= width:
+            return figures_content(rows, stale)
+        return figures_table(rows, stale)
+
+    return Part((rows, stale), "\n".join(lines), content)
+
+
+def height_unwrapped(plain: str, width: int) -> int | None:
+    """The lines a text takes at width when none of them wraps (None when one does)."""
+    lines = plain.split("\n")
+    return len(lines) if max(map(cell_len, lines)) <= width else None
+
+
+def replace(widget: Static, part: Part) -> None:
+    """Show a part in a Static; lay the screen out again only when its height changes (a
+    layout pass costs more than everything else in an update)."""
     width, height = widget.content_size
-    same = bool(width) and widget.display and visualize(widget, content).get_height(
-        widget.styles, width) == height                     # type: ignore[arg-type]
+    content = part.content(width)
+    same = False
+    if width and widget.display:
+        needed = height_unwrapped(part.plain, width)
+        if needed is None:
+            needed = visualize(widget, content).get_height(widget.styles, width)  # type: ignore[arg-type]
+        same = needed == height
     widget.update(content, layout=not same)
 
 
@@ -247,10 +296,10 @@ class ResultsPanel(VerticalScroll):
         parts = self._parts(self.first)
 
         def static(widget_id: str) -> Static:
-            key, content, shown = parts.get(widget_id, ("", lambda: "", False))
-            self._keys[widget_id] = key
-            widget = Static(content(), id=widget_id)
-            widget.display = shown
+            part = parts.get(widget_id, Part("", "", lambda _width: "", False))
+            self._keys[widget_id] = part.key
+            widget = Static(part.content(0), id=widget_id)
+            widget.display = part.shown
             return widget
 
         yield static("banner").set_class(self.first.stale, "-stale")
@@ -267,29 +316,27 @@ class ResultsPanel(VerticalScroll):
         if view is None or view is self.first:
             return
         self.query_one("#banner", Static).set_class(view.stale, "-stale")
-        for widget_id, (key, content, shown) in self._parts(view).items():
+        for widget_id, part in self._parts(view).items():
             widget = self.query_one(f"#{widget_id}", Static)
-            if self._keys.get(widget_id) != key:     # an unchanged figure costs no render
-                self._keys[widget_id] = key
-                replace(widget, content())
-            widget.display = shown
+            if self._keys.get(widget_id) != part.key:    # an unchanged part costs no render
+                self._keys[widget_id] = part.key
+                replace(widget, part)
+            widget.display = part.shown
 
     @staticmethod
     def _parts(view: View) -> dict[str, Part]:
-        """Each Static's part of the view: what it shows, comparable; the content (built
-        only when it changed); whether it is shown."""
+        """Each Static's part of the view."""
         banner = ("STALE: " if view.stale else "") + (view.banner or "")
-        parts: dict[str, Part] = {"banner": (banner, lambda: banner, bool(view.banner))}
+        parts = {"banner": Part(banner, banner, lambda _width: banner, bool(view.banner))}
         p = view.projection
         if p is None:
             return parts
-        rows = figure_rows(p)
-        parts["figures"] = ((rows, view.stale), lambda: figures_table(rows, view.stale), True)
-        for widget_id, text, shown in (
-                ("versus", versus(view.comparison, view.baseline_name, p), True),
-                ("side", side(p), True),
-                ("measurements", (known := measurements(p)), bool(known.plain)),
-                ("warnings", warnings(p), bool(p.warnings)),
-                ("assumptions", assumptions(p), True)):
-            parts[widget_id] = (shown_key(text), _constant(text), shown)
+        known = measurements(p)
+        parts.update(
+            figures=figures_part(figure_rows(p), view.stale),
+            versus=text_part(versus(view.comparison, view.baseline_name, p)),
+            side=text_part(side(p)),
+            measurements=text_part(known, bool(known.plain)),
+            warnings=text_part(warnings(p), bool(p.warnings)),
+            assumptions=text_part(assumptions(p)))
         return parts
