@@ -334,3 +334,37 @@ async def test_the_palette_has_every_action_in_plain_words():
         assert commands["Save as"] == "Save the plan to a new file"
         assert not any("`" in help or "then" in help for help in commands.values())
 
+
+
+async def test_the_footer_is_composed_again_only_when_its_keys_change():
+    from textual.widgets._footer import FooterKey
+
+    def shown(app) -> list[str]:
+        return [key.description for key in app.screen.query(FooterKey)]
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        keys = list(app.screen.query(FooterKey))
+        assert "Help" in shown(app) and "Save" in shown(app)
+        for field in ("#drafter-count", "#workload-samples", "#target-count"):
+            app.screen.query_one(field).focus()          # the bindings change, the keys not
+            await pilot.pause()
+        assert list(app.screen.query(FooterKey)) == keys  # the same widgets: not recomposed
+        await pilot.press("f5")                           # search: tall, no table/chart keys
+        await pilot.pause()
+        assert "Back" in shown(app) and "Chart" not in shown(app)
+        await pilot.resize_terminal(*SMALL)               # short: the keys to switch them
+        await pilot.pause()
+        assert "Table" in shown(app) and "Chart" in shown(app)
+
+
+async def test_the_collector_waits_for_the_first_frame_and_is_restored_on_exit():
+    import gc
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert gc.isenabled()                    # running again once the screen is up
+        assert gc.get_freeze_count() > 0         # the start-up's objects are skipped
+    assert gc.isenabled() and gc.get_freeze_count() == 0

@@ -4,6 +4,7 @@ lives in tui.state (the planning state) and tui.planner (its screen and panels).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -48,12 +49,32 @@ class PlannerApp(App[None]):
         path = Path(plan_path) if plan_path is not None else None
         self.state = Planner(load_catalog(hardware), path, template=user_template())
         self.debounce_s = debounce_s
+        # Start-up builds every widget, style and strip at once: the cyclic collector
+        # would walk them (and every imported module) twice before the first frame
+        # settles, a fifth of the start-up (scripts/bench_app.py). It is paused until
+        # then; what exists by then lives as long as the app, so it is frozen out of
+        # later collections (a keystroke never waits for a walk of it) until the app ends.
+        self._gc_paused = gc.isenabled()
+        gc.disable()
 
     def get_default_screen(self) -> Screen[None]:
         return PlannerScreen(self.state, self.debounce_s)
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
+        self.call_after_refresh(self._started)
+
+    def _started(self) -> None:
+        if self._gc_paused:
+            self._gc_paused = False
+            gc.freeze()
+            gc.enable()
+            self._frozen = True
+
+    def on_unmount(self) -> None:
+        self._started()                 # an app closed before its first frame
+        if getattr(self, "_frozen", False):
+            gc.unfreeze()
 
     @property
     def planner(self) -> PlannerScreen:

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
 
 from ..model.catalog import Catalog
@@ -22,6 +22,7 @@ from ..model.errors import PlanError
 from ..model.projection import Projection
 from ..model.search import Candidate
 from ..model.sensitivity import Bar, SplitCurve, split_curve, tornado
+from .footer import KeysFooter
 
 Draw = Callable[[Any], None]
 
@@ -227,7 +228,7 @@ class ChartsScreen(Screen[None]):
                     "central plan as each input moves across its range, largest first"),
                     classes="chart-why", id="tornado-key")
                 yield Chart(id="tornado-chart")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         p = self.projection

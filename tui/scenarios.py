@@ -11,11 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from ..model.compare import compare
 from ..model.projection import Projection
 from . import format as fmt
+from .footer import KeysFooter
 from .state import Scenario
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class ScenariosScreen(Screen[None]):
             yield DataTable(id="scenarios-table", cursor_type="column", zebra_stripes=True,
                             fixed_columns=1)
             yield Static("", id="scenarios-names")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.fill()

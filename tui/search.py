@@ -18,7 +18,6 @@ from textual.timer import Timer
 from textual.widgets import (
     Checkbox,
     DataTable,
-    Footer,
     Input,
     Label,
     Static,
@@ -43,6 +42,7 @@ from ..model.search import (
 )
 from . import format as fmt
 from .charts import Chart, draw_pareto
+from .footer import KeysFooter
 
 if TYPE_CHECKING:
     from .planner.screen import PlannerScreen
@@ -169,7 +169,7 @@ class SearchScreen(Screen[None]):
                    Tab("Pareto chart", id="search-chart"), id="search-tabs")
         yield DataTable(id="search-table", cursor_type="row", zebra_stripes=True)
         yield Chart(id="pareto")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#search-table", DataTable)

@@ -18,13 +18,14 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from ...model.catalog import Catalog
 from ...model.errors import PlanError
 from ...model.plan import Plan
 from ...model.tomlfile import write_atomic
 from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
+from ..footer import KeysFooter
 from ..state import Opened, Planner, View
 from .inputs import InputsPanel
 from .launch import LaunchPanel
@@ -146,7 +147,7 @@ class PlannerScreen(Screen[None]):
                     yield ResultsPanel(self.view).data_bind(PlannerScreen.view)
                 with TabPane("Launch", id="tab-launch"):
                     yield LaunchPanel().data_bind(PlannerScreen.view)
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     # --- the state, shown ---------------------------------------------------------------
 
