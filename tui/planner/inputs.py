@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
-from textual.validation import ValidationResult, Validator
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
@@ -22,28 +21,15 @@ from .messages import FieldEdited, FieldInvalid
 SPLIT_KEYS = frozenset({"less_than_sign", "greater_than_sign"})
 
 
-class FieldValue(Validator):
-    """A field's text is a value of its kind (the reason in plain words when it is not)."""
-
-    def __init__(self, spec: FieldSpec) -> None:
-        super().__init__()
-        self.spec = spec
-
-    def validate(self, value: str) -> ValidationResult:
-        try:
-            parse(self.spec, value)
-        except FieldError as err:
-            return self.failure(str(err))
-        return self.success()
-
-
 class FieldInput(Input):
     """A field's text input. `<` and `>` are not typed into it: they move a GPU."""
 
     def __init__(self, spec: FieldSpec, value: str) -> None:
+        # No Validator: the panel parses every change (on_input_changed) and the row marks
+        # a bad value (-problem); a validator would parse it twice, and restyle every
+        # field once more at start-up.
         super().__init__(value, id=spec.widget_id, compact=True, select_on_focus=True,
-                         classes="field-control" + (" -number" if spec.numeric else ""),
-                         validators=[FieldValue(spec)], validate_on=["changed"])
+                         classes="field-control" + (" -number" if spec.numeric else ""))
         self.spec = spec
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
