@@ -25,11 +25,12 @@ class FieldInput(Input):
     """A field's text input. `<` and `>` are not typed into it: they move a GPU."""
 
     def __init__(self, spec: FieldSpec, value: str) -> None:
-        # No Validator: the panel parses every change (on_input_changed) and the row marks
-        # a bad value (-problem); a validator would parse it twice, and restyle every
-        # field once more at start-up.
+        # No validation by the Input: the panel parses every change (on_input_changed) and
+        # the row marks a bad value (-problem); the Input's own would parse it twice and
+        # restyle every field once more at start-up (its -valid class).
         super().__init__(value, id=spec.widget_id, compact=True, select_on_focus=True,
-                         classes="field-control" + (" -number" if spec.numeric else ""))
+                         classes="field-control" + (" -number" if spec.numeric else ""),
+                         validate_on=[])
         self.spec = spec
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
