@@ -10,18 +10,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 from .config import load_catalog, user_template
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
+from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
 from .state import Planner
 
 # A keystroke after this much quiet is recomputed at once; keys closer together than this
 # (a paste, a held key) wait for the end of the burst and cost one more projection.
 DEBOUNCE_S = 0.02
+EDIT_KEYS = frozenset({"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w",
+                       "ctrl+x", "ctrl+v"})
 
 
 class PlannerApp(App[None]):
@@ -59,6 +63,14 @@ class PlannerApp(App[None]):
 
     def get_default_screen(self) -> Screen[None]:
         return PlannerScreen(self.state, self.debounce_s)
+
+    async def on_event(self, event: events.Event) -> None:
+        # A keystroke that edits a number field: its echo waits for its figures (one
+        # frame for both; PlannerScreen.hold_frames says why).
+        if (isinstance(event, events.Key) and (event.is_printable or event.key in EDIT_KEYS)
+                and isinstance(self.focused, FieldInput) and self.screen is self.planner):
+            self.planner.hold_frames()
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"

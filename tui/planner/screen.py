@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from contextlib import AbstractContextManager
 from pathlib import Path
 from time import monotonic
 
@@ -33,6 +34,10 @@ from .messages import FieldEdited, FieldInvalid
 from .results import ResultsPanel
 
 LaunchKey = tuple[Plan, Catalog, str, "str | None"]
+
+# The longest a keystroke holds the screen's frames while its figures are computed (a
+# projection takes a few milliseconds; this only bounds a keystroke that changes nothing).
+HOLD_S = 0.05
 
 
 def write_launch(plan: Plan, catalog: Catalog, fmt: str, template: str | None) -> str:
@@ -130,6 +135,8 @@ class PlannerScreen(Screen[None]):
         self.recompute_count = 0
         self._last_recompute_s = -math.inf
         self._timer: Timer | None = None
+        self._hold: AbstractContextManager[None] | None = None    # frames held (hold_frames)
+        self._hold_timer: Timer | None = None
         self._launch: tuple[LaunchKey, str] | None = None
         self.set_reactive(PlannerScreen.view, state.view())
 
@@ -154,6 +161,29 @@ class PlannerScreen(Screen[None]):
     def publish(self) -> None:
         """Show the state as it is now."""
         self.view = self.state.view()
+        # The widgets tell the screen what they repainted in messages of their own: the
+        # frames are released once the screen has heard from them.
+        self.call_after_refresh(self.release_frames)
+
+    # --- frames -------------------------------------------------------------------------
+
+    def hold_frames(self) -> None:
+        """Paint nothing until this keystroke's figures are shown (publish), for at most
+        HOLD_S. Textual paints a keystroke's echo at once and its next frame 17-33 ms
+        later (its frame timer skips a tick after a pause): the figures would wait for
+        that frame. Held, the echo and the figures share the first one."""
+        if self._hold is None:
+            self._hold = self.app.batch_update()
+            self._hold.__enter__()
+            self._hold_timer = self.set_timer(HOLD_S, self.release_frames)
+
+    def release_frames(self) -> None:
+        if self._hold is not None:
+            hold, self._hold = self._hold, None
+            if self._hold_timer is not None:
+                self._hold_timer.stop()
+                self._hold_timer = None
+            hold.__exit__(None, None, None)
 
     def watch_view(self, view: View) -> None:
         # The name shows in the TitleBar only (Screen.title would repaint the whole screen),
@@ -172,6 +202,8 @@ class PlannerScreen(Screen[None]):
     def on_field_edited(self, message: FieldEdited) -> None:
         if self.state.edit(message.key, message.value):
             self._schedule()
+        else:
+            self.release_frames()               # nothing to project: paint the echo
 
     def on_field_invalid(self, message: FieldInvalid) -> None:
         self._cancel()
@@ -191,6 +223,7 @@ class PlannerScreen(Screen[None]):
         if monotonic() - self._last_recompute_s >= self.debounce_s:
             self.recompute()
         else:
+            self.release_frames()               # a burst: its keys show as they come
             self._timer = self.set_timer(self.debounce_s, self.recompute)
 
     def recompute(self) -> None:
