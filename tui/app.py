@@ -50,16 +50,14 @@ class PlannerApp(App[None]):
     def __init__(self, plan_path: Path | str | None = None, *, hardware: list[Path] | None = None,
                  debounce_s: float = DEBOUNCE_S) -> None:
         super().__init__()
+        # What the imports built lives as long as the process: frozen out of the cyclic
+        # collector's walks from here (on_load says why the collector then waits).
+        gc.freeze()
         path = Path(plan_path) if plan_path is not None else None
         self.state = Planner(load_catalog(hardware), path, template=user_template())
         self.debounce_s = debounce_s
-        # Start-up builds every widget, style and strip at once: the cyclic collector
-        # would walk them (and every imported module) twice before the first frame
-        # settles, a fifth of the start-up (scripts/bench_app.py). It is paused until
-        # then; what exists by then lives as long as the app, so it is frozen out of
-        # later collections (a keystroke never waits for a walk of it) until the app ends.
-        self._gc_paused = gc.isenabled()
-        gc.disable()
+        self._gc_paused = False             # on_load to the first frame (on_load says why)
+        self._frozen = False
 
     def get_default_screen(self) -> Screen[None]:
         return PlannerScreen(self.state, self.debounce_s)
@@ -71,6 +69,15 @@ class PlannerApp(App[None]):
                 and isinstance(self.focused, FieldInput) and self.screen is self.planner):
             self.planner.hold_frames()
         await super().on_event(event)
+
+    def on_load(self) -> None:
+        # Start-up builds every widget, style and strip at once: the cyclic collector
+        # would walk them (and every imported module) twice before the first frame
+        # settles, a fifth of the start-up (scripts/bench_app.py). It is paused until
+        # then; what exists by then lives as long as the app, so it is frozen out of
+        # later collections (a keystroke never waits for a walk of it) until the app ends.
+        self._gc_paused = gc.isenabled()
+        gc.disable()
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
@@ -85,7 +92,8 @@ class PlannerApp(App[None]):
 
     def on_unmount(self) -> None:
         self._started()                 # an app closed before its first frame
-        if getattr(self, "_frozen", False):
+        if self._frozen:
+            self._frozen = False
             gc.unfreeze()
 
     @property
