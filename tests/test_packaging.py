@@ -11,6 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# One worker builds the wheel, once: setuptools builds in the source tree (build/, the
+# egg-info), and two workers building at once collide there (a failed build, seen under
+# load).
+pytestmark = pytest.mark.xdist_group("wheel")
+
 
 def modules_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],

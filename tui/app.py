@@ -21,8 +21,8 @@ from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
 from .state import Planner
 
-# A keystroke after this much quiet is recomputed at once; keys closer together than this
-# (a paste, a held key) wait for the end of the burst and cost one more projection.
+# An edit typed after this much quiet is recomputed at once; edits typed closer together
+# than this (a burst) wait for its end and cost one more projection.
 DEBOUNCE_S = 0.02
 EDIT_KEYS = frozenset({"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w",
                        "ctrl+x", "ctrl+v"})

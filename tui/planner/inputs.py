@@ -206,7 +206,7 @@ class InputsPanel(VerticalScroll):
         except FieldError as err:
             self.post_message(FieldInvalid(spec.key, str(err)))
             return
-        self.post_message(FieldEdited(spec.key, value))
+        self.post_message(FieldEdited(spec.key, value, event.time))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()

@@ -8,11 +8,13 @@ from textual.message import Message
 
 
 class FieldEdited(Message):
-    """A field now holds a value (key: a key of tui.fields.FIELDS, or launch.format)."""
+    """A field now holds a value (key: a key of tui.fields.FIELDS, or launch.format);
+    edited_at: when it was typed (the Input's own message time), else now."""
 
-    def __init__(self, key: str, value: Any) -> None:
+    def __init__(self, key: str, value: Any, edited_at: float | None = None) -> None:
         self.key, self.value = key, value
         super().__init__()
+        self.edited_at = self.time if edited_at is None else edited_at
 
 
 class FieldInvalid(Message):

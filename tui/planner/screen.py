@@ -9,7 +9,6 @@ import asyncio
 import math
 from contextlib import AbstractContextManager
 from pathlib import Path
-from time import monotonic
 
 from textual import work
 from textual.app import ComposeResult
@@ -133,7 +132,7 @@ class PlannerScreen(Screen[None]):
         self.state = state
         self.debounce_s = debounce_s
         self.recompute_count = 0
-        self._last_recompute_s = -math.inf
+        self._last_edit_at = -math.inf          # when the last edit was typed
         self._timer: Timer | None = None
         self._hold: AbstractContextManager[None] | None = None    # frames held (hold_frames)
         self._hold_timer: Timer | None = None
@@ -201,7 +200,7 @@ class PlannerScreen(Screen[None]):
 
     def on_field_edited(self, message: FieldEdited) -> None:
         if self.state.edit(message.key, message.value):
-            self._schedule()
+            self._schedule(message.edited_at)
         else:
             self.release_frames()               # nothing to project: paint the echo
 
@@ -215,12 +214,15 @@ class PlannerScreen(Screen[None]):
             self._timer.stop()
             self._timer = None
 
-    def _schedule(self) -> None:
-        """Recompute at once for a keystroke after a quiet spell (what a person typing
-        sees), and once at the end of a burst (a paste, a held key) for the keys that
-        arrive within the debounce of the last recompute."""
+    def _schedule(self, edited_at: float) -> None:
+        """Recompute at once for an edit typed after a quiet spell (what a person typing
+        sees), and once at the end of a burst for the edits typed within the debounce
+        of the one before. When an edit was typed counts, not when
+        it is handled: a loaded machine handles a burst slowly, and it stays a burst."""
         self._cancel()
-        if monotonic() - self._last_recompute_s >= self.debounce_s:
+        quiet = edited_at - self._last_edit_at >= self.debounce_s
+        self._last_edit_at = edited_at
+        if quiet:
             self.recompute()
         else:
             self.release_frames()               # a burst: its keys show as they come
@@ -228,7 +230,6 @@ class PlannerScreen(Screen[None]):
 
     def recompute(self) -> None:
         self._timer = None
-        self._last_recompute_s = monotonic()
         self.recompute_count += 1
         self.state.recompute()
         self.publish()
