@@ -18,7 +18,11 @@ from dflash_plan.tui.cli import main
 # B200 node with 1 target and 7 drafters at batch 2. Every drafter GPU trains 2 samples per
 # optimizer step in 0.125 s of compute: 16 samples/s per GPU; the pipeline delivers 20
 # samples/s. A batch of 16 or more runs out of memory.
+# A real probe trains for minutes while nvidia-smi samples in the background; the stub
+# finishes at once, so it first waits for the sampler's first lines (else a loaded machine
+# kills the sampler before it wrote any).
 SPECFORGE = """#!/usr/bin/env bash
+for _ in $(seq 200); do [ -s gpu.csv ] && break; sleep 0.05; done
 for arg in "$@"; do
   case "$arg" in training.batch_size=16|training.batch_size=32) echo "CUDA out of memory" >&2; exit 1;; esac
 done
