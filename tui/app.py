@@ -24,6 +24,7 @@ from .state import Planner
 # An edit typed after this much quiet is recomputed at once; edits typed closer together
 # than this (a burst) wait for its end and cost one more projection.
 DEBOUNCE_S = 0.02
+# Keys that change an Input's text besides printable ones (Textual's Input bindings).
 EDIT_KEYS = frozenset({"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w",
                        "ctrl+x", "ctrl+v"})
 
@@ -53,11 +54,15 @@ class PlannerApp(App[None]):
         # What the imports built lives as long as the process: frozen out of the cyclic
         # collector's walks from here (on_load says why the collector then waits).
         gc.freeze()
-        path = Path(plan_path) if plan_path is not None else None
-        self.state = Planner(load_catalog(hardware), path, template=user_template())
-        self.debounce_s = debounce_s
+        self._frozen = True                 # unfrozen when the app ends
         self._gc_paused = False             # on_load to the first frame (on_load says why)
-        self._frozen = False
+        path = Path(plan_path) if plan_path is not None else None
+        try:
+            self.state = Planner(load_catalog(hardware), path, template=user_template())
+        except BaseException:
+            gc.unfreeze()
+            raise
+        self.debounce_s = debounce_s
 
     def get_default_screen(self) -> Screen[None]:
         return PlannerScreen(self.state, self.debounce_s)
@@ -88,7 +93,6 @@ class PlannerApp(App[None]):
             self._gc_paused = False
             gc.freeze()
             gc.enable()
-            self._frozen = True
 
     def on_unmount(self) -> None:
         self._started()                 # an app closed before its first frame
