@@ -17,8 +17,12 @@ from pathlib import Path
 
 FIRST_FRAME = """
 import asyncio
+import gc
 import time
+
+gc.disable()                          # as `dflash-plan` imports the app (tui/cli.py)
 from dflash_plan.tui.app import PlannerApp
+gc.enable()
 
 async def main():
     app = PlannerApp()

@@ -567,7 +567,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_app(args: argparse.Namespace) -> int:
-    from .app import PlannerApp  # textual only for the interactive app
+    import gc
+
+    # Everything the imports build lives as long as the app: the cyclic collector walking
+    # it while it is built is time lost (PlannerApp freezes it out of later walks).
+    gc.disable()
+    try:
+        from .app import PlannerApp  # textual only for the interactive app
+    finally:
+        gc.enable()
 
     # The constructor loads the plan: a bad file fails here, before the screen opens.
     PlannerApp(args.plan, hardware=args.hardware).run()
