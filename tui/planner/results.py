@@ -249,15 +249,15 @@ def text_part(content: Text | Content, shown: bool = True) -> Part:
 def figures_part(rows: tuple[FigureRow, ...], stale: bool) -> Part:
     """The figures as plain lines (cheap to render) where every row fits the width, else
     as a table whose values wrap under their column."""
-    lines = [f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "")
-             for name, value, note in rows]
+    plain = "\n".join(f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "")
+                      for name, value, note in rows)
 
     def content(width: int) -> Shown:
-        if width and max(map(cell_len, lines), default=0) <= width:
+        if width and height_unwrapped(plain, width) is not None:
             return figures_content(rows, stale)
         return figures_table(rows, stale)
 
-    return Part((rows, stale), "\n".join(lines), content)
+    return Part((rows, stale), plain, content)
 
 
 def height_unwrapped(plain: str, width: int) -> int | None:

@@ -160,9 +160,10 @@ class PlannerScreen(Screen[None]):
     def publish(self) -> None:
         """Show the state as it is now."""
         self.view = self.state.view()
-        # The widgets tell the screen what they repainted in messages of their own: the
-        # frames are released once the screen has heard from them.
-        self.call_after_refresh(self.release_frames)
+        if self._hold is not None:
+            # The widgets tell the screen what they repainted in messages of their own:
+            # the frames are released once the screen has heard from them.
+            self.call_after_refresh(self.release_frames)
 
     # --- frames -------------------------------------------------------------------------
 
