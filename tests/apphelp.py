@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from dflash_plan.tui.app import PlannerApp
+from dflash_plan.tui.picker import Picker
 from rich.console import Console
 from textual.content import Content
-from textual.widgets import Input, Select, Static, TextArea
+from textual.widgets import Input, Static, TextArea
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +40,7 @@ async def put(pilot, key: str, text: str) -> None:
 
 
 async def choose(pilot, key: str, value: str) -> None:
-    pilot.app.screen.query_one(f"#{widget_id(key)}", Select).value = value
+    pilot.app.screen.query_one(f"#{widget_id(key)}", Picker).value = value
     await pilot.pause()
 
 

@@ -14,7 +14,8 @@ from dflash_plan.model.projection import project
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
-from textual.widgets import Input, Select, TabbedContent
+from dflash_plan.tui.picker import Picker, PickerList
+from textual.widgets import Input, TabbedContent
 
 SIZE = (120, 40)
 MEASURED_DAYS = 800_000 * 2344 * 6 / (3 * 4933.3) / 86_400     # 8.8 days
@@ -79,6 +80,39 @@ async def test_split_keys_move_a_gpu_even_from_a_number_field():
         await pilot.pause()
         await pilot.press("<", ">")
         assert app.screen.query_one("#path-input", Input).value.endswith("<>")
+
+
+async def test_a_picker_opens_searches_picks_and_closes():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        picker = app.screen.query_one("#target-gpu", Picker)
+        assert not picker.children                      # its list is built when opened
+        picker.focus()
+        await pilot.press("<")                           # split keys work here too
+        assert (app.state.plan.target.count, app.state.plan.drafter.count) == (2, 2)
+        await pilot.press(">", "enter")
+        listing = picker.query_one(PickerList)
+        assert app.focused is listing and listing.region.height == 12   # over the fields
+        assert listing.highlighted == 0                  # the current value, RTX PRO 6000
+        await pilot.press("h", "2")                      # typed: the first name with "h2"
+        assert picker.entries[listing.highlighted][1] == "h200"
+        await pilot.pause(0.8)                           # a pause starts a new search
+        await pilot.press("b", "2", "enter")             # "b2": B200 before GB200
+        assert picker.value == "b200" and app.state.plan.target.gpu == "b200"
+        assert app.focused is picker and not picker.is_open
+        await pilot.press("down", "escape")              # escape: closed, nothing changed
+        assert picker.value == "b200" and app.focused is picker and not picker.is_open
+        await pilot.click("#target-gpu")                 # a click opens it
+        assert picker.is_open
+        await pilot.press("home")
+        await pilot.click(listing, offset=(2, 1))        # the first row under the border
+        assert picker.value == "rtx-pro-6000" and not picker.is_open
+        assert app.state.plan.target.gpu == "rtx-pro-6000"
+        reference = app.screen.query_one("#cost-reference_gpu", Picker)
+        reference.focus()                                # optional: its list starts blank
+        await pilot.press("enter", "home", "enter")
+        assert reference.value is None and app.state.plan.cost.reference_gpu is None
+        assert "catalog prices" in reference.render().plain
 
 
 async def test_balance_runs_off_the_ui_thread():
@@ -183,7 +217,7 @@ async def test_open_and_new_refresh_the_focused_field(tmp_path):
         assert app.focused.id == "target-count"
         await _open(pilot, path)                         # a config.json target opens
         assert text(app, "target-count") == "5" and app.focused.id == "target-count"
-        model = app.screen.query_one("#workload-target_model", Select)
+        model = app.screen.query_one("#workload-target_model", Picker)
         assert model.value == "m/config.json"
         # The same architecture as the Qwen3-8B preset: 5 measured targets x 4,933.3 tok/s
         # = 24.7 Ktok/s, which two drafters absorb.
@@ -236,7 +270,7 @@ async def test_80x24_cuts_nothing():
         assert keys["Help"].right <= keys["palette"].x     # f1 Help is not covered
         await pilot.click("#workload-target_model")
         await pilot.pause()
-        overlay = app.screen.query_one("#workload-target_model SelectOverlay")
+        overlay = app.screen.query_one("#workload-target_model PickerList")
         assert overlay.region.width >= len("Llama-3.3-70B-Instruct") + 2   # no wrapped names
         await pilot.press("escape", "f4")
         await settle(pilot)

@@ -11,9 +11,10 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Label, Static
 
 from ..fields import SECTIONS, FieldError, FieldSpec, parse, show
+from ..picker import Picker
 from ..state import View
 from .messages import FieldEdited, FieldInvalid
 
@@ -37,20 +38,16 @@ class FieldInput(Input):
         return key not in SPLIT_KEYS and super().check_consume_key(key, character)
 
 
-class FieldSelect(Select[str]):
-    """A GPU or model picker; `<` and `>` move a GPU here too."""
+class FieldSelect(Picker):
+    """A GPU or model picker."""
 
     def __init__(self, spec: FieldSpec, options: list[tuple[str, str]], value: Any) -> None:
         # The reference GPU may be unset (prices then come from the catalog).
         optional = spec.key == "cost.reference_gpu"
-        super().__init__(options, id=spec.widget_id, compact=True, allow_blank=optional,
-                         prompt="catalog prices" if optional else "Select",
-                         classes="field-control -span",
-                         value=value if value is not None else Select.NULL)
+        super().__init__(options, value, id=spec.widget_id, allow_blank=optional,
+                         prompt="catalog prices" if optional else "choose",
+                         classes="field-control -span")
         self.spec = spec
-
-    def check_consume_key(self, key: str, character: str | None = None) -> bool:
-        return key not in SPLIT_KEYS and super().check_consume_key(key, character)
 
 
 LABEL_WIDTH = 11
@@ -161,15 +158,14 @@ class InputsPanel(VerticalScroll):
         if view.model_options != self._models:
             self._models = view.model_options
             model = self.rows["workload.target_model"].control
-            with model.prevent(Select.Changed):
+            with model.prevent(Picker.Changed):
                 model.set_options(list(self._models))      # type: ignore[union-attr]
         for key, row in self.rows.items():
             control, value = row.control, view.values.get(key)
             if isinstance(control, FieldSelect):
-                wanted = value if value is not None else Select.NULL
-                if wanted != control.value and (value is not None or control._allow_blank):
-                    with control.prevent(Select.Changed):
-                        control.value = wanted
+                if value != control.value and (value is not None or control.allow_blank):
+                    with control.prevent(Picker.Changed):
+                        control.value = value
             elif force or not (key in view.unparsed
                                or (control.has_focus and key == view.source)):
                 text = show(value)
@@ -208,10 +204,8 @@ class InputsPanel(VerticalScroll):
             return
         self.post_message(FieldEdited(spec.key, value, event.time))
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    def on_picker_changed(self, event: Picker.Changed) -> None:
         event.stop()
-        spec = getattr(event.select, "spec", None)
-        if spec is not None:
-            value = None if event.value is Select.NULL else event.value
-            if value is not None or spec.key == "cost.reference_gpu":
-                self.post_message(FieldEdited(spec.key, value))
+        spec = getattr(event.picker, "spec", None)
+        if spec is not None and (event.value is not None or event.picker.allow_blank):
+            self.post_message(FieldEdited(spec.key, event.value))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Label, Static
 
 from ..fields import TEMPLATE, parse
+from ..picker import Picker
 from ..state import View
 from .messages import FieldEdited
 
@@ -51,8 +52,7 @@ class LaunchPanel(Vertical):
         self.mount_all([
             Horizontal(
                 Label("format", classes="field-label"),
-                Select([(f, f) for f in formats], value=view.launch_format, compact=True,
-                       allow_blank=False, id="launch-format"),
+                Picker([(f, f) for f in formats], view.launch_format, id="launch-format"),
                 Static("ctrl+y copy · ctrl+e export", id="launch-hint"),
                 id="launch-bar"),
             template,
@@ -63,10 +63,10 @@ class LaunchPanel(Vertical):
     def watch_view(self, view: View | None) -> None:
         if view is None or not self.built:
             return
-        select = self.query_one("#launch-format", Select)
-        if select.value != view.launch_format:
-            with select.prevent(Select.Changed):
-                select.value = view.launch_format
+        picker = self.query_one("#launch-format", Picker)
+        if picker.value != view.launch_format:
+            with picker.prevent(Picker.Changed):
+                picker.value = view.launch_format
         self._show_template(view)
 
     def _show_template(self, view: View) -> None:
@@ -85,10 +85,10 @@ class LaunchPanel(Vertical):
         if area.text != text:
             area.load_text(text)
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    def on_picker_changed(self, event: Picker.Changed) -> None:
         event.stop()
-        if event.value is not Select.NULL:
-            self.post_message(FieldEdited("launch.format", str(event.value)))
+        if event.value is not None:
+            self.post_message(FieldEdited("launch.format", event.value))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

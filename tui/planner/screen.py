@@ -10,7 +10,7 @@ import math
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -154,6 +154,14 @@ class PlannerScreen(Screen[None]):
                 with TabPane("Launch", id="tab-launch"):
                     yield LaunchPanel().data_bind(PlannerScreen.view)
         yield KeysFooter()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Textual forwards the size it starts at to the screen up to three times after the
+        # screen has been laid out at that size (once from the driver, once more when the
+        # app is idle, once from the screen's own first layout), and each is a full layout
+        # pass of every widget. A size the screen is already laid out at changes nothing.
+        if event.size == self.outer_size:
+            event.prevent_default()
 
     # --- the state, shown ---------------------------------------------------------------
 
