@@ -14,8 +14,10 @@ from dflash_plan.model.projection import project
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
+from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
-from textual.widgets import Input, TabbedContent
+from dflash_plan.tui.tabs import TabBar, TabbedView
+from textual.widgets import Input
 
 SIZE = (120, 40)
 MEASURED_DAYS = 800_000 * 2344 * 6 / (3 * 4933.3) / 86_400     # 8.8 days
@@ -33,9 +35,16 @@ async def test_opens_on_the_measured_run_with_a_visible_first_focus():
         other = app.screen.query_one("#drafter-count", Input)
         assert focused.styles.background != other.styles.background   # focus you can see
         await pilot.press("f4")
-        assert app.screen.query_one(TabbedContent).active == "tab-launch"
+        assert app.screen.query_one(TabbedView).active == "launch"
         await pilot.press("f3")
-        assert app.screen.query_one(TabbedContent).active == "tab-results"
+        assert app.screen.query_one(TabbedView).active == "results"
+        await pilot.click(TabBar, offset=(len(" Projection  L"), 0))   # the Launch label
+        await pilot.pause()
+        assert app.screen.query_one(TabbedView).active == "launch"
+        assert app.screen.query_one("#launch").display and "-launch" in app.screen.classes
+        app.screen.query_one(TabBar).focus()
+        await pilot.press("left")                       # the tabs, focused, step with arrows
+        assert app.screen.query_one(TabbedView).active == "results"
 
 
 async def test_typing_updates_the_numbers():
@@ -266,8 +275,8 @@ async def test_80x24_cuts_nothing():
             assert shown in figures
         assert text(app, "side").count("Ktok/s") >= 3      # target, drafter and link rows
         await pilot.pause()
-        keys = {key.description: key.region for key in app.screen.query("FooterKey")}
-        assert keys["Help"].right <= keys["palette"].x     # f1 Help is not covered
+        line = app.screen.query_one(KeysFooter).line
+        assert line.startswith("f1 Help") and line.endswith("^p palette")   # nothing covered
         await pilot.click("#workload-target_model")
         await pilot.pause()
         overlay = app.screen.query_one("#workload-target_model PickerList")
@@ -370,27 +379,24 @@ async def test_the_palette_has_every_action_in_plain_words():
 
 
 
-async def test_the_footer_is_composed_again_only_when_its_keys_change():
-    from textual.widgets._footer import FooterKey
-
-    def shown(app) -> list[str]:
-        return [key.description for key in app.screen.query(FooterKey)]
-
+async def test_the_footer_shows_the_keys_that_work_here_and_a_click_presses_one():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        keys = list(app.screen.query(FooterKey))
-        assert "Help" in shown(app) and "Save" in shown(app)
-        for field in ("#drafter-count", "#workload-samples", "#target-count"):
-            app.screen.query_one(field).focus()          # the bindings change, the keys not
-            await pilot.pause()
-        assert list(app.screen.query(FooterKey)) == keys  # the same widgets: not recomposed
+        footer = app.screen.query_one(KeysFooter)
+        assert footer.line.startswith("f1 Help ^s Save") and footer.line.endswith("^p palette")
+        await pilot.hover(KeysFooter, offset=(1, 0))
+        assert footer.tooltip == "What each number means, the keys"
         await pilot.press("f5")                           # search: tall, no table/chart keys
         await pilot.pause()
-        assert "Back" in shown(app) and "Chart" not in shown(app)
+        footer = app.screen.query_one(KeysFooter)
+        assert footer.line.startswith("esc Back ^o Open")  # one key per action (not f5)
+        assert "Chart" not in footer.line
         await pilot.resize_terminal(*SMALL)               # short: the keys to switch them
         await pilot.pause()
-        assert "Table" in shown(app) and "Chart" in shown(app)
+        assert "f3 Table f4 Chart" in footer.line
+        await pilot.click(KeysFooter, offset=(1, 0))      # "esc Back", clicked
+        await pilot.pause()
+        assert app.screen is app.planner
 
 
 async def test_the_collector_waits_for_the_first_frame_and_is_restored_on_exit():

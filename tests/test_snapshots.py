@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from apphelp import choose, put, snap_scenes, steady_cursors  # noqa: F401
-from textual.widgets import TabbedContent
+from dflash_plan.tui.tabs import TabbedView
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 
@@ -66,7 +66,7 @@ async def _fresh(pilot) -> None:
         await pilot.press("escape")                       # answers a dialog's worker
     await pilot.pause()
     planner_screen = app.planner
-    planner_screen.query_one(TabbedContent).active = "tab-results"
+    planner_screen.query_one(TabbedView).active = "results"
     planner_screen._load(app.state.read(None))
     app.clear_notifications()
     planner_screen.set_focus(None)

@@ -12,9 +12,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from ..model.catalog import Catalog
@@ -23,6 +24,7 @@ from ..model.projection import Projection
 from ..model.search import Candidate
 from ..model.sensitivity import Bar, SplitCurve, split_curve, tornado
 from .footer import KeysFooter
+from .tabs import TabbedView
 
 Draw = Callable[[Any], None]
 
@@ -209,7 +211,7 @@ class ChartsScreen(Screen[None]):
         content-align: center middle; text-wrap: nowrap; text-overflow: ellipsis; }
     ChartsScreen .chart-why { height: auto; padding: 0 1; }
     ChartsScreen #chart-tabs { height: 1fr; }
-    ChartsScreen TabPane { padding: 0; height: 1fr; }
+    ChartsScreen .chart-pane { height: 1fr; }
     """
 
     def __init__(self, projection: Projection, catalog: Catalog, title: str) -> None:
@@ -218,16 +220,15 @@ class ChartsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(f"Charts of {self.plan_title}", id="charts-note")
-        with TabbedContent(id="chart-tabs"):
-            with TabPane("Split curve", id="split"):
-                yield Static("", id="split-why", classes="chart-why")
-                yield Chart(id="split-chart")
-            with TabPane("Tornado", id="tornado"):
-                yield Static(Content.assemble(
-                    ("▄▄", DAYS), " days  ", ("▄▄", COST), " cost: % change from the "
-                    "central plan as each input moves across its range, largest first"),
-                    classes="chart-why", id="tornado-key")
-                yield Chart(id="tornado-chart")
+        split = Vertical(Static("", id="split-why", classes="chart-why"),
+                         Chart(id="split-chart"), id="split", classes="chart-pane")
+        tornado_pane = Vertical(
+            Static(Content.assemble(
+                ("▄▄", DAYS), " days  ", ("▄▄", COST), " cost: % change from the "
+                "central plan as each input moves across its range, largest first"),
+                classes="chart-why", id="tornado-key"),
+            Chart(id="tornado-chart"), id="tornado", classes="chart-pane")
+        yield TabbedView(("Split curve", split), ("Tornado", tornado_pane), id="chart-tabs")
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -244,4 +245,4 @@ class ChartsScreen(Screen[None]):
         self.query_one("#tornado-chart", Chart).draw(lambda plt: draw_tornado(plt, bars, p))
 
     def action_show(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        self.query_one(TabbedView).active = tab

@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
 from ...model.catalog import Catalog
 from ...model.errors import PlanError
@@ -27,6 +27,7 @@ from ...model.tomlfile import write_atomic
 from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
+from ..tabs import TabbedView
 from .inputs import InputsPanel
 from .launch import LaunchPanel
 from .messages import FieldEdited, FieldInvalid
@@ -86,7 +87,8 @@ class PlannerScreen(Screen[None]):
     """One plan, edited live; every figure comes from the model."""
 
     BINDINGS = [
-        Binding("f1", "app.help", "Help", id="help-footer"),       # first in the footer
+        Binding("f1", "app.help", "Help", id="help-footer",        # first in the footer
+                tooltip="What each number means, the keys"),
         Binding("ctrl+s", "save", "Save", id="save",
                 tooltip="Save the plan to its file (asks for one the first time)"),
         Binding("ctrl+o", "open", "Open", id="open", show=False,
@@ -105,9 +107,9 @@ class PlannerScreen(Screen[None]):
                 tooltip="Start again from the built-in plan (the measured run)"),
         Binding("ctrl+l", "pin_baseline", "Pin baseline", id="pin-baseline", show=False,
                 tooltip="Compare against the current plan from now on"),
-        Binding("f3", "show_tab('tab-results')", "Projection", id="tab-results", show=False,
+        Binding("f3", "show_tab('results')", "Projection", id="tab-results", show=False,
                 tooltip="Show the projection"),
-        Binding("f4", "show_tab('tab-launch')", "Launch", id="tab-launch", show=False,
+        Binding("f4", "show_tab('launch')", "Launch", id="tab-launch", show=False,
                 tooltip="Show the launch script of the plan"),
         Binding("ctrl+y", "copy_launch", "Copy launch", id="copy-launch", show=False,
                 tooltip="Copy the launch script to the clipboard"),
@@ -148,11 +150,9 @@ class PlannerScreen(Screen[None]):
         gpus = [(gpu.name, key) for key, gpu in self.state.catalog.gpus.items()]
         with Horizontal(id="main"):
             yield InputsPanel(self.view, gpus).data_bind(PlannerScreen.view)
-            with TabbedContent(id="tabs", initial="tab-results"):
-                with TabPane("Projection", id="tab-results"):
-                    yield ResultsPanel(self.view).data_bind(PlannerScreen.view)
-                with TabPane("Launch", id="tab-launch"):
-                    yield LaunchPanel().data_bind(PlannerScreen.view)
+            yield TabbedView(
+                ("Projection", ResultsPanel(self.view).data_bind(PlannerScreen.view)),
+                ("Launch", LaunchPanel().data_bind(PlannerScreen.view)), id="tabs")
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -203,7 +203,7 @@ class PlannerScreen(Screen[None]):
 
     @property
     def _launch_shown(self) -> bool:
-        return self.query_one(TabbedContent).active == "tab-launch"
+        return self.query_one(TabbedView).active == "launch"
 
     # --- editing ------------------------------------------------------------------------
 
@@ -319,10 +319,10 @@ class PlannerScreen(Screen[None]):
     # --- tabs and the launch script ------------------------------------------------------
 
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        self.query_one(TabbedView).active = tab
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        launch = event.pane.id == "tab-launch"
+    def on_tabbed_view_changed(self, event: TabbedView.Changed) -> None:
+        launch = event.pane == "launch"
         self.set_class(launch, "-launch")
         if launch:
             from ...model.launch import FORMATS
