@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Static
 
 from ..fields import SECTIONS, FieldError, FieldSpec, parse, show
 from ..picker import Picker
@@ -55,8 +55,9 @@ LABEL_WIDTH = 11
 
 class FieldRow(Widget):
     """One field: its control (the only child), with the label and the unit drawn by the
-    row itself around it (two widgets a field rather than four: every widget costs at
-    start-up). Its error, when it has one, is mounted on the row below."""
+    row itself around it, and the title of its section above it when it is the first of
+    one (two widgets a field rather than four, no widget a title: every widget costs
+    about as much at start-up). Its error, when it has one, is mounted on the row below."""
 
     DEFAULT_CSS = f"""
     FieldRow {{
@@ -66,12 +67,20 @@ class FieldRow(Widget):
     FieldRow > .field-control {{
         margin-left: {LABEL_WIDTH};
     }}
+    FieldRow.-titled {{
+        height: 3;                  /* a blank line, the section's title, the field */
+    }}
+    FieldRow.-titled > .field-control {{
+        margin: 2 0 0 {LABEL_WIDTH};
+    }}
     """
 
     def __init__(self, spec: FieldSpec, options: list[tuple[str, str]] | None,
-                 value: Any) -> None:
-        super().__init__(id=f"row-{spec.widget_id}", classes="field-row")
+                 value: Any, title: str = "") -> None:
+        super().__init__(id=f"row-{spec.widget_id}", classes="field-row -titled" if title
+                         else "field-row")
         self.spec = spec
+        self.title = title
         self.text = show(value)                 # what the control shows, typed or set
         self.control: FieldInput | FieldSelect = (
             FieldSelect(spec, options, value) if options is not None
@@ -84,11 +93,14 @@ class FieldRow(Widget):
         yield self.control
 
     def render(self) -> Content:
-        """The label, then (after the control) the unit."""
+        """The section's title, the label, then (after the control) the unit."""
         after = LABEL_WIDTH + self.control.outer_size.width + 1
         gap = " " * max(after - len(self.spec.label), 1)
-        return Content.assemble((self.spec.label, "$text-muted"), gap,
+        line = Content.assemble((self.spec.label, "$text-muted"), gap,
                                 (self.unit, "$text-muted"))
+        if self.title:
+            return Content.assemble("\n", (self.title, "bold $accent"), "\n", line)
+        return line
 
     def set_unit(self, unit: str) -> None:
         if unit != self.unit:
@@ -129,12 +141,11 @@ class InputsPanel(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         for title, fields in SECTIONS:
-            if title:
-                yield Label(title, classes="section-title")
-            for spec in fields:
+            for index, spec in enumerate(fields):
                 options = (self.gpu_options if spec.kind == "gpu" else
                            list(self._models) if spec.kind == "model" else None)
-                row = self.rows[spec.key] = FieldRow(spec, options, self.first.values.get(spec.key))
+                row = self.rows[spec.key] = FieldRow(spec, options, self.first.values.get(spec.key),
+                                                     title if index == 0 else "")
                 yield row
 
     def on_mount(self) -> None:

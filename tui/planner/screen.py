@@ -13,7 +13,6 @@ from pathlib import Path
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -148,11 +147,10 @@ class PlannerScreen(Screen[None]):
         self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
         yield TitleBar(self.view)
         gpus = [(gpu.name, key) for key, gpu in self.state.catalog.gpus.items()]
-        with Horizontal(id="main"):
-            yield InputsPanel(self.view, gpus).data_bind(PlannerScreen.view)
-            yield TabbedView(
-                ("Projection", ResultsPanel(self.view).data_bind(PlannerScreen.view)),
-                ("Launch", LaunchPanel().data_bind(PlannerScreen.view)), id="tabs")
+        yield InputsPanel(self.view, gpus).data_bind(PlannerScreen.view)
+        yield TabbedView(
+            ("Projection", ResultsPanel(self.view).data_bind(PlannerScreen.view)),
+            ("Launch", LaunchPanel().data_bind(PlannerScreen.view)), id="tabs")
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
