@@ -17,12 +17,11 @@ from pathlib import Path
 
 FIRST_FRAME = """
 import asyncio
-import gc
 import time
 
-gc.disable()                          # as `dflash-plan` imports the app (tui/cli.py)
-from dflash_plan.tui.app import PlannerApp
-gc.enable()
+from dflash_plan.tui.cli import import_app
+
+PlannerApp = import_app()             # as `dflash-plan` imports it
 
 async def main():
     app = PlannerApp()

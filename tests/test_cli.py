@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
 import pytest
 from dflash_plan.model.errors import PlanError
-from dflash_plan.tui.cli import build_parser, main
+from dflash_plan.tui.cli import build_parser, import_app, main
 from support import edit
 
 
@@ -145,3 +146,18 @@ def test_the_workload_from_a_specforge_config_and_a_dataset(tmp_path, capsys):
     assert doc["workload"]["transport"] == "mooncake"
     assert doc["workload"]["num_anchors"] == 512
     assert main(["check", str(plan)]) in (0, 3)
+
+
+@pytest.mark.parametrize("user_value", [None, "logfire"])
+def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, capsys,
+                                                                    user_value):
+    # Looking for them reads the metadata of every installed package (tui/cli.py).
+    if user_value is None:
+        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    else:
+        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", user_value)
+    assert main(["gpus"]) == 0
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == (user_value or "__all__")
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    assert import_app().__name__ == "PlannerApp"      # the app's path sets it too
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"

@@ -14,9 +14,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from ..model.errors import PlanError
+
+if TYPE_CHECKING:
+    from .app import PlannerApp
 
 # Exit codes (also in `dflash-plan --help` and the README).
 EXIT_OK = 0
@@ -549,10 +552,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "--version":
             print(f"dflash-plan {_version()}")
             return EXIT_OK
+        _no_pydantic_plugins()
         if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
-            # pydantic plugins are for observing services; a one-shot command does not
-            # need the scan of every installed package that finding them costs.
-            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
             args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
             return COMMANDS[args.command].run(args)
         args = _app_parser().parse_args(argv)
@@ -566,9 +567,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _open_app(args: argparse.Namespace) -> int:
+def _no_pydantic_plugins() -> None:
+    """pydantic looks for plugins (hooks for observing services, found by reading the
+    metadata of every installed package: 50-80 ms of CPU on a 2-core machine) when it
+    builds its first model. dflash-plan's models are its own and need none; a value the
+    user set is kept. Every command and the app build their models after this."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
+def import_app() -> type[PlannerApp]:
+    """The interactive app's class, imported as `dflash-plan` imports it (the benchmark of
+    its first frame, scripts/bench_app.py, imports it through here too)."""
     import gc
 
+    _no_pydantic_plugins()
     # Everything the imports build lives as long as the app: the cyclic collector walking
     # it while it is built is time lost (PlannerApp freezes it out of later walks).
     gc.disable()
@@ -576,9 +588,12 @@ def _open_app(args: argparse.Namespace) -> int:
         from .app import PlannerApp  # textual only for the interactive app
     finally:
         gc.enable()
+    return PlannerApp
 
+
+def _open_app(args: argparse.Namespace) -> int:
     # The constructor loads the plan: a bad file fails here, before the screen opens.
-    PlannerApp(args.plan, hardware=args.hardware).run()
+    import_app()(args.plan, hardware=args.hardware).run()
     return EXIT_OK
 
 
