@@ -32,3 +32,18 @@ def catalog() -> Catalog:
 def baseline() -> Plan:
     return default_plan()
 
+
+
+# The modules whose tests each run an app for seconds: handed out to the workers first, so
+# that the many short tests fill the end of the run instead of one worker idling while
+# the other finishes a snapshot sweep.
+LONG_FIRST = ("test_snapshots", "test_snapshots_search", "test_app", "test_search_app",
+              "test_properties")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.module.__name__ if item.module else ""
+        return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)
