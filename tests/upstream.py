@@ -14,6 +14,8 @@ import sys
 import tempfile
 import types
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +31,20 @@ HS_CONNECTORS = ("hs-connectors", "0.9.0",
                  "122f2c323397793c70c5bfc8c0adb1b4dd69995a2507b163509142d61fa3b920")
 
 
+@contextmanager
+def locked(cache: Path) -> Iterator[None]:
+    """The cache to this worker alone (the workers share it)."""
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def wheel(cache: Path, pin: tuple[str, str, str]) -> Path:
     """The pinned wheel, downloaded once into the pytest cache (workers share it)."""
     name, version, digest = pin
     stem = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
     target = cache / stem
-    with open(cache / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(cache):
         if not target.exists():
             with tempfile.TemporaryDirectory(dir=cache) as tmp:
                 result = subprocess.run(
@@ -76,8 +85,9 @@ def load_specforge(cache: Path) -> SpecForge:
     root = cache / "specforge-0.2.0"
     files = ["specforge/config/__init__.py", "specforge/config/schema.py",
              "specforge/launch_plan.py", "specforge/cli.py"]
-    if not all((root / f).exists() for f in files):
-        extract(whl, files, root)
+    with locked(cache):           # two workers extracting at once raced on the folders
+        if not all((root / f).exists() for f in files):
+            extract(whl, files, root)
     for name in [m for m in sys.modules if m == "specforge" or m.startswith("specforge.")]:
         del sys.modules[name]
     package = types.ModuleType("specforge")
