@@ -32,10 +32,18 @@ def widget_id(key: str) -> str:
     return key.replace(".", "-")
 
 
+async def field(pilot, key: str) -> Input:
+    """A field's text input (a field key like 'target.count', or a widget id); a plan
+    field's editor is opened if it is not yet (as focusing the field does)."""
+    rows = pilot.app.screen.query(f"#row-{widget_id(key)}")
+    if rows and rows.first().open_editor() is not None:
+        await pilot.pause()
+    return pilot.app.screen.query_one(f"#{widget_id(key)}", Input)
+
+
 async def put(pilot, key: str, text: str) -> None:
     """Set a field's text (a field key like 'target.count', or a widget id)."""
-    field = pilot.app.screen.query_one(f"#{widget_id(key)}", Input)
-    field.value = text
+    (await field(pilot, key)).value = text
     await pilot.pause()
 
 
@@ -57,7 +65,10 @@ async def settle(pilot) -> None:
 def text(app, widget: str) -> str:
     """The plain text a widget shows (a Static's content as laid out at its width, an
     Input's value, a TextArea's text)."""
-    node = app.screen.query_one(f"#{widget}")
+    found = app.screen.query(f"#{widget}")
+    if not found:                           # a plan field whose editor is not open
+        return app.screen.query_one(f"#row-{widget}").text
+    node = found.first()
     if isinstance(node, Input):
         return node.value
     if isinstance(node, TextArea):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from apphelp import choose, error, planner, put, settle, steady_cursors, text  # noqa: F401
+from apphelp import choose, error, field, planner, put, settle, steady_cursors, text  # noqa: F401
 from dflash_plan.model.plan import load_plan
 from dflash_plan.model.projection import project
 from dflash_plan.tui import format as fmt
@@ -16,6 +16,7 @@ from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
 from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
+from dflash_plan.tui.planner.inputs import FieldRow
 from dflash_plan.tui.tabs import TabBar, TabbedView
 from textual.widgets import Input
 
@@ -32,7 +33,7 @@ async def test_opens_on_the_measured_run_with_a_visible_first_focus():
         assert "845 RTX PRO 6000-h" in figures          # 3 + 1 GPUs x 8.8 days x 24 h
         focused = app.focused
         assert focused is not None and focused.id == "target-count"
-        other = app.screen.query_one("#drafter-count", Input)
+        other = await field(pilot, "drafter.count")
         assert focused.styles.background != other.styles.background   # focus you can see
         await pilot.press("f4")
         assert app.screen.query_one(TabbedView).active == "launch"
@@ -51,20 +52,40 @@ async def test_typing_updates_the_numbers():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")                           # into the focused target count
-        app.screen.query_one("#drafter-count").focus()
-        await pilot.press("2")
+        await pilot.press("tab", "tab", "tab")            # tp, the drafter GPU, its count
+        await pilot.press("2")                           # typed as the field opens
         await pilot.pause()
         # 6 measured targets x 4,933.3 tok/s; two drafters keep up with them.
         assert "29.6 Ktok/s" in text(app, "figures")
 
 
+async def test_a_field_is_drawn_by_its_row_until_focused_and_keeps_keys_typed_meanwhile():
+    from textual import events
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        assert not app.screen.query("#target-tp")        # no editor until it is needed
+        assert text(app, "target-tp") == "1"
+        await pilot.click("#row-workload-epochs", offset=(12, 0))   # a click opens one
+        await pilot.pause()
+        assert app.focused.id == "workload-epochs"
+        await pilot.press("3")                           # its text was selected: replaced
+        await pilot.pause()
+        assert app.state.plan.workload.epochs == 3
+        app.screen.query_one("#row-target-tp").focus()   # as tab does, and at once a key,
+        app.post_message(events.Key("2", "2"))           # before the editor has the focus
+        await pilot.pause()
+        await pilot.pause()
+        assert app.focused.id == "target-tp" and text(app, "target-tp") == "2"
+
+
 async def test_a_burst_of_keys_is_one_recompute():
     app = PlannerApp()                                   # the real debounce
     async with app.run_test(size=SIZE) as pilot:
-        field = app.screen.query_one("#workload-samples", Input)
+        samples = await field(pilot, "workload.samples")
         before = app.planner.recompute_count
         for typed in ("1", "16", "160", "1600", "16000", "160000", "1600000"):
-            field.value = typed                          # as fast as a paste
+            samples.value = typed                          # as fast as a paste
         deadline = time.monotonic() + 5
         while app.planner.recompute_count == before and time.monotonic() < deadline:
             await pilot.pause(DEBOUNCE_S)
@@ -247,9 +268,11 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
         measured = app.state.name
         await choose(pilot, "target.gpu", "b200")
         await choose(pilot, "drafter.gpu", "b200")
-        name_field = app.screen.query_one("#name", Input)
-        assert name_field.placeholder == "3 targets + 1 drafter, B200, Qwen3-8B"
-        assert name_field.placeholder in text(app, "title-bar")   # the title bar names it
+        name_row = app.screen.query_one("#row-name", FieldRow)
+        assert name_row.placeholder == "3 targets + 1 drafter, B200, Qwen3-8B"
+        assert "3 targets + 1 drafter, B200" in name_row.render().plain   # shown, dim
+        assert name_row.placeholder in text(app, "title-bar")   # the title bar names it
+        assert (await field(pilot, "name")).placeholder == name_row.placeholder   # opened
         # Against the baseline, named as it was opened (the figures are the model's:
         # test_projection.py derives them).
         b200 = project(app.state.plan, app.state.catalog)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Input, Static
 
 from ..fields import SECTIONS, FieldError, FieldSpec, parse, show
@@ -51,14 +52,20 @@ class FieldSelect(Picker):
 
 
 LABEL_WIDTH = 11
+CONTROL_WIDTH = 14            # a number's box; NARROW below 100 columns; text spans the row
+NARROW_CONTROL_WIDTH = 11
+FIRST_FOCUS = "target.count"  # what a plan is first changed by: focused at start-up
 
 
 class FieldRow(Widget):
-    """One field: its control (the only child), with the label and the unit drawn by the
-    row itself around it, and the title of its section above it when it is the first of
-    one (two widgets a field rather than four, no widget a title: every widget costs
-    about as much at start-up). Its error, when it has one, is mounted on the row below."""
+    """One field: its label, its control and its unit, and the title of its section
+    above it when it is the first of one. A number or text field is drawn by the row
+    itself until it is focused, which opens its editor (a FieldInput) in place: a Textual
+    Input costs about twice a plain widget at start-up, and sixteen of them were a quarter
+    of the planner's. Pickers are the row's child from the start. Its error, when it has
+    one, is mounted on the row below."""
 
+    SCOPED_CSS = False          # the narrow rule starts at the screen
     DEFAULT_CSS = f"""
     FieldRow {{
         layout: horizontal;
@@ -66,6 +73,13 @@ class FieldRow(Widget):
     }}
     FieldRow > .field-control {{
         margin-left: {LABEL_WIDTH};
+        width: {CONTROL_WIDTH};
+    }}
+    Screen.-narrow FieldRow > .field-control {{
+        width: {NARROW_CONTROL_WIDTH};
+    }}
+    FieldRow > .field-control.-span, Screen.-narrow FieldRow > .field-control.-span {{
+        width: 1fr;
     }}
     FieldRow.-titled {{
         height: 3;                  /* a blank line, the section's title, the field */
@@ -82,22 +96,92 @@ class FieldRow(Widget):
         self.spec = spec
         self.title = title
         self.text = show(value)                 # what the control shows, typed or set
-        self.control: FieldInput | FieldSelect = (
+        self.placeholder = ""
+        self.control: FieldInput | FieldSelect | None = (
             FieldSelect(spec, options, value) if options is not None
-            else FieldInput(spec, self.text).set_class(spec.kind == "text", "-span"))
+            else self._editor() if spec.key == FIRST_FOCUS else None)
+        self.can_focus = self.control is None   # focused, it opens its editor
         self.unit = spec.unit
         self.error: Static | None = None
         self.error_text: str | None = None
 
+    def _editor(self) -> FieldInput:
+        editor = FieldInput(self.spec, self.text).set_class(self.spec.kind == "text", "-span")
+        editor.placeholder = self.placeholder
+        return editor
+
     def compose(self) -> ComposeResult:
-        yield self.control
+        if self.control is not None:
+            yield self.control
+
+    @property
+    def editor(self) -> FieldInput | None:
+        return self.control if isinstance(self.control, FieldInput) else None
+
+    def open_editor(self) -> AwaitMount | None:
+        """Mount the field's text input in place (the first time it is needed); what to
+        await for it to be mounted."""
+        if self.control is not None:
+            return None
+        editor = self.control = self._editor()
+        editor.set_class(bool(self.error_text), "-problem")
+        self.can_focus = False                  # the editor takes the focus from now on
+        return self.mount(editor)
+
+    async def on_focus(self) -> None:
+        mounting = self.open_editor()
+        if mounting is not None:
+            await mounting
+        if self.editor is not None and self.screen.focused is self:    # still the row's
+            self.screen.set_focus(self.editor)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key typed before the editor took the focus (right after a tab) is its."""
+        if self.editor is not None and event.is_printable:
+            event.stop()
+            event.prevent_default()
+            self.editor.post_message(events.Key(event.key, event.character))
+
+    def show_text(self, text: str) -> None:
+        """Show `text` (a value set from outside, not typed)."""
+        self.text = text
+        editor = self.editor
+        if editor is None:
+            self.refresh()
+        elif editor.value != text:
+            with editor.prevent(Input.Changed):
+                editor.value = text
+
+    def show_placeholder(self, placeholder: str) -> None:
+        if placeholder != self.placeholder:
+            self.placeholder = placeholder
+            if self.editor is not None:
+                self.editor.placeholder = placeholder
+            elif not self.text:
+                self.refresh()
+
+    def _box_width(self) -> int:
+        if self.control is not None:
+            return self.control.outer_size.width
+        if self.spec.kind == "text":
+            return max(self.size.width - LABEL_WIDTH, 0)
+        return NARROW_CONTROL_WIDTH if self.screen.has_class("-narrow") else CONTROL_WIDTH
 
     def render(self) -> Content:
-        """The section's title, the label, then (after the control) the unit."""
-        after = LABEL_WIDTH + self.control.outer_size.width + 1
-        gap = " " * max(after - len(self.spec.label), 1)
-        line = Content.assemble((self.spec.label, "$text-muted"), gap,
-                                (self.unit, "$text-muted"))
+        """The section's title, the label, the value (until the editor opens), then the
+        unit."""
+        width = self._box_width()
+        parts: list[tuple[str, str] | str] = [(self.spec.label, "$text-muted"),
+                                              " " * (LABEL_WIDTH - len(self.spec.label))]
+        if self.control is None:
+            box = "on $error 30%" if self.error_text else "on $surface"
+            shown = self.text or self.placeholder
+            style = "$foreground" if self.text else "$foreground-disabled"   # as Input's
+            parts.append((shown[:width].ljust(width), f"{style} {box}"))
+        else:
+            parts.append(" " * width)
+        parts += [" ", (self.unit, "$text-muted")]
+        line = Content.assemble(*parts)
         if self.title:
             return Content.assemble("\n", (self.title, "bold $accent"), "\n", line)
         return line
@@ -112,7 +196,10 @@ class FieldRow(Widget):
         if reason == self.error_text:
             return
         self.error_text = reason
-        self.control.set_class(bool(reason), "-problem")
+        if self.control is not None:
+            self.control.set_class(bool(reason), "-problem")
+        else:
+            self.refresh()
         if self.error is None:
             self.error = Static("", id=f"error-{self.spec.widget_id}", classes="field-error")
             self.parent.mount(self.error, after=self)  # type: ignore[union-attr]
@@ -151,16 +238,13 @@ class InputsPanel(VerticalScroll):
     def on_mount(self) -> None:
         for key, row in self.rows.items():
             row.show_error(self.first.errors.get(key))
-        self.rows["name"].control.placeholder = self.first.name    # type: ignore[union-attr]
+        self.rows["name"].show_placeholder(self.first.name)
 
     def watch_view(self, view: View | None) -> None:
         if view is not None and view is not self.first:
             force = view.generation != self._generation
             self._generation = view.generation
             self._show(view, force)
-
-    def control(self, key: str) -> FieldInput | FieldSelect:
-        return self.rows[key].control
 
     def _show(self, view: View, force: bool) -> None:
         """Show the view's values and errors. A field keeps its text while the user is
@@ -169,8 +253,9 @@ class InputsPanel(VerticalScroll):
         if view.model_options != self._models:
             self._models = view.model_options
             model = self.rows["workload.target_model"].control
+            assert isinstance(model, FieldSelect)
             with model.prevent(Picker.Changed):
-                model.set_options(list(self._models))      # type: ignore[union-attr]
+                model.set_options(list(self._models))
         for key, row in self.rows.items():
             control, value = row.control, view.values.get(key)
             if isinstance(control, FieldSelect):
@@ -178,12 +263,11 @@ class InputsPanel(VerticalScroll):
                     with control.prevent(Picker.Changed):
                         control.value = value
             elif force or not (key in view.unparsed
-                               or (control.has_focus and key == view.source)):
+                               or (control is not None and control.has_focus
+                                   and key == view.source)):
                 text = show(value)
-                if control.value != text:
-                    row.text = text
-                    with control.prevent(Input.Changed):
-                        control.value = text
+                if row.text != text or (control is not None and control.value != text):
+                    row.show_text(text)
             row.show_error(view.errors.get(key))
         # A name derived from the plan shows as the name field's placeholder: it changes
         # with every count, and a placeholder repaints without a layout pass. It is set
@@ -197,7 +281,7 @@ class InputsPanel(VerticalScroll):
             self.rows[key].show_row(not view.same_gpu)
 
     def _show_name(self, name: str) -> None:
-        self.rows["name"].control.placeholder = name    # type: ignore[union-attr]
+        self.rows["name"].show_placeholder(name)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

@@ -27,7 +27,7 @@ from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
 from ..tabs import TabbedView
-from .inputs import InputsPanel
+from .inputs import FIRST_FOCUS, InputsPanel
 from .launch import LaunchPanel
 from .messages import FieldEdited, FieldInvalid
 from .results import ResultsPanel
@@ -123,7 +123,7 @@ class PlannerScreen(Screen[None]):
                 priority=True, tooltip="Write the launch script to a file"),
     ]
 
-    AUTO_FOCUS = "#target-count"      # the count of targets: what a plan is first changed by
+    AUTO_FOCUS = f"#{FIRST_FOCUS.replace('.', '-')}"     # what a plan is first changed by
 
     view: reactive[View] = reactive(None, init=False, always_update=True,  # type: ignore[arg-type]
                                     repaint=False)
