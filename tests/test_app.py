@@ -112,7 +112,11 @@ async def test_split_keys_move_a_gpu_even_from_a_number_field():
         assert app.screen.query_one("#path-input", Input).value.endswith("<>")
 
 
-async def test_a_picker_opens_searches_picks_and_closes():
+async def test_a_picker_opens_searches_picks_and_closes(monkeypatch):
+    import dflash_plan.tui.picker as picker_module
+
+    now = [0.0]                                          # the picker's clock, stepped here
+    monkeypatch.setattr(picker_module, "monotonic", lambda: now[0])
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         picker = app.screen.query_one("#target-gpu", Picker)
@@ -126,7 +130,7 @@ async def test_a_picker_opens_searches_picks_and_closes():
         assert listing.highlighted == 0                  # the current value, RTX PRO 6000
         await pilot.press("h", "2")                      # typed: the first name with "h2"
         assert picker.entries[listing.highlighted][1] == "h200"
-        await pilot.pause(0.8)                           # a pause starts a new search
+        now[0] += picker_module.SEARCH_PAUSE_S           # a pause starts a new search
         await pilot.press("b", "2", "enter")             # "b2": B200 before GB200
         assert picker.value == "b200" and app.state.plan.target.gpu == "b200"
         assert app.focused is picker and not picker.is_open

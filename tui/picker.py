@@ -5,8 +5,8 @@ the line over whatever is under it, as Select's does; typing jumps to a matching
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
+from time import monotonic
 
 from textual import events
 from textual.binding import Binding
@@ -44,7 +44,7 @@ class PickerList(OptionList):
             return
         event.stop()
         event.prevent_default()
-        now = time.monotonic()
+        now = monotonic()
         self._query = (self._query if now - self._typed_at < SEARCH_PAUSE_S else "")
         self._query += event.character
         self._typed_at = now
