@@ -171,7 +171,7 @@ class FieldRow(Widget):
         """The section's title, the label, the value (until the editor opens), then the
         unit."""
         width = self._box_width()
-        parts: list[tuple[str, str] | str] = [(self.spec.label, "$text-muted"),
+        parts: list[tuple[str, str] | str] = [(self.spec.label, "$foreground-muted"),
                                               " " * (LABEL_WIDTH - len(self.spec.label))]
         if self.control is None:
             box = "on $error 30%" if self.error_text else "on $surface"
@@ -180,7 +180,7 @@ class FieldRow(Widget):
             parts.append((shown[:width].ljust(width), f"{style} {box}"))
         else:
             parts.append(" " * width)
-        parts += [" ", (self.unit, "$text-muted")]
+        parts += [" ", (self.unit, "$foreground-muted")]
         line = Content.assemble(*parts)
         if self.title:
             return Content.assemble("\n", (self.title, "bold $accent"), "\n", line)

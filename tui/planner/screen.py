@@ -73,7 +73,7 @@ class TitleBar(Static):
     def _content(view: View) -> Content:
         parts: list[str | tuple[str, str]] = [("◆ ", "$accent"), view.name]
         if view.title:
-            parts.append((f" — {view.title}", "$text-muted"))
+            parts.append((f" — {view.title}", "$foreground-muted"))
         return Content.assemble(*parts)
 
     def show(self, view: View) -> None:
