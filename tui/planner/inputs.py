@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import set_cell_size
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -177,7 +178,7 @@ class FieldRow(Widget):
             box = "on $error 30%" if self.error_text else "on $surface"
             shown = self.text or self.placeholder
             style = "$foreground" if self.text else "$foreground-disabled"   # as Input's
-            parts.append((shown[:width].ljust(width), f"{style} {box}"))
+            parts.append((set_cell_size(shown, width), f"{style} {box}"))   # wide glyphs too
         else:
             parts.append(" " * width)
         parts += [" ", (self.unit, "$foreground-muted")]
