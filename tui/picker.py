@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from time import monotonic
 
+from rich.cells import set_cell_size
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
@@ -167,7 +168,7 @@ class Picker(Widget, can_focus=True):
     def render(self) -> Content:
         label = self.label
         width = max(self.content_size.width - len(ARROW), 1)
-        shown = (label if label is not None else self.prompt)[:width].ljust(width)
+        shown = set_cell_size(label if label is not None else self.prompt, width)
         return Content.assemble(
             (shown, "" if label is not None else "$foreground 50%"),
             (ARROW, "$foreground 50%"))
