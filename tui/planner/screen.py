@@ -24,6 +24,7 @@ from ...model.errors import PlanError
 from ...model.plan import Plan
 from ...model.tomlfile import write_atomic
 from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
+from ..fields import FIELDS
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
 from ..tabs import TabbedView
@@ -123,7 +124,7 @@ class PlannerScreen(Screen[None]):
                 priority=True, tooltip="Write the launch script to a file"),
     ]
 
-    AUTO_FOCUS = f"#{FIRST_FOCUS.replace('.', '-')}"     # what a plan is first changed by
+    AUTO_FOCUS = f"#{FIELDS[FIRST_FOCUS].widget_id}"     # what a plan is first changed by
 
     view: reactive[View] = reactive(None, init=False, always_update=True,  # type: ignore[arg-type]
                                     repaint=False)
