@@ -22,6 +22,7 @@ from pydantic import (
 from . import recipe
 from . import validation as v
 from .errors import PlanError
+from .numbers import TypedNumber, looks_like_number
 from .tomlfile import parse_toml, read_text, read_toml, write_atomic
 from .validation import explain
 
@@ -44,6 +45,7 @@ PriceRatio = Annotated[float, v.PRICE_RATIO.before,
                        v.PRICE_RATIO.field("price relative to the reference GPU")]
 TokensPerS = Annotated[float, v.TOKENS_PER_S_PER_GPU.before,
                        v.TOKENS_PER_S_PER_GPU.field("measured rate")]
+Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
 Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
 Text = Annotated[str, Field(max_length=v.TEXT_CHARS)]
 
@@ -183,8 +185,8 @@ class Launch(_Section):
     chat_template: Text | None = None
     hosts: tuple[Name, ...] = Field((), max_length=int(v.GPUS_PER_ROLE.hi) * 2,
                                     description="node host names, node 0 first")
-    master_port: int = Field(29500, ge=1, le=65535)
-    base_port: int = Field(30000, ge=1, le=65535, description="first capture server port")
+    master_port: Port = 29500
+    base_port: Annotated[int, v.PORT.before, v.PORT.field("first capture server port")] = 30000
     template: str | None = Field(None, max_length=v.TEMPLATE_CHARS,
                                  description="command template with {placeholders}")
 
@@ -297,7 +299,12 @@ def default_plan() -> Plan:
 
 
 def _parse_value(raw: str) -> Any:
-    """A --set value: TOML syntax when it parses (7, 3.4, true, [1, 2]), else a bare string."""
+    """A --set value. Text that looks like a number stays text, marked as typed: a number's
+    check reads it as the app's fields do (model/numbers.py: 1e6 is a whole number, a comma
+    is refused with its reason) and a text key keeps it as written (run_id=007). Else TOML
+    syntax when it parses (true, [1, 2], "text"), else a bare string."""
+    if looks_like_number(raw):
+        return TypedNumber(raw)
     try:
         return parse_toml(f"v = {raw}", "--set")["v"]
     except PlanError:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BeforeValidator, Field, ValidationError
 
 from .errors import PlanError, suggest
+from .numbers import NumberError, TypedNumber, parse_number
 from .tomlfile import line_of
 
 
@@ -113,6 +114,11 @@ class Bound:
         ValueError saying what is allowed."""
         kind = "a whole number" if self.integer else "a number"
         ok_type = (int,) if self.integer else (int, float)
+        if isinstance(value, TypedNumber):         # typed on the command line
+            try:
+                value = parse_number(value)
+            except NumberError as err:
+                raise ValueError(f"{err}; must be {kind} {self.describe()}") from None
         if isinstance(value, bool) or not isinstance(value, ok_type):
             raise ValueError(f"must be {kind} {self.describe()}")
         if isinstance(value, float) and not math.isfinite(value):
@@ -144,6 +150,7 @@ def _number(x: float) -> str:
 # The plan (docs/limits.md).
 GPUS_PER_ROLE = Bound(1, 100_000, "GPUs")
 TP = Bound(1, 128, "GPUs per replica")
+PORT = Bound(1, 65_535)
 BATCH_SIZE = Bound(1, 4_096, "samples")
 SAMPLES = Bound(1, 10_000_000_000, "samples")
 SEQUENCE_TOKENS = Bound(1, 1_048_576, "tokens")

@@ -85,8 +85,11 @@ async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_u
         assert now[8] == f"{c.speedup:.2f}x" and now[10] == f"{c.cost_ratio:.2f}x"
         low, high = c.speedup_range
         assert now[9] == f"{low:,.2f}-{high:,.2f}"
-        await pilot.press("p")                                    # pin: the new baseline
-        assert len(app.state.scenarios) == 2 and app.state.baseline is app.state.scenarios[1]
+        await pilot.press("p")                     # pin: the measured run stays the base
+        assert len(app.state.scenarios) == 2 and app.state.baseline is app.state.scenarios[0]
+        assert [str(v) for v in table.get_column_at(2)][8] == f"{c.speedup:.2f}x"
+        await pilot.press("b")                     # the highlighted pinned one: the base
+        assert app.state.baseline is app.state.scenarios[1]
         measured_vs = [str(v) for v in table.get_column_at(1)]
         assert measured_vs[8] == f"{1 / c.speedup:.2f}x"          # measured vs the new one
         await pilot.press("r")                                    # rename the highlighted

@@ -127,13 +127,23 @@ def test_moving_gpus_between_the_roles(state):
 
 
 def test_pin_and_scenarios(state):
+    opened = state.baseline
     state.edit("target.count", 6)
     state.recompute()
+    # Pinning keeps the baseline (the Comparison view's p): the opened plan stays the
+    # one everything is compared with.
     assert state.pin() is None
-    assert state.baseline.name == "pinned: 6 targets + 1 drafter, RTX PRO 6000, Qwen3-8B"
-    assert [s.name for s in state.scenarios][1:] == [state.baseline.name]
+    assert state.baseline is opened
+    assert [s.name for s in state.scenarios][1:] == [
+        "pinned: 6 targets + 1 drafter, RTX PRO 6000, Qwen3-8B"]
+    assert state.make_baseline(state.scenarios[1]) is None
+    assert state.baseline is state.scenarios[1]
+    state.edit("target.count", 5)
+    state.recompute()
+    assert state.pin(as_baseline=True) is None       # ctrl+l
+    assert state.baseline is state.scenarios[2] and len(state.scenarios) == 3
     state.mark_invalid("target.count", "enter a whole number")
-    assert state.pin() is not None                   # a stale projection is no baseline
+    assert state.pin() is not None                   # a stale projection is no scenario
 
 
 def test_prices_show_both_views(state):
@@ -238,7 +248,7 @@ def test_adopting_a_plan_pins_the_current_one_and_scenarios_can_be_managed(catal
     # Exactly the plan adopted, prices included; the opened plan is still the baseline.
     assert state.plan.model_copy(update={"name": ""}) == b200.model_copy(update={"name": ""})
     assert state.baseline.projection.plan == opened
-    state.pin()
+    state.pin(as_baseline=True)
     assert len(state.scenarios) == 2 and state.baseline is state.scenarios[-1]
     state.rename(state.baseline, "four B200")
     assert state.baseline.name == "four B200"

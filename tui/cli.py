@@ -48,10 +48,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _plan_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", nargs="?", type=Path, metavar="PLAN.toml",
                         help="plan file (default: the built-in plan, the measured run)")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="change a plan key, e.g. --set target.count=7 (repeatable)")
-    _sources(parser)
+    _edits(parser)
     _common(parser)
+
+
+def _edits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="change a plan key, e.g. --set target.count=7 (repeatable); a "
+                             "changed plan is named for what it is unless you --set name")
+    _sources(parser)
 
 
 def _sources(parser: argparse.ArgumentParser) -> None:
@@ -210,16 +215,19 @@ def _run_check(args: argparse.Namespace) -> int:
 def _add_new(p: argparse.ArgumentParser) -> None:
     p.add_argument("plan", type=Path, metavar="PLAN.toml")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
-    _sources(p)
+    _edits(p)
+    _common(p)
 
 
 def _run_new(args: argparse.Namespace) -> int:
-    from ..model.plan import default_plan_text, load_plan, plan_to_toml
+    from ..model.plan import default_plan_text, plan_to_toml
+    from .config import load_catalog, open_plan
 
     sets = _source_sets(argparse.Namespace(**{**vars(args), "plan": None}))
     text = default_plan_text()
     if sets:
-        text = plan_to_toml(load_plan(None, sets), text)
+        plan, _ = open_plan(None, sets, load_catalog(args.hardware))
+        text = plan_to_toml(plan, text)
     _write_new(args.plan, text, args.force)
     print(f"wrote {args.plan}")
     return EXIT_OK

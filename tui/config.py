@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..model.catalog import Catalog, Deferred
 from ..model.errors import PlanError
 from ..model.hardware import builtin_gpus, load_gpu_file
+from ..model.labels import name_after_edits
 from ..model.plan import Plan, load_plan
 from ..model.targets import resolve_target
 from ..model.tomlfile import read_toml
@@ -81,5 +82,11 @@ def with_target(catalog: Catalog, plan: Plan, base_dir: Path | None) -> Catalog:
 
 
 def open_plan(path: Path | None, sets: list[str] | None, catalog: Catalog) -> tuple[Plan, Catalog]:
+    """The plan in path (or the built-in plan) with the --set edits, and the catalog with
+    its target model. A plan the edits changed is named for what it now is, unless they
+    named it."""
     plan = load_plan(path, sets)
-    return plan, with_target(catalog, plan, path.parent if path else None)
+    catalog = with_target(catalog, plan, path.parent if path else None)
+    if sets:
+        plan = name_after_edits(load_plan(path), plan, catalog)
+    return plan, catalog

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.numbers import NumberError, parse_number, parse_whole
+
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
@@ -72,15 +74,16 @@ class FieldError(ValueError):
 
 
 def parse(spec: FieldSpec, text: str) -> Any:
-    """The value typed into a field; None for an empty optional field."""
-    raw = text.strip().replace("_", "").replace(",", "")
+    """The value typed into a field; None for an empty optional field. Numbers are read by
+    the same reader as the command line's `--set` (model/numbers.py)."""
+    raw = text.strip()
     if spec.kind == "int":
         if not raw:
             raise FieldError("enter a whole number")
         try:
-            value = int(raw)
-        except ValueError:
-            raise FieldError(f"'{text.strip()}' is not a whole number") from None
+            value = parse_whole(raw)
+        except NumberError as err:
+            raise FieldError(str(err)) from None
         if value < 1:
             raise FieldError("must be at least 1")
         return value
@@ -88,15 +91,17 @@ def parse(spec: FieldSpec, text: str) -> Any:
         if not raw:
             return None
         try:
-            number = float(raw)
-        except ValueError:
-            raise FieldError(f"'{text.strip()}' is not a number") from None
+            number = float(parse_number(raw))
+        except NumberError as err:
+            raise FieldError(str(err)) from None
+        except OverflowError:
+            raise FieldError(f"'{raw}' is out of range") from None
         if not number > 0 or number == float("inf"):
             raise FieldError("must be a number above 0 (leave empty for none)")
         return number
     if spec.kind == "optional-text":
-        return text.strip() or None
-    return text.strip()
+        return raw or None
+    return raw
 
 
 def plan_path(key: str, doc: dict[str, Any]) -> tuple[str, ...]:

@@ -31,8 +31,9 @@ def _console() -> Console:
 
 def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
-    console.print(f"[bold]{escape(p.plan.name or 'plan')}[/bold]  "
-                  f"({escape(p.target_model.name)})")
+    name = p.plan.name or "plan"
+    model = "" if p.target_model.name in name else f"  ({escape(p.target_model.name)})"
+    console.print(f"[bold]{escape(name)}[/bold]{model}")
     summary = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
     summary.add_column(style="bold", no_wrap=True)
     summary.add_column()

@@ -95,7 +95,9 @@ class ScenariosScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,f6", "app.pop_screen", "Back", id="scenarios-back"),
         Binding("p", "pin", "Pin current", id="scenarios-pin",
-                tooltip="Pin the current plan: it becomes the baseline"),
+                tooltip="Pin the current plan beside the others (the baseline stays)"),
+        Binding("b", "make_baseline", "Baseline", id="scenarios-baseline",
+                tooltip="Compare against the highlighted scenario"),
         Binding("u,delete", "unpin", "Unpin", id="scenarios-unpin",
                 tooltip="Drop the highlighted scenario"),
         Binding("r", "rename", "Rename", id="scenarios-rename",
@@ -184,6 +186,18 @@ class ScenariosScreen(Screen[None]):
             return
         self.planner.publish()
         self.fill(at=len(self.state.scenarios))
+
+    def action_make_baseline(self) -> None:
+        chosen = self.pinned("make the baseline")
+        if chosen is None:
+            return
+        i, scenario = chosen
+        refusal = self.state.make_baseline(scenario)
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self.planner.publish()
+        self.fill(at=i + 1)
 
     def action_unpin(self) -> None:
         chosen = self.pinned("unpin")

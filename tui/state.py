@@ -15,6 +15,7 @@ from ..model.calibration import bind_to_workload, rebound
 from ..model.catalog import Catalog
 from ..model.compare import Comparison, compare
 from ..model.errors import PlanError
+from ..model.labels import derived_name
 from ..model.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from ..model.projection import Projection, project
 from ..model.resolve import require_same_gpu_type
@@ -174,26 +175,6 @@ def read_plan(path: Path | None, catalog: Catalog) -> Opened:
     except FILE_ERRORS as err:
         raise file_error(path, err) from None
     return Opened(path, plan, with_model, projection)
-
-
-def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
-    """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B'."""
-    def gpu(key: Any) -> str:
-        spec = catalog.gpus.get(key) if isinstance(key, str) else None
-        return spec.name if spec is not None else str(key)
-
-    def n(count: Any, what: str) -> str:
-        return f"{count} {what}{'s' * (count != 1)}"
-
-    t, d = doc["target"], doc["drafter"]
-    if t.get("gpu") == d.get("gpu"):
-        pools = (f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, "
-                 f"{gpu(t.get('gpu'))}")
-    else:
-        pools = (f"{n(t.get('count'), gpu(t.get('gpu')) + ' target')} + "
-                 f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}")
-    model = catalog.models.get(doc["workload"].get("target_model", ""))
-    return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
 
 
 def measured_rate(entry: Any) -> float | None:
@@ -474,12 +455,23 @@ class Planner:
 
     # --- baseline and scenarios ---------------------------------------------------------
 
-    def pin(self) -> str | None:
-        """Make the current plan the baseline; the reason when it cannot be."""
+    def pin(self, as_baseline: bool = False) -> str | None:
+        """Keep the current plan as a scenario, and make it the baseline when asked (the
+        Comparison view pins beside the baseline; ctrl+l pins the baseline); the reason
+        when it cannot be."""
         if not self.current:
-            return "Fix the plan first: a stale projection cannot be the baseline"
-        self.baseline = Scenario("pinned: " + self.name, self.projection)
-        self.scenarios.append(self.baseline)
+            return "Fix the plan first: a stale projection cannot be pinned"
+        pinned = Scenario("pinned: " + self.name, self.projection)
+        self.scenarios.append(pinned)
+        if as_baseline:
+            self.baseline = pinned
+        return None
+
+    def make_baseline(self, scenario: Scenario) -> str | None:
+        """Compare everything against a pinned scenario; the reason when it cannot be."""
+        if scenario not in self.scenarios:
+            return "That scenario is not pinned"
+        self.baseline = scenario
         return None
 
     def unpin(self, scenario: Scenario) -> str | None:
@@ -508,7 +500,7 @@ class Planner:
         if self.broken:
             return "Fix the marked field first"
         if self.plan != self.baseline.projection.plan:
-            self.pin()
+            self.pin(as_baseline=True)
         self.doc = plan_to_dict(plan.model_copy(update={"name": ""}))
         self._user_name = None
         self.last_key, self.source = "target.count", None

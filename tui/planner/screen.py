@@ -284,7 +284,7 @@ class PlannerScreen(Screen[None]):
 
     def action_pin_baseline(self) -> None:
         self.flush()
-        refusal = self.state.pin()
+        refusal = self.state.pin(as_baseline=True)
         if refusal:
             self.notify(refusal, severity="warning")
             return
