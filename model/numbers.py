@@ -45,20 +45,20 @@ def looks_like_number(text: str) -> bool:
                                                  or _COMMA_NUMBER.fullmatch(raw))
 
 
-def parse_number(text: str) -> int | float:
+def parse_number(text: str, what: str = "a number") -> int | float:
     """The number in text: an int when it is exactly whole, else a float. NumberError
-    (a ValueError) says what is wrong."""
+    (a ValueError) says what is wrong, calling the value `what` is expected to be."""
     raw = text.strip()
     if not raw:
-        raise NumberError("enter a number")
+        raise NumberError(f"enter {what}")
     if _COMMA_NUMBER.fullmatch(raw):
         raise NumberError(comma_message(raw))
     if not (_NUMBER.fullmatch(raw) and _HAS_DIGIT.search(raw)):
-        raise NumberError(f"'{raw}' is not a number")
+        raise NumberError(f"'{raw}' is not {what}")
     try:
         exact = Decimal(raw.replace("_", ""))
     except InvalidOperation:
-        raise NumberError(f"'{raw}' is not a number") from None
+        raise NumberError(f"'{raw}' is not {what}") from None
     exponent = exact.as_tuple().exponent
     if isinstance(exponent, int) and abs(exponent) > _MAX_EXPONENT:
         raise NumberError(f"'{raw}' is out of range")
@@ -69,7 +69,7 @@ def parse_number(text: str) -> int | float:
 
 def parse_whole(text: str) -> int:
     """A whole number typed as text (`7`, `800_000`, `1e6`); NumberError otherwise."""
-    value = parse_number(text)
+    value = parse_number(text, "a whole number")
     if not isinstance(value, int):
         raise NumberError(f"'{text.strip()}' is not a whole number")
     return value

@@ -167,6 +167,8 @@ BAD_VALUES = [
     ("target.count", "999999", "100,000"),                 # the model's documented bound
     ("target.tp", "2", "not a multiple of tp 2"),
     ("measured.target", "5e-324", "from 1 to"),            # a denormal rate
+    # A decimal comma: refused with the command line's words, never read as 34.
+    ("price.target.ratio", "3,4", "'3,4' has a comma: use a dot for a decimal point"),
 ]
 
 
@@ -181,7 +183,8 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
             assert reason in shown and "Input should" not in shown and "{" not in shown
             assert text(app, "banner").startswith("STALE")
             assert "14.8 Ktok/s" in text(app, "figures")  # the last valid projection
-            await put(pilot, key, {"target.tp": "1", "measured.target": "4933.3"}.get(key, "3"))
+            await put(pilot, key, {"target.tp": "1", "measured.target": "4933.3",
+                                   "price.target.ratio": "1"}.get(key, "3"))
             assert error(app, key) == "" and not app.screen.query_one("#banner").display
 
 

@@ -161,3 +161,21 @@ def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, c
     monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
     assert import_app().__name__ == "PlannerApp"      # the app's path sets it too
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+
+
+def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
+    doc = run_json(capsys, ["project", "--json", "--set", "target.gpu=b200",
+                            "--set", "drafter.gpu=b200", "--baseline"])
+    assert doc["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
+    assert doc["baseline"]["name"].startswith("measured baseline")     # the two differ
+    # Unchanged, or named by the user: the name stays.
+    assert run_json(capsys, ["project", "--json"])["name"].startswith("measured baseline")
+    assert run_json(capsys, ["project", "--json", "--set", "name=mine",
+                             "--set", "target.count=7"])["name"] == "mine"
+    # `new` takes --set the same way.
+    path = tmp_path / "b200.toml"
+    assert main(["new", str(path), "--set", "target.gpu=b200", "--set", "drafter.gpu=b200",
+                 "--set", "workload.samples=1e6"]) == 0
+    written = tomllib.loads(path.read_text())
+    assert written["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
+    assert written["workload"]["samples"] == 1_000_000
