@@ -102,16 +102,36 @@ def anchors_check(num_anchors: int, recipe_anchors: int) -> list[Diagnostic]:
         {"num_anchors": num_anchors, "recipe": recipe_anchors})]
 
 
-def carry_over_note(rate: RoleRate) -> list[Diagnostic]:
-    """Name the readings behind a range that comes from carrying a measurement over."""
-    if rate.low_reading == rate.high_reading or rate.measured:
+def range_note(rate: RoleRate) -> list[Diagnostic]:
+    """The band of an estimated rate and what each end is: a reading (the figure it gives,
+    and why), or a reading widened by the estimate's spread (a GPU with no measurement of
+    this role gets one too: its band is what the answer rests on)."""
+    if rate.measured or rate.low_tokens_per_s == rate.high_tokens_per_s:
         return []
+
+    def end(name: str, value: float) -> str:
+        reading = next(r for r in rate.readings if r.name == name)
+        said = f"{name}: {reading.why}"
+        if abs(value / reading.tokens_per_s - 1) < 5e-4:
+            return said
+        spread = value / reading.tokens_per_s - 1
+        return (f"{said}, {reading.tokens_per_s:,.0f} tok/s, {spread * 100:+.0f} % for the "
+                f"spread of the estimate")
+
+    carried = rate.low_reading != rate.high_reading
+    band = (f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
+            f"{rate.high_tokens_per_s:,.0f} tok/s per GPU")
+    if carried:
+        message = (f"{band}; low if {end(rate.low_reading, rate.low_tokens_per_s)}; high if "
+                   f"{end(rate.high_reading, rate.high_tokens_per_s)}")
+    else:
+        reading = next(r for r in rate.readings if r.name == rate.low_reading)
+        low, high = (rate.low_tokens_per_s / reading.tokens_per_s - 1,
+                     rate.high_tokens_per_s / reading.tokens_per_s - 1)
+        message = (f"{band}: {reading.why}, {reading.tokens_per_s:,.0f} tok/s, "
+                   f"{low * 100:+.0f} % to {high * 100:+.0f} % for the spread of the estimate")
     return [Diagnostic(
-        "carry-over-range", f"calibration.{rate.role}",
-        f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
-        f"{rate.high_tokens_per_s:,.0f} tok/s per GPU, low if {rate.low_reading} (" +
-        next(r.why for r in rate.readings if r.name == rate.low_reading) +
-        f"), high if {rate.high_reading} (" +
-        next(r.why for r in rate.readings if r.name == rate.high_reading) + ")",
+        "carry-over-range" if carried else "estimate-range", f"calibration.{rate.role}",
+        message,
         {"low": rate.low_tokens_per_s, "high": rate.high_tokens_per_s,
          "low_reading": rate.low_reading, "high_reading": rate.high_reading})]

@@ -16,10 +16,10 @@ from .cost import Prices, prices
 from .diagnostics import (
     Diagnostic,
     anchors_check,
-    carry_over_note,
     link_check,
     measurement_checks,
     memory_checks,
+    range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
 from .hardware import Gpu
@@ -352,7 +352,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                             billed_t, billed_d, throughput,
                                             {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
         for rate in (t, d):
-            diagnostics += carry_over_note(rate)
+            diagnostics += range_note(rate)
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
             diagnostics.append(Diagnostic(

@@ -208,6 +208,9 @@ def short_repr(value: object, limit: int = 60) -> str:
     characters (a bad value can be a whole file)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, TypedNumber):          # as typed after --set key=
+        value = str(value)
+        return value if len(value) <= limit else f"{value[:limit]}..."
     try:
         text = repr(value)
     except ValueError:                  # an integer too long to print (over 4,300 digits)

@@ -222,7 +222,7 @@ def test_a_fresh_document_when_asked_or_when_the_old_file_is_not_a_plan(tmp_path
     (["workload.target_layer_ids=[1, 10000]"],
      "--set workload.target_layer_ids[1] = 10000: must be a whole number from 0 to 9,999"),
     (["launch.format=x"], "--set launch.format = 'x': choose one of specforge, "),
-    (["name=1"], "--set name = 1: must be text (in quotes)"),
+    (["name=true"], "--set name = true: must be text (in quotes)"),
 ])
 def test_set_errors_name_the_key_and_the_range(sets, message):
     with pytest.raises(PlanError) as err:

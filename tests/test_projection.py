@@ -275,3 +275,37 @@ def test_gpu_catalog_has_every_reference_gpu(catalog):
     assert set(catalog.gpus) >= {"rtx-pro-6000", "b200", "b300", "gb200", "h100-sxm",
                                  "h100-pcie", "h200", "a100-80g", "l40s", "rtx-5090",
                                  "rtx-4090", "mi300x", "mi325x", "mi355x"}
+
+
+def _reading_figure(message: str) -> float:
+    """The figure a note gives its reading: 'default efficiency 37.5 %, 19,719 tok/s'."""
+    import re
+
+    return float(re.search(r", ([\d,]+) tok/s", message).group(1).replace(",", ""))
+
+
+def test_each_end_of_a_rate_band_is_named_with_its_own_figure(catalog, baseline):
+    # 7 + 1 on RTX PRO 6000: the drafter's low end is what it kept up with (14,800 tok/s),
+    # its high end the default estimate plus the estimate's spread (+25 %); the note must
+    # give the default reading its own figure, not the band's end.
+    p = project(edit(baseline, target={"count": 7}), catalog)
+    note = next(d for d in p.diagnostics if d.code == "carry-over-range"
+                and d.key == "calibration.drafter")
+    assert note.values["low"] == pytest.approx(14_800, abs=0.5)
+    assert note.values["low_reading"] == "kept up"
+    default = _reading_figure(note.message.split("high if")[1])
+    assert note.values["high"] == pytest.approx(default * 1.25, abs=1)
+    assert "high if default" in note.message and "+25 %" in note.message
+    assert f"{note.values['high']:,.0f}" not in note.message.split("high if")[1]
+
+
+def test_a_gpu_without_a_measurement_states_its_band(catalog, baseline):
+    # 4x B200: no measurement of the drafter on B200; its band (default efficiency,
+    # -25 % to +25 %) is what the answer rests on, and the report says it.
+    p = project(edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}), catalog)
+    note = next(d for d in p.diagnostics if d.key == "calibration.drafter")
+    assert note.code == "estimate-range"
+    central = _reading_figure(note.message)
+    assert (note.values["low"], note.values["high"]) == pytest.approx(
+        (central * 0.75, central * 1.25), abs=1)
+    assert f"{note.values['low']:,.0f}-{note.values['high']:,.0f} tok/s" in note.message
