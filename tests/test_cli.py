@@ -97,7 +97,17 @@ def test_check_exit_code_for_a_plan_that_does_not_fit(tmp_path, capsys, baseline
     path.write_text(edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
                          target={"gpu": "rtx-4090", "count": 1}).to_toml())
     assert main(["check", str(path)]) == 3
-    assert "does NOT fit" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "does NOT fit" in out and "ok" not in out and "target does not fit: needs" in out
+
+
+def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
+    log = Path(__file__).parent / "data" / "runlogs" / "own.csv"
+    assert main(["calibrate", str(log)]) == 0
+    captured = capsys.readouterr()
+    assert "dry run: nothing written" in captured.err
+    # The measured plan's figures have no range: none is printed zero wide.
+    assert "range" not in captured.out.splitlines()[-1]
 
 
 def test_check_help_documents_the_exit_codes(capsys):

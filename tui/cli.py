@@ -206,9 +206,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
     projection = project(plan, catalog)
-    fits = "fits" if projection.fits else "does NOT fit in GPU memory"
-    print(f"{args.plan}: ok ({plan.name or 'unnamed plan'}; {fits}; "
-          f"{len(projection.warnings)} warning(s))")
+    name = plan.name or "unnamed plan"
+    if projection.fits:
+        print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
+    else:
+        why = next(d.message for d in projection.diagnostics if d.code == "does-not-fit")
+        print(f"{args.plan}: valid, but does NOT fit in GPU memory ({name}): {why}")
     return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
 
 
@@ -306,15 +309,18 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         print(f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
               f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})")
     for label, p in (("before", before), ("after", after)):
-        rng = p.ranges
-        print(f"{label}: {fmt.ktok(p.tokens_per_s)}"
-              + (f" (range {fmt.span(*rng.tokens_per_s, fmt.ktok)})" if rng else "")
+        spread = fmt.spread(p.ranges.tokens_per_s if p.ranges else None, fmt.ktok)
+        print(f"{label}: {fmt.ktok(p.tokens_per_s)}" + (f" (range {spread})" if spread else "")
               + f", {fmt.duration(p.days)}, bottleneck {p.bottleneck}")
     if args.write:
         if args.plan is None:
             raise PlanError("--write needs --plan PLAN.toml (the built-in plan is not a file)")
         save_plan(calibrated, args.plan)
         print(f"wrote {args.plan}", file=sys.stderr)
+    else:
+        where = args.plan or "PLAN.toml"
+        print(f"dry run: nothing written; add --write{'' if args.plan else ' --plan PLAN.toml'}"
+              f" to save these measurements into {where}", file=sys.stderr)
     return EXIT_OK
 
 

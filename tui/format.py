@@ -100,6 +100,14 @@ def span(low: float | None, high: float | None, one: Callable[[float | None], st
     return f"{a} - {b}"
 
 
+def spread(pair: tuple[float, float] | None, one: Callable[[float | None], str]) -> str:
+    """A figure's range as `span` writes it, or '' when there is none to show: no range,
+    or ends that agree once formatted (a range is never shown zero wide)."""
+    if pair is None or one(pair[0]) == one(pair[1]):
+        return ""
+    return span(pair[0], pair[1], one)
+
+
 def break_even(p: Projection, ratios: dict[str, float]) -> str:
     """Which price per GPU-hour, as a ratio to the reference GPU, makes the plan cost what
     the baseline costs ('B200 at 5.55x the RTX PRO 6000 price')."""

@@ -88,10 +88,9 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         console.print(f"[bold]to narrow the range:[/bold] {escape(p.narrowing)}")
     if baseline is not None:
         c = compare(p, baseline)
-        speed_range = ("" if c.speedup_range is None else
-                       f" (range {fmt.span(*c.speedup_range, fmt.times)})")
-        cost_range = ("" if c.cost_ratio_range is None else
-                      f" (range {fmt.span(*c.cost_ratio_range, fmt.times)})")
+        speed_range, cost_range = (
+            f" (range {text})" if (text := fmt.spread(pair, fmt.times)) else ""
+            for pair in (c.speedup_range, c.cost_ratio_range))
         console.print(f"\n[bold]against the baseline[/bold] "
                       f"({escape(baseline.plan.name or 'plan')}): "
                       f"speed {fmt.times(c.speedup)}{speed_range}, cost "
@@ -110,9 +109,8 @@ def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str
     """'; range a-b' after an estimated figure; nothing for a measured one."""
     if p.ranges is None or getattr(p.ranges, field) is None:
         return ""
-    low, high = getattr(p.ranges, field)
-    text = fmt.span(low, high, one)
-    return "" if text == one(low) and low == high else f"; range {escape(text)}"
+    text = fmt.spread(getattr(p.ranges, field), one)
+    return f"; range {escape(text)}" if text else ""
 
 
 def validation(result: Validation) -> None:
@@ -254,8 +252,11 @@ def search(result: SearchResult, deadline_days: float | None, budget: float | No
                       f"{escape(fmt.cost(p.total_cost, p.cost_unit))}{verdict}")
 
 
-def _span(pair: tuple[float, float], one: Callable[[float | None], str]) -> str:
-    return fmt.span(pair[0], pair[1], one)
+def _with_range(value: str, pair: tuple[float, float] | None,
+                one: Callable[[float | None], str]) -> str:
+    """'1.50x (1.20-1.90x)'; the value alone when the range is none or zero wide."""
+    text = fmt.spread(pair, one)
+    return f"{value} ({text})" if text else value
 
 
 def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
@@ -268,13 +269,11 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         be = c.break_even_price_ratio
         body.append([
             str(path), f"{(p.ktok_per_s or 0):,.1f}",
-            fmt.span(*r.tokens_per_s, fmt.ktok) if r else fmt.DASH,
+            fmt.spread(r.tokens_per_s if r else None, fmt.ktok) or fmt.DASH,
             fmt.duration(p.days), fmt.cost(p.total_cost, p.cost_unit, compact=True),
             fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), str(p.bottleneck),
-            fmt.times(c.speedup) + (f" ({_span(c.speedup_range, fmt.times)})"
-                                    if c.speedup_range else ""),
-            fmt.times(c.cost_ratio) + (f" ({_span(c.cost_ratio_range, fmt.times)})"
-                                       if c.cost_ratio_range else ""),
+            _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times),
+            _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times),
             ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH])
     if style == "csv":
         import csv

@@ -59,10 +59,8 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
 
     def span(field: str, one: Callable[[float | None], str]) -> str:
         """The range of an estimated figure ('58.7-102.7'), '' for a measured one."""
-        pair = getattr(r, field) if r is not None else None
-        if pair is None or one(pair[0]) == one(pair[1]):
-            return ""
-        return "range " + fmt.span(pair[0], pair[1], one)
+        text = fmt.spread(getattr(r, field) if r is not None else None, one)
+        return f"range {text}" if text else ""
 
     rows = (
         ("throughput", fmt.ktok(p.tokens_per_s),
@@ -113,13 +111,12 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
     text.append("vs baseline ", style="bold")
     text.append(baseline_name + "\n", style="dim")
     text.append(f"{fmt.times(c.speedup)} speed", style=_better(c.speedup, 1.0))
-    if c.speedup_range and fmt.times(c.speedup_range[0]) != fmt.times(c.speedup_range[1]):
-        text.append(f" ({fmt.span(*c.speedup_range, fmt.times)})", style="dim")
+    if speed := fmt.spread(c.speedup_range, fmt.times):
+        text.append(f" ({speed})", style="dim")
     text.append("  ")
     text.append(f"{fmt.times(c.cost_ratio)} cost", style=_better(1.0, c.cost_ratio))
-    if c.cost_ratio_range and fmt.times(c.cost_ratio_range[0]) != fmt.times(
-            c.cost_ratio_range[1]):
-        text.append(f" ({fmt.span(*c.cost_ratio_range, fmt.times)})", style="dim")
+    if cost := fmt.spread(c.cost_ratio_range, fmt.times):
+        text.append(f" ({cost})", style="dim")
     text.append("  ")
     delta = c.days_delta
     text.append(fmt.signed_duration(delta), style=_better(0.0, delta) if delta is not None else "")
