@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from apphelp import choose, error, field, planner, put, settle, steady_cursors, text  # noqa: F401
 from dflash_plan.model.plan import load_plan
 from dflash_plan.model.projection import project
@@ -17,6 +18,7 @@ from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
 from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
 from dflash_plan.tui.planner.inputs import FieldRow
+from dflash_plan.tui.planner.results import figure_rows
 from dflash_plan.tui.tabs import TabBar, TabbedView
 from textual.widgets import Input
 
@@ -293,8 +295,16 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
         await pilot.press("enter")
         await pilot.pause()
         await put(pilot, "name", "four B200")
+        # A long name is cut, never the file's name and its unsaved marker.
+        await put(pilot, "name", "four B200 for the December run of the drafter team " * 3)
+        await pilot.pause()
+        title = text(app, "title-bar")
+        assert title.rstrip().endswith(f"— {path.name} ●") and "…" in title
+        await pilot.resize_terminal(60, 20)
+        await pilot.pause()
+        assert text(app, "title-bar").rstrip().endswith(f"— {path.name} ●")
     assert load_plan(path).name == "3 targets + 1 drafter, B200, Qwen3-8B"
-    assert app.state.plan.name == "four B200"
+    assert app.state.plan.name.startswith("four B200 for the December")
 
 
 async def test_80x24_cuts_nothing():
@@ -314,6 +324,20 @@ async def test_80x24_cuts_nothing():
         await pilot.press("escape", "f4")
         await settle(pilot)
         assert app.screen.query_one("#launch-command").region.width >= 78
+
+
+@pytest.mark.parametrize("width", [60, 48])
+async def test_narrow_terminals_wrap_figures_between_words(width):
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:            # opened wide, then narrowed
+        await pilot.resize_terminal(width, 20)
+        await pilot.pause()
+        await pilot.pause()
+        shown = text(app, "figures").split()
+        assert "…" not in text(app, "figures")
+        for _, value, note in figure_rows(app.state.projection):
+            for word in f"{value} {note}".split():
+                assert word in shown, f"{word!r} cut or broken at {width} columns"
 
 
 async def test_huge_counts_do_not_freeze_and_launch_text_waits_for_its_tab():

@@ -35,9 +35,10 @@ class PlannerApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "dflash-plan"
-    # Below 100 columns the inputs narrow and the Launch tab takes the whole width; from
-    # 134 the projection shows in two columns.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-normal"), (134, "-wide")]
+    # Below 100 columns the inputs narrow and the Launch tab takes the whole width; below
+    # 72 they narrow again (the figures keep room for a word); from 134 the projection
+    # shows in two columns.
+    HORIZONTAL_BREAKPOINTS = [(0, "-tiny"), (72, "-narrow"), (100, "-normal"), (134, "-wide")]
     BINDINGS = [
         Binding("f1", "help", "Help", id="help", show=False,
                 tooltip="What each number means, the keys"),

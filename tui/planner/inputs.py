@@ -53,8 +53,10 @@ class FieldSelect(Picker):
 
 
 LABEL_WIDTH = 11
-CONTROL_WIDTH = 14            # a number's box; NARROW below 100 columns; text spans the row
-NARROW_CONTROL_WIDTH = 11
+CONTROL_WIDTH = 14            # a number's box; NARROW below 100 columns, TINY below 72;
+NARROW_CONTROL_WIDTH = 11     # text spans the row
+TINY_CONTROL_WIDTH = 9
+CONTROL_WIDTHS = {"-narrow": NARROW_CONTROL_WIDTH, "-tiny": TINY_CONTROL_WIDTH}
 FIRST_FOCUS = "target.count"  # what a plan is first changed by: focused at start-up
 
 
@@ -79,7 +81,11 @@ class FieldRow(Widget):
     Screen.-narrow FieldRow > .field-control {{
         width: {NARROW_CONTROL_WIDTH};
     }}
-    FieldRow > .field-control.-span, Screen.-narrow FieldRow > .field-control.-span {{
+    Screen.-tiny FieldRow > .field-control {{
+        width: {TINY_CONTROL_WIDTH};
+    }}
+    FieldRow > .field-control.-span, Screen.-narrow FieldRow > .field-control.-span,
+    Screen.-tiny FieldRow > .field-control.-span {{
         width: 1fr;
     }}
     FieldRow.-titled {{
@@ -166,7 +172,8 @@ class FieldRow(Widget):
             return self.control.outer_size.width
         if self.spec.kind == "text":
             return max(self.size.width - LABEL_WIDTH, 0)
-        return NARROW_CONTROL_WIDTH if self.screen.has_class("-narrow") else CONTROL_WIDTH
+        return next((width for name, width in CONTROL_WIDTHS.items()
+                     if self.screen.has_class(name)), CONTROL_WIDTH)
 
     def render(self) -> Content:
         """The section's title, the label, the value (until the editor opens), then the

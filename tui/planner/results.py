@@ -104,6 +104,22 @@ def figures_table(rows: tuple[FigureRow, ...], stale: bool) -> Table:
     return table
 
 
+def figures_stacked(rows: tuple[FigureRow, ...], stale: bool) -> Text:
+    """The headline figures for a column too narrow to hold a value beside its name: the
+    name on its line, the value and note under it, wrapping between words."""
+    value_style = "bold strike" if stale else "bold"
+    text = Text()
+    for name, value, note in rows:
+        if name:
+            text.append(f"{name}\n", style="dim")
+        text.append("  " + value, style=value_style if name else "dim")
+        if note:
+            text.append("  " + note, style="dim")
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
 def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None) -> Text:
     text = Text()
     if c is None:
@@ -249,9 +265,14 @@ def figures_part(rows: tuple[FigureRow, ...], stale: bool) -> Part:
     plain = "\n".join(f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "")
                       for name, value, note in rows)
 
+    longest_word = max((cell_len(word) for _, value, note in rows
+                        for word in f"{value} {note}".split()), default=0)
+
     def content(width: int) -> Shown:
         if width and height_unwrapped(plain, width) is not None:
             return figures_content(rows, stale)
+        if width and width - NAME_WIDTH < longest_word:
+            return figures_stacked(rows, stale)         # no word is cut or broken
         return figures_table(rows, stale)
 
     return Part((rows, stale), plain, content)
@@ -286,6 +307,8 @@ class ResultsPanel(VerticalScroll):
         super().__init__(id="results")
         self.first = first
         self._keys: dict[str, object] = {}      # what each Static shows now
+        self._figures: Part | None = None       # the figures shown, chosen by width
+        self._figures_width = 0                 # the width they were chosen at
 
     def compose(self) -> ComposeResult:
         # The first view's figures are composed in (filled after mounting, every Static
@@ -295,6 +318,8 @@ class ResultsPanel(VerticalScroll):
         def static(widget_id: str) -> Static:
             part = parts.get(widget_id, Part("", "", lambda _width: "", False))
             self._keys[widget_id] = part.key
+            if widget_id == "figures":
+                self._figures = part
             widget = Static(part.content(0), id=widget_id)
             widget.display = part.shown
             return widget
@@ -318,7 +343,21 @@ class ResultsPanel(VerticalScroll):
             if self._keys.get(widget_id) != part.key:    # an unchanged part costs no render
                 self._keys[widget_id] = part.key
                 replace(widget, part)
+                if widget_id == "figures":
+                    self._figures, self._figures_width = part, widget.content_size.width
             widget.display = part.shown
+
+    def on_resize(self) -> None:
+        # The figures' layout (plain lines, a table, or stacked) is chosen for a width:
+        # chosen again once the new width is laid out.
+        self.call_after_refresh(self._refit_figures)
+
+    def _refit_figures(self) -> None:
+        widget = self.query_one("#figures", Static)
+        width = widget.content_size.width
+        if self._figures is not None and width and width != self._figures_width:
+            self._figures_width = width
+            replace(widget, self._figures)
 
     @staticmethod
     def _parts(view: View) -> dict[str, Part]:

@@ -10,6 +10,7 @@ import math
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from rich.cells import cell_len, set_cell_size
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -67,20 +68,29 @@ class TitleBar(Static):
     """
 
     def __init__(self, view: View) -> None:
-        super().__init__(self._content(view), id="title-bar")
         self._shown = (view.name, view.title)
+        super().__init__(self._content(0), id="title-bar")
 
-    @staticmethod
-    def _content(view: View) -> Content:
-        parts: list[str | tuple[str, str]] = [("◆ ", "$accent"), view.name]
-        if view.title:
-            parts.append((f" — {view.title}", "$foreground-muted"))
+    def _content(self, width: int | None = None) -> Content:
+        """The name, cut to leave the file's name and its marker whole at this width."""
+        width = self.size.width if width is None else width
+        name, title = self._shown
+        suffix = f" — {title}" if title else ""
+        room = width - 2 - cell_len(suffix)
+        if width and cell_len(name) > room:
+            name = set_cell_size(name, max(room - 1, 0)) + "…"
+        parts: list[str | tuple[str, str]] = [("◆ ", "$accent"), name]
+        if suffix:
+            parts.append((suffix, "$foreground-muted"))
         return Content.assemble(*parts)
 
     def show(self, view: View) -> None:
         if (view.name, view.title) != self._shown:
             self._shown = (view.name, view.title)
-            self.update(self._content(view), layout=False)    # one line, always
+            self.update(self._content(), layout=False)    # one line, always
+
+    def on_resize(self) -> None:
+        self.update(self._content(), layout=False)
 
 
 class PlannerScreen(Screen[None]):
