@@ -114,6 +114,21 @@ async def test_split_keys_move_a_gpu_even_from_a_number_field():
         assert app.screen.query_one("#path-input", Input).value.endswith("<>")
 
 
+async def test_question_mark_opens_help_from_a_number_field_and_types_in_text():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.focused.id == "target-count"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert app.state.plan.target.count == 3 and "target.count" not in app.state.invalid
+        await pilot.press("escape")
+        await pilot.pause()
+        (await field(pilot, "name")).focus()
+        await pilot.press("question_mark")                # a name may hold a '?'
+        assert text(app, "name") == "?"
+
+
 async def test_a_picker_opens_searches_picks_and_closes(monkeypatch):
     import dflash_plan.tui.picker as picker_module
 

@@ -25,7 +25,8 @@ SPLIT_KEYS = frozenset({"less_than_sign", "greater_than_sign"})
 
 
 class FieldInput(Input):
-    """A field's text input. `<` and `>` are not typed into it: they move a GPU."""
+    """A field's text input. `<` and `>` are not typed into it: they move a GPU; nor is
+    `?` into a number, where it opens help as everywhere else."""
 
     def __init__(self, spec: FieldSpec, value: str) -> None:
         # No validation by the Input: the panel parses every change (on_input_changed) and
@@ -38,6 +39,12 @@ class FieldInput(Input):
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         return key not in SPLIT_KEYS and super().check_consume_key(key, character)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if self.spec.numeric and event.key == "question_mark":
+            event.prevent_default()     # not typed (Input's handler): help, as elsewhere
+            event.stop()
+            await self.run_action("app.help")
 
 
 class FieldSelect(Picker):
