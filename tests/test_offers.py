@@ -4,6 +4,7 @@ prices flagged by age."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from dflash_plan.model.catalog import Catalog
@@ -90,3 +91,29 @@ def test_a_bad_user_offer_file_stops_the_commands_that_read_offers(tmp_path, mon
         assert err.endswith("offers.toml: offer.0.usd_per_gpu_hour = -1: must be greater "
                             "than 0.0"), err
         assert "\n" not in err
+
+
+def test_an_old_price_is_flagged_in_words_through_a_pipe(tmp_path, monkeypatch, capsys):
+    """The flag survives without colour (capsys is a pipe: rich prints no styles)."""
+    import datetime as dt
+
+    from dflash_plan.tui.cli import main
+
+    today = dt.date.today()
+    fresh, old = today.isoformat(), (today - dt.timedelta(days=400)).isoformat()
+    (tmp_path / "offers.toml").write_text(
+        f'[[offer]]\nprovider = "fresh-co"\ngpu = "b200"\nusd_per_gpu_hour = 5.0\n'
+        f'date = "{fresh}"\n'
+        f'[[offer]]\nprovider = "old-co"\ngpu = "b200"\nusd_per_gpu_hour = 4.0\n'
+        f'date = "{old}"\n')
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["prices", "--gpu", "b200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "\x1b" not in "".join(lines)
+    assert " old " in next(line for line in lines if "old-co" in line)
+    assert " old " not in next(line for line in lines if "fresh-co" in line)
+    assert main(["prices", "--gpu", "b200", "--json"]) == 0
+    rows = {r["provider"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["old-co"]["old"], rows["fresh-co"]["old"]) == (True, False)
+    assert rows["old-co"]["age_days"] == 400

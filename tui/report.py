@@ -15,6 +15,7 @@ from rich.table import Table
 from ..model.catalog import Catalog
 from ..model.compare import compare
 from ..model.evidence import Validation
+from ..model.offers import PRICE_MAX_AGE_DAYS
 from ..model.projection import Projection
 from ..model.search import Result as SearchResult
 from ..model.targets import PRESETS
@@ -303,7 +304,10 @@ def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: boo
     if gpu is not None and gpu not in catalog.gpus:
         catalog.gpu(gpu, "--gpu")
     if as_json:
-        json.dump([o.model_dump() for o in rows], sys.stdout, indent=2)
+        json.dump([{**o.model_dump(),
+                    "age_days": o.age_days(catalog.today) if catalog.today else None,
+                    "old": o.stale(catalog.today) if catalog.today else None}
+                   for o in rows], sys.stdout, indent=2)
         print()
         return 0
     table = Table(title="rental offers (set cost.provider and cost.kind in a plan to use them)",
@@ -316,9 +320,12 @@ def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: boo
     for o in sorted(rows, key=lambda o: (o.gpu, o.kind, o.usd_per_gpu_hour)):
         age = o.age_days(catalog.today) if catalog.today else None
         stale = catalog.today is not None and o.stale(catalog.today)
-        date = f"[yellow]{o.date}[/yellow]" if stale else o.date
+        # "old" is said in words as well as in colour: a pipe or a screen reader keeps it.
+        date = o.date + (f" ({age} d)" if age is not None else "") + (" old" if stale else "")
         table.add_row(o.gpu, escape(o.provider), o.kind, f"{o.usd_per_gpu_hour:,.2f}",
                       f"{o.unit_gpus} GPU" + ("s" if o.unit_gpus > 1 else ""),
-                      date + (f" ({age} d)" if age is not None else ""), escape(o.instance))
+                      f"[yellow]{date}[/yellow]" if stale else date, escape(o.instance))
+    table.caption = (f"old: undated, or seen more than {PRICE_MAX_AGE_DAYS} days ago; check "
+                     f"the provider's price before you rely on it")
     _print_table(table)
     return 0
