@@ -3,6 +3,7 @@ the figures behind it, and the one line shown."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,8 @@ from .rates import RoleRate, Roofline
 CONTRADICTION_FACTOR = 2.0
 # A link this busy leaves no headroom for bursts of long samples.
 LINK_BUSY_WARNING = 0.8
+# A role busier than this is a split choice; below it, most of its GPUs wait: said why.
+IDLE_WARNING = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,26 @@ def memory_checks(target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
             f"GB{hint}", {"role": role, "needed_gb": mem.needed_gb,
                           "available_gb": mem.available_gb}))
     return out
+
+
+def idle_check(role: str, gpus: int, gpus_per_replica: int, utilization: float,
+               tokens_per_s: float, capacity_tokens_per_s: float, bottleneck: str
+               ) -> list[Diagnostic]:
+    """Say why a role mostly waits (a count typed far from balance, say), and how many of
+    its GPUs the throughput needs, instead of only showing a low utilisation."""
+    if utilization >= IDLE_WARNING:
+        return []
+    replicas = gpus // gpus_per_replica
+    needed = min(replicas, math.ceil(replicas * utilization - 1e-9)) * gpus_per_replica
+    binds = {"target": "the targets", "drafter": "the drafters",
+             "link": "the hidden-state link"}.get(bottleneck, bottleneck)
+    return [Diagnostic(
+        "role-idle", f"{role}.count",
+        f"{role}s {_pct(utilization)} busy: {binds} bind at {tokens_per_s / 1e3:,.1f} Ktok/s, "
+        f"while the {gpus:,} {role} GPUs could take {capacity_tokens_per_s / 1e3:,.1f} "
+        f"Ktok/s; {needed:,} of them would do, the other {gpus - needed:,} wait (balance the "
+        f"split, or add to {binds})",
+        {"role": role, "utilization": utilization, "gpus": gpus, "gpus_needed": needed})]
 
 
 def link_check(tokens_per_s: float, link_tokens_per_s: float, description: str

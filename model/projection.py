@@ -16,6 +16,7 @@ from .cost import Prices, prices
 from .diagnostics import (
     Diagnostic,
     anchors_check,
+    idle_check,
     link_check,
     measurement_checks,
     memory_checks,
@@ -345,6 +346,10 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         marginal_d = float(flow(central, T, D + 1).tokens_per_s) - throughput
         diagnostics += link_check(throughput, float(f.link_tokens_per_s),
                                   central.hidden.description)
+        for side in (target, drafter):
+            diagnostics += idle_check(side.role, side.count, side.tp, throughput
+                                      / side.capacity_tokens_per_s, throughput,
+                                      side.capacity_tokens_per_s, str(bneck))
         ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
                                     role_prices, (billed_t, billed_d))
         if billed_t + billed_d > T + D:

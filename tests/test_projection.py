@@ -309,3 +309,20 @@ def test_a_gpu_without_a_measurement_states_its_band(catalog, baseline):
     assert (note.values["low"], note.values["high"]) == pytest.approx(
         (central * 0.75, central * 1.25), abs=1)
     assert f"{note.values['low']:,.0f}-{note.values['high']:,.0f} tok/s" in note.message
+
+
+def test_a_role_that_mostly_waits_says_why(catalog, baseline):
+    # 100,000 targets at the measured 4,933.3 tok/s each behind one drafter: the drafter
+    # binds, and ceil(drafter rate / 4,933.3) targets would keep it fed.
+    import math
+
+    p = project(edit(baseline, target={"count": 100_000}), catalog)
+    idle = next(d for d in p.diagnostics if d.code == "role-idle")
+    assert p.bottleneck == "drafter" and idle.key == "target.count"
+    needed = math.ceil(p.drafter.capacity_tokens_per_s / 4_933.3)
+    assert idle.values["gpus_needed"] == needed == 4
+    assert f"the other {100_000 - needed:,} wait" in idle.message
+    # A balanced split (6 + 2) and the measured run (the drafter kept up) say nothing.
+    for counts in ((6, 2), (3, 1)):
+        split = edit(baseline, target={"count": counts[0]}, drafter={"count": counts[1]})
+        assert not any(d.code == "role-idle" for d in project(split, catalog).diagnostics)
