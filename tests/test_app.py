@@ -20,6 +20,7 @@ from dflash_plan.tui.picker import Picker, PickerList
 from dflash_plan.tui.planner.inputs import FieldRow
 from dflash_plan.tui.planner.results import figure_rows
 from dflash_plan.tui.tabs import TabBar, TabbedView
+from textual import events
 from textual.widgets import Input
 
 SIZE = (120, 40)
@@ -112,6 +113,24 @@ async def test_split_keys_move_a_gpu_even_from_a_number_field():
         await pilot.pause()
         await pilot.press("<", ">")
         assert app.screen.query_one("#path-input", Input).value.endswith("<>")
+
+
+async def test_a_paste_into_a_number_field_is_projected_whole():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        count = app.focused
+        assert count.id == "target-count"
+        count.post_message(events.Paste("6"))             # 3 is selected: replaced
+        await pilot.pause()
+        assert count.value == "6" and app.state.plan.target.count == 6
+        count.post_message(events.Paste("7\n"))           # the cursor at the end: still 7,
+        await pilot.pause()                               # never 67
+        assert count.value == "7" and app.state.plan.target.count == 7
+        assert "7 targets" in text(app, "title-bar")
+        count.post_message(events.Paste("12\n34"))        # two values: said, not one taken
+        await pilot.pause()
+        assert "'12 34' is not a whole number" in error(app, "target.count")
+        assert app.state.plan.target.count == 7
 
 
 async def test_question_mark_opens_help_from_a_number_field_and_types_in_text():

@@ -40,6 +40,17 @@ class FieldInput(Input):
     def check_consume_key(self, key: str, character: str | None) -> bool:
         return key not in SPLIT_KEYS and super().check_consume_key(key, character)
 
+    def _on_paste(self, event: events.Paste) -> None:
+        # A number field holds one value: a paste replaces it whole (Input's own handler
+        # inserts the first line at the cursor, making a number nobody pasted), and
+        # several lines are shown as pasted, so the field says why they are not a number.
+        if self.spec.numeric:
+            event.prevent_default()
+            event.stop()
+            self.value = " ".join(line.strip() for line in event.text.splitlines()
+                                  if line.strip())
+            self.cursor_position = len(self.value)
+
     async def _on_key(self, event: events.Key) -> None:
         if self.spec.numeric and event.key == "question_mark":
             event.prevent_default()     # not typed (Input's handler): help, as elsewhere
