@@ -45,7 +45,7 @@ PriceRatio = Annotated[float, v.PRICE_RATIO.before,
 TokensPerS = Annotated[float, v.TOKENS_PER_S_PER_GPU.before,
                        v.TOKENS_PER_S_PER_GPU.field("measured rate")]
 Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
-Text = Annotated[str, Field(max_length=v.TEXT_CHARS)]
+Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
 
 
 class _Section(BaseModel):
