@@ -89,7 +89,8 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
 # Every placeholder as a word of its own after its name; one in a comment, and the
 # placeholders whose values need no quoting also inside double quotes.
 TEMPLATE = ("go " + " ".join(f"{k} {{{k}}}" for k in TEMPLATE_PLACEHOLDERS)
-            + '\n# note: {target_model} {host}\ngo quoted "{tp}" "{node_rank}"')
+            + "\n# note: {target_model} {train_data_path} {output_dir} {chat_template} {host}"
+            + '\ngo quoted "{tp}" "{node_rank}"')
 
 
 def stubs(root: Path) -> Path:
