@@ -250,7 +250,7 @@ def read_probe_dir(folder: Path) -> LogReading:
 def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point, ...]
                   ) -> None:
     """The probe result file (docs/own-numbers.md): one table per role measured."""
-    import tomli_w
+    from .launch.escape import to_toml
 
     result: dict[str, Any] = {"probe_format": 1, "tool_version": "dflash-plan",
                               "date": str(doc.get("date") or dt.date.today().isoformat()),
@@ -272,4 +272,4 @@ def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point
                       "batch_size": m.batch_size or doc.get("batch_size"),
                       "max_batch_size": doc.get("max_batch_size")}
         result[p.role] = {k: v for k, v in table.items() if v is not None}
-    write_atomic(path, tomli_w.dumps(result))
+    write_atomic(path, to_toml(result))
