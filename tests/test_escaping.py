@@ -79,6 +79,10 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
         "workload": {"target_model": model},
         "target": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
         "drafter": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
+        # Text that never reaches a script, there to show it does not.
+        "cost": {"ratio": {key: 1.5}, "reference_gpu": key},
+        "calibration": {"target": {key: {"tokens_per_s": 5000.0, "source": draw(TEXT),
+                                         "target_model": draw(TEXT), "date": draw(TEXT)}}},
         "launch": {"run_id": draw(LINE), "train_data_path": draw(TEXT),
                    "output_dir": draw(st.none() | TEXT), "target_model_path": model_path,
                    "chat_template": draw(st.none() | TEXT), "hosts": list(hosts),

@@ -130,6 +130,7 @@ class TemplateShell:
         # quoting starts afresh): [state, open parentheses].
         self.frames: list[list[Any]] = [["code", 0]]
         self.escaped = False
+        self.arithmetic = 0                           # open `((` (their `<<` is a shift)
         self.last = "\n"
         self.word: str | None = None                  # the delimiter after `<<`, so far
         self.pending: list[tuple[str, bool]] = []     # heredocs opened on this line
@@ -178,11 +179,14 @@ class TemplateShell:
             frame[0] = "comment"
         elif c == "(":
             frame[1] += 1
+            self.arithmetic += self.last == "("
         elif c == ")":
             frame[1] -= 1
+            if self.last == ")" and self.arithmetic:
+                self.arithmetic -= 1
             if frame[1] <= 0 and len(self.frames) > 1:
                 self.frames.pop()
-        elif c == "<" and self.last == "<":
+        elif c == "<" and self.last == "<" and not self.arithmetic:   # `((1 << 2))` shifts
             self.word = ""
         elif c == "\n":
             self._newline()
