@@ -47,7 +47,7 @@ TokensPerS = Annotated[float, v.TOKENS_PER_S_PER_GPU.before,
                        v.TOKENS_PER_S_PER_GPU.field("measured rate")]
 Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
 Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
-Text = Annotated[str, Field(max_length=v.TEXT_CHARS)]
+Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
 
 
 class _Section(BaseModel):

@@ -90,14 +90,15 @@ def probe_plan(plan: Plan, catalog: Catalog, gpu: str, role: str) -> Plan:
 
 def _synthetic(plan: Plan) -> str:
     """Python that writes chat samples whose lengths spread around the plan's average."""
+    from .launch.escape import feed
+
     w = plan.workload
-    return f"""python3 - <<'DFLASH_PROBE_PY'
-import json, random
+    return feed("python3 -", f"""import json, random
 random.seed(0)
 words = ("the of and to in is that for it as with was on be at by this had not are but from "
          "or have an they which one you were all we her she there would their will when who "
          "him been has more if no out so said what up its about into than them can only").split()
-mean, cap = {w.avg_sample_tokens}, {w.max_length}
+mean, cap = {int(w.avg_sample_tokens)}, {int(w.max_length)}
 with open("train.jsonl", "w") as out:
     for _ in range({SYNTHETIC_SAMPLES}):
         tokens = max(16, min(cap - 8, int(random.lognormvariate(0, 0.5) * mean / 1.133)))
@@ -106,14 +107,14 @@ with open("train.jsonl", "w") as out:
         turns = [{{"role": "user", "content": text[:half]}},
                  {{"role": "assistant", "content": text[half:]}}]
         out.write(json.dumps({{"conversations": turns}}) + "\\n")
-DFLASH_PROBE_PY"""
+""", "DFLASH_PROBE_PY")
 
 
 def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
                  minutes: float = 10.0) -> ProbeScript:
     """The probe for `gpu`, and what it costs at the plan's price."""
     from .launch import generate
-    from .launch.common import comment, heredoc, q
+    from .launch.escape import comment, heredoc, q, to_toml
 
     if not 1 <= minutes <= 24 * 60:
         raise PlanError(f"--minutes {minutes:g}: between 1 and 1440", "probe.minutes")
@@ -129,13 +130,14 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
     cost = gpu_hours * usd if usd else None
     w = plan.workload
     name = catalog.gpus[gpu].name
-    manifest = "\n".join([
-        "probe_format = 1", f'gpu = "{gpu}"', f'role = "{role}"', f"minutes = {minutes:g}",
-        'date = "$(date -u +%F)"', "max_batch_size = $max_batch",
-        f"target_gpus = {probe.target.count}", f"drafter_gpus = {probe.drafter.count}",
-        f"tp = {probe.target.tp}", f"batch_size = {plan.drafter.batch_size}",
-        f'target_model = "{w.target_model}"', f"avg_sample_tokens = {w.avg_sample_tokens}",
-        f"max_length = {w.max_length}", f"num_anchors = {w.num_anchors}"])
+    # Written by the TOML serializer into a quoted heredoc (the model path may hold
+    # anything); only the two values known at run time are appended, by printf.
+    manifest = to_toml({
+        "probe_format": 1, "gpu": gpu, "role": role, "minutes": minutes,
+        "target_gpus": probe.target.count, "drafter_gpus": probe.drafter.count,
+        "tp": probe.target.tp, "batch_size": plan.drafter.batch_size,
+        "target_model": w.target_model, "avg_sample_tokens": w.avg_sample_tokens,
+        "max_length": w.max_length, "num_anchors": w.num_anchors})
     steps = [
         "#!/usr/bin/env bash",
         comment(f"dflash-plan probe: {name}, {role}, {minutes:g} minutes on one node "
@@ -147,7 +149,8 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
         comment("needs: SpecForge with its SGLang capture patch and mooncake_master on PATH "
                 "(the same stack as the full run), nvidia-smi"),
         "set -euo pipefail",
-        'out="${PROBE_OUT:-probe-' + gpu + '}"',
+        'out="${PROBE_OUT:-}"',
+        f'[ -n "$out" ] || out={q(f"probe-{gpu}")}',
         'mkdir -p "$out" && cd "$out"',
         comment("1. samples: your dataset (PROBE_DATASET), else synthetic ones at the plan's "
                 "length"),
@@ -179,7 +182,9 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
         ]
     steps += [
         comment("6. what dflash-plan calibrate reads"),
-        f"cat > manifest.toml <<DFLASH_PROBE_EOF\n{manifest}\nDFLASH_PROBE_EOF",
+        heredoc("manifest.toml", manifest),
+        """printf 'date = "%s"\\nmax_batch_size = %d\\n' "$(date -u +%F)" "$max_batch" """
+        ">> manifest.toml",
         'echo "probe done: copy $(pwd) back and run: dflash-plan calibrate $(pwd) '
         '--plan PLAN.toml --write"',
     ]
@@ -245,7 +250,7 @@ def read_probe_dir(folder: Path) -> LogReading:
 def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point, ...]
                   ) -> None:
     """The probe result file (docs/own-numbers.md): one table per role measured."""
-    import tomli_w
+    from .launch.escape import to_toml
 
     result: dict[str, Any] = {"probe_format": 1, "tool_version": "dflash-plan",
                               "date": str(doc.get("date") or dt.date.today().isoformat()),
@@ -267,4 +272,4 @@ def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point
                       "batch_size": m.batch_size or doc.get("batch_size"),
                       "max_batch_size": doc.get("max_batch_size")}
         result[p.role] = {k: v for k, v in table.items() if v is not None}
-    write_atomic(path, tomli_w.dumps(result))
+    write_atomic(path, to_toml(result))

@@ -31,6 +31,7 @@ import yaml
 
 from . import targets
 from .errors import PlanError
+from .launch.escape import toml_value
 from .tomlfile import read_text
 from .validation import short_repr
 
@@ -79,7 +80,9 @@ class RunConfig:
 
 def _toml(value: Any) -> str:
     if isinstance(value, str):
-        return json.dumps(value)            # a TOML basic string for these values
+        # The TOML serializer: a JSON string is not TOML (it spells a character outside
+        # the BMP as a surrogate pair, which TOML refuses).
+        return toml_value(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return str(value)

@@ -203,6 +203,14 @@ def one_line(max_chars: int) -> Callable[[object], object]:
     return check
 
 
+def no_nul(value: str) -> str:
+    """An after-validator for a path or name: no path or name can hold a NUL character, and
+    no command-line argument can carry one (a launch script would pass something else)."""
+    if "\0" in value:
+        raise ValueError("must not hold a NUL character")
+    return value
+
+
 def short_repr(value: object, limit: int = 60) -> str:
     """The value as the user wrote it (TOML spelling for booleans), cut to limit
     characters (a bad value can be a whole file)."""

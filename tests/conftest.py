@@ -38,7 +38,7 @@ def baseline() -> Plan:
 # that the many short tests fill the end of the run instead of one worker idling while
 # the other finishes a snapshot sweep.
 LONG_FIRST = ("test_snapshots", "test_snapshots_search", "test_app", "test_search_app",
-              "test_properties")
+              "test_properties", "test_escaping")
 
 
 def pytest_configure(config):

@@ -3,6 +3,7 @@ commands, calibrate the plan from its output, and see the B200 projection narrow
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -113,3 +114,35 @@ def _catalog():
     from dflash_plan.tui.config import load_catalog
 
     return load_catalog()
+
+
+# Issue 18: the manifest went through an unquoted heredoc, so a model path holding
+# `$(touch X)` ran that command on the node and the manifest recorded something else.
+CONFIG_JSON = ('{"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, '
+               '"num_hidden_layers": 36, "intermediate_size": 12288, "vocab_size": 151936}')
+
+
+def test_a_hostile_model_path_runs_nothing_and_is_recorded_exactly(tmp_path):
+    from dflash_plan.model.probe import read_probe_dir
+
+    model = tmp_path / 'models' / 'm $(touch X) `touch Y` "q" \\ ${HOME}'
+    model.mkdir(parents=True)
+    (model / "config.json").write_text(CONFIG_JSON)
+    script = tmp_path / "probe.sh"
+    assert main(["probe", "--set", f"workload.target_model={json.dumps(str(model))}",
+                 "--gpu", "b200", "--role", "target", "--minutes", "1", "-o", str(script)]) == 0
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    _stub(stubs, "specforge", SPECFORGE)
+    _stub(stubs, "nvidia-smi", NVIDIA_SMI)
+    (tmp_path / "data.jsonl").write_text("{}\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "PROBE_OUT": str(out),
+           "PROBE_DATASET": str(tmp_path / "data.jsonl")}
+    result = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.name in ("X", "Y")], "the path ran"
+    manifest = tomllib.loads((out / "manifest.toml").read_text())
+    assert manifest["target_model"] == str(model) and manifest["max_batch_size"] == 0
+    assert read_probe_dir(out).points[0].measurement.target_model == str(model)

@@ -210,3 +210,15 @@ def test_a_script_without_the_trainer_is_an_error(tmp_path):
     path.write_text("echo hello\n")
     with pytest.raises(PlanError, match=r"no scripts/train\.py command"):
         read_run_config(path)
+
+
+def test_paths_with_any_character_reach_the_plan_exactly(tmp_path):
+    # The settings travel as --set edits in TOML: a JSON string spelled a character
+    # outside the BMP as a surrogate pair, which TOML refuses, and the plan got the
+    # quoted JSON text as the path.
+    text = (DATA / "specforge_disaggregated.yaml").read_text().replace(
+        "./cache/dataset/sharegpt_train.jsonl", '"./cache/\U0001f600 \\"data\\"\\\\x.jsonl"')
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    plan = load_plan(None, read_run_config(path).sets())
+    assert plan.launch.train_data_path == './cache/\U0001f600 "data"\\x.jsonl'

@@ -2,9 +2,9 @@
 legacy, vLLM speculators, Slurm, a user's template), one module each, all rendering from
 one resolved plan and one device layout (layout.py).
 
-Every value placed into a shell line goes through shlex.quote, every comment through
-`common.comment`; YAML comes from a YAML library. docs/launch.md names the upstream
-versions each format is checked against.
+Every user-controlled value a format writes (shell words, comments, heredocs, YAML, TOML,
+a template's placeholders) goes through the one escaping layer, escape.py. docs/launch.md
+names the upstream versions each format is checked against.
 
 Importing this package is light (no YAML, no format module): the plan schema and the app
 read FORMATS from it; a format's module loads when a script is generated.

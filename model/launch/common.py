@@ -1,14 +1,10 @@
-"""What every format shares: the resolved context, shell quoting, comments that cannot
-escape, the node switch, and the capture-server memory settings with their reasoning."""
+"""What every format shares: the resolved context, the node switch, and the capture-server
+memory settings with their reasoning. Everything a format writes is escaped by escape.py."""
 
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from dataclasses import dataclass
-
-import yaml
 
 from ..catalog import Catalog
 from ..errors import PlanError
@@ -18,11 +14,10 @@ from ..resolve import Resolved, resolve
 from ..targets import TargetModel
 from ..units import BF16_BYTES, BYTES_PER_GIB
 from ..work import layer_io_elements
+from .escape import comment
 from .layout import Layout, assign_devices
 
-HEREDOC = "DFLASH_PLAN_EOF"
 GIB = 1 << 30
-WRAP_AT = 100
 
 # SGLang's request validator wants the prompt plus one generated and five internal slots
 # (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
@@ -45,38 +40,6 @@ MOONCAKE_METRICS_PORT = 35903
 MOONCAKE_LOCAL_BUFFER_BYTES = GIB
 
 
-def q(value: object) -> str:
-    return shlex.quote(str(value))
-
-
-_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
-
-
-def comment(text: str) -> str:
-    """One shell comment line: control characters (a newline would end the comment and
-    run the rest) become spaces."""
-    return "# " + _UNSAFE_IN_COMMENT.sub(" ", text)
-
-
-def cmd(*parts: object, lead: int = 1) -> str:
-    """A shell command line with every part quoted; a long one breaks before each option
-    after its first `lead` words."""
-    words = [q(p) for p in parts]
-    if sum(len(w) + 1 for w in words) <= WRAP_AT:
-        return " ".join(words)
-    lines: list[str] = [" ".join(words[:lead])]
-    for word in words[lead:]:
-        if not word.startswith("--"):
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return " \\\n      ".join(lines)
-
-
-def env(**variables: object) -> str:
-    return " ".join(f"{name}={q(value)}" for name, value in variables.items())
-
-
 def devices(devs: tuple[int, ...]) -> str:
     return ",".join(map(str, devs))
 
@@ -87,22 +50,6 @@ def model_path(plan: Plan, model: TargetModel) -> str:
 
 def output_dir(plan: Plan) -> str:
     return plan.launch.output_dir or f"./outputs/{plan.launch.run_id}"
-
-
-# libyaml's emitter when PyYAML has it: the same output, several times faster.
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def to_yaml(doc: dict[str, object]) -> str:
-    text: str = yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False,
-                          allow_unicode=True)
-    return text
-
-
-def heredoc(name: str, content: str) -> str:
-    if any(line == HEREDOC for line in content.splitlines()):
-        raise PlanError(f"{name}: content holds the line {HEREDOC}; rename a value")
-    return f"cat > {q(name)} <<'{HEREDOC}'\n{content.rstrip()}\n{HEREDOC}"
 
 
 def node_case(sections: dict[int, list[str]], nodes: int) -> str:

@@ -13,14 +13,10 @@ from .common import (
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
-    cmd,
     devices,
-    env,
-    heredoc,
-    q,
     script,
-    to_yaml,
 )
+from .escape import cmd, env, heredoc, q, to_yaml
 
 NAME = "slurm"
 TITLE = "Slurm (sbatch) running SpecForge unified"

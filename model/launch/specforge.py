@@ -19,18 +19,14 @@ from .common import (
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
-    cmd,
     devices,
-    env,
-    heredoc,
     node_case,
     output_dir,
-    q,
     require_derived_layers,
     script,
     segment_gib,
-    to_yaml,
 )
+from .escape import cmd, env, heredoc, q, to_yaml
 from .layout import Replica
 
 NAME = "specforge"

@@ -9,15 +9,8 @@ from .. import recipe
 from ..errors import PlanError
 from ..resolve import require_same_gpu_type
 from ..units import BF16_BYTES, BYTES_PER_GIB
-from .common import (
-    Context,
-    LaunchScript,
-    cmd,
-    node_case,
-    output_dir,
-    require_derived_layers,
-    script,
-)
+from .common import Context, LaunchScript, node_case, output_dir, require_derived_layers, script
+from .escape import cmd
 
 NAME = "specforge-legacy"
 TITLE = "SpecForge legacy (scripts/train_dflash.py, colocated)"

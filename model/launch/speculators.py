@@ -10,15 +10,13 @@ from .common import (
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
-    cmd,
     devices,
-    env,
     node_case,
     output_dir,
-    q,
     script,
     segment_gib,
 )
+from .escape import cmd, env, q
 
 NAME = "speculators"
 TITLE = "vLLM speculators (launch_vllm.py, prepare-data, speculators.train)"

@@ -7,7 +7,8 @@ import string
 
 from .. import recipe
 from ..errors import PlanError
-from .common import Context, LaunchScript, devices, node_case, output_dir, q, script
+from .common import Context, LaunchScript, devices, node_case, output_dir, script
+from .escape import TemplateShell
 
 NAME = "template"
 
@@ -45,8 +46,9 @@ def template_values(ctx: Context, node: int) -> dict[str, object]:
 
 
 def render_template(template: str, values: dict[str, object], where: str) -> str:
-    """Fill {name} placeholders with shell-quoted values; {{ and }} are literal braces."""
-    out = []
+    """Fill {name} placeholders with shell-quoted values; {{ and }} are literal braces. A
+    value that needs quoting is refused where the template's own quotes would undo it."""
+    out, shell = [], TemplateShell()
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as err:
@@ -54,6 +56,7 @@ def render_template(template: str, values: dict[str, object], where: str) -> str
                         "launch.template") from None
     for literal, name, spec, conversion in parsed:
         out.append(literal)
+        shell.read(literal)
         if name is None:
             continue
         if name not in values:
@@ -63,7 +66,7 @@ def render_template(template: str, values: dict[str, object], where: str) -> str
         if spec or conversion:
             raise PlanError(f"{where}: placeholder {{{name}}} takes no format or conversion",
                             "launch.template")
-        out.append(q(values[name]))
+        out.append(shell.fill(values[name], name, where))
     return "".join(out)
 
 
