@@ -140,8 +140,10 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
         "max_length": w.max_length, "num_anchors": w.num_anchors})
     steps = [
         "#!/usr/bin/env bash",
-        comment(f"dflash-plan probe: {name}, {role}, {minutes:g} minutes on one node "
-                f"({probe.target.count} target + {probe.drafter.count} drafter GPUs)"),
+        comment(f"dflash-plan probe: {name}, {role}, about {minutes + ceiling_minutes:g} "
+                f"minutes on one node ({minutes:g} of the workload"
+                + (f", {ceiling_minutes:g} of memory-ceiling runs" if ceiling_minutes else "")
+                + f"; {probe.target.count} target + {probe.drafter.count} drafter GPUs)"),
         comment(f"plan: {plan.name or 'unnamed'}; {w.target_model}, {w.avg_sample_tokens} "
                 f"tokens per sample, {w.num_anchors} anchors, batch {plan.drafter.batch_size}"),
         comment(f"cost: {gpus} GPUs for about {minutes + ceiling_minutes:g} minutes = "

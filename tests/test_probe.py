@@ -146,3 +146,21 @@ def test_a_hostile_model_path_runs_nothing_and_is_recorded_exactly(tmp_path):
     manifest = tomllib.loads((out / "manifest.toml").read_text())
     assert manifest["target_model"] == str(model) and manifest["max_batch_size"] == 0
     assert read_probe_dir(out).points[0].measurement.target_model == str(model)
+
+
+@pytest.mark.parametrize(("role", "gpus", "minutes"), [
+    # A node of 8 B200: the target probe is 8 GPUs for the 10-minute budget; a drafter
+    # probe is 1 target + 1 drafter GPU for the budget plus six one-minute memory-ceiling
+    # runs (batches 1 to 32); `both` is 8 GPUs for the 16 minutes.
+    ("target", 8, 10), ("drafter", 2, 16), ("both", 8, 16)])
+def test_the_probe_says_how_long_it_runs(tmp_path, capsys, role, gpus, minutes):
+    from dflash_plan.model.plan import default_plan
+    from dflash_plan.model.probe import probe_script
+    from dflash_plan.tui.config import load_catalog
+
+    probe = probe_script(default_plan(), load_catalog(), "b200", role)
+    assert probe.gpus == gpus and probe.gpu_hours == pytest.approx(gpus * minutes / 60)
+    assert f"about {minutes} minutes on one node" in probe.text.splitlines()[1]
+    assert main(["probe", "--gpu", "b200", "--role", role, "-o", str(tmp_path / "p.sh")]) == 0
+    assert f"for about {minutes} minutes, {gpus * minutes / 60:.2f} GPU-hours" in (
+        capsys.readouterr().err)

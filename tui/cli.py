@@ -254,7 +254,8 @@ def _run_probe(args: argparse.Namespace) -> int:
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     probe = probe_script(plan, catalog, args.gpu, args.role, args.minutes)
     cost = f", about ${probe.cost_usd:,.2f}" if probe.cost_usd else ""
-    summary = (f"probe {probe.gpu}: {probe.gpus} GPUs on one node, {probe.gpu_hours:.2f} "
+    summary = (f"probe {probe.gpu}: {probe.gpus} GPUs on one node for about "
+               f"{probe.gpu_hours * 60 / probe.gpus:.0f} minutes, {probe.gpu_hours:.2f} "
                f"GPU-hours{cost}; afterwards: dflash-plan calibrate OUT_DIR --plan PLAN "
                f"--write")
     if args.output is None:
