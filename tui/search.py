@@ -121,7 +121,7 @@ class SearchScreen(Screen[None]):
     SearchScreen .search-row Input { width: 7; }
     SearchScreen .search-row Input.-invalid { background: $error 30%; }
     SearchScreen #search-gpus { width: 1fr; }
-    SearchScreen Checkbox { margin-left: 2; }
+    SearchScreen Checkbox { margin-left: 1; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }
@@ -338,14 +338,15 @@ class SearchScreen(Screen[None]):
             self._status(f"No plan: {result.why_none}.", "-none")
         else:
             k = query.constraints
-            judged = " at worst" if k.at == "pessimistic" else " (central)"
-            text = (f"{result.evaluated:,} plans, {result.feasible:,} within the limits"
-                    f"{judged if deadline is not None or k.budget is not None else ''}, "
+            limits = " and ".join(x for x in (
+                f"{deadline:g} days" if deadline is not None else "",
+                f"{k.budget:g}" if k.budget is not None else "") if x) or "the limits"
+            judged = ("" if limits == "the limits" else
+                      " at worst" if k.at == "pessimistic" else " (central)")
+            text = (f"{result.evaluated:,} plans, {result.feasible:,} within {limits}{judged}, "
                     f"{len(result.front)} on the front")
-            limits = [f"{deadline:g} days" if deadline is not None else "",
-                      f"{k.budget:g}" if k.budget is not None else ""]
-            if any(limits):
-                text += f"; ✓: {' and '.join(x for x in limits if x)} at worst"
+            if judged == " (central)":
+                text += "; ✓: at worst too"
             self._status(text)
         state = self.state
         self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
