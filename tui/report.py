@@ -423,6 +423,10 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        notes = _borrowed_notes(rows)
+        if notes:
+            print()
+            print("\n".join(f"- {line}" for line in notes))
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
     shown = {"cost/epoch": "per epoch", "break-even": "break even"}
@@ -433,13 +437,20 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
                   [[escape(cell) for cell in row] for row in body])
     console = _console()
+    for line in _borrowed_notes(rows):
+        console.print(escape(line))
+
+
+def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+    """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
+    notes = []
     for path, p, _ in rows:
         used = p.prices.borrowed(p.plan.gpus_in_use())
         if used:
             names = {k: g.name for k, g in p.resolved.gpus.items()}
-            console.print(escape(f"{path}: prices not set in the plan: "
-                                 + ", ".join(fmt.price_source(x, p.prices, names)
-                                             for x in used)))
+            notes.append(f"{path}: prices not set in the plan: "
+                         + ", ".join(fmt.price_source(x, p.prices, names) for x in used))
+    return notes
 
 
 def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: bool) -> int:
