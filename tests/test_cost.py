@@ -98,7 +98,7 @@ def test_borrowed_prices_are_the_ones_the_plan_does_not_set(catalog, baseline):
     # In USD the plan's ratios apply to the reference's catalog price: that is borrowed too.
     usd = edit(baseline, cost={"reference_gpu": "rtx-pro-6000", "ratio": {"b200": 3.4},
                                "usd_per_gpu_hour": {"h200": 3.0}})
-    view = prices(usd, catalog.gpus, keys + ("h200",))
+    view = prices(usd, catalog.gpus, (*keys, "h200"))
     assert [(p.gpu, p.source) for p in view.borrowed(("b200", "h200"))] == [
         ("rtx-pro-6000", "catalog")]
     assert [p.gpu for p in view.borrowed(("h200",))] == []

@@ -185,7 +185,7 @@ def test_the_sweeps_figures_are_the_projections_bit_for_bit(catalog, baseline):
 PRICED = ("b200", "b300", "h200", "rtx-pro-6000", "h100-sxm")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _swept(gpus: tuple[str, ...], max_gpus: int, mixed: bool):
     from dflash_plan.model.catalog import Catalog
     from dflash_plan.model.hardware import builtin_gpus
