@@ -45,11 +45,13 @@ def price_source(price: Price, view: Prices, names: dict[str, str]) -> str:
     (lambda on-demand offer, 2025-06-01)'."""
     name = names.get(price.gpu, price.gpu)
     usd = DASH if price.usd_per_gpu_hour is None else f"${price.usd_per_gpu_hour:,.2f}/GPU-h"
+    # In USD the plan's ratios multiply the reference's price.
+    scaled = "; the plan's ratios scale it" if price.gpu == view.reference_gpu else ""
     if price.offer is not None and price.source == "offer":
         o = price.offer
-        return f"{name} {usd} ({o.provider} {o.kind} offer, {o.date or 'undated'})"
+        return f"{name} {usd} ({o.provider} {o.kind} offer, {o.date or 'undated'}{scaled})"
     if view.in_usd:
-        return f"{name} {usd} (catalog)"
+        return f"{name} {usd} (catalog{scaled})"
     ref = names.get(view.reference_gpu, view.reference_gpu)
     ratio = DASH if price.ratio is None else f"{price.ratio:.2f}x"
     return f"{name} at {ratio} the {ref} price (catalog default ratio)"

@@ -368,6 +368,7 @@ def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, st
         return
     shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu
                                                          for c in result.front}
+    shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
     named = [p for p in result.borrowed_prices if p.gpu in shown]
     others = len(result.borrowed_prices) - len(named)
     text = ", ".join(fmt.price_source(p, result.prices, names) for p in named)
