@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .hardware import Gpu
 from .plan import Plan
 
 if TYPE_CHECKING:
     from .offers import Offer
+
+
+# Where a price comes from: the plan's own figures ("plan usd": cost.usd_per_gpu_hour,
+# "plan ratio": cost.ratio, "reference": the reference GPU of a plan that counts cost in
+# its GPU-hours, 1x by definition), or borrowed ("offer": the plan's provider's offer;
+# "catalog": the catalog's $/GPU-h, as a ratio to the reference's catalog price when the
+# plan counts in reference-GPU-hours), or "none".
+PLAN_OWN_SOURCES = frozenset({"plan usd", "plan ratio", "reference"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +29,18 @@ class Price:
     source: str                  # "plan usd", "plan ratio", "reference", "offer", "catalog", "none"
     unit_gpus: int = 1           # GPUs per rental unit (billed in whole units)
     offer: Offer | None = None   # the provider's offer the price or unit comes from
+
+    @property
+    def plan_own(self) -> bool:
+        """The price is the plan's own figure (not the catalog's or an offer's)."""
+        return self.source in PLAN_OWN_SOURCES
+
+    def to_json(self) -> dict[str, Any]:
+        o = self.offer
+        return {"gpu": self.gpu, "source": self.source, "ratio": self.ratio,
+                "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                "offer": None if o is None else {"provider": o.provider, "kind": o.kind,
+                                                 "date": o.date}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +54,15 @@ class Prices:
         """Price of one GPU-hour in this view's unit."""
         price = self.by_gpu[gpu]
         return price.usd_per_gpu_hour if self.in_usd else price.ratio
+
+    def borrowed(self, keys: Sequence[str]) -> tuple[Price, ...]:
+        """The prices of these GPU types (and, in USD, of the reference the plan's ratios
+        apply to) that are not the plan's own: what a view must say it used."""
+        wanted = dict.fromkeys(keys)
+        if self.in_usd and any(self.by_gpu[k].source == "plan ratio" for k in wanted):
+            wanted = dict.fromkeys((self.reference_gpu, *wanted))
+        return tuple(self.by_gpu[k] for k in wanted
+                     if not self.by_gpu[k].plan_own and self.by_gpu[k].source != "none")
 
 
 def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
@@ -74,7 +103,7 @@ def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
         if key in cost.ratio:
             ratio = cost.ratio[key]
             return price(ratio * ref_usd if ref_usd else None, ratio, "plan ratio")
-        if key == reference:
+        if key == reference and not in_usd:
             return price(ref_usd, 1.0 if ref_usd else None, "reference")
         found = usd_of(key)
         if found is not None:

@@ -23,8 +23,8 @@ class RolePrices:
     drafter_tdp_w: float
 
 
-def billed(targets: int, drafters: int, same_gpu_type: bool, target_unit_gpus: int,
-           drafter_unit_gpus: int) -> tuple[int, int]:
+def billed(targets: Number, drafters: Number, same_gpu_type: bool, target_unit_gpus: int,
+           drafter_unit_gpus: int) -> tuple[Number, Number]:
     """GPUs billed per role when GPUs are rented in whole units (a node-only offer bills
     8 for 4 used). One GPU type rents one pool; the idle GPUs are counted with the
     targets (the price is the same)."""

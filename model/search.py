@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from .catalog import Catalog
-from .cost import Prices, prices
+from .cost import Price, Prices, prices
+from .economics import RolePrices, billed, economics
 from .errors import PlanError
 from .memory import drafter_memory, target_memory
 from .pipeline import PipelineInputs, flow, pipeline_inputs
@@ -25,13 +26,20 @@ from .plan import Plan
 from .projection import Projection, project
 from .rates import Rates, rates
 from .resolve import Resolved, resolve
-from .units import SECONDS_PER_DAY
 from .work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
 MAX_SEARCH_GPUS = 512
-# Plans within this share of the cheapest count as equally cheap (fewest GPUs wins).
-CHEAPEST_TIE = 0.01
+# Where "meets the deadline" and "within the budget" are judged: at the pessimistic end
+# of the rate range (the slow end: the most days and the most cost) or at the central
+# estimate. The pessimistic end is the default: a plan shown as meeting a deadline should
+# meet it unless the rates turn out below their range.
+At = Literal["pessimistic", "central"]
+AT_CHOICES: tuple[str, ...] = get_args(At)
+# Stated with every result: how a winner is picked among equal figures. Figures are
+# compared exactly (no tolerance), so a plan a cent cheaper is cheaper.
+TIE_RULE = ("figures compared exactly, no tolerance; among equally cheap plans the faster "
+            "wins, among equally fast plans the cheaper, then the one with fewer GPUs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +58,30 @@ class Space:
 class Constraints:
     deadline_days: float | None = None
     budget: float | None = None      # in the plan's cost unit
+    at: At = "pessimistic"           # which end of the range both are judged at
+
+    def __post_init__(self) -> None:
+        if self.at not in AT_CHOICES:
+            raise PlanError(f"at {self.at!r}: use one of {', '.join(AT_CHOICES)}", "search.at")
+
+    def describe(self) -> str:
+        """'at the pessimistic end' / 'at the central estimate'."""
+        return ("at the pessimistic end" if self.at == "pessimistic"
+                else "at the central estimate")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deadline_days": self.deadline_days, "budget": self.budget, "at": self.at,
+                "tie_rule": TIE_RULE}
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     plan: Plan
     projection: Projection
-    pessimistic_days: float          # at the low end of the rates
-    meets_deadline_pessimistic: bool | None
+    pessimistic_days: float          # at the low end of the rates (the projection's range)
+    pessimistic_cost: float          # the cost at pessimistic_days
+    meets_deadline_pessimistic: bool | None    # None without a deadline
+    within_budget_pessimistic: bool | None     # None without a budget
 
     @property
     def days(self) -> float:
@@ -66,6 +90,12 @@ class Candidate:
     @property
     def cost(self) -> float:
         return float(self.projection.total_cost or math.inf)
+
+    def judged(self, at: At) -> tuple[float, float]:
+        """The (days, cost) the constraints are judged on at that end."""
+        if at == "pessimistic":
+            return self.pessimistic_days, self.pessimistic_cost
+        return self.days, self.cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,20 +109,31 @@ class Result:
     cost_unit: str
     why_none: str | None = None      # what stopped every configuration, when none is left
     rejected: dict[str, int] = field(default_factory=dict)
+    constraints: Constraints = Constraints()
+    prices: Prices | None = None     # the searched GPU types' prices
+    # The searched GPU types whose price is not the plan's own (catalog, offer).
+    borrowed_prices: tuple[Price, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        at = self.constraints.at
+
         def one(c: Candidate | None) -> dict[str, Any] | None:
             if c is None:
                 return None
             from .plan import plan_to_dict
 
+            days, cost = c.judged(at)
             return {"plan": plan_to_dict(c.plan), "projection": c.projection.to_json(),
                     "pessimistic_days": c.pessimistic_days,
-                    "meets_deadline_pessimistic": c.meets_deadline_pessimistic}
+                    "pessimistic_cost": c.pessimistic_cost,
+                    "meets_deadline_pessimistic": c.meets_deadline_pessimistic,
+                    "within_budget_pessimistic": c.within_budget_pessimistic,
+                    "judged_days": days, "judged_cost": cost}
 
         return {"evaluated": self.evaluated, "feasible": self.feasible,
                 "cost_unit": self.cost_unit, "why_none": self.why_none,
-                "rejected": self.rejected,
+                "rejected": self.rejected, "constraints": self.constraints.to_json(),
+                "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
                 "front": [one(c) for c in self.front],
                 "cheapest_within_deadline": one(self.cheapest_within_deadline),
                 "fastest_within_budget": one(self.fastest_within_budget),
@@ -125,7 +166,8 @@ class _Block:
     drafters: np.ndarray
     days: np.ndarray
     cost: np.ndarray
-    slow_days: np.ndarray
+    slow_days: np.ndarray            # at the low end of both roles' rates
+    slow_cost: np.ndarray            # the cost at slow_days
     fits: np.ndarray
     nodes: np.ndarray
 
@@ -170,19 +212,20 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 
     central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
     slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s), targets, drafters)
-    tokens = np.asarray(central.tokens_per_s, float)
+    # Days and cost as project() computes them (the same functions, the same order of
+    # operations), so that a plan judged within a limit here is within it in its projection.
+    billed_t, billed_d = billed(targets, drafters, t_key == d_key,
+                                view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
+    role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
     total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
-    days = total_tokens / tokens / SECONDS_PER_DAY
-    slow_days = total_tokens / np.asarray(slow.tokens_per_s, float) / SECONDS_PER_DAY
-    unit_t = view.by_gpu[t_key].unit_gpus
-    unit_d = view.by_gpu[d_key].unit_gpus
-    if t_key == d_key:
-        billed_total = -(-(targets + drafters) // unit_t) * unit_t
-        cost_per_hour = billed_total * p_t
-    else:
-        cost_per_hour = (-(-targets // unit_t) * unit_t * p_t
-                         + -(-drafters // unit_d) * unit_d * p_d)
-    cost = cost_per_hour * days * 24
+
+    def days_cost(tokens_per_s: Any) -> tuple[np.ndarray, np.ndarray]:
+        econ = economics(np.asarray(tokens_per_s, float), total_tokens, targets, drafters,
+                         role_prices, billed_t, billed_d)
+        return np.asarray(econ.days, float), np.asarray(econ.total_cost, float)
+
+    days, cost = days_cost(central.tokens_per_s)
+    slow_days, slow_cost = days_cost(slow.tokens_per_s)
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
     t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
@@ -195,16 +238,18 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     drafter_fits = fixed + state / drafters <= d_gpu.memory_gb
     fits = drafter_fits & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
-    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, fits, nodes)
+    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,
+                  nodes)
 
 
-def _pareto(days: np.ndarray, cost: np.ndarray) -> np.ndarray:
+def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats on both days and cost, fastest first:
-    sorted by days, a point stays when it is cheaper than every faster one."""
-    order = np.lexsort((cost, days))
+    sorted by days, then cost, then GPUs, a point stays when it is cheaper than every one
+    before it. Exact comparisons (TIE_RULE): of equal (days, cost) the fewest GPUs stays."""
+    order = np.lexsort((gpus, cost, days))
     sorted_cost = cost[order]
     cheapest_before = np.concatenate(([np.inf], np.minimum.accumulate(sorted_cost)[:-1]))
-    return order[sorted_cost < cheapest_before * (1 - 1e-12)]
+    return order[sorted_cost < cheapest_before]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,40 +302,55 @@ def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
 
 
 def rank(swept: Sweep, constraints: Constraints) -> Result:
-    """The Pareto front and the winners of a sweep under the constraints."""
+    """The Pareto front and the winners of a sweep under the constraints. The deadline and
+    the budget are judged once, at `constraints.at`, and that one feasible set gives both
+    the front and the winners: the fastest is the front's first plan, the cheapest its
+    last (TIE_RULE)."""
     plan, catalog, space = swept.plan, swept.catalog, swept.space
     blocks = list(swept.blocks)
+    pessimistic = constraints.at == "pessimistic"
     rejected: dict[str, int] = {}
     oks = []
     for b in blocks:
         ok = b.fits.copy()
         rejected["memory"] = rejected.get("memory", 0) + int(b.targets.size - b.fits.sum())
+        days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
         for name, limit in (("nodes", (b.nodes <= space.max_nodes) if space.max_nodes
                              else None),
                             ("one node", (b.nodes == 1) if space.one_node else None),
-                            ("deadline", (b.days <= constraints.deadline_days)
+                            ("deadline", (days_at <= constraints.deadline_days)
                              if constraints.deadline_days is not None else None),
-                            ("budget", (b.cost <= constraints.budget)
+                            ("budget", (cost_at <= constraints.budget)
                              if constraints.budget is not None else None)):
             if limit is not None:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
         oks.append(ok)
     evaluated = swept.evaluated
+    keys = tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
+    view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
+    borrowed = view.borrowed(keys)
     if not blocks:
         return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
                       why_none="no GPU type with a price to search (set cost.ratio or "
                                "cost.usd_per_gpu_hour for the types to include)",
-                      rejected=rejected)
-    days = np.concatenate([b.days[ok] for b, ok in zip(blocks, oks, strict=True)])
-    cost = np.concatenate([b.cost[ok] for b, ok in zip(blocks, oks, strict=True)])
-    slow = np.concatenate([b.slow_days[ok] for b, ok in zip(blocks, oks, strict=True)])
+                      rejected=rejected, constraints=constraints, prices=view,
+                      borrowed_prices=borrowed)
+
+    def kept(column: Callable[[_Block], np.ndarray]) -> np.ndarray:
+        return np.concatenate([column(b)[ok] for b, ok in zip(blocks, oks, strict=True)])
+
+    days, cost = kept(lambda b: b.days), kept(lambda b: b.cost)
     if days.size == 0:
         worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
         return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
-                      why_none=f"no configuration meets the constraints; most were stopped "
-                               f"by {worst} ({rejected.get(worst, 0):,} of {evaluated:,})",
-                      rejected=rejected)
+                      why_none=f"no configuration meets the constraints "
+                               f"{constraints.describe()}; most were stopped by {worst} "
+                               f"({rejected.get(worst, 0):,} of {evaluated:,})",
+                      rejected=rejected, constraints=constraints, prices=view,
+                      borrowed_prices=borrowed)
+    slow_days, slow_cost = kept(lambda b: b.slow_days), kept(lambda b: b.slow_cost)
+    gpus = kept(lambda b: b.targets + b.drafters)
     block_of = np.concatenate([np.full(int(ok.sum()), bi) for bi, ok in enumerate(oks)])
     row_of = np.concatenate([np.flatnonzero(ok) for ok in oks])
 
@@ -298,28 +358,24 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
         b, j = blocks[int(block_of[k])], int(row_of[k])
         chosen = _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]))
         p = project(chosen, catalog)
-        pessimistic = float(p.ranges.days[1]) if p.ranges else float(slow[k])
-        meets = (None if constraints.deadline_days is None
-                 else pessimistic <= constraints.deadline_days)
-        return Candidate(chosen, p, pessimistic, meets)
+        # The projection's own pessimistic figures (the sweep's equal them; tested).
+        slow_d = float(p.ranges.days[1]) if p.ranges else float(slow_days[k])
+        slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
+                  else float(slow_cost[k]))
+        deadline, budget = constraints.deadline_days, constraints.budget
+        return Candidate(chosen, p, slow_d, slow_c,
+                         None if deadline is None else slow_d <= deadline,
+                         None if budget is None else slow_c <= budget)
 
-    gpus = np.concatenate([(b.targets + b.drafters)[ok] for b, ok in zip(blocks, oks,
-                                                                        strict=True)])
-
-    def cheapest_index() -> int:
-        # Cost per token is nearly flat in size for a balanced split, so many plans tie
-        # within a percent: take the one with the fewest GPUs among them.
-        near = cost <= cost.min() * (1 + CHEAPEST_TIE)
-        return int(np.flatnonzero(near)[np.lexsort((cost[near], gpus[near]))[0]])
-
-    front = tuple(candidate(int(k)) for k in _pareto(days, cost))
-    cheapest = candidate(cheapest_index()) if constraints.deadline_days is not None else None
-    fastest = candidate(int(np.argmin(days))) if constraints.budget is not None else None
+    front = tuple(candidate(int(k)) for k in _pareto(days, cost, gpus))
     # Every plan trains the same tokens, so the most tokens per unit of cost is the
-    # cheapest plan, whatever the deadline.
-    efficient = candidate(cheapest_index())
-    return Result(evaluated, int(days.size), front, cheapest, fastest, efficient,
-                  swept.cost_unit, rejected=rejected)
+    # cheapest plan of the feasible set.
+    cheapest, fastest = front[-1], front[0]
+    return Result(evaluated, int(days.size), front,
+                  cheapest if constraints.deadline_days is not None else None,
+                  fastest if constraints.budget is not None else None, cheapest,
+                  swept.cost_unit, rejected=rejected, constraints=constraints, prices=view,
+                  borrowed_prices=borrowed)
 
 
 def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,

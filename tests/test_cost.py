@@ -87,3 +87,24 @@ def test_whole_node_rentals_bill_every_gpu_of_the_node(catalog, baseline):
     for t in range(1, 8):
         other = project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
         assert other.tokens_per_s <= best.tokens_per_s * (1 + 1e-9)
+
+
+def test_borrowed_prices_are_the_ones_the_plan_does_not_set(catalog, baseline):
+    # Ratios only (reference-GPU-hours): the reference is the unit, b200 the plan's ratio,
+    # B300 the catalog's ratio.
+    keys = ("rtx-pro-6000", "b200", "b300")
+    view = prices(baseline, catalog.gpus, keys)
+    assert [(p.gpu, p.source) for p in view.borrowed(keys)] == [("b300", "catalog")]
+    # In USD the plan's ratios apply to the reference's catalog price: that is borrowed too.
+    usd = edit(baseline, cost={"reference_gpu": "rtx-pro-6000", "ratio": {"b200": 3.4},
+                               "usd_per_gpu_hour": {"h200": 3.0}})
+    view = prices(usd, catalog.gpus, (*keys, "h200"))
+    assert [(p.gpu, p.source) for p in view.borrowed(("b200", "h200"))] == [
+        ("rtx-pro-6000", "catalog")]
+    assert [p.gpu for p in view.borrowed(("h200",))] == []
+    # A provider's offer is named with its provider.
+    lam = edit(baseline, cost={"reference_gpu": "rtx-pro-6000", "provider": "lambda",
+                               "ratio": {}, "usd_per_gpu_hour": {}})
+    view = prices(lam, catalog.gpus, ("b200",), catalog.offers)
+    (b200,) = view.borrowed(("b200",))
+    assert b200.source == "offer" and b200.to_json()["offer"]["provider"] == "lambda"

@@ -108,3 +108,33 @@ async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_u
         await pilot.press("u")
         assert [s.projection.plan for s in app.state.scenarios] == [measured]
         assert app.state.baseline is app.state.scenarios[0]
+
+
+async def test_the_limits_are_judged_at_worst_unless_switched_to_central():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        # One node of B200 or B300 within 3 days and 845: at the pessimistic end (the
+        # default) every plan shown keeps both limits.
+        await set_values(pilot, search_deadline="3", search_budget="845",
+                         search_gpus="b200,b300", search_one_node=True)
+        worst = screen.result
+        assert worst.constraints.at == "pessimistic"
+        table = screen.query_one("#search-table", DataTable)
+        for i, (_, c) in enumerate(rows(worst)):
+            assert c.pessimistic_days <= 3 and c.pessimistic_cost <= 845
+            assert str(table.get_row_at(i)[4]).endswith("✓")
+        assert "within 3 days and 845 at worst" in str(screen.query_one("#search-status")
+                                                       .content)
+        # At the central estimate more plans pass; the fastest (5 + 3 B300, 505) would cost
+        # 875 at the pessimistic end, and its row says so.
+        await set_values(pilot, search_at_worst=False)
+        central = screen.result
+        assert central.constraints.at == "central" and central.feasible > worst.feasible
+        fastest = central.fastest_within_budget
+        assert fastest.cost <= 845 < fastest.pessimistic_cost
+        shown = rows(central)
+        i = next(i for i, (_, c) in enumerate(shown) if c is fastest)
+        assert str(table.get_row_at(i)[4]).endswith("✗")
+        assert "(central)" in str(screen.query_one("#search-status").content)

@@ -346,11 +346,19 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:
+    from ..model.search import AT_CHOICES
+
     _plan_args(p)
     p.add_argument("--deadline-days", type=float, metavar="D",
-                   help="finish within D days (central estimate; the pessimistic end is shown)")
+                   help="finish within D days (judged where --at says)")
     p.add_argument("--budget", type=float, metavar="X",
-                   help="total cost at most X, in the plan's cost unit")
+                   help="total cost at most X, in the plan's cost unit (judged where --at "
+                        "says)")
+    p.add_argument("--at", choices=AT_CHOICES, default=AT_CHOICES[0],
+                   help="judge the deadline and the budget at the pessimistic end of the "
+                        "rate range (the default: the most days and cost the ranges allow) "
+                        "or at the central estimate; the front and the winners both come "
+                        "from the plans that pass")
     p.add_argument("--gpus", metavar="KEY,KEY", help="GPU types allowed (default: all with a "
                                                       "price)")
     p.add_argument("--max-gpus", type=int, default=64, metavar="N",
@@ -378,7 +386,8 @@ def _run_search(args: argparse.Namespace) -> int:
     gpus = tuple(k.strip() for k in args.gpus.split(",") if k.strip()) if args.gpus else None
     space = default_space(plan, catalog, gpus, max_gpus=args.max_gpus,
                           max_nodes=args.max_nodes, mixed=args.mixed, one_node=args.one_node)
-    result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget))
+    result = search(plan, catalog, space,
+                    Constraints(args.deadline_days, args.budget, at=args.at))
     if args.output is not None:
         _write_winners(args.output, result)
     if args.json:
@@ -387,7 +396,7 @@ def _run_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     from . import report
 
-    report.search(result, args.deadline_days, args.budget)
+    report.search(result, catalog)
     return EXIT_OK
 
 
@@ -437,7 +446,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     from . import report
 
     if args.json:
-        json.dump([{"file": str(path), "projection": p.to_json(), "versus_baseline": c.to_json()}
+        json.dump([{"file": str(path), "projection": p.to_json(), "versus_baseline": c.to_json(),
+                    "prices_not_from_plan": [x.to_json() for x in
+                                             p.prices.borrowed(p.plan.gpus_in_use())]}
                    for path, p, c in rows], sys.stdout, indent=2)
         print()
     else:

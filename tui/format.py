@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..model.cost import Price, Prices
     from ..model.projection import Projection
 
 DASH = "—"
@@ -29,6 +30,31 @@ def cost(value: float | None, unit: str, compact: bool = False) -> str:
     if compact:
         unit = unit.removesuffix("-hours") + "-h"
     return f"{value:,.0f} {unit}"
+
+
+def cost_figure(value: float | None, unit: str) -> str:
+    """A cost under a header or title that names its unit: '$449' or '449'."""
+    if value is None:
+        return DASH
+    return f"${value:,.0f}" if unit == "USD" else f"{value:,.0f}"
+
+
+def price_source(price: Price, view: Prices, names: dict[str, str]) -> str:
+    """A price the plan does not set, with where it comes from: 'B300 at 3.51x the RTX PRO
+    6000 price (catalog default ratio)', 'B300 $5.50/GPU-h (catalog)', 'H100 $2.99/GPU-h
+    (lambda on-demand offer, 2025-06-01)'."""
+    name = names.get(price.gpu, price.gpu)
+    usd = DASH if price.usd_per_gpu_hour is None else f"${price.usd_per_gpu_hour:,.2f}/GPU-h"
+    # In USD the plan's ratios multiply the reference's price.
+    scaled = "; the plan's ratios scale it" if price.gpu == view.reference_gpu else ""
+    if price.offer is not None and price.source == "offer":
+        o = price.offer
+        return f"{name} {usd} ({o.provider} {o.kind} offer, {o.date or 'undated'}{scaled})"
+    if view.in_usd:
+        return f"{name} {usd} (catalog{scaled})"
+    ref = names.get(view.reference_gpu, view.reference_gpu)
+    ratio = DASH if price.ratio is None else f"{price.ratio:.2f}x"
+    return f"{name} at {ratio} the {ref} price (catalog default ratio)"
 
 
 def pct(value: float | None) -> str:
@@ -82,30 +108,32 @@ def percent(value: float | None) -> str:
     return f"{value * 100:,.1f} %" if value < 0.1 else f"{value * 100:,.0f} %"
 
 
-def span(low: float | None, high: float | None, one: Callable[[float | None], str]) -> str:
+def span(low: float | None, high: float | None, one: Callable[[float | None], str],
+         sep: str = "-") -> str:
     """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
-    alone when both ends agree once formatted."""
+    alone when both ends agree once formatted. sep " - " lets a narrow table break it."""
     if low is None or high is None:
         return DASH
     a, b = one(low), one(high)
     if a == b:
         return a
     if a[-1] == b[-1] == "x":                      # ratios: '3.97-6.94x'
-        return f"{a[:-1]}-{b}"
+        return f"{a[:-1]}{sep}{b}"
     if a[0] == b[0] == "$":                        # dollars: '$699-1,223'
-        return f"{a}-{b[1:]}"
+        return f"{a}{sep}{b[1:]}"
     unit_a, unit_b = a.split(" ", 1), b.split(" ", 1)
     if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
-        return f"{unit_a[0]}-{unit_b[0]} {unit_a[1]}"
+        return f"{unit_a[0]}{sep}{unit_b[0]} {unit_a[1]}"
     return f"{a} - {b}"
 
 
-def spread(pair: tuple[float, float] | None, one: Callable[[float | None], str]) -> str:
+def spread(pair: tuple[float, float] | None, one: Callable[[float | None], str],
+           sep: str = "-") -> str:
     """A figure's range as `span` writes it, or '' when there is none to show: no range,
     or ends that agree once formatted (a range is never shown zero wide)."""
     if pair is None or one(pair[0]) == one(pair[1]):
         return ""
-    return span(pair[0], pair[1], one)
+    return span(pair[0], pair[1], one, sep)
 
 
 def break_even(p: Projection, ratios: dict[str, float]) -> str:

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from ..model.catalog import Catalog
 from ..model.compare import compare
 from ..model.evidence import Validation
 from ..model.offers import PRICE_MAX_AGE_DAYS
 from ..model.projection import Projection
+from ..model.search import TIE_RULE
 from ..model.search import Result as SearchResult
 from ..model.targets import PRESETS
 from . import format as fmt
@@ -210,71 +215,202 @@ def _plan_cell(plan: Any, names: dict[str, str]) -> str:
     return f"{t.count} {names.get(t.gpu, t.gpu)}{tp} + {d.count} {names.get(d.gpu, d.gpu)}"
 
 
-def search(result: SearchResult, deadline_days: float | None, budget: float | None) -> None:
-    """The Pareto front and the winners of a search."""
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """A column of a table fitted to the terminal's width."""
+
+    header: str
+    right: bool = False
+    drop: int = 0          # at a narrow width the highest is dropped first; 0: never
+    fold: bool = False     # a name that may be cut across lines when nothing else fits
+
+
+def _widths(header: str, cells: Sequence[str]) -> tuple[int, int, int]:
+    """A column's widths, markup removed: its longest word (narrower cuts a word), its
+    widest cell with the header's longest word (narrower wraps a cell), and its widest cell
+    or header (narrower wraps the header)."""
+    texts = [Text.from_markup(cell).plain for cell in (header, *cells)]
+
+    def longest(parts: Sequence[str]) -> int:
+        return max((cell_len(part) for part in parts), default=1)
+
+    words = longest([word for text in texts for word in text.split()])
+    body = longest([line for text in texts[1:] for line in text.splitlines()])
+    return words, max(body, longest(header.split())), max(body, cell_len(texts[0]))
+
+
+def _fill(lows: Sequence[int], highs: Sequence[int], room: int) -> list[int]:
+    """Widths between lows and highs within room: the widest columns give way first."""
+    level = max(highs, default=1)
+    while level > 1 and sum(max(lo, min(hi, level))
+                            for lo, hi in zip(lows, highs, strict=True)) > room:
+        level -= 1
+    return [max(lo, min(hi, level)) for lo, hi in zip(lows, highs, strict=True)]
+
+
+def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequence[str]]
+                  ) -> None:
+    """Print a table within the terminal's width (or COLUMNS when set) without cutting a
+    number: headers wrap first, then cells between words, and when even that is too wide,
+    the columns that matter least are dropped and a line says which. In a pipe without
+    COLUMNS the table prints whole at the width it needs, one line per row."""
     console = _console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        table = Table(title=title, header_style="bold")
+        for c in columns:
+            table.add_column(c.header, justify="right" if c.right else "left", no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        _print_table(table)
+        return
+    keep = list(range(len(columns)))
+    dropped: list[str] = []
+    while True:
+        spans = [_widths(columns[i].header, [row[i] for row in rows]) for i in keep]
+        # A name (a plan file's path) may fold across lines rather than push numbers out.
+        lows = [min(low, 12) if columns[i].fold else low
+                for i, (low, _, _) in zip(keep, spans, strict=True)]
+        # Rich's default box: a rule either side of each column and one space of padding.
+        room = console.width - (3 * len(keep) + 1)
+        droppable = [i for i in keep if columns[i].drop]
+        if sum(lows) <= room or not droppable:
+            break
+        worst = max(droppable, key=lambda i: columns[i].drop)
+        keep.remove(worst)
+        dropped.append(columns[worst].header)
+    mids = [max(lo, mid) for lo, (_, mid, _) in zip(lows, spans, strict=True)]
+    highs = [high for _, _, high in spans]
+    widths = (_fill(mids, highs, room) if sum(mids) <= room else _fill(lows, mids, room))
+    table = Table(title=title, header_style="bold")
+    for i, width in zip(keep, widths, strict=True):
+        c = columns[i]
+        table.add_column(c.header, justify="right" if c.right else "left", width=width,
+                         overflow="fold" if c.fold else "ellipsis")
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    console.print(table)
+    if dropped:
+        console.print(f"[dim]{len(dropped)} column(s) left out at {console.width} columns: "
+                      f"{escape(', '.join(dropped))} (wider terminal or --json for all)[/dim]")
+
+
+def search(result: SearchResult, catalog: Catalog) -> None:
+    """The Pareto front and the winners of a search, the rule that picked them and the
+    prices the plan did not set."""
+    console = _console()
+    k = result.constraints
+    limits = [f"deadline {fmt.duration(k.deadline_days)}" if k.deadline_days else "",
+              f"budget {fmt.cost(k.budget, result.cost_unit)}" if k.budget else ""]
+    judged = (f" {k.describe()} ({', '.join(x for x in limits if x)})"
+              if any(limits) else "")
     console.print(f"searched {result.evaluated:,} configurations; {result.feasible:,} fit and "
-                  f"meet the constraints")
+                  f"meet the constraints{escape(judged)}")
+    names = {key: g.name for key, g in catalog.gpus.items()}
     if result.why_none:
         console.print(f"[bold red]no plan[/bold red]: {escape(result.why_none)}")
+        _borrowed_prices(console, result, names)
         return
-    names = {c.plan.target.gpu: c.projection.target.gpu_name for c in result.front}
-    names |= {c.plan.drafter.gpu: c.projection.drafter.gpu_name for c in result.front}
-    table = Table(title=f"the (days, cost) front, fastest first (cost in {result.cost_unit})",
-                  header_style="bold")
-    for header, right in (("targets + drafters", False), ("Ktok/s", True), ("days", True),
-                          ("pessimistic", True), ("cost", True), ("bottleneck", False)):
-        table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    unit = result.cost_unit
+    cost_head = "$" if unit == "USD" else "cost"
+    columns = [_Column("targets + drafters"), _Column("Ktok/s", True), _Column("days", True),
+               _Column("at worst", True, drop=2), _Column(cost_head, True),
+               _Column(f"{cost_head} at worst", True, drop=3),
+               _Column("bottleneck", drop=4)]
+    rows = []
     for candidate in result.front:
         p = candidate.projection
-        table.add_row(escape(_plan_cell(candidate.plan, names)), f"{(p.ktok_per_s or 0):,.1f}",
-                      fmt.duration(p.days), fmt.duration(candidate.pessimistic_days),
-                      fmt.cost(p.total_cost, p.cost_unit, compact=True), str(p.bottleneck))
-    _print_table(table)
+        rows.append([escape(_plan_cell(candidate.plan, names)), f"{(p.ktok_per_s or 0):,.1f}",
+                     fmt.duration(p.days), fmt.duration(candidate.pessimistic_days),
+                     fmt.cost_figure(p.total_cost, unit),
+                     fmt.cost_figure(candidate.pessimistic_cost, unit), str(p.bottleneck)])
+    unit_words = "" if unit == "USD" else f" (cost in {unit})"
+    _print_fitted(f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
+                  f"pessimistic end of the rates", columns, rows)
     for label, c, why in (
             ("cheapest within the deadline", result.cheapest_within_deadline,
-             f"{fmt.duration(deadline_days)}" if deadline_days else ""),
+             fmt.duration(k.deadline_days) if k.deadline_days else ""),
             ("fastest within the budget", result.fastest_within_budget,
-             fmt.cost(budget, result.cost_unit) if budget else ""),
+             fmt.cost(k.budget, unit) if k.budget else ""),
             ("most tokens per unit of cost", result.most_tokens_per_cost, "")):
         if c is None:
             continue
         p = c.projection
-        names |= {c.plan.target.gpu: p.target.gpu_name, c.plan.drafter.gpu: p.drafter.gpu_name}
-        verdict = ""
-        if c.meets_deadline_pessimistic is not None:
-            verdict = ("; meets the deadline even at the pessimistic end"
-                       if c.meets_deadline_pessimistic else
-                       f"; at the pessimistic end {fmt.duration(c.pessimistic_days)}: "
-                       f"[yellow]misses the deadline[/yellow]")
         console.print(f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
                       f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
                       f"{fmt.duration(p.days)}, "
-                      f"{escape(fmt.cost(p.total_cost, p.cost_unit))}{verdict}")
+                      f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}")
+    console.print(f"[dim]the front and the winners are the plans that meet the constraints "
+                  f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]")
+    _borrowed_prices(console, result, names)
+
+
+def _verdict(c: Any, unit: str) -> str:
+    """What the pessimistic end says of a winner's deadline and budget."""
+    checks = [(what, ok) for what, ok in (("the deadline", c.meets_deadline_pessimistic),
+                                          ("the budget", c.within_budget_pessimistic))
+              if ok is not None]
+    if not checks:
+        return ""
+    worst = (f"{fmt.duration(c.pessimistic_days)}, "
+             f"{escape(fmt.cost(c.pessimistic_cost, unit))}")
+    missed = [what for what, ok in checks if not ok]
+    if not missed:
+        return (f"; meets {' and '.join(what for what, _ in checks)} even at the "
+                f"pessimistic end ({worst})")
+    return (f"; at the pessimistic end ({worst}) [yellow]misses "
+            f"{' and '.join(missed)}[/yellow]")
+
+
+def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, str]) -> None:
+    """The searched GPU types priced by the catalog or an offer rather than the plan: the
+    ones in the results by name, the others counted (--json lists all)."""
+    if not result.borrowed_prices or result.prices is None:
+        return
+    shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu
+                                                         for c in result.front}
+    shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
+    named = [p for p in result.borrowed_prices if p.gpu in shown]
+    others = len(result.borrowed_prices) - len(named)
+    text = ", ".join(fmt.price_source(p, result.prices, names) for p in named)
+    if others:
+        text += (("; and " if text else "") + f"{others} more searched GPU type(s) "
+                 f"(--json lists them)")
+    console.print(f"prices not set in the plan: {escape(text)}")
 
 
 def _with_range(value: str, pair: tuple[float, float] | None,
-                one: Callable[[float | None], str]) -> str:
+                one: Callable[[float | None], str], sep: str = "-") -> str:
     """'1.50x (1.20-1.90x)'; the value alone when the range is none or zero wide."""
-    text = fmt.spread(pair, one)
+    text = fmt.spread(pair, one, sep)
     return f"{value} ({text})" if text else value
 
 
 def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     """Scenarios side by side: the first is the baseline."""
+    units = {p.cost_unit for _, p, _ in rows}
+    one_unit = units.pop() if len(units) == 1 else None
+
+    def money(value: float | None, unit: str) -> str:
+        # One unit for every row: said once in the title, not in each cell.
+        return (fmt.cost_figure(value, unit) if one_unit and style == "table"
+                else fmt.cost(value, unit, compact=True))
+
     headers = ["plan", "Ktok/s", "range", "days", "cost", "cost/epoch", "bottleneck",
                "speed", "cost ratio", "break-even"]
+    table = style == "table"
+    # A table's ranges may break around their dash; csv and markdown keep one token.
+    sep = " - " if table else "-"
     body = []
     for path, p, c in rows:
         r = p.ranges
         be = c.break_even_price_ratio
         body.append([
             str(path), f"{(p.ktok_per_s or 0):,.1f}",
-            fmt.spread(r.tokens_per_s if r else None, fmt.ktok) or fmt.DASH,
-            fmt.duration(p.days), fmt.cost(p.total_cost, p.cost_unit, compact=True),
-            fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), str(p.bottleneck),
-            _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times),
-            _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times),
+            fmt.spread(r.tokens_per_s if r else None, fmt.ktok, sep) or fmt.DASH,
+            fmt.duration(p.days), money(p.total_cost, p.cost_unit),
+            money(p.cost_per_epoch, p.cost_unit), str(p.bottleneck),
+            _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
+            _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
             ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH])
     if style == "csv":
         import csv
@@ -288,13 +424,34 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        notes = _borrowed_notes(rows)
+        if notes:
+            print()
+            print("\n".join(f"- {line}" for line in notes))
         return
-    table = Table(title="scenarios (the first is the baseline)", header_style="bold")
-    for header in headers:
-        table.add_column(header, no_wrap=header == "plan")
-    for row in body:
-        table.add_row(*(escape(cell) for cell in row))
-    _print_table(table)
+    # The table's headers break between words ("cost/epoch" would hold its column at 10).
+    shown = {"cost/epoch": "per epoch", "break-even": "break even"}
+    drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
+    columns = [_Column(shown.get(h, h), h not in ("plan", "bottleneck"), drop=drops.get(h, 0),
+                       fold=h == "plan") for h in headers]
+    unit_words = ("" if one_unit in (None, "USD") else f"; cost in {one_unit}")
+    _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
+                  [[escape(cell) for cell in row] for row in body])
+    console = _console()
+    for line in _borrowed_notes(rows):
+        console.print(escape(line))
+
+
+def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+    """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
+    notes = []
+    for path, p, _ in rows:
+        used = p.prices.borrowed(p.plan.gpus_in_use())
+        if used:
+            names = {k: g.name for k, g in p.resolved.gpus.items()}
+            notes.append(f"{path}: prices not set in the plan: "
+                         + ", ".join(fmt.price_source(x, p.prices, names) for x in used))
+    return notes
 
 
 def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: bool) -> int:

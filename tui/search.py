@@ -31,6 +31,7 @@ from ..model.errors import PlanError
 from ..model.plan import Plan
 from ..model.search import (
     MAX_SEARCH_GPUS,
+    TIE_RULE,
     Candidate,
     Constraints,
     Result,
@@ -120,7 +121,7 @@ class SearchScreen(Screen[None]):
     SearchScreen .search-row Input { width: 7; }
     SearchScreen .search-row Input.-invalid { background: $error 30%; }
     SearchScreen #search-gpus { width: 1fr; }
-    SearchScreen Checkbox { margin-left: 2; }
+    SearchScreen Checkbox { margin-left: 1; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }
@@ -163,6 +164,11 @@ class SearchScreen(Screen[None]):
                            tooltip="The two roles may use different GPU types")
             yield Checkbox("one node", id="search-one-node", compact=True,
                            tooltip="The pipeline needs both roles on one node")
+            yield Checkbox("at worst", True, id="search-at-worst", compact=True,
+                           tooltip="Judge the deadline and the budget at the pessimistic end "
+                                   "of the rates (off: at the central estimate). The front "
+                                   "and the winners both come from the plans within them; "
+                                   f"ties: {TIE_RULE}")
         yield Static("", id="search-status")
         # Below TALL rows the table and the chart take turns (tabs); from TALL, both show.
         yield Tabs(Tab("Front and winners", id="search-front"),
@@ -215,7 +221,9 @@ class SearchScreen(Screen[None]):
         space = default_space(state.plan, state.catalog, keys or None, max_gpus=int(max_gpus),
                               mixed=self.query_one("#search-mixed", Checkbox).value,
                               one_node=self.query_one("#search-one-node", Checkbox).value)
-        return Query(state.plan, state.catalog, space, Constraints(deadline, budget))
+        at_worst = self.query_one("#search-at-worst", Checkbox).value
+        return Query(state.plan, state.catalog, space,
+                     Constraints(deadline, budget, at="pessimistic" if at_worst else "central"))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -316,9 +324,11 @@ class SearchScreen(Screen[None]):
         for tag, c in picked:
             p = c.projection
             worst = Text(days(c.pessimistic_days), justify="right")
-            if c.meets_deadline_pessimistic is not None:
-                worst.append(" ✓" if c.meets_deadline_pessimistic else " ✗",
-                             style="green" if c.meets_deadline_pessimistic else "red")
+            checks = [ok for ok in (c.meets_deadline_pessimistic, c.within_budget_pessimistic)
+                      if ok is not None]
+            if checks:
+                worst.append(" ✓" if all(checks) else " ✗",
+                             style="green" if all(checks) else "red")
             table.add_row(Text(tag, style="bold" if tag != "front" else "dim"),
                           plan_label(c.plan, query.catalog),
                           Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
@@ -327,10 +337,16 @@ class SearchScreen(Screen[None]):
         if result.why_none:
             self._status(f"No plan: {result.why_none}.", "-none")
         else:
-            text = (f"{result.evaluated:,} plans, {result.feasible:,} within the limits, "
+            k = query.constraints
+            limits = " and ".join(x for x in (
+                f"{deadline:g} days" if deadline is not None else "",
+                f"{k.budget:g}" if k.budget is not None else "") if x) or "the limits"
+            judged = ("" if limits == "the limits" else
+                      " at worst" if k.at == "pessimistic" else " (central)")
+            text = (f"{result.evaluated:,} plans, {result.feasible:,} within {limits}{judged}, "
                     f"{len(result.front)} on the front")
-            if deadline is not None:
-                text += f"; ✓: {deadline:g} days at worst"
+            if judged == " (central)":
+                text += "; ✓: at worst too"
             self._status(text)
         state = self.state
         self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
