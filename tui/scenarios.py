@@ -4,6 +4,7 @@ Pin the current plan, unpin, rename or open a scenario."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -187,29 +188,25 @@ class ScenariosScreen(Screen[None]):
         self.planner.publish()
         self.fill(at=len(self.state.scenarios))
 
-    def action_make_baseline(self) -> None:
-        chosen = self.pinned("make the baseline")
+    def _on_pinned(self, verb: str, act: Callable[[Scenario], str | None]) -> None:
+        """Act on the highlighted pinned scenario: warn with the reason when it cannot be,
+        else show the scenarios again with the cursor where it was."""
+        chosen = self.pinned(verb)
         if chosen is None:
             return
         i, scenario = chosen
-        refusal = self.state.make_baseline(scenario)
+        refusal = act(scenario)
         if refusal:
             self.notify(refusal, severity="warning")
             return
         self.planner.publish()
         self.fill(at=i + 1)
 
+    def action_make_baseline(self) -> None:
+        self._on_pinned("make the baseline", self.state.make_baseline)
+
     def action_unpin(self) -> None:
-        chosen = self.pinned("unpin")
-        if chosen is None:
-            return
-        i, scenario = chosen
-        refusal = self.state.unpin(scenario)
-        if refusal:
-            self.notify(refusal, severity="warning")
-            return
-        self.planner.publish()
-        self.fill(at=i + 1)
+        self._on_pinned("unpin", self.state.unpin)
 
     def action_rename(self) -> None:
         chosen = self.pinned("rename")
