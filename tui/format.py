@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..model.cost import Price, Prices
     from ..model.projection import Projection
+    from ..model.search import Result as SearchResult
 
 DASH = "—"
 
@@ -147,3 +148,20 @@ def break_even(p: Projection, ratios: dict[str, float]) -> str:
              for k, v in by_gpu.items() if v is not None and k != ref]
     together = " (both scaled together)" if len(parts) > 1 else ""
     return f"break-even: {' and '.join(parts)}{together}"
+
+
+def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
+    """The searched GPU types priced by the catalog or an offer rather than the plan: the
+    ones in the results by name, the others counted (--json lists all); '' for none."""
+    if not result.borrowed_prices or result.prices is None:
+        return ""
+    shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu
+                                                         for c in result.front}
+    shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
+    named = [p for p in result.borrowed_prices if p.gpu in shown]
+    others = len(result.borrowed_prices) - len(named)
+    text = ", ".join(price_source(p, result.prices, names) for p in named)
+    if others:
+        text += (("; and " if text else "") + f"{others} more searched GPU type(s) "
+                 f"(--json lists them)")
+    return text

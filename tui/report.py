@@ -362,20 +362,9 @@ def _verdict(c: Any, unit: str) -> str:
 
 
 def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, str]) -> None:
-    """The searched GPU types priced by the catalog or an offer rather than the plan: the
-    ones in the results by name, the others counted (--json lists all)."""
-    if not result.borrowed_prices or result.prices is None:
-        return
-    shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu
-                                                         for c in result.front}
-    shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
-    named = [p for p in result.borrowed_prices if p.gpu in shown]
-    others = len(result.borrowed_prices) - len(named)
-    text = ", ".join(fmt.price_source(p, result.prices, names) for p in named)
-    if others:
-        text += (("; and " if text else "") + f"{others} more searched GPU type(s) "
-                 f"(--json lists them)")
-    console.print(f"prices not set in the plan: {escape(text)}")
+    """The searched GPU types priced by the catalog or an offer rather than the plan."""
+    if text := fmt.borrowed_prices(result, names):
+        console.print(f"prices not set in the plan: {escape(text)}")
 
 
 def _with_range(value: str, pair: tuple[float, float] | None,

@@ -347,6 +347,9 @@ class SearchScreen(Screen[None]):
                     f"{len(result.front)} on the front")
             if judged == " (central)":
                 text += "; ✓: at worst too"
+            names = {k: g.name for k, g in query.catalog.gpus.items()}
+            if borrowed := fmt.borrowed_prices(result, names):
+                text += f"\nprices not set in the plan: {borrowed}"
             self._status(text)
         state = self.state
         self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
