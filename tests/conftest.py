@@ -13,9 +13,11 @@ from dflash_plan.model.plan import Plan, default_plan
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path_factory):
-    """No user config, no NO_COLOR (it turns snapshots monochrome), a fixed terminal."""
+    """No user config, no recovery files of the user's, no NO_COLOR (it turns snapshots
+    monochrome), a fixed terminal."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("DFLASH_PLAN_STATE_DIR", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setenv("COLUMNS", "120")
 
 

@@ -3,23 +3,30 @@ split curve, the tornado) with the marks the reader needs, at both terminal size
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 from dflash_plan.model.projection import project
 from dflash_plan.model.search import Constraints, default_space, search
 from dflash_plan.model.sensitivity import split_curve, tornado
-from dflash_plan.tui.charts import draw_pareto, draw_split, draw_tornado, linear_ticks, log_ticks
+from dflash_plan.tui.charts import (
+    chart_text,
+    draw_pareto,
+    draw_split,
+    draw_tornado,
+    linear_ticks,
+    log_ticks,
+    split_note,
+)
 from support import edit
-from textual_plotext.plot import Plot
 
 SIZES = ((78, 17), (118, 31))          # the chart's room in an 80x24 and a 120x40 terminal
 
 
 def drawn(draw, size) -> list[str]:
-    plt = Plot()
-    plt.plotsize(*size)
-    plt._set_size(*size)                 # as textual-plotext's widget sizes it
-    draw(plt)
-    return plt.uncolorize(plt.build()).splitlines()
+    """The chart's text as the Chart widget renders it at size."""
+    return chart_text(draw, *size).plain.splitlines()
 
 
 def test_ticks_are_round():
@@ -47,10 +54,9 @@ def test_pareto_marks_front_current_baseline_and_limits(catalog, baseline, size)
 @pytest.mark.parametrize("size", SIZES)
 def test_split_curve_marks_the_switch(catalog, baseline, size):
     curve = split_curve(project(edit(baseline, target={"count": 7}), catalog))
-    notes = []
-    text = "\n".join(drawn(lambda plt: notes.append(draw_split(plt, curve)), size))
+    text = "\n".join(drawn(lambda plt: draw_split(plt, curve), size))
     # The measured targets add 4,933 tok/s each until the one drafter binds at 7 + 1.
-    assert "drafters bind from 7 target GPUs" in notes[0] and "current: 7" in text
+    assert "drafters bind from 7 target GPUs" in split_note(curve) and "current: 7" in text
     for name in ("target capacity", "drafter capacity", "throughput"):
         assert name in text
 
@@ -64,3 +70,66 @@ def test_tornado_lists_the_inputs_largest_first(catalog, baseline, size):
              for b in bars]
     assert order == sorted(order)                    # top to bottom: largest first
     assert "% change from the central plan" in "\n".join(lines)
+
+
+def front_of(catalog, baseline):
+    space = default_space(baseline, catalog, ("b200", "rtx-pro-6000"), max_gpus=16)
+    return search(baseline, catalog, space, Constraints(deadline_days=3)).front
+
+
+def with_days(candidate, days: float):
+    return dataclasses.replace(candidate, projection=dataclasses.replace(
+        candidate.projection, days=days))
+
+
+@pytest.mark.parametrize("days", [-1.115, 0.0, math.nan, math.inf])
+def test_a_chart_that_cannot_place_its_data_says_why_in_one_line(catalog, baseline, days):
+    # -1.115 is log10 of 0.077 days: data already logged, given to the log axis again.
+    front = list(front_of(catalog, baseline))
+    front[0] = with_days(front[0], days)
+    lines = drawn(lambda plt: draw_pareto(plt, front, None, None, "USD"), SIZES[0])
+    assert len(lines) == 1 and lines[0].startswith("No chart: days")
+    assert "log axis" in lines[0] and len(lines[0]) <= SIZES[0][0]
+
+
+def test_any_error_of_a_draw_and_a_tiny_terminal_are_one_line_too(catalog, baseline):
+    def broken(plt):
+        raise ZeroDivisionError("float division by zero")
+
+    assert drawn(broken, SIZES[0]) == [
+        "No chart: cannot draw this chart (ZeroDivisionError: float division by zero)"]
+    p = project(baseline, catalog)
+    assert drawn(lambda plt: draw_tornado(plt, [], p), SIZES[0]) == [
+        "No chart: no uncertain input to show"]
+    assert drawn(lambda plt: draw_pareto(plt, [], None, None, "USD"), SIZES[0]) == [
+        "No chart: no plan to show"]
+    tiny = drawn(lambda plt: draw_pareto(plt, front_of(catalog, baseline), None, None, "USD"),
+                 (20, 5))
+    assert len(tiny) == 1 and tiny[0].startswith("No chart: it needs 24x6 cells, it has 20x5")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_pareto_chart_is_drawn_alike_each_time(catalog, baseline, size):
+    # plotext takes the log of a log axis's data in place when it builds: a figure built
+    # again (each resize) took the log of the log.
+    front = front_of(catalog, baseline)
+    assert min(c.days for c in front) < 1
+    first = chart_text(lambda plt: draw_pareto(plt, front, None, None, "USD", 3), *size)
+    again = chart_text(lambda plt: draw_pareto(plt, front, None, None, "USD", 3), *size)
+    assert first == again and "No chart" not in first.plain
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_pareto_legend_covers_no_point(catalog, baseline, size):
+    # The old legend sat in the plot's top-left corner, where the fast, costly plans are.
+    front = front_of(catalog, baseline)
+    current = project(edit(baseline, target={"count": 6}, drafter={"count": 2}), catalog)
+    lines = drawn(lambda plt: draw_pareto(plt, front, current, project(baseline, catalog),
+                                          "USD", 3), size)
+    bottom = max(i for i, line in enumerate(lines) if "└" in line)   # the plot's lower edge
+    legend = [i for i, line in enumerate(lines) if "front (" in line]
+    assert legend and all(i > bottom for i in legend)
+    plot = lines[:bottom + 1]
+    for marker in "●■◆":                         # every point is drawn in the plot
+        assert any(marker in line for line in plot)
+    assert lines[-1].startswith("● front (4 plans)  ■ baseline  ◆ current")

@@ -138,3 +138,33 @@ async def test_the_limits_are_judged_at_worst_unless_switched_to_central():
         i = next(i for i, (_, c) in enumerate(shown) if c is fastest)
         assert str(table.get_row_at(i)[4]).endswith("✗")
         assert "(central)" in str(screen.query_one("#search-status").content)
+
+
+def shown_lines(widget) -> list[str]:
+    """The lines a widget has on screen, as plain text."""
+    return ["".join(segment.text for segment in strip)
+            for strip in widget.render_lines(widget.region.reset_offset)]
+
+
+async def test_the_search_chart_survives_view_switches_and_resizes():
+    # Each render built the same plotext figure again, and a build takes the log of a log
+    # axis's data in place: the second build of a front faster than a day took the log of
+    # a negative number and the app died, its unsaved plan with it.
+    app = planner()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)
+        assert min(c.days for c in screen.result.front) < 1
+        chart = screen.query_one("#pareto")
+        for key in ["f3", "f4"] * 6:
+            await pilot.press(key)
+            await pilot.pause()
+        assert chart.display
+        for size in ((100, 30), (90, 26), (120, 33), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            lines = shown_lines(chart)
+            assert any(f"front ({len(screen.result.front)} plans)" in line for line in lines)
+            assert len(lines) == chart.size.height and chart.size.width >= size[0] - 2
+        assert app.return_code is None and isinstance(app.screen, SearchScreen)

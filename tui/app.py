@@ -4,21 +4,25 @@ lives in tui.state (the planning state) and tui.planner (its screen and panels).
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import signal
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import events
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ..model.errors import PlanError
 from .config import load_catalog, user_template
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
 from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
+from .recovery import Recovered, discard, find_recovery, read_recovery, rescue
 from .state import Planner
 
 # An edit typed after this much quiet is recomputed at once; edits typed closer together
@@ -27,11 +31,17 @@ DEBOUNCE_S = 0.02
 # Keys that change an Input's text besides printable ones (Textual's Input bindings).
 EDIT_KEYS = frozenset({"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w",
                        "ctrl+x", "ctrl+v"})
+# Signals that end the app after the unsaved plan is written to a recovery file; the exit
+# status is 128 + the signal's number, as a shell reports a process killed by it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class PlannerApp(App[None]):
     """`PlannerApp()` opens the built-in plan; `PlannerApp(path)` opens a plan file (a bad
-    file raises PlanError here, before any screen opens)."""
+    file raises PlanError here, before any screen opens). An unhandled error, SIGTERM or
+    SIGHUP writes the unsaved plan to a recovery file first (tui/recovery.py), and ends
+    the app with a non-zero return_code and `recovery_note` to print on stderr; a start
+    that finds a recovery file of its plan offers to open it."""
 
     CSS_PATH = "app.tcss"
     TITLE = "dflash-plan"
@@ -64,6 +74,8 @@ class PlannerApp(App[None]):
             gc.unfreeze()
             raise
         self.debounce_s = debounce_s
+        self.recovery_note: str | None = None   # what the last words on stderr say
+        self._signals: list[signal.Signals] = []
 
     def get_default_screen(self) -> Screen[None]:
         return PlannerScreen(self.state, self.debounce_s)
@@ -88,6 +100,16 @@ class PlannerApp(App[None]):
     def on_mount(self) -> None:
         self.theme = "textual-dark"
         self.call_after_refresh(self._started)
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self._stopped_by, sig)
+            except (ValueError, RuntimeError, NotImplementedError):
+                continue                # not the main thread, or no signals here
+            self._signals.append(sig)
+        found = find_recovery(self.state.path)
+        if found is not None:
+            self.offer_recovery(found)
 
     def _started(self) -> None:
         if self._gc_paused:
@@ -97,9 +119,59 @@ class PlannerApp(App[None]):
 
     def on_unmount(self) -> None:
         self._started()                 # an app closed before its first frame
+        loop = asyncio.get_running_loop()
+        while self._signals:
+            loop.remove_signal_handler(self._signals.pop())
         if self._frozen:
             self._frozen = False
             gc.unfreeze()
+
+    # --- no crash loses work ----------------------------------------------------------
+
+    def recover(self, why: str) -> None:
+        """Write the unsaved plan to its recovery file (once), and say where."""
+        if self.recovery_note is not None:
+            return
+        try:
+            text = self.state.recovery_text()
+        except Exception as err:            # the last words must be said
+            self.recovery_note = (f"dflash-plan: {why}; the unsaved plan could not be "
+                                  f"written ({type(err).__name__}: {err})")
+            return
+        self.recovery_note = rescue(text, self.state.path, why)
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for an unhandled error in a handler or a worker: it ends the app
+        # (return code 1). The plan is written before anything else is torn down.
+        self.recover(f"stopped by an error ({type(error).__name__})")
+        super()._handle_exception(error)
+
+    def _stopped_by(self, sig: signal.Signals) -> None:
+        self.recover(f"stopped by {sig.name}")
+        self.exit(return_code=128 + sig.value)
+
+    @work(exclusive=True, group="dialog")
+    async def offer_recovery(self, found: Recovered) -> None:
+        """Ask whether to open a recovered plan: opened, it is this plan's unsaved edits
+        (saving writes this plan's file); discarded, its file is deleted."""
+        answer = await self.push_screen_wait(ConfirmDialog(
+            found.question(self.state.path),
+            [("Open it", "open", "primary"), ("Discard", "discard", "error")]))
+        if answer == "open":
+            try:
+                self.state.restore(read_recovery(found.path), found.path)
+            except PlanError as err:
+                self.notify(str(err), title="Could not open the recovered plan",
+                            severity="error", timeout=10)
+                return
+            self.planner.publish()
+            self.notify(f"Opened the plan recovered from {found.path}; it is not saved yet")
+        elif answer == "discard":
+            problem = discard(found.path)
+            self.notify(problem or f"Discarded {found.path}",
+                        severity="error" if problem else "information")
+        else:
+            self.notify(f"Kept {found.path}: the next start offers it again")
 
     @property
     def planner(self) -> PlannerScreen:

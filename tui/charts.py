@@ -1,8 +1,9 @@
 """Charts drawn with plotext (through textual-plotext): the Pareto front of a search, the
 split curve of the current plan's GPUs and the tornado of what moves its days and cost.
 Each `draw_*` function takes a plotext figure and the model's data, so the charts can be
-drawn (and tested) without a running app; `Chart` is the widget that shows one, and
-`ChartsScreen` shows the split curve and the tornado of the current plan."""
+drawn (and tested) without a running app; `chart_text` draws one on a fresh figure, or
+says in one line why it cannot; `Chart` is the widget that shows one, and `ChartsScreen`
+shows the split curve and the tornado of the current plan."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from textual.app import ComposeResult
+from rich.text import Text
+from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
+from textual_plotext.plotext import colorize
 
 from ..model.catalog import Catalog
 from ..model.errors import PlanError
@@ -26,7 +30,68 @@ from ..model.sensitivity import Bar, SplitCurve, split_curve, tornado
 from .footer import KeysFooter
 from .tabs import TabbedView
 
-Draw = Callable[[Any], None]
+# A legend entry: marker, colour, label. A chart that returns its legend has it drawn on a
+# line of its own under the plot, where it covers no point (plotext's own legend sits in
+# the plot's top-left corner, over the data).
+Legend = Sequence[tuple[str, str, str]]
+Draw = Callable[[Any], "Legend | None"]
+
+# The smallest chart plotext draws readably (cells); a smaller one says so instead.
+MIN_WIDTH, MIN_HEIGHT = 24, 6
+
+
+class CannotDraw(Exception):
+    """Data a chart cannot show; the message says why, in one line."""
+
+
+def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) -> Text:
+    """The chart `draw` makes, on a fresh figure of width x height cells, with its legend
+    (if it returns one) on the last line; when it cannot be drawn (data it cannot show, a
+    terminal too small, anything the drawing raises), one line saying why. A fresh figure
+    each time because plotext's build changes the figure it builds (it takes the log of a
+    log axis's data in place): drawn and built once, a figure draws the same on every
+    resize."""
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        return Text(f"No chart: it needs {MIN_WIDTH}x{MIN_HEIGHT} cells, it has "
+                    f"{width}x{height} (a larger terminal shows it)", no_wrap=True,
+                    overflow="ellipsis")
+    try:
+        plt = Plot()
+        if theme is not None:
+            plt.theme(theme)
+        legend = draw(plt)
+        rows = height - 1 if legend else height
+        plt.plotsize(width, rows)
+        plt._set_size(width, rows)          # as textual-plotext's widget sizes it
+        chart = Text.from_ansi(plt.build().removesuffix("\n"), no_wrap=True)
+        if legend:
+            # plotext's colours, on the chart's background, labels in its ticks' colour
+            # (plotext's colorize: textual-plotext's Plot.colorize passes a keyword
+            # plotext does not take).
+            monitor: Any = plt.monitor      # type: ignore[attr-defined]
+            paper, ink = monitor.canvas_color, monitor.ticks_color
+            key = colorize("  ", ink, None, paper, False).join(
+                colorize(marker, colour, None, paper, False)
+                + colorize(f" {label}", ink, None, paper, False)
+                for marker, colour, label in legend)
+            key += colorize(" " * max(0, width - len(Text.from_ansi(key).plain)), ink, None,
+                            paper, False)
+            chart.append("\n")
+            chart.append_text(Text.from_ansi(key, no_wrap=True))
+    except Exception as err:                    # a chart never takes the app down
+        reason = str(err) if isinstance(err, CannotDraw) else \
+            f"cannot draw this chart ({type(err).__name__}: {err})"
+        return Text(" ".join(f"No chart: {reason}".split()), no_wrap=True,
+                    overflow="ellipsis")
+    return chart
+
+
+def _finite(values: Sequence[float], what: str, log: bool = False) -> None:
+    """CannotDraw unless every value can be placed on its axis (a log axis needs > 0)."""
+    for value in values:
+        if not math.isfinite(value) or (log and value <= 0):
+            raise CannotDraw(f"{what} {value:g} cannot be placed on "
+                             f"{'a log axis (it needs values above 0)' if log else 'the axis'}")
 
 # Colours that read on the dark and the light theme.
 FRONT, CURRENT, BASELINE = "cyan", "orange", "magenta"
@@ -67,56 +132,91 @@ def tick_label(value: float) -> str:
 
 def draw_pareto(plt: Any, front: Sequence[Candidate], current: Projection | None,
                 baseline: Projection | None, cost_unit: str,
-                deadline: float | None = None, budget: float | None = None) -> None:
+                deadline: float | None = None, budget: float | None = None) -> Legend:
     """Days (log scale: a front spans hours to weeks) against total cost (from 0); the
-    deadline and the budget as lines."""
+    deadline and the budget as lines. Returns the legend (drawn under the chart, where it
+    covers no point). The days go to the log axis as they are: plotext takes their log."""
     plt.clear_data()
     plt.title("Pareto front: days against cost (red: the limits)")
     plt.xlabel("days (log scale)")
     plt.ylabel(_short_cost(cost_unit))
-    plt.xscale("log")
-    xs = [c.days for c in front] + [p.days for p in (current, baseline)
-                                     if p is not None and p.days]
-    if deadline is not None:
-        xs.append(deadline)
-        plt.vline(deadline, color="red")
-    if budget is not None:
-        plt.hline(budget, color="red")
-    if xs:
-        ticks = log_ticks(min(xs), max(xs))
-        if len(ticks) >= 2:
-            plt.xticks(ticks, [tick_label(t) for t in ticks])
-    ys = [c.cost for c in front] + [p.total_cost for p in (current, baseline)
-                                     if p is not None and p.total_cost]
-    if budget is not None:
-        ys.append(budget)
-    if ys:                                  # from 0: cost ratios read as heights
-        ticks = linear_ticks(0, max(ys) * 1.05)
-        plt.ylim(0, max(ys) * 1.08)
-        plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
-    if front:
-        plt.scatter([c.days for c in front], [c.cost for c in front], marker="●",
-                    color=FRONT, label=f"front ({len(front)} plans)")
     same = current is not None and baseline is not None and current.plan == baseline.plan
     marks = [(current, CURRENT, "current = baseline" if same else "current", "◆")]
     if not same:
         marks.insert(0, (baseline, BASELINE, "baseline", "■"))
+    marks = [m for m in marks if m[0] is not None and m[0].days is not None
+             and m[0].total_cost is not None]
+    xs = [c.days for c in front] + [p.days for p, *_ in marks if p is not None and p.days]
+    if deadline is not None:
+        xs.append(deadline)
+    ys = [c.cost for c in front] + [p.total_cost for p, *_ in marks
+                                    if p is not None and p.total_cost]
+    if budget is not None:
+        ys.append(budget)
+    if not front and not marks:
+        raise CannotDraw("no plan to show")
+    _finite(xs, "days", log=True)
+    _finite(ys, "cost")
+    plt.xscale("log")
+    if deadline is not None:
+        plt.vline(deadline, color="red")
+    if budget is not None:
+        plt.hline(budget, color="red")
+    ticks = log_ticks(min(xs), max(xs))
+    if len(ticks) >= 2:
+        plt.xticks(ticks, [tick_label(t) for t in ticks])
+    if ys and max(ys) > 0:                  # from 0: cost ratios read as heights
+        ticks = linear_ticks(0, max(ys) * 1.05)
+        plt.ylim(0, max(ys) * 1.08)
+        plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
+    legend: list[tuple[str, str, str]] = []
+    if front:
+        plt.scatter([c.days for c in front], [c.cost for c in front], marker="●",
+                    color=FRONT)
+        legend.append(("●", FRONT, f"front ({len(front)} plans)"))
     for p, colour, name, marker in marks:
-        if p is not None and p.days is not None and p.total_cost is not None:
-            plt.scatter([p.days], [p.total_cost], marker=marker, color=colour, label=name)
+        assert p is not None and p.days is not None and p.total_cost is not None
+        plt.scatter([p.days], [p.total_cost], marker=marker, color=colour)
+        legend.append((marker, colour, name))
+    return legend
 
 
-def draw_split(plt: Any, curve: SplitCurve) -> str:
-    """Throughput of every split of the same GPUs, with each part's capacity; the link's
-    line is left out when it is far above the rest (it would flatten them). Returns the
-    note to show with it (a plotext title longer than the chart is dropped)."""
-    plt.clear_data()
+def _split_lines(curve: SplitCurve) -> tuple[list[float], list[float], list[float],
+                                               list[float], float]:
+    """The split curve's lines in Ktok/s (throughput, target, drafter, link capacity) and
+    the chart's ceiling."""
     k = [t / 1e3 for t in curve.tokens_per_s]
     target = [t / 1e3 for t in curve.target_tokens_per_s]
     drafter = [t / 1e3 for t in curve.drafter_tokens_per_s]
     link = [t / 1e3 for t in curve.link_tokens_per_s]
+    if not k:
+        raise CannotDraw("no split to show")
+    for values in (k, target, drafter, link):
+        _finite(values, "a throughput of")
     top = max(*k, *(min(a, b) for a, b in zip(target, drafter, strict=True)))
-    ceiling = top * 1.6
+    return k, target, drafter, link, top * 1.6
+
+
+def split_note(curve: SplitCurve) -> str:
+    """What to show with the split curve (a plotext title longer than the chart is
+    dropped): where the drafters bind, and the link's line when it is left out."""
+    *_, link, ceiling = _split_lines(curve)
+    notes = []
+    if min(link) > ceiling:
+        notes.append(f"the link carries {min(link):,.0f}+ Ktok/s, above the chart")
+    if curve.switch is not None:
+        notes.insert(0, f"the drafters bind from {curve.switch} target GPUs (red line)")
+    else:
+        notes.insert(0, "the targets bind at every split")
+    return "Throughput against target GPUs for the same total: " + "; ".join(notes) + "."
+
+
+def draw_split(plt: Any, curve: SplitCurve) -> None:
+    """Throughput of every split of the same GPUs, with each part's capacity; the link's
+    line is left out when it is far above the rest (it would flatten them; split_note
+    says so)."""
+    plt.clear_data()
+    k, target, drafter, link, ceiling = _split_lines(curve)
     x = list(curve.targets)
 
     def clip(values: list[float]) -> list[float]:
@@ -124,20 +224,14 @@ def draw_split(plt: Any, curve: SplitCurve) -> str:
 
     plt.plot(x, clip(target), color=TARGET, marker="braille", label="target capacity")
     plt.plot(x, clip(drafter), color=DRAFTER, marker="braille", label="drafter capacity")
-    notes = []
     if min(link) <= ceiling:
         plt.plot(x, clip(link), color=LINK, marker="braille", label="link capacity")
-    else:
-        notes.append(f"the link carries {min(link):,.0f}+ Ktok/s, above the chart")
     plt.plot(x, k, color="cyan", marker="braille", label="throughput")
     if curve.current in curve.targets:
         plt.scatter([curve.current], [k[curve.targets.index(curve.current)]], marker="●",
                     color="white", label=f"current: {curve.current}")
     if curve.switch is not None:
         plt.vline(curve.switch, color="red")
-        notes.insert(0, f"the drafters bind from {curve.switch} target GPUs (red line)")
-    else:
-        notes.insert(0, "the targets bind at every split")
     plt.title("Ktok/s by target GPUs")
     plt.xlabel("target GPUs (the rest are drafters)")
     plt.ylim(0, ceiling)
@@ -145,15 +239,16 @@ def draw_split(plt: Any, curve: SplitCurve) -> str:
     plt.xticks(ticks, [f"{t:g}" for t in ticks])
     ticks = linear_ticks(0, ceiling)
     plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
-    return "Throughput against target GPUs for the same total: " + "; ".join(notes) + "."
 
 
 def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
     """Each uncertain input across its range: the change in days (upper bar) and in cost
     (lower bar) from the central plan, in percent, largest first (at the top)."""
     plt.clear_data()
-    if not bars or p.days is None:
-        return
+    if p.days is None:
+        raise CannotDraw("the plan has no days to change")
+    if not bars:
+        raise CannotDraw("no uncertain input to show")
     n = len(bars)
     names = []
     lows, highs = [0.0], [0.0]
@@ -183,15 +278,24 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
 
 
 class Chart(PlotextPlot):
-    """A plotext chart; `draw` replaces what it shows."""
+    """A plotext chart; `draw` replaces what it shows. It is drawn afresh, at the widget's
+    size, each time it renders (chart_text)."""
 
     DEFAULT_CSS = """
     Chart { height: 1fr; width: 100%; }
     """
 
+    _draw: Draw | None = None
+
     def draw(self, draw: Draw) -> None:
-        draw(self.plt)
+        self._draw = draw
         self.refresh()
+
+    def render(self) -> RenderResult:
+        if self._draw is None:
+            return ""
+        return chart_text(self._draw, self.size.width, self.size.height,
+                          self._get_plotext_theme_name(self.app.theme))
 
 
 class ChartsScreen(Screen[None]):
@@ -236,11 +340,13 @@ class ChartsScreen(Screen[None]):
         why = self.query_one("#split-why", Static)
         try:
             curve = split_curve(p)
-        except PlanError as err:
+            note = split_note(curve)
+        except (PlanError, CannotDraw) as err:
             why.update(str(err))
             self.query_one("#split-chart", Chart).display = False
         else:
-            why.update(draw_split(self.query_one("#split-chart", Chart).plt, curve))
+            why.update(note)
+            self.query_one("#split-chart", Chart).draw(lambda plt: draw_split(plt, curve))
         bars = tornado(p, self.catalog)
         self.query_one("#tornado-chart", Chart).draw(lambda plt: draw_tornado(plt, bars, p))
 

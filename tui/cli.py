@@ -9,6 +9,7 @@ runs it. Modules a command needs are imported inside its run function, so that
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -619,8 +620,13 @@ def import_app() -> type[PlannerApp]:
 
 def _open_app(args: argparse.Namespace) -> int:
     # The constructor loads the plan: a bad file fails here, before the screen opens.
-    import_app()(args.plan, hardware=args.hardware).run()
-    return EXIT_OK
+    app = import_app()(args.plan, hardware=args.hardware)
+    app.run()
+    if app.recovery_note:                   # an error or a signal ended it
+        # No terminal left (SIGHUP): the recovery file is written all the same.
+        with contextlib.suppress(OSError):
+            print(app.recovery_note, file=sys.stderr, flush=True)
+    return app.return_code or EXIT_OK
 
 
 if __name__ == "__main__":

@@ -351,10 +351,11 @@ class SearchScreen(Screen[None]):
             if borrowed := fmt.borrowed_prices(result, names):
                 text += f"\nprices not set in the plan: {borrowed}"
             self._status(text)
-        state = self.state
+        # The plans as they are now: the chart is drawn again at each resize.
+        current, baseline = self.state.projection, self.state.baseline.projection
         self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
-            plt, result.front, state.projection, state.baseline.projection, result.cost_unit,
-            deadline, query.constraints.budget))
+            plt, result.front, current, baseline, result.cost_unit, deadline,
+            query.constraints.budget))
 
     # --- actions --------------------------------------------------------------------------
 

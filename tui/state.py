@@ -5,6 +5,7 @@ is tested on its own (tests/test_state.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from dataclasses import dataclass
@@ -188,6 +189,15 @@ def measured_rate(entry: Any) -> float | None:
     return entry if isinstance(entry, int | float) and not isinstance(entry, bool) else None
 
 
+def _without_none(node: Any) -> Any:
+    """A document without its None values (TOML has none; a key left out is unset)."""
+    if isinstance(node, dict):
+        return {k: _without_none(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list | tuple):
+        return [_without_none(v) for v in node]
+    return node
+
+
 def _content(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "name"}
 
@@ -202,6 +212,7 @@ class Planner:
         self.generation = 0
         self.notices: list[str] = []      # to tell the user once (taken by take_notices)
         self.scenarios: list[Scenario] = []
+        self.recovered: Path | None = None  # the recovery file the edits were opened from
         self.load(opened or read_plan(path, catalog))
 
     # --- opening ------------------------------------------------------------------------
@@ -212,6 +223,7 @@ class Planner:
 
     def load(self, opened: Opened) -> None:
         """Make an opened plan the current, saved and baseline plan."""
+        self.forget_recovery()
         self.path, self.catalog = opened.path, opened.catalog
         self.plan = self.saved_plan = opened.plan
         self.doc: dict[str, Any] = plan_to_dict(opened.plan)
@@ -513,6 +525,57 @@ class Planner:
         """Write the plan (atomically); OSError when it cannot be written."""
         save_plan(self.plan, path)
         self.path, self.saved_plan = path, self.plan
+        self.forget_recovery()
+
+    # --- recovery (tui/recovery.py writes and finds the files) ---------------------------
+
+    def recovery_text(self) -> str | None:
+        """The plan being edited, unsaved edits included (those not yet projected too),
+        as a plan file's text; None when nothing is unsaved. The edits are written as they
+        are, even when they do not make a valid plan yet; text typed that is not a value
+        is named in a comment."""
+        # An edit still waiting for its debounce; the edits are written even if it fails.
+        with contextlib.suppress(Exception):
+            self.recompute()
+        if not self.dirty:
+            return None
+        import tomli_w
+
+        doc = _without_none({**copy.deepcopy(self.doc), "name": self.given_name})
+        if not doc["name"]:
+            del doc["name"]
+        where = str(self.path) if self.path is not None else "the built-in plan"
+        lines = [f"# dflash-plan recovery file: unsaved edits to {where}.",
+                 "# dflash-plan offers to open it at its next start; saving then writes "
+                 f"{where if self.path is not None else 'a plan file'}."]
+        lines += [f"# {FIELDS[key].label}: the text typed was not a value ({reason})"
+                  for key, reason in self.invalid.items()]
+        return "\n".join(lines) + "\n" + tomli_w.dumps(doc)
+
+    def restore(self, doc: dict[str, Any], recovered: Path | None = None) -> None:
+        """Take a recovery file's plan as the edits of the plan opened now (unsaved, saved
+        to this plan's file). PlanError when it is not a plan document of this shape."""
+        doc = copy.deepcopy(doc)
+        for table, value in self.doc.items():
+            if isinstance(value, dict) and not isinstance(doc.get(table), dict):
+                raise PlanError(f"{recovered or 'recovery file'}: [{table}] is missing: "
+                                f"not a dflash-plan recovery file")
+        name = doc.pop("name", "")
+        self.doc = doc
+        self._user_name = str(name).strip() or None
+        self.invalid = {}
+        self.last_key, self.source = "target.count", None
+        self.recovered = recovered
+        self.recompute()
+        self.generation += 1
+
+    def forget_recovery(self) -> None:
+        """The recovered edits were saved or dropped: their recovery file goes."""
+        if self.recovered is not None:
+            from .recovery import discard
+
+            discard(self.recovered)
+            self.recovered = None
 
     def launch_input(self) -> tuple[Plan, Catalog, str, str | None]:
         """What a launch script is generated from: plan, catalog, format, template."""

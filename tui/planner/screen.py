@@ -473,4 +473,5 @@ class PlannerScreen(Screen[None]):
     async def quit(self) -> None:
         """Quit, once unsaved changes are saved or dropped."""
         if await self.may_discard():
+            self.state.forget_recovery()    # its edits were saved or dropped just now
             self.app.exit()
