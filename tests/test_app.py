@@ -311,6 +311,7 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
         measured = app.state.name
         await choose(pilot, "target.gpu", "b200")
         await choose(pilot, "drafter.gpu", "b200")
+        await pilot.pause()              # the name is shown in the frame after the figures
         name_row = app.screen.query_one("#row-name", FieldRow)
         assert name_row.placeholder == "3 targets + 1 drafter, B200, Qwen3-8B"
         assert "3 targets + 1 drafter, B200" in name_row.render().plain   # shown, dim
