@@ -326,13 +326,16 @@ class Validation:
     cross_validated: dict[str, CrossValidated] = field(default_factory=dict)
     # Why a case is not cross-validatable: the constants fitted on its own group alone.
     needs_own_group: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cv_rows: dict[str, Row] = field(default_factory=dict)    # by id: the fold's prediction
 
     def to_json(self) -> dict[str, Any]:
         overall = self.summary["strong"].to_json()
         return {"cases": [{**r.to_json(), "group": r.group,
-                           "cross_validated": r.id not in self.needs_own_group,
+                           "cross_validated": r.id in self.cv_rows,
+                           "cv_predicted": cv.predicted if cv else None,
+                           "cv_error": cv.error if cv else None,
                            "needs_own_group": list(self.needs_own_group.get(r.id, ()))}
-                          for r in self.rows],
+                          for r in self.rows for cv in (self.cv_rows.get(r.id),)],
                 "constants": [c.to_json() for c in self.constants],
                 "summary": {**overall,
                             "groups": {k: v.to_json() for k, v in self.summary.items()},
@@ -443,4 +446,4 @@ def validate(catalog: Catalog) -> Validation:
     cross = {tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
              for tier, kept in _tiers(cv_rows).items()}
     return Validation(rows, {k: summarize(v) for k, v in groups.items()}, constants, cross,
-                      needs)
+                      needs, {r.id: r for r in cv_rows})

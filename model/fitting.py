@@ -315,11 +315,14 @@ CONSTANTS: tuple[Constant, ...] = (
         fit=_mean_of(_moe), implied=_moe),
     Constant(
         "A100_TRAINING_EFFICIENCY", "hardware.toml", "share of the dense bf16 peak",
-        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu",),
+        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu",
+                   "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
         range_on=("torchtitan-a100-llama3-8b-bf16-mfu",
-                  "torchtitan-a100-llama3-8b-bf16-fsdp64"),
-        applies_when="torchtitan Llama 3 8B bf16, FSDP2 on 64 A100, selective activation "
-                     "checkpointing: the a100-80g training_efficiency",
+                  "torchtitan-a100-llama3-8b-bf16-fsdp64",
+                  "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
+        applies_when="7-8B dense bf16 training at 8,192 tokens with FSDP and activation "
+                     "checkpointing on A100 (torchtitan Llama 3 8B on 64 GPUs; llm-foundry "
+                     "MPT-7B on 8): the a100-80g training_efficiency",
         fit=_mean_of(_training_efficiency), implied=_training_efficiency,
         gpu_field=("a100-80g", "training_efficiency")),
 )

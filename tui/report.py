@@ -151,16 +151,19 @@ def validation(result: Validation) -> None:
                   header_style="bold")
     for header, right in (("case", False), ("GPU", False), ("quantity", False),
                           ("measured", True), ("predicted", True), ("error", True),
-                          ("half", False), ("tier", False), ("cross-validated", False)):
+                          ("half", False), ("tier", False), ("error, own group left out", True)):
         table.add_column(header, justify="right" if right else "left",
                          no_wrap=header in ("case", "quantity"))
     for r in result.rows:
         error = f"{r.error * 100:+,.1f} %"
         own = result.needs_own_group.get(r.id)
+        cv = result.cv_rows.get(r.id)
+        cv_error = f"{cv.error * 100:+,.1f} %" if cv else ""
         table.add_row(escape(r.id), r.gpu, r.quantity, f"{r.measured:,.4g}",
                       f"{r.predicted:,.4g}", error if r.covered else f"[yellow]{error}[/yellow]",
                       r.half, r.tier,
-                      f"no: {escape(', '.join(own))}" if own else "yes")
+                      f"no: {escape(', '.join(own))}" if own else
+                      cv_error if cv and cv.covered else f"[yellow]{cv_error}[/yellow]")
     _print_table(table)
     summary = Table(title="in sample: |error| (predicted / measured - 1) with every constant "
                           "fitted on all its cases", header_style="bold")
