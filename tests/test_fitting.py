@@ -105,12 +105,12 @@ def test_a100_efficiency_is_the_mean_of_two_groups(cases):
 
 def test_module_constants_are_the_fits():
     assert memory.RUNTIME_RESERVE_GIB == fitting.value("RUNTIME_RESERVE_GIB") == 7.5
-    assert memory.ACTIVATION_IO_MULTIPLE == fitting.value("ACTIVATION_IO_MULTIPLE")
-    assert memory.TRAINER_RUNTIME_RESERVE_GIB == fitting.value("TRAINER_RUNTIME_RESERVE_GIB")
-    assert pipeline.NETWORK_EFFICIENCY == fitting.value("NETWORK_EFFICIENCY")
-    assert pipeline.CAPTURE_SINK_BYTES_PER_S == fitting.value("CAPTURE_SINK_BYTES_PER_S")
-    assert pipeline.TRAINER_FETCH_BYTES_PER_S == fitting.value("TRAINER_FETCH_BYTES_PER_S")
-    assert rates.MOE_EFFICIENCY_FACTOR == fitting.value("MOE_EFFICIENCY_FACTOR")
+    assert fitting.value("ACTIVATION_IO_MULTIPLE") == memory.ACTIVATION_IO_MULTIPLE
+    assert fitting.value("TRAINER_RUNTIME_RESERVE_GIB") == memory.TRAINER_RUNTIME_RESERVE_GIB
+    assert fitting.value("NETWORK_EFFICIENCY") == pipeline.NETWORK_EFFICIENCY
+    assert fitting.value("CAPTURE_SINK_BYTES_PER_S") == pipeline.CAPTURE_SINK_BYTES_PER_S
+    assert fitting.value("TRAINER_FETCH_BYTES_PER_S") == pipeline.TRAINER_FETCH_BYTES_PER_S
+    assert fitting.value("MOE_EFFICIENCY_FACTOR") == rates.MOE_EFFICIENCY_FACTOR
     assert builtin_gpus()["a100-80g"].training_efficiency == pytest.approx(
         (0.582 + 0.5447) / 2)
 

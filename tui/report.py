@@ -126,11 +126,11 @@ def validation(result: Validation) -> None:
                            "by constants fitted without it", header_style="bold")
     for header in ("cases", "n", "median", "worst", "in range", "not cross-validatable"):
         headline.add_column(header, justify="left" if header == "cases" else "right")
-    for key, cv in result.cross_validated.items():
-        s = cv.summary
+    for key, tier in result.cross_validated.items():
+        s = tier.summary
         headline.add_row(key, str(s.cases), fmt.percent(s.median_abs_error),
                          fmt.percent(s.worst_abs_error), fmt.percent(s.range_coverage),
-                         str(len(cv.not_cross_validatable)))
+                         str(len(tier.not_cross_validatable)))
     _print_table(headline)
     constants = Table(title="fitted constants (model/fitting.py): computed from the cases "
                             "they are fitted on", header_style="bold")
