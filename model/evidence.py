@@ -370,10 +370,10 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
             c = fitting.BY_NAME[name]
             if value is None:
                 continue
-            if c.gpu_field is not None:
-                key, gpu_field = c.gpu_field
-                if key in gpus:
-                    gpus[key] = gpus[key].model_copy(update={gpu_field: value})
+            if c.gpu_fields:
+                for key, gpu_field in c.gpu_fields:
+                    if key in gpus:
+                        gpus[key] = gpus[key].model_copy(update={gpu_field: value})
                 continue
             module = homes[c.home]
             saved.append((module, name, getattr(module, name)))

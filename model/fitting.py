@@ -22,6 +22,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .targets import PRESETS, TargetModel
@@ -164,7 +165,8 @@ class Constant:
     needs: tuple[str, ...] = ()       # constants fitted first and used by this fit
     # Values it takes where applied outside its runs' conditions (widen the range).
     alternatives: Callable[[Values], Sequence[float]] = lambda _: ()
-    gpu_field: tuple[str, str] | None = None     # (GPU key, field) for hardware.toml values
+    # (GPU key, field) of hardware.toml values it sets; empty for a module constant.
+    gpu_fields: tuple[tuple[str, str], ...] = ()
 
 
 def _point(value: float) -> Span:
@@ -243,6 +245,30 @@ def _mean_of(implied: Callable[[Case, Values], Span]
     def fit(cases: Sequence[Case], values: Values) -> float:
         return mean([sum(implied(c, values)) / 2 for c in cases])
     return fit
+
+
+@functools.cache
+def _catalog_spec(key: str, name: str) -> float:
+    """A spec value of the built-in catalog, read from hardware.toml without building the
+    catalog (which itself takes fitted values)."""
+    text = (Path(__file__).parent / "hardware.toml").read_text(encoding="utf-8")
+    return float(tomllib.loads(text)[key][name])
+
+
+def _matmul_share(case: Case, _: Values) -> Span:
+    return _point(float(case["value"]) / _catalog_spec(case["gpu"], "bf16_tflops"))
+
+
+def _ceiling(label: str, case_id: str, keys: tuple[str, ...], others: tuple[str, ...]
+             ) -> Constant:
+    """A GPU's matmul ceiling: the best measured bf16 matmul over its dense peak."""
+    return Constant(
+        f"{label}_MATMUL_CEILING", "hardware.toml", "share of the dense bf16 peak",
+        fitted_on=(case_id,), range_on=(case_id, *others),
+        applies_when=f"the best bf16 torch.matmul shape found on {label}: the ceiling of "
+                     f"every efficiency on {', '.join(keys)}",
+        fit=_mean_of(_matmul_share), implied=_matmul_share,
+        gpu_fields=tuple((k, "matmul_ceiling") for k in keys))
 
 
 SPECFORGE_PIPELINE = ("SpecForge's disaggregated Domino pipeline on one 8 x H200 node "
@@ -324,7 +350,18 @@ CONSTANTS: tuple[Constant, ...] = (
                      "checkpointing on A100 (torchtitan Llama 3 8B on 64 GPUs; llm-foundry "
                      "MPT-7B on 8): the a100-80g training_efficiency",
         fit=_mean_of(_training_efficiency), implied=_training_efficiency,
-        gpu_field=("a100-80g", "training_efficiency")),
+        gpu_fields=(("a100-80g", "training_efficiency"),)),
+    *(_ceiling(*args) for args in (
+        ("A100", "stas00-mamf-a100-bf16", ("a100-80g",), ()),
+        ("B200", "stas00-mamf-b200-bf16", ("b200",), ("zzc-b200-bf16-matmul",)),
+        ("B300", "stas00-mamf-b300-bf16", ("b300",), ()),
+        ("GB200", "stas00-mamf-gb200-bf16", ("gb200",), ()),
+        # H100 PCIe and H200 take the H100 SXM figure (same Hopper kernels; stas00: "H200
+        # is the same").
+        ("H100", "stas00-mamf-h100-bf16", ("h100-sxm", "h100-pcie", "h200"), ()),
+        ("MI300X", "stas00-mamf-mi300x-bf16", ("mi300x",), ()),
+        ("L40S", "zzc-l40s-bf16-matmul", ("l40s",), ()),
+    )),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}
 

@@ -164,8 +164,7 @@ def _builtin_gpus() -> dict[str, Gpu]:
     from .fitting import CONSTANTS, value
 
     for c in CONSTANTS:
-        if c.gpu_field is not None:
-            key, name = c.gpu_field
+        for key, name in c.gpu_fields:
             doc[key][name] = value(c.name)
     return parse_gpus(doc, "hardware.toml", text)
 

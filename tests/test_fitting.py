@@ -142,3 +142,15 @@ def test_range_spans_what_the_cases_of_its_kind_imply(cases):
     # The sink's range is the quoted 44-57 samples/s.
     assert fitting.span(fitting.BY_NAME["CAPTURE_SINK_BYTES_PER_S"], cases, values) == \
         pytest.approx((44 * 550 * BYTES_PER_TOKEN, 57 * 550 * BYTES_PER_TOKEN))
+
+
+def test_matmul_ceilings_are_the_measured_matmul_over_the_dense_peak(cases):
+    # stas00: B200 1,745 of 2,250 dense TFLOPS; H100 SXM 794.5 of 989, which H100 PCIe and
+    # H200 share.
+    assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1745 / 2250)
+    gpus = builtin_gpus()
+    assert gpus["b200"].matmul_ceiling == pytest.approx(1745 / 2250)
+    assert gpus["h200"].matmul_ceiling == gpus["h100-pcie"].matmul_ceiling == pytest.approx(
+        794.5 / 989)
+    cases["stas00-mamf-b200-bf16"]["value"] = 1800
+    assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1800 / 2250)
