@@ -21,7 +21,6 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ CAPTURED_LAYERS = 5
 def _blocks() -> dict[str, str]:
     """Each case's TOML text by id: the file split at its `[[case]]` headers, so a fit
     parses only the few cases it needs (the whole file costs several ms to parse)."""
-    text = resources.files(__package__).joinpath("measurements.toml").read_text("utf-8")
+    text = (Path(__file__).parent / "measurements.toml").read_text(encoding="utf-8")
     blocks: dict[str, str] = {}
     for body in text.split("\n[[case]]\n")[1:]:
         found = re.search(r'^id = "([^"]+)"$', body, re.MULTILINE)
@@ -248,11 +247,15 @@ def _mean_of(implied: Callable[[Case, Values], Span]
 
 
 @functools.cache
+def _catalog_doc() -> dict[str, Any]:
+    text = (Path(__file__).parent / "hardware.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
 def _catalog_spec(key: str, name: str) -> float:
     """A spec value of the built-in catalog, read from hardware.toml without building the
     catalog (which itself takes fitted values)."""
-    text = (Path(__file__).parent / "hardware.toml").read_text(encoding="utf-8")
-    return float(tomllib.loads(text)[key][name])
+    return float(_catalog_doc()[key][name])
 
 
 def _matmul_share(case: Case, _: Values) -> Span:
