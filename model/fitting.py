@@ -402,5 +402,20 @@ def value(name: str) -> float:
     return c.fit(list(cases_by_id(c.fitted_on).values()), needed)
 
 
+@functools.cache
+def value_range(name: str) -> Span:
+    """One constant's range (`span`), with the values its folds over its own fit groups
+    take: what a projection may carry where the constant is applied outside its runs."""
+    c = BY_NAME[name]
+    needed = (c.name, *c.needs)
+    ids = {i for n in needed for i in (*BY_NAME[n].fitted_on, *BY_NAME[n].range_on)}
+    cases = cases_by_id(ids)
+    values: dict[str, float | None] = {n: value(n) for n in needed}
+    groups = {group(cases[i]) for i in c.fitted_on}
+    folds = ([c.fit([cases[i] for i in c.fitted_on if group(cases[i]) != g], values)
+              for g in groups] if len(groups) > 1 else [])
+    return span(c, cases, values, folds)
+
+
 def all_case_ids() -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for c in CONSTANTS for i in (*c.fitted_on, *c.range_on)))

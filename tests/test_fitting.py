@@ -154,3 +154,12 @@ def test_matmul_ceilings_are_the_measured_matmul_over_the_dense_peak(cases):
         794.5 / 989)
     cases["stas00-mamf-b200-bf16"]["value"] = 1800
     assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1800 / 2250)
+
+
+def test_a_constants_range_is_available_to_projections():
+    # What validate lists, without running it: the A100 efficiency spans the two groups'
+    # MFUs (54.47 % and 58.2 %); the trainer reserve reaches down to a bare process's
+    # 7.5 GiB (78 - 0.5 x 141).
+    assert fitting.value_range("A100_TRAINING_EFFICIENCY") == pytest.approx((0.5447, 0.582))
+    low, high = fitting.value_range("TRAINER_RUNTIME_RESERVE_GIB")
+    assert low == pytest.approx(7.5) and high > memory.TRAINER_RUNTIME_RESERVE_GIB
