@@ -16,6 +16,7 @@ left-out group cannot be refitted there (None): it is not cross-validatable.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import tomllib
@@ -54,13 +55,15 @@ def _blocks() -> dict[str, str]:
     return blocks
 
 
+@functools.cache
+def _case(case_id: str) -> Mapping[str, Any]:
+    case: dict[str, Any] = tomllib.loads(_blocks()[case_id])["case"][0]
+    return case
+
+
 def cases_by_id(ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    blocks = _blocks()
-    out: dict[str, dict[str, Any]] = {}
-    for case_id in ids:
-        case: dict[str, Any] = tomllib.loads(blocks[case_id])["case"][0]
-        out[case_id] = case
-    return out
+    """The cases parsed (each once per process; a fresh copy each call, to edit)."""
+    return {case_id: copy.deepcopy(dict(_case(case_id))) for case_id in ids}
 
 
 def group(case: Case) -> str:
