@@ -125,6 +125,8 @@ def case_drafter_memory(case: Case, gpu: Gpu, activation_io_multiple: float | No
 
 
 def _gpu(key: str) -> Gpu:
+    """A built-in GPU. Not for the fit of a constant that sets a catalog field (the
+    catalog is built from those fits): that reads `_catalog_spec`."""
     from .hardware import builtin_gpus
 
     return builtin_gpus()[key]
