@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from . import fitting, memory, pipeline, rates
 from .catalog import Catalog
+from .fitting import case_drafter as _drafter
+from .fitting import case_drafter_memory, training_time_flop_per_token
+from .fitting import case_model as _model
 from .hardware import Gpu
-from .memory import capture_server_memory_gib, drafter_memory
-from .pipeline import NETWORK_EFFICIENCY, flow, pipeline_inputs, tp_efficiency
+from .memory import capture_server_memory_gib
+from .pipeline import flow, pipeline_inputs, tp_efficiency
 from .rates import ESTIMATE_SPREAD, default_efficiency, drafter_roofline, target_roofline
-from .targets import PRESETS, TargetModel
+from .targets import TargetModel
 from .tomlfile import parse_toml
 from .units import BYTES_PER_GIB
-from .work import drafter_shape, drafter_work, target_work
+from .work import target_work
 
 # FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
 # planning notes); the midpoint is used where a case ran in FP8. FP4 is not modelled: an
@@ -51,6 +56,7 @@ class Row:
     high: float
     half: str
     tier: str
+    group: str = ""
 
     @property
     def error(self) -> float:
@@ -74,17 +80,6 @@ def load_cases() -> list[dict[str, Any]]:
     return cases
 
 
-def _model(case: Mapping[str, Any]) -> TargetModel:
-    key = case.get("model", "")
-    if key in PRESETS:
-        return PRESETS[key]
-    d = case["model_dims"]
-    return TargetModel(key=key, name=key, n_layers=d["num_hidden_layers"],
-                       hidden=d["hidden_size"], intermediate=d["intermediate_size"],
-                       n_heads=d["num_attention_heads"], n_kv_heads=d["num_key_value_heads"],
-                       head_dim=d["head_dim"], vocab=d["vocab_size"])
-
-
 def _precision(case: Mapping[str, Any]) -> float:
     return FP8_SPEEDUP if case.get("precision") in ("fp8", "fp4") else 1.0
 
@@ -98,13 +93,6 @@ def prefill_rate(model: TargetModel, gpu: Gpu, sample_tokens: float, tp: int = 1
     return rate * tp_efficiency(gpu, tp, model.hidden, work.layers_run, rate)
 
 
-def training_time_flop_per_token(model: TargetModel, gpu: Gpu, sample_tokens: float) -> float:
-    """LLM training: 3x the forward (6 FLOPs per active weight), attention (its softmax
-    time included, as for prefill) and the LM head."""
-    work = target_work(model, model.default_layer_ids(5), sample_tokens)
-    return 3 * (work.time_flop(gpu.softmax_speedup) + 2 * model.hidden * model.vocab)
-
-
 def training_rate(model: TargetModel, gpu: Gpu, sample_tokens: float,
                   speedup: float = 1.0) -> float:
     efficiency = default_efficiency("drafter", gpu, model.is_moe)
@@ -114,18 +102,6 @@ def training_rate(model: TargetModel, gpu: Gpu, sample_tokens: float,
 
 def matmul_tflops(gpu: Gpu) -> float:
     return gpu.bf16_tflops * gpu.efficiency_ceiling
-
-
-def _drafter(case: Mapping[str, Any], model: TargetModel):  # type: ignore[no-untyped-def]
-    block = case.get("block_size", model.default_block_size)
-    layers = case.get("draft_layers", 5)
-    shape = drafter_shape(model, layers, block, len(model.default_layer_ids(layers)))
-    if "draft_vocab" in case:         # a reduced draft vocabulary (speculators' option)
-        shape = replace(shape, vocab=case["draft_vocab"])
-    anchors = case.get("anchors") or max(1, int(case["sample_tokens"]) // block)
-    work = drafter_work(shape, anchors, float(case["sample_tokens"]), case.get("batch", 1),
-                        case.get("drafter_gpus", 1))
-    return shape, work
 
 
 def drafter_samples_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
@@ -224,17 +200,11 @@ def _predict_pipeline(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple
 
 def _predict_drafter_memory(case: Mapping[str, Any], c: Catalog
                             ) -> tuple[float, tuple[float, float]]:
-    gpu = c.gpus[case["gpu"]]
-    model = _model(case)
-    shape, work = _drafter(case, model)
-    in_pipeline = "drafter_gpus" in case
-    longest = float(case.get("max_length", case["sample_tokens"]))
-    fit = drafter_memory(shape, work, longest, case.get("batch", 1),
-                         case.get("drafter_gpus", 1), gpu.memory_gb, optimizer=in_pipeline)
+    fit = case_drafter_memory(case, c.gpus[case["gpu"]])
     gib = fit.needed_gb
     # The single-GPU benchmark reads torch.cuda.max_memory_allocated() / 1e9: decimal GB
     # of tensors, no runtime reserve.
-    if not in_pipeline:
+    if "drafter_gpus" not in case:
         gib = (gib - dict(fit.items_gb)["runtime reserve"]) * BYTES_PER_GIB / 1e9
     return gib, MEMORY_SPREAD
 
@@ -256,7 +226,7 @@ def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
     # A transfer between two nodes: one node's network, at the share transfers reach.
     node = case.get("network_gb_per_s_per_node")
     node_bytes = node * 1e9 if node else gpu.network_bytes_per_s * gpu.gpus_per_node
-    return node_bytes * NETWORK_EFFICIENCY, ESTIMATE_SPREAD["target"]
+    return node_bytes * pipeline.NETWORK_EFFICIENCY, ESTIMATE_SPREAD["target"]
 
 
 PREDICTORS: dict[str, Predictor] = {
@@ -278,7 +248,7 @@ def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
     return Row(id=case["id"], source=case["source"], gpu=case["gpu"],
                quantity=case["quantity"], measured=float(case["value"]), predicted=value,
                low=value * (1 - lo), high=value * (1 + hi), half=case["half"],
-               tier=case["tier"])
+               tier=case["tier"], group=fitting.group(case))
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,29 +275,175 @@ def summarize(rows: list[Row]) -> Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class FittedConstant:
+    """A fitted constant as validate reports it: its value on all its cases, its range,
+    and its value in each fold of the leave-one-group-out cross-validation (None where
+    its fit cases are all in the left-out group)."""
+
+    name: str
+    home: str
+    unit: str
+    value: float
+    low: float
+    high: float
+    fitted_on: tuple[str, ...]
+    groups: tuple[str, ...]
+    applies_when: str
+    folds: tuple[tuple[str, float | None], ...]
+
+    @property
+    def cross_validatable(self) -> bool:
+        """Fitted on more than one group: every fold can refit it."""
+        return len(self.groups) > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "home": self.home, "unit": self.unit,
+                "value": self.value, "range": [self.low, self.high],
+                "fitted_on": list(self.fitted_on), "groups": list(self.groups),
+                "applies_when": self.applies_when,
+                "cross_validatable": self.cross_validatable,
+                "folds": [{"left_out_group": g, "value": v} for g, v in self.folds]}
+
+
+@dataclass(frozen=True, slots=True)
+class CrossValidated:
+    """One tier's figures when every case is predicted by constants fitted without its
+    own group; cases needing a constant fitted on their group alone are listed apart."""
+
+    summary: Summary
+    not_cross_validatable: tuple[str, ...]     # case ids
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary.to_json(),
+                "not_cross_validatable": list(self.not_cross_validatable)}
+
+
+@dataclass(frozen=True, slots=True)
 class Validation:
     rows: tuple[Row, ...]
     summary: dict[str, Summary]    # "all", "strong", "weak", "fit", "check", "strong/fit", ...
+    constants: tuple[FittedConstant, ...] = ()
+    cross_validated: dict[str, CrossValidated] = field(default_factory=dict)
+    # Why a case is not cross-validatable: the constants fitted on its own group alone.
+    needs_own_group: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cv_rows: dict[str, Row] = field(default_factory=dict)    # by id: the fold's prediction
 
     def to_json(self) -> dict[str, Any]:
         overall = self.summary["strong"].to_json()
-        return {"cases": [r.to_json() for r in self.rows],
+        return {"cases": [{**r.to_json(), "group": r.group,
+                           "cross_validated": r.id in self.cv_rows,
+                           "cv_predicted": cv.predicted if cv else None,
+                           "cv_error": cv.error if cv else None,
+                           "needs_own_group": list(self.needs_own_group.get(r.id, ()))}
+                          for r in self.rows for cv in (self.cv_rows.get(r.id),)],
+                "constants": [c.to_json() for c in self.constants],
                 "summary": {**overall,
                             "groups": {k: v.to_json() for k, v in self.summary.items()},
-                            "sources": len({r.source.split(" ")[0] for r in self.rows})}}
+                            "sources": len({r.source.split(" ")[0] for r in self.rows}),
+                            "cross_validated": {k: v.to_json()
+                                                for k, v in self.cross_validated.items()}}}
+
+
+def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    rows = list(rows)
+    return {
+        # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
+        # predictions are everything else.
+        "strong/model": [r for r in rows if r.tier == "strong" and r.quantity != "matmul_tflops"],
+        "strong": [r for r in rows if r.tier == "strong"],
+        "weak": [r for r in rows if r.tier == "weak"],
+        "all": rows,
+    }
+
+
+@contextmanager
+def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
+                      ) -> Iterator[Catalog]:
+    """The model with these fitted constants (None: left as they are) for the duration:
+    module constants set and restored, a GPU field on a copy of the catalog. Validation
+    only (it swaps module globals: not for threads)."""
+    homes = {"memory": memory, "pipeline": pipeline, "rates": rates}
+    saved: list[tuple[Any, str, float]] = []
+    gpus = dict(catalog.gpus)
+    try:
+        for name, value in values.items():
+            c = fitting.BY_NAME[name]
+            if value is None:
+                continue
+            if c.gpu_fields:
+                for key, gpu_field in c.gpu_fields:
+                    if key in gpus:
+                        gpus[key] = gpus[key].model_copy(update={gpu_field: value})
+                continue
+            module = homes[c.home]
+            saved.append((module, name, getattr(module, name)))
+            setattr(module, name, value)
+        yield Catalog(gpus=gpus, models=catalog.models, offers=catalog.offers,
+                      today=catalog.today)
+    finally:
+        for module, name, old in reversed(saved):
+            setattr(module, name, old)
+
+
+def _depends(case: Mapping[str, Any], catalog: Catalog, name: str, base: float) -> bool:
+    """Whether the case's prediction moves with the constant (scaled by half again)."""
+    c = fitting.BY_NAME[name]
+    current = fitting.value(name)
+    with constants_applied(catalog, {c.name: current * 1.5}) as changed:
+        moved = PREDICTORS[case["quantity"]](case, changed)[0]
+    return abs(moved / base - 1) > 1e-9
+
+
+def cross_validate(catalog: Catalog, cases: list[dict[str, Any]]
+                   ) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...],
+                              dict[str, tuple[str, ...]]]:
+    """Leave one source group out: refit every constant without the group, predict the
+    group's cases with that fold's constants. Returns the constants with their fold
+    values, the out-of-sample rows, and the cases that need a constant fitted on their
+    own group alone (not cross-validatable) with those constants."""
+    by_id = {c["id"]: c for c in cases}
+    groups = sorted({fitting.group(c) for c in cases})
+    full = fitting.fit_all(by_id)
+    folds = {g: fitting.fit_all(by_id, leave_out=g) for g in groups}
+    rows: list[Row] = []
+    needs: dict[str, tuple[str, ...]] = {}
+    for g in groups:
+        fold = folds[g]
+        missing = [n for n, v in fold.items() if v is None]
+        with constants_applied(catalog, fold) as fold_catalog:
+            for case in (c for c in cases if fitting.group(c) == g):
+                row = predict(case, fold_catalog)
+                own = tuple(n for n in missing if _depends(case, catalog, n, row.predicted))
+                if own:
+                    needs[case["id"]] = own
+                else:
+                    rows.append(row)
+    constants = []
+    for c in fitting.CONSTANTS:
+        value = full[c.name]
+        assert value is not None
+        low, high = fitting.span(c, by_id, full, (folds[g][c.name] for g in groups))
+        fitted_groups = tuple(dict.fromkeys(fitting.group(by_id[i]) for i in c.fitted_on))
+        constants.append(FittedConstant(
+            c.name, c.home, c.unit, value, low, high, c.fitted_on, fitted_groups,
+            c.applies_when, tuple((g, folds[g][c.name]) for g in groups)))
+    return tuple(constants), tuple(rows), needs
 
 
 def validate(catalog: Catalog) -> Validation:
-    rows = tuple(predict(case, catalog) for case in load_cases())
+    cases = load_cases()
+    rows = tuple(predict(case, catalog) for case in cases)
     groups: dict[str, list[Row]] = {"all": list(rows)}
-    # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
-    # predictions are everything else.
-    groups["strong/model"] = [r for r in rows if r.tier == "strong"
-                              and r.quantity != "matmul_tflops"]
+    groups["strong/model"] = _tiers(rows)["strong/model"]
     for tier in TIERS:
         groups[tier] = [r for r in rows if r.tier == tier]
         for half in HALVES:
             groups[f"{tier}/{half}"] = [r for r in rows if r.tier == tier and r.half == half]
     for half in HALVES:
         groups[half] = [r for r in rows if r.half == half]
-    return Validation(rows, {k: summarize(v) for k, v in groups.items()})
+    constants, cv_rows, needs = cross_validate(catalog, cases)
+    apart = _tiers(r for r in rows if r.id in needs)
+    cross = {tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
+             for tier, kept in _tiers(cv_rows).items()}
+    return Validation(rows, {k: summarize(v) for k, v in groups.items()}, constants, cross,
+                      needs, {r.id: r for r in cv_rows})

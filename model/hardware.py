@@ -159,7 +159,14 @@ def builtin_gpus() -> dict[str, Gpu]:
 def _builtin_gpus() -> dict[str, Gpu]:
     # Package data beside this module (a link to the top-level hardware.toml in a checkout).
     text = (Path(__file__).parent / "hardware.toml").read_text(encoding="utf-8")
-    return parse_gpus(parse_toml(text, "hardware.toml"), "hardware.toml", text)
+    doc = parse_toml(text, "hardware.toml")
+    # Values fitted on public measurements are computed, not typed in (fitting.py).
+    from .fitting import CONSTANTS, value
+
+    for c in CONSTANTS:
+        for key, name in c.gpu_fields:
+            doc[key][name] = value(c.name)
+    return parse_gpus(doc, "hardware.toml", text)
 
 
 def load_gpu_file(path: Path, base: Mapping[str, Gpu]) -> dict[str, Gpu]:

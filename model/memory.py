@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import fitting
 from .targets import TargetModel
 from .units import BF16_BYTES, BYTES_PER_GIB, FP32_BYTES
 from .work import (
@@ -19,28 +20,15 @@ from .work import (
     layer_io_elements,
 )
 
-# What a CUDA process holds beyond its tensors: the CUDA context and kernels (about 0.5-1
-# GiB), NCCL buffers and the caching allocator's fragmentation. Fitted on the fit half of
-# the validation set (docs/validation.md): a capture server at mem_fraction_static 0.5 of
-# an H200 held 78 GB, 7.5 GB above its static pool.
-RUNTIME_RESERVE_GIB = 5.0
 # SpecForge computes the LM head and loss in slices of 128 anchor blocks per batch row
 # (objective_chunk_blocks), checkpointed: one slice of logits is live at a time.
 OBJECTIVE_CHUNK_BLOCKS = 128
 # Bytes held per logit of the live slice: bf16 logits, their gradient, and the fp32
 # log-softmax cross-entropy computes internally.
 LOGIT_SLICE_BYTES = BF16_BYTES + BF16_BYTES + FP32_BYTES
-# Activations saved per drafted position and layer, as a multiple of the elements every
-# linear layer and attention reads and writes once (layer_io_elements): autograd also
-# keeps norm inputs in fp32, the SwiGLU intermediates and the attention's block-sparse
-# context. Fitted on the fit half (SpecForge's single-GPU trainer benchmark at batch 8,
-# 87 GB); the batch-2 run of the same benchmark (check half) then lands within 1 %.
-ACTIVATION_IO_MULTIPLE = 2.16
-# A trainer inside the pipeline holds more than its tensors: CUDA context and NCCL (as
-# above), FSDP's unsharded gradients during accumulation, prefetched batches and the
-# caching allocator's held blocks. Fitted on the fit half (SpecForge's in-pipeline trainer
-# at batch 2: 45 GB); at batch 8 (check half) the model is 9 % low.
-TRAINER_RUNTIME_RESERVE_GIB = 19.6
+# Three fitted constants, computed by fitting.py from measurements.toml at the end of this
+# module (their fits call drafter_memory): RUNTIME_RESERVE_GIB, ACTIVATION_IO_MULTIPLE and
+# TRAINER_RUNTIME_RESERVE_GIB.
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +78,21 @@ def capture_server_memory_gib(mem_fraction_static: float, available_gb: float) -
 
 def drafter_memory(shape: DrafterShape, work: DrafterWork, sample_tokens: float,
                    batch_size: int, drafter_gpus: int, available_gb: float,
-                   optimizer: bool = True) -> MemoryFit:
+                   optimizer: bool = True, *, activation_io_multiple: float | None = None,
+                   reserve_gib: float | None = None) -> MemoryFit:
     """One drafter GPU: bf16 weights, the sharded fp32 master copy, Adam state and
     gradients (FSDP SHARD_GRAD_OP), the frozen embedding and LM head, activations of a
-    micro-batch, one checkpointed slice of logits, and the runtime reserve."""
+    micro-batch, one checkpointed slice of logits, and the runtime reserve. The fitted
+    multiple and reserve may be given (the fits solve for them); by default the module's."""
+    multiple = ACTIVATION_IO_MULTIPLE if activation_io_multiple is None else activation_io_multiple
+    if reserve_gib is None:
+        reserve_gib = TRAINER_RUNTIME_RESERVE_GIB if optimizer else RUNTIME_RESERVE_GIB
     params = shape.trainable_params
     weights = REPLICATED_BYTES_PER_PARAM * params
     state = SHARDED_BYTES_PER_PARAM * params / drafter_gpus if optimizer else 0.0
     frozen = BF16_BYTES * shape.frozen_params
     io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
-    per_sample = (ACTIVATION_IO_MULTIPLE * BF16_BYTES * work.positions * shape.layers * io
+    per_sample = (multiple * BF16_BYTES * work.positions * shape.layers * io
                   + BF16_BYTES * sample_tokens * (shape.captured_layers * shape.target_hidden
                                                   + shape.layers * 2 * shape.kv_dim))
     slice_positions = min(work.positions, OBJECTIVE_CHUNK_BLOCKS * shape.block_size)
@@ -110,6 +103,22 @@ def drafter_memory(shape: DrafterShape, work: DrafterWork, sample_tokens: float,
     items += [("embedding + LM head", frozen / BYTES_PER_GIB),
               ("activations", batch_size * per_sample / BYTES_PER_GIB),
               ("logit slice", logits / BYTES_PER_GIB),
-              ("runtime reserve", TRAINER_RUNTIME_RESERVE_GIB if optimizer
-               else RUNTIME_RESERVE_GIB)]
+              ("runtime reserve", reserve_gib)]
     return MemoryFit(items_gb=tuple(items), available_gb=available_gb)
+
+
+# What a CUDA process holds beyond its tensors: the CUDA context and kernels (about 0.5-1
+# GiB), NCCL buffers and the caching allocator's fragmentation. Fitted (fitting.py) on an
+# SGLang capture server at mem_fraction_static 0.5 of an H200: 78 GB, its static pool plus
+# this.
+RUNTIME_RESERVE_GIB: float = fitting.value("RUNTIME_RESERVE_GIB")
+# Activations saved per drafted position and layer, as a multiple of the elements every
+# linear layer and attention reads and writes once (layer_io_elements): autograd also
+# keeps norm inputs in fp32, the SwiGLU intermediates and the attention's block-sparse
+# context. Fitted on SpecForge's single-GPU trainer benchmark at batch 8 (87 GB).
+ACTIVATION_IO_MULTIPLE: float = fitting.value("ACTIVATION_IO_MULTIPLE")
+# A trainer inside the pipeline holds more than its tensors: CUDA context and NCCL (as
+# above), FSDP's unsharded gradients during accumulation, prefetched batches and the
+# caching allocator's held blocks. Fitted on SpecForge's in-pipeline trainer at batch 2
+# (45 GB).
+TRAINER_RUNTIME_RESERVE_GIB: float = fitting.value("TRAINER_RUNTIME_RESERVE_GIB")

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import fitting
 from .hardware import Gpu
 from .units import BF16_BYTES
 
@@ -210,14 +211,16 @@ def bottleneck(f: Flow) -> str:
 # puts them into the store; the trainer gets them into host memory and copies them to its
 # device. SpecForge's benchmark of this path (docs/benchmarks/domino-disaggregated-
 # performance.md, 8 x H200, Qwen3-8B, 22.5 MB of states per 550-token sample):
-# - the capture sink sustained 44-57 samples/s per server: 1.0-1.3 GB/s;
-CAPTURE_SINK_BYTES_PER_S = 1.15e9
+# - the capture sink sustained 44-57 samples/s per server: 1.0-1.3 GB/s (fitted: the
+#   midpoint);
+CAPTURE_SINK_BYTES_PER_S: float = fitting.value("CAPTURE_SINK_BYTES_PER_S")
 # - a trainer's get took about 20 ms per 2-sample batch and 90 ms per 8-sample batch
-#   (45 MB and 180 MB: 2.0-2.25 GB/s), and the trainer waited on it (14 % data wait).
-TRAINER_FETCH_BYTES_PER_S = 2.1e9
-# Cross-node transfers reach this share of the NIC rate (Mooncake's vLLM benchmark:
-# 142 of about 200 GB/s on 8 RoCE NICs, the fit half of the validation set).
-NETWORK_EFFICIENCY = 0.71
+#   (45 MB and 180 MB: 2.0-2.25 GB/s; fitted by least squares), and the trainer waited on
+#   it (14 % data wait).
+TRAINER_FETCH_BYTES_PER_S: float = fitting.value("TRAINER_FETCH_BYTES_PER_S")
+# Cross-node transfers reach this share of the NIC rate (fitted on Mooncake's vLLM
+# benchmark: 142 of about 200 GB/s on 8 RoCE NICs).
+NETWORK_EFFICIENCY: float = fitting.value("NETWORK_EFFICIENCY")
 
 
 def hidden_state_path(target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float,

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from . import fitting
 from .calibration import measurements
 from .catalog import Catalog
 from .hardware import Gpu
@@ -67,10 +68,10 @@ def drafter_roofline(work: DrafterWork, gpu: Gpu, sample_tokens: float) -> Roofl
 
 
 # MoE layers reach a lower share of peak than dense ones (grouped expert GEMMs, routing,
-# all-to-all). Fitted on the fit half of the validation set (Megatron-Bridge gpt-oss-120b
-# bf16 training on B300: 15,232 tokens/s per GPU, 0.67x the dense default's prediction);
-# the same table's B200 and H100 rows are in the check half.
-MOE_EFFICIENCY_FACTOR = 0.67
+# all-to-all). Fitted (fitting.py) on Megatron-Bridge gpt-oss-120b bf16 training on B300
+# (15,232 tokens/s per GPU against the dense default's prediction); the same table's B200
+# and H100 rows are in the check half.
+MOE_EFFICIENCY_FACTOR: float = fitting.value("MOE_EFFICIENCY_FACTOR")
 
 
 def default_efficiency(role: str, gpu: Gpu, moe: bool = False) -> float:

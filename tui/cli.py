@@ -328,7 +328,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
 
 def _add_validate(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--json", action="store_true", help="print JSON (cases and summary)")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (cases, fitted constants and summary)")
 
 
 def _run_validate(args: argparse.Namespace) -> int:
@@ -495,11 +496,14 @@ COMMANDS: dict[str, Command] = {
                                  f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
                                  f"on stderr)."),
     "new": Command("write the built-in plan to a file, to edit", _add_new, _run_new),
-    "validate": Command("the model against public measurements: error per case, per half",
-                        _add_validate, _run_validate,
+    "validate": Command("the model against public measurements, cross-validated by source "
+                        "group", _add_validate, _run_validate,
                         description="Predict every case of the validation set "
                                     "(model/measurements.toml) at default settings and "
-                                    "compare with the measured value."),
+                                    "compare with the measured value. Every fitted constant "
+                                    "(model/fitting.py) is refitted with each source group "
+                                    "left out and that group's cases predicted: the "
+                                    "headline."),
     "search": Command("search GPU types, counts, TP and splits: the (days, cost) front and "
                       "the best plan per objective", _add_search, _run_search),
     "compare": Command("several plans side by side, against the first",

@@ -120,21 +120,53 @@ def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str
 
 
 def validation(result: Validation) -> None:
-    """The validation table and its summary per tier and half."""
+    """The cross-validated headline, the fitted constants, the validation table, and the
+    in-sample summary per tier and half."""
+    headline = Table(title="cross-validated: each source group left out, its cases predicted "
+                           "by constants fitted without it", header_style="bold")
+    for header in ("cases", "n", "median", "worst", "in range", "not cross-validatable"):
+        headline.add_column(header, justify="left" if header == "cases" else "right")
+    for key, tier in result.cross_validated.items():
+        s = tier.summary
+        headline.add_row(key, str(s.cases), fmt.percent(s.median_abs_error),
+                         fmt.percent(s.worst_abs_error), fmt.percent(s.range_coverage),
+                         str(len(tier.not_cross_validatable)))
+    _print_table(headline)
+    constants = Table(title="fitted constants (model/fitting.py): computed from the cases "
+                            "they are fitted on", header_style="bold")
+    for header, right in (("constant", False), ("value", True), ("range", True),
+                          ("unit", False), ("fitted on", False), ("groups", False),
+                          ("cross-validatable", False)):
+        constants.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for c in result.constants:
+        constants.add_row(c.name, f"{c.value:,.4g}", f"{c.low:,.4g}-{c.high:,.4g}",
+                          escape(c.unit), escape("\n".join(c.fitted_on)),
+                          escape(", ".join(c.groups)),
+                          "yes" if c.cross_validatable else "no: one group (prior range kept)")
+    _print_table(constants)
+    console = _console()
+    for c in result.constants:
+        console.print(f"  {c.name} applies when: {escape(c.applies_when)}")
     table = Table(title="the model against public measurements (dflash-plan validate)",
                   header_style="bold")
     for header, right in (("case", False), ("GPU", False), ("quantity", False),
                           ("measured", True), ("predicted", True), ("error", True),
-                          ("half", False), ("tier", False)):
+                          ("half", False), ("tier", False), ("error, own group left out", True)):
         table.add_column(header, justify="right" if right else "left",
                          no_wrap=header in ("case", "quantity"))
     for r in result.rows:
         error = f"{r.error * 100:+,.1f} %"
+        own = result.needs_own_group.get(r.id)
+        cv = result.cv_rows.get(r.id)
+        cv_error = f"{cv.error * 100:+,.1f} %" if cv else ""
         table.add_row(escape(r.id), r.gpu, r.quantity, f"{r.measured:,.4g}",
                       f"{r.predicted:,.4g}", error if r.covered else f"[yellow]{error}[/yellow]",
-                      r.half, r.tier)
+                      r.half, r.tier,
+                      f"no: {escape(', '.join(own))}" if own else
+                      cv_error if cv and cv.covered else f"[yellow]{cv_error}[/yellow]")
     _print_table(table)
-    summary = Table(title="summary: |error| (predicted / measured - 1)", header_style="bold")
+    summary = Table(title="in sample: |error| (predicted / measured - 1) with every constant "
+                          "fitted on all its cases", header_style="bold")
     for header in ("cases", "n", "median", "worst", "in range", "median width"):
         summary.add_column(header, justify="left" if header == "cases" else "right")
     for key, s in result.summary.items():

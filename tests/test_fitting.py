@@ -1,0 +1,165 @@
+"""Fitted constants are computed from measurements.toml (model/fitting.py): each follows
+its cases, and a leave-one-group-out fold never sees the group it leaves out."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from dflash_plan.model import fitting, memory, pipeline, rates
+from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.units import BYTES_PER_GIB
+
+PEAK = "mooncake-vllm-pd-qwen3-8b-h800-rdma-peak"
+SINK = "specforge-domino-qwen3-8b-h200-hidden-state-rate-derived"
+FETCH_B2 = "specforge-domino-qwen3-8b-h200-trainer-memory-b2"
+FETCH_B8 = "specforge-domino-qwen3-8b-h200-trainer-memory-b8"
+CAPTURE = "specforge-qwen3-8b-h200-capture-server-memory-mf050"
+MICRO_B8 = "specforge-domino-qwen3-8b-h200-microbench-b8-memory"
+MOE_B300 = "mbridge-b300-gptoss120b-bf16-pretrain"
+TITAN = "torchtitan-a100-llama3-8b-bf16-mfu"
+FOUNDRY = "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"
+# Qwen3-8B: 5 captured layers x hidden 4096 x 2 bytes of bf16 per token.
+BYTES_PER_TOKEN = 5 * 4096 * 2
+
+
+@pytest.fixture()
+def cases():
+    """A private copy of every case a constant uses, to edit."""
+    return copy.deepcopy(fitting.cases_by_id(fitting.all_case_ids()))
+
+
+def test_slope_through_origin_is_least_squares():
+    # sum(x y) = 1*2 + 2*4 + 3*7 = 31; sum(x^2) = 1 + 4 + 9 = 14.
+    assert fitting.slope_through_origin([1, 2, 3], [2, 4, 7]) == pytest.approx(31 / 14)
+    # 10 at m = 0, 14 at m = 1: 20 is reached at m = (20 - 10) / 4.
+    assert fitting.linear_root(10, 14, 20) == pytest.approx(2.5)
+
+
+def test_network_efficiency_is_the_measured_share_of_the_nic_rate(cases):
+    # Mooncake: 142.25 GB/s of about 200 GB/s.
+    assert fitting.fit_all(cases)["NETWORK_EFFICIENCY"] == pytest.approx(142.25 / 200)
+    cases[PEAK]["value"] = 100e9
+    assert fitting.fit_all(cases)["NETWORK_EFFICIENCY"] == pytest.approx(0.5)
+
+
+def test_capture_sink_is_the_midpoint_of_the_quoted_samples_per_s(cases):
+    # 44-57 samples/s of 550-token samples: 50.5 x 550 x 40,960 bytes/s.
+    assert fitting.fit_all(cases)["CAPTURE_SINK_BYTES_PER_S"] == pytest.approx(
+        50.5 * 550 * BYTES_PER_TOKEN)
+    cases[SINK]["sink_samples_per_s"] = [40, 60]
+    assert fitting.fit_all(cases)["CAPTURE_SINK_BYTES_PER_S"] == pytest.approx(
+        50 * 550 * BYTES_PER_TOKEN)
+
+
+def test_trainer_fetch_is_a_least_squares_rate_through_the_origin(cases):
+    # 20 ms for 2 samples and 90 ms for 8 (550 tokens each): time = bytes / rate, so
+    # rate = sum(b^2) / sum(b t).
+    b2, b8 = 2 * 550 * BYTES_PER_TOKEN, 8 * 550 * BYTES_PER_TOKEN
+    rate = fitting.fit_all(cases)["TRAINER_FETCH_BYTES_PER_S"]
+    assert rate == pytest.approx((b2 ** 2 + b8 ** 2) / (b2 * 0.020 + b8 * 0.090))
+    assert rate == pytest.approx(2.0157e9, rel=1e-4)
+    cases[FETCH_B8]["fetch_ms"] = 80
+    assert fitting.fit_all(cases)["TRAINER_FETCH_BYTES_PER_S"] == pytest.approx(
+        (b2 ** 2 + b8 ** 2) / (b2 * 0.020 + b8 * 0.080))
+
+
+def test_capture_reserve_is_what_the_server_held_beyond_its_static_pool(cases):
+    # 78 GB at mem_fraction_static 0.5 of an H200's 141 GiB.
+    assert fitting.fit_all(cases)["RUNTIME_RESERVE_GIB"] == pytest.approx(78 - 0.5 * 141)
+    cases[CAPTURE]["value"] = 80
+    assert fitting.fit_all(cases)["RUNTIME_RESERVE_GIB"] == pytest.approx(80 - 0.5 * 141)
+
+
+def test_activation_multiple_reproduces_its_case(cases):
+    h200 = builtin_gpus()["h200"]
+    for gb in (87.0, 95.0):
+        cases[MICRO_B8]["value"] = gb
+        m = fitting.fit_all(cases)["ACTIVATION_IO_MULTIPLE"]
+        fit = fitting.case_drafter_memory(cases[MICRO_B8], h200, m, 0.0)
+        assert fit.needed_gb * BYTES_PER_GIB / 1e9 == pytest.approx(gb)
+    assert fitting.fit_all(cases)["ACTIVATION_IO_MULTIPLE"] > fitting.value(
+        "ACTIVATION_IO_MULTIPLE")
+
+
+def test_trainer_reserve_follows_its_case_gib_for_gib(cases):
+    before = fitting.fit_all(cases)["TRAINER_RUNTIME_RESERVE_GIB"]
+    cases[FETCH_B2]["value"] += 5
+    assert fitting.fit_all(cases)["TRAINER_RUNTIME_RESERVE_GIB"] == pytest.approx(before + 5)
+
+
+def test_moe_factor_is_measured_over_the_dense_prediction(cases):
+    before = fitting.fit_all(cases)["MOE_EFFICIENCY_FACTOR"]
+    cases[MOE_B300]["value"] /= 2
+    assert fitting.fit_all(cases)["MOE_EFFICIENCY_FACTOR"] == pytest.approx(before / 2)
+
+
+def test_a100_efficiency_is_the_mean_of_two_groups(cases):
+    # torchtitan 58.2 % and llm-foundry 54.47 % MFU.
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
+        (0.582 + 0.5447) / 2)
+    cases[FOUNDRY]["value"] = 0.5
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
+        (0.582 + 0.5) / 2)
+
+
+def test_module_constants_are_the_fits():
+    assert memory.RUNTIME_RESERVE_GIB == fitting.value("RUNTIME_RESERVE_GIB") == 7.5
+    assert fitting.value("ACTIVATION_IO_MULTIPLE") == memory.ACTIVATION_IO_MULTIPLE
+    assert fitting.value("TRAINER_RUNTIME_RESERVE_GIB") == memory.TRAINER_RUNTIME_RESERVE_GIB
+    assert fitting.value("NETWORK_EFFICIENCY") == pipeline.NETWORK_EFFICIENCY
+    assert fitting.value("CAPTURE_SINK_BYTES_PER_S") == pipeline.CAPTURE_SINK_BYTES_PER_S
+    assert fitting.value("TRAINER_FETCH_BYTES_PER_S") == pipeline.TRAINER_FETCH_BYTES_PER_S
+    assert fitting.value("MOE_EFFICIENCY_FACTOR") == rates.MOE_EFFICIENCY_FACTOR
+    assert builtin_gpus()["a100-80g"].training_efficiency == pytest.approx(
+        (0.582 + 0.5447) / 2)
+
+
+def test_a_fold_never_sees_the_group_it_leaves_out(cases):
+    # Leaving torchtitan out, the A100 efficiency is llm-foundry's alone, whatever
+    # torchtitan measured; with all groups in, torchtitan's value moves it.
+    fold = fitting.fit_all(cases, leave_out="torchtitan")["A100_TRAINING_EFFICIENCY"]
+    assert fold == pytest.approx(0.5447)
+    cases[TITAN]["value"] = 0.9
+    assert fitting.fit_all(cases, leave_out="torchtitan")["A100_TRAINING_EFFICIENCY"] == fold
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
+        (0.9 + 0.5447) / 2)
+    # A constant fitted on one group alone cannot be refitted without it; a constant it
+    # needs is missing too.
+    without = fitting.fit_all(cases, leave_out="specforge")
+    assert without["ACTIVATION_IO_MULTIPLE"] is None
+    assert without["TRAINER_RUNTIME_RESERVE_GIB"] is None
+    assert without["NETWORK_EFFICIENCY"] == pytest.approx(142.25 / 200)
+
+
+def test_range_spans_what_the_cases_of_its_kind_imply(cases):
+    values = fitting.fit_all(cases)
+    low, high = fitting.span(fitting.BY_NAME["A100_TRAINING_EFFICIENCY"], cases, values)
+    assert (low, high) == pytest.approx((0.5447, 0.582))
+    # The trainer's reserve reaches down to a bare process's (the capture server's).
+    low, _ = fitting.span(fitting.BY_NAME["TRAINER_RUNTIME_RESERVE_GIB"], cases, values)
+    assert low == pytest.approx(78 - 0.5 * 141)
+    # The sink's range is the quoted 44-57 samples/s.
+    assert fitting.span(fitting.BY_NAME["CAPTURE_SINK_BYTES_PER_S"], cases, values) == \
+        pytest.approx((44 * 550 * BYTES_PER_TOKEN, 57 * 550 * BYTES_PER_TOKEN))
+
+
+def test_matmul_ceilings_are_the_measured_matmul_over_the_dense_peak(cases):
+    # stas00: B200 1,745 of 2,250 dense TFLOPS; H100 SXM 794.5 of 989, which H100 PCIe and
+    # H200 share.
+    assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1745 / 2250)
+    gpus = builtin_gpus()
+    assert gpus["b200"].matmul_ceiling == pytest.approx(1745 / 2250)
+    assert gpus["h200"].matmul_ceiling == gpus["h100-pcie"].matmul_ceiling == pytest.approx(
+        794.5 / 989)
+    cases["stas00-mamf-b200-bf16"]["value"] = 1800
+    assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1800 / 2250)
+
+
+def test_a_constants_range_is_available_to_projections():
+    # What validate lists, without running it: the A100 efficiency spans the two groups'
+    # MFUs (54.47 % and 58.2 %); the trainer reserve reaches down to a bare process's
+    # 7.5 GiB (78 - 0.5 x 141).
+    assert fitting.value_range("A100_TRAINING_EFFICIENCY") == pytest.approx((0.5447, 0.582))
+    low, high = fitting.value_range("TRAINER_RUNTIME_RESERVE_GIB")
+    assert low == pytest.approx(7.5) and high > memory.TRAINER_RUNTIME_RESERVE_GIB
