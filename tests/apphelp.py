@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from dflash_plan.tui.app import PlannerApp
 from dflash_plan.tui.picker import Picker
+from dflash_plan.tui.planner.inputs import InputsPanel
 from rich.console import Console
 from textual.content import Content
 from textual.widgets import Input, Static, TextArea
@@ -48,8 +49,21 @@ async def put(pilot, key: str, text: str) -> None:
 
 
 async def choose(pilot, key: str, value: str) -> None:
-    pilot.app.screen.query_one(f"#{widget_id(key)}", Picker).value = value
+    picker = pilot.app.screen.query_one(f"#{widget_id(key)}", Picker)
+    picker.value = value
     await pilot.pause()
+    # A choice reaches the plan in two messages (the picker's, then its field's), and the
+    # plan's new name shows after the next repaint (title bar, name field): a pause waits
+    # for the messages queued when it starts, so on a loaded machine a part can lag.
+    spec = getattr(picker, "spec", None)
+    planner = pilot.app.planner
+    for _ in range(50):
+        view = planner.view
+        if ((spec is None or view.values.get(spec.key) == value)
+                and planner.query_one(InputsPanel).rows["name"].placeholder == view.name
+                and view.name in text(pilot.app, "title-bar")):
+            break
+        await pilot.pause()
 
 
 async def settle(pilot) -> None:

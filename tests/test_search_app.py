@@ -152,6 +152,7 @@ async def test_the_search_chart_survives_view_switches_and_resizes():
     # a negative number and the app died, its unsaved plan with it.
     app = planner()
     async with app.run_test(size=(80, 24)) as pilot:
+        app.animation_level = "none"     # a key press waits for the tabs' underline
         await pilot.press("f5")
         screen = app.screen
         await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)
@@ -159,7 +160,6 @@ async def test_the_search_chart_survives_view_switches_and_resizes():
         chart = screen.query_one("#pareto")
         for key in ["f3", "f4"] * 6:
             await pilot.press(key)
-            await pilot.pause()
         assert chart.display
         for size in ((100, 30), (90, 26), (120, 33), (80, 24)):
             await pilot.resize_terminal(*size)
