@@ -214,7 +214,7 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
         for key, typed, reason in BAD_VALUES:
             start = time.perf_counter()
             await put(pilot, key, typed)
-            assert time.perf_counter() - start < 2       # no freeze, whatever is typed
+            assert time.perf_counter() - start < 5       # no freeze (a guard, not a speed)
             shown = error(app, key)
             assert reason in shown and "Input should" not in shown and "{" not in shown
             assert text(app, "banner").startswith("STALE")
@@ -380,11 +380,11 @@ async def test_huge_counts_do_not_freeze_and_launch_text_waits_for_its_tab():
     async with app.run_test(size=SIZE) as pilot:
         start = time.perf_counter()
         await put(pilot, "target.count", "20000")
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 5         # no freeze (a guard, not a speed)
         # Typed far from balance: the warnings say why the targets wait, not only 0 %.
         assert "19,996 wait" in text(app, "warnings").replace("\n", " ")
         await put(pilot, "drafter.count", "20000")
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 5         # no freeze (a guard, not a speed)
         assert not app.screen.query_one("#launch").children   # nothing built off-tab
         await pilot.press("f4")
         await settle(pilot)

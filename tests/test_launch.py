@@ -337,7 +337,9 @@ def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
                 launch={"template": "go {node_rank} {target_devices}"})
     start = time.perf_counter()
     script = generate(plan, catalog, fmt)
-    assert time.perf_counter() - start < 1.0
+    # A guard against a hang (a layout quadratic in nodes), not a speed measurement: a
+    # loaded two-core machine runs this several times slower than an idle one.
+    assert time.perf_counter() - start < 5.0
     assert script.layout.nodes == 256
 
 
