@@ -7,7 +7,8 @@ diagnostics -> Projection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import recipe
@@ -30,6 +31,7 @@ from .plan import Plan
 from .probe import probe_gpu_hours
 from .rates import (
     MOE_EFFICIENCY_FACTOR,
+    RateModel,
     RoleRate,
     Roofline,
     default_efficiency,
@@ -38,11 +40,13 @@ from .rates import (
     target_roofline,
 )
 from .resolve import Resolved, resolve
+from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim
 from .targets import TargetModel
 from .work import DrafterWork, TargetWork
 
-__all__ = ["Link", "Projection", "Ranges", "RoleProjection", "Roofline", "break_even", "project",
-           "project_resolved", "target_roofline"]
+__all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
+           "break_even", "link_scaled", "link_share", "project", "project_resolved",
+           "target_roofline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +118,106 @@ class Ranges:
     total_cost_usd: tuple[float, float] | None
     widest: str | None               # the role whose rate range moves days most
     widest_days: tuple[float, float] | None
+    slow_scenario: str = ""          # the scenario of the slow end (fewest tokens/s), in words
+    fast_scenario: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
                 "total_cost": list(self.total_cost) if self.total_cost else None,
-                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None}
+                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None,
+                "tokens_per_s_scenarios": [self.slow_scenario, self.fast_scenario],
+                "days_scenarios": [self.fast_scenario, self.slow_scenario],
+                "total_cost_scenarios": [self.fast_scenario, self.slow_scenario]}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanScenarios:
+    """One plan's figures under any scenario (scenarios.py): its rates' models, the link
+    kinds it uses, and what turns tokens/s into days and cost. Throughput is monotone in
+    every factor of every dimension (higher rates and faster links never slow the
+    pipeline), so a plan's own extremes are corners: its slowest rates and slowest links."""
+
+    dims: Mapping[str, Dim]
+    target: RateModel
+    drafter: RateModel
+    links: tuple[str, str]           # link dimension keys of the target and drafter GPUs
+    resolved: Resolved
+    central: PipelineInputs
+    target_work: TargetWork
+    total_tokens: float
+    role_prices: RolePrices
+    billed: tuple[int, int]
+    memo: dict[tuple[tuple[str, str], ...], float] = field(default_factory=dict)
+
+    def own(self, s: Scenario) -> dict[str, str]:
+        """The part of a scenario this plan depends on."""
+        return {k: v for k, v in s.items() if k in self.dims}
+
+    def inputs(self, s: Scenario) -> PipelineInputs:
+        r = self.resolved
+        t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
+        return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
+                       link_scaled(r.target_gpu, t_share), link_scaled(r.drafter_gpu, d_share))
+
+    def flow(self, s: Scenario) -> Flow:
+        plan = self.resolved.plan
+        return flow(self.inputs(s), plan.target.count, plan.drafter.count)
+
+    def tokens_per_s(self, s: Scenario) -> float:
+        key = tuple(sorted(self.own(s).items()))
+        if key not in self.memo:
+            self.memo[key] = float(self.flow(s).tokens_per_s)
+        return self.memo[key]
+
+    def economics(self, s: Scenario) -> Economics:
+        plan = self.resolved.plan
+        return economics(self.tokens_per_s(s), self.total_tokens, plan.target.count,
+                         plan.drafter.count, self.role_prices, *self.billed)
+
+    def days(self, s: Scenario) -> float:
+        return self.total_tokens / self.tokens_per_s(s) / 86_400
+
+    def extreme(self, slow: bool) -> dict[str, str]:
+        """The corner with this plan's fewest (or most) tokens/s: each rate at its own
+        extreme, every link at its slow (or fast) end."""
+        end = LOW if slow else HIGH
+        return {**self.target.extreme(slow), **self.drafter.extreme(slow),
+                **{key: end for key in self.links}}
+
+    def binding(self, s: Scenario, value: Any) -> tuple[str, ...]:
+        """The dimensions of `s` whose value matters: moving one alone to any other value
+        changes `value(scenario)`. Labels name only these."""
+        base = value(s)
+        keys = []
+        for key in s:
+            dim = self.dims.get(key)
+            if dim is None:
+                continue
+            if any(not _same(value({**s, key: other}), base)
+                   for other in dim.values if other != s[key]):
+                keys.append(key)
+        return tuple(keys)
+
+    def label(self, s: Scenario) -> str:
+        return label(s, self.dims, self.binding(s, self.tokens_per_s))
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def link_share(key: str, value: str | None) -> float:
+    """A link dimension's share of the catalog figure under a scenario's value."""
+    low, high, _ = LINK_SHARE[key.split(":", 1)[1]]
+    return low if value == LOW else high if value == HIGH else 1.0
+
+
+def link_scaled(gpu: Gpu, share: float) -> Gpu:
+    """The GPU with its link at `share` of the catalog figure (itself at 1)."""
+    if share == 1.0:
+        return gpu
+    return gpu.model_copy(update={"link": gpu.link.model_copy(
+        update={"gb_per_s": gpu.link.gb_per_s * share})})
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +253,7 @@ class Projection:
     narrowing: str | None            # the measurement that would narrow the range most
     diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
+    scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -255,10 +355,11 @@ def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
                                                      tw.layers_run, per_gpu_tokens_per_s)
 
 
-def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float
-            ) -> PipelineInputs:
+def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
+            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None) -> PipelineInputs:
     p = r.plan
-    return pipeline_inputs(r.target_gpu, r.drafter_gpu, p.target.tp, target_rate, drafter_rate,
+    return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
+                           p.target.tp, target_rate, drafter_rate,
                            hidden=r.model.hidden, layers_run=tw.layers_run,
                            trainable_params=r.shape.trainable_params,
                            batch_size=p.drafter.batch_size,
@@ -280,10 +381,6 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     d_mem = drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size, D,
                            r.drafter_gpu.memory_gb)
     fits = t_mem.fits and d_mem.fits
-    low_f = flow(central.with_rates(_replica(r, tw, t.low_tokens_per_s), d.low_tokens_per_s),
-                 T, D)
-    high_f = flow(central.with_rates(_replica(r, tw, t.high_tokens_per_s), d.high_tokens_per_s),
-                  T, D)
 
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
     total_tokens = tokens_per_epoch * w.epochs
@@ -296,6 +393,15 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     unit_t = view.by_gpu[plan.target.gpu].unit_gpus
     unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
     billed_t, billed_d = billed(T, D, r.same_gpu_type, unit_t, unit_d)
+    assert t.model is not None and d.model is not None
+    links = tuple(dict.fromkeys((r.target_gpu.link.kind, r.drafter_gpu.link.kind)))
+    link_dims = {f"link:{kind}": link_dim(kind) for kind in links}
+    dims = {dim.key: dim for dim in (*t.model.dims, *d.model.dims, *link_dims.values())}
+    scen = PlanScenarios(dims, t.model, d.model, (f"link:{r.target_gpu.link.kind}",
+                                                  f"link:{r.drafter_gpu.link.kind}"),
+                         r, central, tw, total_tokens, role_prices, (billed_t, billed_d))
+    slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
+    low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
 
     def capacity_range(role: str) -> tuple[float, float]:
         key = f"{role}_tokens_per_s"
@@ -352,6 +458,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                       side.capacity_tokens_per_s, str(bneck))
         ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
                                     role_prices, (billed_t, billed_d))
+        ranges = replace(ranges, slow_scenario=scen.label(slow_s),
+                         fast_scenario=scen.label(fast_s))
         if billed_t + billed_d > T + D:
             diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
                                             billed_t, billed_d, throughput,
@@ -416,7 +524,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
         marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
         ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
-        assumptions=assumptions)
+        assumptions=assumptions, scenarios=scen if fits else None)
 
 
 def _link_description(r: Resolved, f: Flow) -> str:
@@ -505,20 +613,25 @@ def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: 
                   widest=widest, widest_days=spans.get(widest) if widest else None), narrowing
 
 
-def break_even(p: Projection, baseline: Projection) -> dict[str, float] | None:
-    """Price ratio(s) to the reference GPU at which p costs what the baseline costs."""
+def break_even(p: Projection, baseline: Projection, days: float | None = None,
+               baseline_days: float | None = None) -> dict[str, float] | None:
+    """Price ratio(s) to the reference GPU at which p costs what the baseline costs; under
+    a scenario, at the days the two plans take in it (a plan's cost is in proportion to
+    its days)."""
     if p.days is None:
         return None
+    days = p.days if days is None else days
+    scale = 1.0 if baseline_days is None or baseline.days is None else baseline_days / baseline.days
     ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
     if not p.prices.in_usd and baseline.cost_unit == p.cost_unit \
             and baseline.total_cost is not None:
-        base_ref_hours = baseline.total_cost           # both in reference-GPU-hours
+        base_ref_hours = baseline.total_cost * scale   # both in reference-GPU-hours
     elif baseline.total_cost_usd is not None and ref_usd:
-        base_ref_hours = baseline.total_cost_usd / ref_usd
+        base_ref_hours = baseline.total_cost_usd * scale / ref_usd
     else:
         return None
     plan, ref = p.plan, p.prices.reference_gpu
     return break_even_price_ratio(
-        base_ref_hours, p.days * 24, p.billed[0], p.billed[1],
+        base_ref_hours, days * 24, p.billed[0], p.billed[1],
         p.prices.by_gpu[plan.target.gpu].ratio, p.prices.by_gpu[plan.drafter.gpu].ratio,
         plan.target.gpu == ref, plan.drafter.gpu == ref, plan.target.gpu == plan.drafter.gpu)

@@ -169,7 +169,7 @@ def _print_table(table: Table) -> None:
 
 def gpus(catalog: Catalog, as_json: bool) -> int:
     if as_json:
-        json.dump({k: g.model_dump(exclude={"key"}) for k, g in catalog.gpus.items()},
+        json.dump({k: g.model_dump(mode="json", exclude={"key"}) for k, g in catalog.gpus.items()},
                   sys.stdout, indent=2)
         print()
         return 0
