@@ -19,6 +19,7 @@ from .diagnostics import (
     anchors_check,
     idle_check,
     link_check,
+    maturity_checks,
     measurement_checks,
     memory_checks,
     range_note,
@@ -35,12 +36,13 @@ from .rates import (
     RoleRate,
     Roofline,
     default_efficiency,
+    engine,
     measured_implied,
     rates,
     target_roofline,
 )
 from .resolve import Resolved, resolve
-from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim
+from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
 from .targets import TargetModel
 from .work import DrafterWork, TargetWork
 
@@ -91,9 +93,11 @@ class RoleProjection:
             "source": self.source, "basis": self.basis, "limit": self.limit,
             "scaling_efficiency": self.scaling_efficiency,
             "memory_gb_needed": self.memory.needed_gb,
+            "memory_gb_needed_range": list(self.memory.needed_range_gb),
             "memory_gb_available": self.memory.available_gb,
             "memory_gb_items": dict(self.memory.items_gb),
             "fits": self.memory.fits,
+            "fits_central": self.memory.fits_central,
         }
 
 
@@ -376,10 +380,11 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
     f = flow(central, T, D)
     throughput = float(f.tokens_per_s)
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb)
+    t_mem = replace(target_memory(r.model, tp, w.max_length, len(r.layer_ids),
+                                  r.target_gpu.memory_gb), band=memory_band("target"))
     # Memory peaks at the longest sample (its context states), not the average one.
-    d_mem = drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size, D,
-                           r.drafter_gpu.memory_gb)
+    d_mem = replace(drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size,
+                                   D, r.drafter_gpu.memory_gb), band=memory_band("drafter"))
     fits = t_mem.fits and d_mem.fits
 
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
@@ -466,6 +471,9 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                             {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
         for rate in (t, d):
             diagnostics += range_note(rate)
+    for rate in (t, d):
+        entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
+        diagnostics += maturity_checks(rate, entry, catalog.today)
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
             diagnostics.append(Diagnostic(

@@ -176,6 +176,7 @@ class RoleRate:
     high_reading: str
     fitted_overhead_s_per_token: float | None = None   # h, when measurements separate it
     model: RateModel | None = None       # the rate under any scenario (scenarios.py)
+    band_why: str = ""                   # where a default estimate's band comes from
 
     @property
     def measured(self) -> bool:
@@ -344,8 +345,9 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
         reading = Reading("default", rate, why)
         model = RateModel((("central", rate),), scaled=frozenset({"central"}),
                           efficiency=(eff_key, eff_ends), dims=(eff_dim,))
-        return make(rate, rate * band.low, rate * band.high, "estimated",
-                    f"estimated: {why}", (reading,), "default", "default", model=model)
+        return replace(make(rate, rate * band.low, rate * band.high, "estimated",
+                            f"estimated: {why}", (reading,), "default", "default",
+                            model=model), band_why=band.why(role, gpu.arch))
     # One measured GPU (several points on it at one speed act as one): the readings.
     f = sum(p.x_s_per_token * p.tokens_per_s for p in points) / len(points)  # x / y = f
     names = ", ".join(dict.fromkeys(p.gpu.name for p in points))

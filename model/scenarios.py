@@ -124,20 +124,29 @@ class Band:
     high: float
     cases: tuple[str, ...]
     new_arch: bool
+    measured: tuple[float, float]    # the span of the measured ratios themselves
 
     def why(self, role: str, arch: str) -> str:
         base = (f"{len(self.cases)} measured {role} efficiencies across GPUs and generations "
-                f"span {self.low:.2f}-{self.high:.2f}x the default")
+                f"span {self.measured[0]:.2f}-{self.measured[1]:.2f}x the default")
         if self.new_arch:
-            return (f"{base} (widened to the worst miss both ways: no measurement of "
-                    f"{family(arch)} yet)")
+            return (f"{base}, widened to the worst miss both ways: no measurement of "
+                    f"{family(arch)} yet (measuring one {family(arch)} GPU narrows the band "
+                    f"of all of them)")
         return base
 
 
+# Memory quantities of the validation set, by role.
+_MEMORY_QUANTITIES: dict[str, tuple[str, ...]] = {
+    "target": ("target_memory_gb",), "drafter": ("drafter_memory_gb",),
+}
+
+
 @functools.cache
-def _ratios() -> tuple[tuple[str, str, str, str, float], ...]:
-    """(role, arch, tier, id, measured / predicted) of the validation set's rate cases,
-    predicted with the built-in catalog (the evidence, not the user's overrides)."""
+def _ratios(memory: bool = False) -> tuple[tuple[str, str, str, str, float], ...]:
+    """(role, arch, tier, id, measured / predicted) of the validation set's rate (or
+    memory) cases, predicted with the built-in catalog (the evidence, not the user's
+    overrides)."""
     # Imported here: evidence imports rates, which imports this module.
     from .catalog import Catalog
     from .evidence import load_cases, predict
@@ -145,8 +154,9 @@ def _ratios() -> tuple[tuple[str, str, str, str, float], ...]:
 
     catalog = Catalog(gpus=builtin_gpus())
     out = []
+    quantities = _MEMORY_QUANTITIES if memory else _ROLE_QUANTITIES
     for case in load_cases():
-        role = next((r for r, qs in _ROLE_QUANTITIES.items() if case["quantity"] in qs), None)
+        role = next((r for r, qs in quantities.items() if case["quantity"] in qs), None)
         if role is None or case["gpu"] not in catalog.gpus:
             continue
         row = predict(case, catalog)
@@ -170,4 +180,12 @@ def efficiency_band(role: str, arch: str) -> Band:
     if new_arch:
         worst = max(abs(math.log(low)), abs(math.log(high)))
         low, high = math.exp(-worst), math.exp(worst)
-    return Band(low, high, tuple(r[3] for r in chosen), new_arch)
+    return Band(low, high, tuple(r[3] for r in chosen), new_arch, (min(ratios), max(ratios)))
+
+
+@functools.cache
+def memory_band(role: str) -> tuple[float, float]:
+    """The spread of a role's memory estimate: measured / predicted over the validation
+    set's strong memory cases, widened to include the estimate itself."""
+    ratios = [r[4] for r in _ratios(memory=True) if r[0] == role and r[2] == "strong"]
+    return min([1.0, *ratios]), max([1.0, *ratios])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -26,7 +26,7 @@ from .plan import Plan
 from .projection import Projection, link_scaled, link_share, project
 from .rates import Rates, rates
 from .resolve import Resolved, resolve
-from .scenarios import LOW
+from .scenarios import LOW, memory_band
 from .work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
@@ -244,7 +244,9 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
                          float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
     state = dict(one.items_gb).get("optimizer state", 0.0)
     fixed = one.needed_gb - state
-    drafter_fits = fixed + state / drafters <= d_gpu.memory_gb
+    # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+    t_mem = replace(t_mem, band=memory_band("target"))
+    drafter_fits = (fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb
     fits = drafter_fits & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,

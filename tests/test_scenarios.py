@@ -138,3 +138,45 @@ def test_project_json_names_the_scenario_of_each_end(capsys):
     # Existing keys stay.
     assert {"speedup", "speedup_range", "cost_ratio_range", "break_even_price_ratio"} <= set(versus)
     assert set(versus["break_even_price_ratio_range"]) == {"target", "drafter"}
+
+
+def test_fits_means_fits_at_the_pessimistic_end_of_the_memory_estimate(catalog, baseline,
+                                                                        capsys):
+    # Batch 9 needs 91.9 GB per drafter at the central estimate, of the RTX PRO 6000's 96;
+    # the memory cases' spread (up to +10 %) takes it past 96: it does not fit, and says so.
+    p = project(edit(baseline, drafter={"batch_size": 9}), catalog)
+    mem = p.drafter.memory
+    assert mem.fits_central and not mem.fits and not p.fits
+    assert mem.needed_range_gb[0] < mem.needed_gb < mem.available_gb < mem.needed_range_gb[1]
+    note = next(d for d in p.diagnostics if d.code == "fits-central-only")
+    assert note.key == "drafter.batch_size"
+    assert project(edit(baseline, drafter={"batch_size": 8}), catalog).fits
+    assert main(["project", "--set", "drafter.batch_size=9"]) == 0
+    assert "fits only at the central memory estimate" in " ".join(
+        capsys.readouterr().out.split())
+
+
+def test_b300s_capture_engine_maturity_is_a_dated_dimension(catalog, baseline):
+    import datetime as dt
+
+    from dflash_plan.model.catalog import Catalog
+
+    b300 = project(_plan(baseline, "b300"), catalog)
+    rate = b300.target.rate
+    entry = catalog.gpus["b300"].maturity_of("target", "sglang")
+    assert entry is not None and entry.low < entry.factor < entry.high
+    assert "maturity:b300:target:sglang" in b300.scenarios.dims
+    # The central rate carries the factor; without the entry the physics alone.
+    bare = catalog.gpus["b300"].model_copy(update={"maturity": ()})
+    plain = project(_plan(baseline, "b300"), Catalog(gpus={**catalog.gpus, "b300": bare},
+                                                     today=catalog.today))
+    assert rate.tokens_per_s == pytest.approx(plain.target.rate.tokens_per_s * entry.factor)
+    codes = {d.code for d in b300.diagnostics}
+    assert "software-maturity" in codes and "maturity-stale" not in codes
+    later = Catalog(gpus=catalog.gpus, today=entry.expires + dt.timedelta(days=1))
+    stale = project(_plan(baseline, "b300"), later)
+    assert any(d.code == "maturity-stale" and d.key == "hardware.b300.maturity"
+               for d in stale.diagnostics)
+    # speculators runs vLLM, for which no maturity figure is known: no dimension.
+    vllm = project(edit(_plan(baseline, "b300"), launch={"format": "speculators"}), catalog)
+    assert "maturity:b300:target:sglang" not in vllm.scenarios.dims
