@@ -122,8 +122,19 @@ class Ranges:
     total_cost_usd: tuple[float, float] | None
     widest: str | None               # the role whose rate range moves days most
     widest_days: tuple[float, float] | None
-    slow_scenario: str = ""          # the scenario of the slow end (fewest tokens/s), in words
-    fast_scenario: str = ""
+    # The scenarios of the slow end (fewest tokens/s) and of the fast end; named on demand
+    # (naming them costs pipeline runs a keystroke need not pay for).
+    slow_at: Scenario = field(default_factory=dict)
+    fast_at: Scenario = field(default_factory=dict)
+    scenarios: PlanScenarios | None = None
+
+    @property
+    def slow_scenario(self) -> str:
+        return self.scenarios.label(self.slow_at) if self.scenarios else ""
+
+    @property
+    def fast_scenario(self) -> str:
+        return self.scenarios.label(self.fast_at) if self.scenarios else ""
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
@@ -152,6 +163,7 @@ class PlanScenarios:
     role_prices: RolePrices
     billed: tuple[int, int]
     memo: dict[tuple[tuple[str, str], ...], float] = field(default_factory=dict)
+    gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)   # link-scaled copies
 
     def own(self, s: Scenario) -> dict[str, str]:
         """The part of a scenario this plan depends on."""
@@ -161,7 +173,13 @@ class PlanScenarios:
         r = self.resolved
         t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
         return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
-                       link_scaled(r.target_gpu, t_share), link_scaled(r.drafter_gpu, d_share))
+                       self._scaled("target", r.target_gpu, t_share),
+                       self._scaled("drafter", r.drafter_gpu, d_share))
+
+    def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
+        if (role, share) not in self.gpus:
+            self.gpus[(role, share)] = link_scaled(gpu, share)
+        return self.gpus[(role, share)]
 
     def flow(self, s: Scenario) -> Flow:
         plan = self.resolved.plan
@@ -463,8 +481,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                       side.capacity_tokens_per_s, str(bneck))
         ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
                                     role_prices, (billed_t, billed_d))
-        ranges = replace(ranges, slow_scenario=scen.label(slow_s),
-                         fast_scenario=scen.label(fast_s))
+        ranges = replace(ranges, slow_at=slow_s, fast_at=fast_s, scenarios=scen)
         if billed_t + billed_d > T + D:
             diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
                                             billed_t, billed_d, throughput,

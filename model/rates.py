@@ -320,7 +320,8 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
 
     band = efficiency_band(role, gpu.arch)
     eff_key = f"efficiency:{gpu.arch}:{role}"
-    eff_dim = factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low, band.high)
+    eff_dim = replace(factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low,
+                                 band.high), chart_name=f"{role} efficiency {gpu.arch}")
     eff_ends = (band.low, 1.0, band.high)
 
     own = [p for p in points if p.gpu.key == gpu.key and p.on_plan_workload]

@@ -22,8 +22,8 @@ LOW, HIGH = "low", "high"
 
 # Readable names of the catalog's kernel families (hardware.toml `arch`).
 ARCH_FAMILIES: dict[str, str] = {
-    "sm80": "Ampere (sm80)", "sm89": "Ada (sm89)", "sm90": "Hopper (sm90)",
-    "sm100": "Blackwell datacenter (sm100)", "sm120": "Blackwell workstation (sm120)",
+    "sm80": "Ampere sm80", "sm89": "Ada sm89", "sm90": "Hopper sm90",
+    "sm100": "Blackwell datacenter sm100", "sm120": "Blackwell workstation sm120",
     "cdna3": "AMD CDNA 3", "cdna4": "AMD CDNA 4",
 }
 
@@ -59,9 +59,14 @@ class Dim:
     name: str
     values: tuple[str, ...]
     said: tuple[tuple[str, str], ...]          # value -> readable text
+    short: tuple[tuple[str, str], ...] = ()    # value -> a few characters (charts)
+    chart_name: str = ""                       # a shorter name for charts
 
     def describe(self, value: str) -> str:
         return dict(self.said).get(value, value)
+
+    def brief(self, value: str) -> str:
+        return dict(self.short).get(value, value)
 
 
 Scenario = Mapping[str, str]
@@ -77,7 +82,8 @@ def reading_dim(role: str, readings: tuple[tuple[str, str], ...]) -> Dim:
 def factor_dim(key: str, name: str, low: float, high: float,
                said: tuple[str, str] | None = None) -> Dim:
     low_said, high_said = said or (f"{name} {_signed(low)}", f"{name} {_signed(high)}")
-    return Dim(key, name, (LOW, HIGH), ((LOW, low_said), (HIGH, high_said)))
+    return Dim(key, name, (LOW, HIGH), ((LOW, low_said), (HIGH, high_said)),
+               ((LOW, _signed(low)), (HIGH, _signed(high))))
 
 
 def _signed(factor: float) -> str:
@@ -90,7 +96,8 @@ def link_dim(kind: str) -> Dim:
     name = {"nvlink": "NVLink", "pcie": "PCIe", "infinity-fabric": "Infinity Fabric"}[kind]
     return Dim(f"link:{kind}", f"{name} collectives", (LOW, HIGH),
                ((LOW, f"{name} collectives at {low:.0%} of the catalog figure"),
-                (HIGH, f"{name} collectives at {high:.0%} of the catalog figure")))
+                (HIGH, f"{name} collectives at {high:.0%} of the catalog figure")),
+               ((LOW, f"{low:.0%}"), (HIGH, f"{high:.0%}")))
 
 
 def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | None = None

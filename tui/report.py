@@ -56,6 +56,9 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
             summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
+        if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
+            summary.add_row("range ends", escape(f"slow if {p.ranges.slow_scenario}; fast if "
+                                                 f"{p.ranges.fast_scenario}"))
     else:
         summary.add_row("throughput", "[bold red]does not fit[/bold red]: a role runs out of "
                                       "GPU memory (below)")
@@ -103,8 +106,17 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                       f"{fmt.times(c.cost_ratio)}{cost_range}, "
                       f"{fmt.signed_duration(c.days_delta)} "
                       f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})")
+        if c.speedup_range_scenarios and c.speedup_range:
+            (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
+            console.print("  " + escape(f"speed {fmt.times(low)} if {slow}; {fmt.times(high)} "
+                                        f"if {fast} (both plans under the same scenario)"))
         if c.break_even_price_ratio:
-            console.print("  " + escape(fmt.break_even(p, c.break_even_price_ratio)))
+            even = fmt.break_even(p, c.break_even_price_ratio)
+            ranges = c.break_even_price_ratio_range or {}
+            ends = next(iter(ranges.values()), None)
+            if (text := fmt.spread(ends, fmt.times)):
+                even += f" (range {text})"
+            console.print("  " + escape(even))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for warning in p.warnings:
