@@ -10,7 +10,7 @@ from typing import Any
 
 from .hardware import Gpu, Maturity
 from .memory import MemoryFit
-from .rates import RoleRate, Roofline
+from .rates import ENGINE_NAMES, RoleRate, Roofline
 
 # A measurement this far from the estimate at default efficiency is called out.
 CONTRADICTION_FACTOR = 2.0
@@ -197,15 +197,16 @@ def maturity_checks(rate: RoleRate, entry: Maturity | None, today: dt.date | Non
                               "factor": entry.factor, "low": entry.low, "high": entry.high,
                               "date": entry.date.isoformat(),
                               "expires": entry.expires.isoformat()}
+    engine = ENGINE_NAMES.get(entry.engine, entry.engine)
     out = [Diagnostic(
         "software-maturity", key,
         f"{rate.role} on {rate.gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
-        f"{entry.high:.2f}) for {entry.engine}'s maturity on this GPU, as of {entry.date} "
+        f"{entry.high:.2f}) for {engine}'s maturity on this GPU, as of {entry.date} "
         f"({entry.source})", values)]
     if today is not None and today > entry.expires:
         out.append(Diagnostic(
             "maturity-stale", key,
-            f"the {entry.engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
+            f"the {engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
             f"on {entry.expires}: software for a new GPU catches up; check the source again "
             f"or measure the {rate.role} (dflash-plan probe --gpu {rate.gpu.key} --role "
             f"{rate.role})", values))

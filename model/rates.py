@@ -101,6 +101,9 @@ class Point:
     source: str
 
 
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "pytorch": "PyTorch"}
+
+
 def engine(role: str, launch_format: str) -> str:
     """The software a role's rate rests on: the capture engine of the launch format for
     targets (speculators runs vLLM; SpecForge and its Slurm job run SGLang), the PyTorch
@@ -266,20 +269,19 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     mature = gpu.maturity_of(role, engine(role, r.plan.launch.format))
     if not rate.measured and carried and mature is not None and mature.low < mature.high:
         key = f"maturity:{gpu.key}:{role}:{mature.engine}"
-        name = f"{gpu.name} {mature.engine} maturity"
-        dim = factor_dim(key, name, mature.low, mature.high,
-                         (f"{gpu.name} {mature.engine} {(1 - mature.low) * 100:.0f} % short "
-                          f"of the physics (immature kernels)" if mature.low < 1 else
-                          f"{gpu.name} {mature.engine} as the physics predicts",
-                          f"{gpu.name} {mature.engine} as the physics predicts"
-                          if mature.high == 1 else
-                          f"{gpu.name} {mature.engine} {(mature.high - 1) * 100:+.0f} %"))
+        stack = f"{gpu.name} {ENGINE_NAMES.get(mature.engine, mature.engine)}"
+        dim = factor_dim(key, f"{stack} maturity", mature.low, mature.high,
+                         (f"{stack} {(1 - mature.low) * 100:.0f} % short of the physics "
+                          f"(immature kernels)" if mature.low < 1 else
+                          f"{stack} as the physics predicts",
+                          f"{stack} as the physics predicts" if mature.high == 1 else
+                          f"{stack} {(mature.high - 1) * 100:+.0f} %"))
         model = replace(model, maturity=(key, (mature.low, mature.factor, mature.high)),
                         dims=(*model.dims, dim))
         rate = replace(rate, tokens_per_s=rate.tokens_per_s * mature.factor,
                        efficiency=rate.efficiency * mature.factor,
-                       basis=f"{rate.basis}; x{mature.factor:.2f} for {gpu.name}'s "
-                             f"{mature.engine} maturity ({mature.low:.2f}-{mature.high:.2f})")
+                       basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
+                             f"({mature.low:.2f}-{mature.high:.2f})")
     bound = _lower_bound(role, r, gpu)
     low = model.rate(model.extreme(slow=True))
     high = model.rate(model.extreme(slow=False))

@@ -62,8 +62,8 @@ def test_b300_against_b200_shares_the_readings_and_names_each_end(catalog, basel
     assert lo <= c.speedup <= hi and hi / lo < 1.8
     assert c.speedup_range_scenarios is not None
     low_at, high_at = c.speedup_range_scenarios
-    assert "B300 sglang 40 % short of the physics" in low_at
-    assert "B300 sglang as the physics predicts" in high_at
+    assert "B300 SGLang 40 % short of the physics" in low_at
+    assert "B300 SGLang as the physics predicts" in high_at
     assert c.cost_ratio_range_scenarios == (high_at, low_at)
 
 
