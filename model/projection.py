@@ -162,12 +162,8 @@ class PlanScenarios:
     total_tokens: float
     role_prices: RolePrices
     billed: tuple[int, int]
-    memo: dict[tuple[tuple[str, str], ...], float] = field(default_factory=dict)
+    memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
     gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)   # link-scaled copies
-
-    def own(self, s: Scenario) -> dict[str, str]:
-        """The part of a scenario this plan depends on."""
-        return {k: v for k, v in s.items() if k in self.dims}
 
     def inputs(self, s: Scenario) -> PipelineInputs:
         r = self.resolved
@@ -186,10 +182,11 @@ class PlanScenarios:
         return flow(self.inputs(s), plan.target.count, plan.drafter.count)
 
     def tokens_per_s(self, s: Scenario) -> float:
-        key = tuple(sorted(self.own(s).items()))
-        if key not in self.memo:
-            self.memo[key] = float(self.flow(s).tokens_per_s)
-        return self.memo[key]
+        key = tuple(s.get(k) for k in self.dims)        # this plan's part of the scenario
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = float(self.flow(s).tokens_per_s)
+        return found
 
     def economics(self, s: Scenario) -> Economics:
         plan = self.resolved.plan
