@@ -305,6 +305,9 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     default = default_efficiency(role, gpu, moe)
     x_plan = 1.0 / (roof.tokens_per_s * default)
     points = _points(role, r, catalog, roof_of)
+    # The measurements a reading, a fit or a rescale rests on: plans share those dimensions
+    # only when they rest on the same measurements (the same calibration).
+    evidence = ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points))
 
     def make(central: float, low: float, high: float, source: str, basis: str,
              readings: tuple[Reading, ...], low_name: str, high_name: str,
@@ -313,7 +316,7 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
         if model is None:            # one basis; a spread, when there is one, is the fit's
             model = RateModel((("central", central),))
             if low < high:
-                key = f"fit:{role}"
+                key = f"fit:{role}:{evidence}"
                 ends = (low / central, 1.0, high / central)
                 model = replace(model, spread=(key, ends),
                                 dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),))
@@ -376,7 +379,7 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
         basis = (f"estimated: the measurement on {names} rescaled to this workload by its "
                  f"FLOP count (efficiency kept)")
         lo, hi = RESCALE_SPREAD
-        key = f"rescale:{role}"
+        key = f"rescale:{role}:{evidence}"
         model = RateModel((("central", central),), spread=(key, (1 - lo, 1.0, 1 + hi)),
                           dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo,
                                            1 + hi),))
@@ -385,7 +388,7 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     # The readings are a shared dimension; the kernels reading runs this GPU at its
     # family's default efficiency, whose band is a dimension of its own.
     bases = (("central", central), *((rd.name, rd.tokens_per_s) for rd in readings))
-    dims = ((reading_dim(role, tuple((rd.name, f"{role}: {_reading_said(rd.name)}")
+    dims = ((reading_dim(role, evidence, tuple((rd.name, f"{role}: {_reading_said(rd.name)}")
                                      for rd in readings)),) if len(readings) > 1 else ())
     kernels = any(rd.name == "kernels" for rd in readings)
     model = RateModel(bases, reading=dims[0].key if dims else None,

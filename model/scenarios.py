@@ -74,9 +74,11 @@ Scenario = Mapping[str, str]
 _ORDER = ("reading", "maturity", "efficiency", "fit", "rescale", "link")
 
 
-def reading_dim(role: str, readings: tuple[tuple[str, str], ...]) -> Dim:
-    return Dim(f"reading:{role}", f"{role} carry-over", tuple(n for n, _ in readings),
-               readings)
+def reading_dim(role: str, evidence: str, readings: tuple[tuple[str, str], ...]) -> Dim:
+    """The readings of a role's measurements (`evidence` names them: plans on the same
+    calibration share the dimension)."""
+    return Dim(f"reading:{role}:{evidence}", f"{role} carry-over",
+               tuple(n for n, _ in readings), readings)
 
 
 def factor_dim(key: str, name: str, low: float, high: float,
@@ -107,7 +109,7 @@ def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | N
     chosen.sort(key=lambda k: _ORDER.index(k.split(":", 1)[0]) if k.split(":", 1)[0] in _ORDER
                 else len(_ORDER))
     parts = [dims[k].describe(scenario[k]) for k in chosen]
-    return "; ".join(parts) if parts else "every input at its central value"
+    return "; ".join(parts) if parts else "no uncertain input moves it"
 
 
 # --- efficiency bands of GPUs without a measurement (issue 19, item 5) ----------------------

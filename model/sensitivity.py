@@ -98,7 +98,7 @@ def _scenario_bars(p: Projection) -> list[Bar]:
         if abs(fast_days - slow_days) <= 1e-9 * slow_days:
             continue
         if key.startswith("reading:"):
-            role = key.split(":", 1)[1]
+            role = key.split(":")[1]
             model = getattr(scen, role)
             bars.append(Bar(f"{role} rate ({slow} .. {fast})",
                             f"{model.rate({key: slow}) / 1e3:,.1f}K",

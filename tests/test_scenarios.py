@@ -180,3 +180,17 @@ def test_b300s_capture_engine_maturity_is_a_dated_dimension(catalog, baseline):
     # speculators runs vLLM, for which no maturity figure is known: no dimension.
     vllm = project(edit(_plan(baseline, "b300"), launch={"format": "speculators"}), catalog)
     assert "maturity:b300:target:sglang" not in vllm.scenarios.dims
+
+
+def test_plans_share_a_reading_only_when_they_rest_on_the_same_measurement(catalog, baseline):
+    # The same B200 plan against a copy calibrated on another measured rate: their readings
+    # are different explanations of different evidence, so they vary independently and the
+    # comparison has a spread; against the same calibration it has none.
+    b200 = project(_plan(baseline, "b200"), catalog)
+    other = project(edit(_plan(baseline, "b200"), calibration={
+        "target": {"rtx-pro-6000": 6000.0}, "drafter": baseline.calibration.drafter}), catalog)
+    keys = [k for k in b200.scenarios.dims if k.startswith("reading:target")]
+    assert len(keys) == 1 and keys[0] not in other.scenarios.dims
+    assert compare(other, other).speedup_range == (1.0, 1.0)
+    lo, hi = compare(other, b200).speedup_range
+    assert lo < hi
