@@ -88,13 +88,13 @@ def compare(new: Projection, base: Projection) -> Comparison:
         def speed(s: Scenario) -> float:
             return bs.days(s) / ns.days(s)
 
-        speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims)
+        speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
         if new_cost is not None and base_cost is not None and cost_ratio is not None:
             def cost(s: Scenario) -> float:
                 assert new_cost is not None and base_cost is not None
                 return (new_cost * ns.days(s) / n_days) / (base_cost * bs.days(s) / b_days)
 
-            cost_range, cost_at = _spread(cost_ratio, scenarios, cost, dims)
+            cost_range, cost_at = _spread(cost_ratio, scenarios, cost, dims, ns, bs)
         # Break-even under each scenario: the price at which the plan costs what the
         # baseline costs in that scenario. Roles with a price in every scenario only.
         central_even = break_even(new, base)
@@ -111,7 +111,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
                 def even(s: Scenario, k: str = role) -> float:
                     return even_of(s)[k]
 
-                span, at = _spread(central, scenarios, even, dims)
+                span, at = _spread(central, scenarios, even, dims, ns, bs)
                 if span is not None:
                     even_range[role] = span
                     even_at = even_at or at
@@ -169,8 +169,8 @@ def joint_scenarios(new: PlanScenarios, base: PlanScenarios) -> list[dict[str, s
 
 
 def _spread(central: float | None, scenarios: list[dict[str, str]],
-            value: Callable[[Scenario], float], dims: dict[str, Dim]
-            ) -> tuple[tuple[float, float] | None, tuple[str, str] | None]:
+            value: Callable[[Scenario], float], dims: dict[str, Dim], new: PlanScenarios,
+            base: PlanScenarios) -> tuple[tuple[float, float] | None, tuple[str, str] | None]:
     """A ratio's (low, high) over the scenarios and the scenario of each end in words;
     (central, central) and no names when the scenarios agree."""
     if central is None or not scenarios:
@@ -185,6 +185,7 @@ def _spread(central: float | None, scenarios: list[dict[str, str]],
         keys = tuple(k for k in s if any(
             abs(value({**s, k: other}) - base_value) > NO_SPREAD * abs(base_value)
             for other in dims[k].values if other != s[k]))
-        return label(s, dims, keys)
+        held = [*new.floors(s), *base.floors(s)]
+        return "; ".join([label(s, dims, keys), *held] if keys or not held else held)
 
     return (lo, hi), (named(scenarios[values.index(lo)]), named(scenarios[values.index(hi)]))

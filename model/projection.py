@@ -218,7 +218,16 @@ class PlanScenarios:
         return tuple(keys)
 
     def label(self, s: Scenario) -> str:
-        return label(s, self.dims, self.binding(s, self.tokens_per_s))
+        keys, held = self.binding(s, self.tokens_per_s), self.floors(s)
+        return "; ".join([label(s, self.dims, keys), *held] if keys or not held else held)
+
+    def floors(self, s: Scenario) -> list[str]:
+        """The roles held at what they are known to reach (a kept-up bound) in `s`."""
+        gpus = (self.resolved.target_gpu, self.resolved.drafter_gpu)
+        return [f"the {gpu.name} {role} held at the {model.floor:,.0f} tok/s it kept up with"
+                for role, model, gpu in (("target", self.target, gpus[0]),
+                                         ("drafter", self.drafter, gpus[1]))
+                if model.floor > 0 and model.rate(s) == model.floor]
 
 
 def _same(a: float, b: float) -> bool:
