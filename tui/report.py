@@ -436,7 +436,7 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-        notes = _borrowed_notes(rows)
+        notes = _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
             print("\n".join(f"- {line}" for line in notes))
@@ -450,8 +450,20 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
                   [[escape(cell) for cell in row] for row in body])
     console = _console()
-    for line in _borrowed_notes(rows):
+    for line in _range_notes(rows) + _borrowed_notes(rows):
         console.print(escape(line))
+
+
+def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+    """Per plan, the scenario of each end of its speed range (both plans under the same
+    scenario)."""
+    notes = []
+    for path, _, c in rows:
+        if c.speedup_range and c.speedup_range_scenarios:
+            (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
+            notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if "
+                         f"{fast}")
+    return notes
 
 
 def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
