@@ -93,7 +93,9 @@ def test_compare_command_formats(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| plan |") and len(lines) == 4
+    assert lines[0].startswith("| plan |") and all(line.startswith("|") for line in lines[:4])
+    # Under the table: the scenario of each end of the B200 plan's speed range.
+    assert lines[4:] == ["", lines[5]] and lines[5].startswith(f"- {b}: speed 3.97x if target")
     assert main(["compare", str(a), str(b), "--csv"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("plan,Ktok/s")
 
