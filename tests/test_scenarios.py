@@ -194,3 +194,17 @@ def test_plans_share_a_reading_only_when_they_rest_on_the_same_measurement(catal
     assert compare(other, other).speedup_range == (1.0, 1.0)
     lo, hi = compare(other, b200).speedup_range
     assert lo < hi
+
+
+def test_a_maturity_entry_out_of_order_is_one_clear_error(tmp_path, catalog):
+    from dflash_plan.model.errors import PlanError
+    from dflash_plan.model.hardware import load_gpu_file
+
+    path = tmp_path / "hw.toml"
+    path.write_text('[[b200.maturity]]\nrole = "target"\nengine = "sglang"\nfactor = 0.9\n'
+                    'low = 0.95\nhigh = 1.0\ndate = 2026-01-01\nexpires = 2027-01-01\n'
+                    'source = "x"\n')
+    with pytest.raises(PlanError) as err:
+        load_gpu_file(path, catalog.gpus)
+    assert "b200.maturity[0]: low 0.95 <= factor 0.9 <= high 1 must hold" in str(err.value)
+    assert "\n" not in str(err.value)
