@@ -3,13 +3,14 @@ the figures behind it, and the one line shown."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .hardware import Gpu
+from .hardware import Gpu, Maturity
 from .memory import MemoryFit
-from .rates import RoleRate, Roofline
+from .rates import ENGINE_NAMES, RoleRate, Roofline
 
 # A measurement this far from the estimate at default efficiency is called out.
 CONTRADICTION_FACTOR = 2.0
@@ -76,6 +77,17 @@ def memory_checks(target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
                      if role == "target" else
                      (" (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
                       "drafter.batch_size"))
+        if mem.fits_central:
+            low, high = mem.needed_range_gb
+            out.append(Diagnostic(
+                "fits-central-only", key,
+                f"{role} fits only at the central memory estimate: needs {mem.needed_gb:,.1f} "
+                f"GB per GPU ({low:,.1f}-{high:,.1f} GB over the memory cases' spread), "
+                f"{gpu.name} has {mem.available_gb:g} GB usable; judged at the pessimistic "
+                f"end it does not fit{hint}",
+                {"role": role, "needed_gb": mem.needed_gb, "needed_gb_high": high,
+                 "available_gb": mem.available_gb}))
+            continue
         out.append(Diagnostic(
             "does-not-fit", key,
             f"{role} does not fit: needs {mem.needed_gb:,.1f} GB per GPU, {gpu.name} has "
@@ -127,34 +139,75 @@ def anchors_check(num_anchors: int, recipe_anchors: int) -> list[Diagnostic]:
 
 def range_note(rate: RoleRate) -> list[Diagnostic]:
     """The band of an estimated rate and what each end is: a reading (the figure it gives,
-    and why), or a reading widened by the estimate's spread (a GPU with no measurement of
-    this role gets one too: its band is what the answer rests on)."""
+    and why), moved by the factors of the scenario at that end (the family's efficiency
+    band, the GPU's software maturity; a GPU with no measurement of this role gets its
+    family's band too: it is what the answer rests on)."""
     if rate.measured or rate.low_tokens_per_s == rate.high_tokens_per_s:
         return []
+    model = rate.model
 
-    def end(name: str, value: float) -> str:
+    def factors(slow: bool) -> str:
+        """The non-reading dimensions that move this end, in words."""
+        if model is None:
+            return "the spread of the estimate"
+        at = model.extreme(slow)
+        reading = at.get(model.reading, "central") if model.reading else "central"
+        unused = {model.reading, *((model.efficiency[0],) if model.efficiency is not None
+                                   and reading not in model.scaled else ())}
+        said = [d.describe(at[d.key]) for d in model.dims if d.key not in unused and d.key in at]
+        return "; ".join(said) or "the spread of the estimate"
+
+    def end(name: str, value: float, slow: bool) -> str:
         reading = next(r for r in rate.readings if r.name == name)
         said = f"{name}: {reading.why}"
         if abs(value / reading.tokens_per_s - 1) < 5e-4:
             return said
         spread = value / reading.tokens_per_s - 1
-        return (f"{said}, {reading.tokens_per_s:,.0f} tok/s, {spread * 100:+.0f} % for the "
-                f"spread of the estimate")
+        return (f"{said}, {reading.tokens_per_s:,.0f} tok/s, {spread * 100:+.0f} % with "
+                f"{factors(slow)}")
 
     carried = rate.low_reading != rate.high_reading
     band = (f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
             f"{rate.high_tokens_per_s:,.0f} tok/s per GPU")
     if carried:
-        message = (f"{band}; low if {end(rate.low_reading, rate.low_tokens_per_s)}; high if "
-                   f"{end(rate.high_reading, rate.high_tokens_per_s)}")
+        message = (f"{band}; low if {end(rate.low_reading, rate.low_tokens_per_s, True)}; "
+                   f"high if {end(rate.high_reading, rate.high_tokens_per_s, False)}")
     else:
         reading = next(r for r in rate.readings if r.name == rate.low_reading)
         low, high = (rate.low_tokens_per_s / reading.tokens_per_s - 1,
                      rate.high_tokens_per_s / reading.tokens_per_s - 1)
+        why = rate.band_why or "the spread of the estimate"
         message = (f"{band}: {reading.why}, {reading.tokens_per_s:,.0f} tok/s, "
-                   f"{low * 100:+.0f} % to {high * 100:+.0f} % for the spread of the estimate")
+                   f"{low * 100:+.0f} % to {high * 100:+.0f} %: {why}")
     return [Diagnostic(
         "carry-over-range" if carried else "estimate-range", f"calibration.{rate.role}",
         message,
         {"low": rate.low_tokens_per_s, "high": rate.high_tokens_per_s,
          "low_reading": rate.low_reading, "high_reading": rate.high_reading})]
+
+
+def maturity_checks(rate: RoleRate, entry: Maturity | None, today: dt.date | None
+                    ) -> list[Diagnostic]:
+    """The software-maturity factor a rate carries, its source, and whether it is stale."""
+    model = rate.model
+    if entry is None or model is None or model.maturity is None:
+        return []
+    key = f"hardware.{rate.gpu.key}.maturity"
+    values: dict[str, Any] = {"gpu": rate.gpu.key, "role": rate.role, "engine": entry.engine,
+                              "factor": entry.factor, "low": entry.low, "high": entry.high,
+                              "date": entry.date.isoformat(),
+                              "expires": entry.expires.isoformat()}
+    engine = ENGINE_NAMES.get(entry.engine, entry.engine)
+    out = [Diagnostic(
+        "software-maturity", key,
+        f"{rate.role} on {rate.gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
+        f"{entry.high:.2f}) for {engine}'s maturity on this GPU, as of {entry.date} "
+        f"({entry.source})", values)]
+    if today is not None and today > entry.expires:
+        out.append(Diagnostic(
+            "maturity-stale", key,
+            f"the {engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
+            f"on {entry.expires}: software for a new GPU catches up; check the source again "
+            f"or measure the {rate.role} (dflash-plan probe --gpu {rate.gpu.key} --role "
+            f"{rate.role})", values))
+    return out

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from . import validation as v
 from .errors import PlanError
@@ -51,6 +52,34 @@ class Link(BaseModel):
                                              f"{v.LINK_GB_PER_S.describe()}")
 
 
+MaturityFactor = Annotated[float, Field(gt=0, le=2)]
+
+
+class Maturity(BaseModel):
+    """How far one engine's software on this GPU falls short of what the physics and the
+    GPU's kernel family predict, dated: a new GPU's kernels lag and catch up."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    role: Literal["target", "drafter"]
+    engine: str = Field(description="capture engine (sglang, vllm) for the target role, "
+                                    "training stack (pytorch) for the drafter")
+    factor: MaturityFactor = Field(description="central factor on the rate")
+    low: MaturityFactor
+    high: MaturityFactor
+    date: dt.date = Field(description="when the source said it")
+    expires: dt.date = Field(description="after this date the figure is flagged stale")
+    source: str = Field(max_length=v.TEXT_CHARS)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Maturity:
+        if not self.low <= self.factor <= self.high:
+            raise ValueError(f"low {self.low:g} <= factor {self.factor:g} <= high "
+                             f"{self.high:g} must hold")
+        if self.expires <= self.date:
+            raise ValueError(f"expires {self.expires} must come after date {self.date}")
+        return self
+
+
 class Gpu(BaseModel):
     """One GPU type. Compute figures are dense, per GPU."""
 
@@ -77,6 +106,11 @@ class Gpu(BaseModel):
     arch: str = Field("", description="kernel family (e.g. sm100, sm120, sm90): a measured "
                                       "shortfall may belong to it")
     source: str = Field("", max_length=v.TEXT_CHARS)
+    maturity: tuple[Maturity, ...] = Field((), description="software maturity per role and "
+                                                           "engine (dated, with a source)")
+
+    def maturity_of(self, role: str, engine: str) -> Maturity | None:
+        return next((m for m in self.maturity if m.role == role and m.engine == engine), None)
 
     @property
     def bf16_flop_per_s(self) -> float:

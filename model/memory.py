@@ -35,13 +35,24 @@ LOGIT_SLICE_BYTES = BF16_BYTES + BF16_BYTES + FP32_BYTES
 class MemoryFit:
     items_gb: tuple[tuple[str, float], ...]       # GiB per item
     available_gb: float                           # GiB
+    band: tuple[float, float] = (1.0, 1.0)        # the estimate's spread, as factors
 
     @property
     def needed_gb(self) -> float:
         return sum(gb for _, gb in self.items_gb)
 
     @property
+    def needed_range_gb(self) -> tuple[float, float]:
+        needed = self.needed_gb
+        return needed * self.band[0], needed * self.band[1]
+
+    @property
     def fits(self) -> bool:
+        """Fits at the pessimistic end of the estimate."""
+        return self.needed_range_gb[1] <= self.available_gb
+
+    @property
+    def fits_central(self) -> bool:
         return self.needed_gb <= self.available_gb
 
     @property

@@ -7,7 +7,8 @@ diagnostics -> Projection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import recipe
@@ -18,6 +19,7 @@ from .diagnostics import (
     anchors_check,
     idle_check,
     link_check,
+    maturity_checks,
     measurement_checks,
     memory_checks,
     range_note,
@@ -30,19 +32,23 @@ from .plan import Plan
 from .probe import probe_gpu_hours
 from .rates import (
     MOE_EFFICIENCY_FACTOR,
+    RateModel,
     RoleRate,
     Roofline,
     default_efficiency,
+    engine,
     measured_implied,
     rates,
     target_roofline,
 )
 from .resolve import Resolved, resolve
+from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
 from .targets import TargetModel
 from .work import DrafterWork, TargetWork
 
-__all__ = ["Link", "Projection", "Ranges", "RoleProjection", "Roofline", "break_even", "project",
-           "project_resolved", "target_roofline"]
+__all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
+           "break_even", "link_scaled", "link_share", "project", "project_resolved",
+           "target_roofline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +93,11 @@ class RoleProjection:
             "source": self.source, "basis": self.basis, "limit": self.limit,
             "scaling_efficiency": self.scaling_efficiency,
             "memory_gb_needed": self.memory.needed_gb,
+            "memory_gb_needed_range": list(self.memory.needed_range_gb),
             "memory_gb_available": self.memory.available_gb,
             "memory_gb_items": dict(self.memory.items_gb),
             "fits": self.memory.fits,
+            "fits_central": self.memory.fits_central,
         }
 
 
@@ -114,11 +122,130 @@ class Ranges:
     total_cost_usd: tuple[float, float] | None
     widest: str | None               # the role whose rate range moves days most
     widest_days: tuple[float, float] | None
+    # The scenarios of the slow end (fewest tokens/s) and of the fast end; named on demand
+    # (naming them costs pipeline runs a keystroke need not pay for).
+    slow_at: Scenario = field(default_factory=dict)
+    fast_at: Scenario = field(default_factory=dict)
+    scenarios: PlanScenarios | None = None
+
+    @property
+    def slow_scenario(self) -> str:
+        return self.scenarios.label(self.slow_at) if self.scenarios else ""
+
+    @property
+    def fast_scenario(self) -> str:
+        return self.scenarios.label(self.fast_at) if self.scenarios else ""
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
                 "total_cost": list(self.total_cost) if self.total_cost else None,
-                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None}
+                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None,
+                "tokens_per_s_scenarios": [self.slow_scenario, self.fast_scenario],
+                "days_scenarios": [self.fast_scenario, self.slow_scenario],
+                "total_cost_scenarios": [self.fast_scenario, self.slow_scenario]}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanScenarios:
+    """One plan's figures under any scenario (scenarios.py): its rates' models, the link
+    kinds it uses, and what turns tokens/s into days and cost. Throughput is monotone in
+    every factor of every dimension (higher rates and faster links never slow the
+    pipeline), so a plan's own extremes are corners: its slowest rates and slowest links."""
+
+    dims: Mapping[str, Dim]
+    target: RateModel
+    drafter: RateModel
+    links: tuple[str, str]           # link dimension keys of the target and drafter GPUs
+    resolved: Resolved
+    central: PipelineInputs
+    target_work: TargetWork
+    total_tokens: float
+    role_prices: RolePrices
+    billed: tuple[int, int]
+    memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
+    gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)   # link-scaled copies
+
+    def inputs(self, s: Scenario) -> PipelineInputs:
+        r = self.resolved
+        t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
+        return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
+                       self._scaled("target", r.target_gpu, t_share),
+                       self._scaled("drafter", r.drafter_gpu, d_share))
+
+    def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
+        if (role, share) not in self.gpus:
+            self.gpus[(role, share)] = link_scaled(gpu, share)
+        return self.gpus[(role, share)]
+
+    def flow(self, s: Scenario) -> Flow:
+        plan = self.resolved.plan
+        return flow(self.inputs(s), plan.target.count, plan.drafter.count)
+
+    def tokens_per_s(self, s: Scenario) -> float:
+        key = tuple(s.get(k) for k in self.dims)        # this plan's part of the scenario
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = float(self.flow(s).tokens_per_s)
+        return found
+
+    def economics(self, s: Scenario) -> Economics:
+        plan = self.resolved.plan
+        return economics(self.tokens_per_s(s), self.total_tokens, plan.target.count,
+                         plan.drafter.count, self.role_prices, *self.billed)
+
+    def days(self, s: Scenario) -> float:
+        return self.total_tokens / self.tokens_per_s(s) / 86_400
+
+    def extreme(self, slow: bool) -> dict[str, str]:
+        """The corner with this plan's fewest (or most) tokens/s: each rate at its own
+        extreme, every link at its slow (or fast) end."""
+        end = LOW if slow else HIGH
+        return {**self.target.extreme(slow), **self.drafter.extreme(slow),
+                **{key: end for key in self.links}}
+
+    def binding(self, s: Scenario, value: Any) -> tuple[str, ...]:
+        """The dimensions of `s` whose value matters: moving one alone to any other value
+        changes `value(scenario)`. Labels name only these."""
+        base = value(s)
+        keys = []
+        for key in s:
+            dim = self.dims.get(key)
+            if dim is None:
+                continue
+            if any(not _same(value({**s, key: other}), base)
+                   for other in dim.values if other != s[key]):
+                keys.append(key)
+        return tuple(keys)
+
+    def label(self, s: Scenario) -> str:
+        keys, held = self.binding(s, self.tokens_per_s), self.floors(s)
+        return "; ".join([label(s, self.dims, keys), *held] if keys or not held else held)
+
+    def floors(self, s: Scenario) -> list[str]:
+        """The roles held at what they are known to reach (a kept-up bound) in `s`."""
+        gpus = (self.resolved.target_gpu, self.resolved.drafter_gpu)
+        return [f"the {gpu.name} {role} held at the {model.floor:,.0f} tok/s it kept up with"
+                for role, model, gpu in (("target", self.target, gpus[0]),
+                                         ("drafter", self.drafter, gpus[1]))
+                if model.floor > 0 and model.rate(s) == model.floor]
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def link_share(key: str, value: str | None) -> float:
+    """A link dimension's share of the catalog figure under a scenario's value."""
+    low, high, _ = LINK_SHARE[key.split(":", 1)[1]]
+    return low if value == LOW else high if value == HIGH else 1.0
+
+
+def link_scaled(gpu: Gpu, share: float) -> Gpu:
+    """The GPU with its link at `share` of the catalog figure (itself at 1)."""
+    if share == 1.0:
+        return gpu
+    return gpu.model_copy(update={"link": gpu.link.model_copy(
+        update={"gb_per_s": gpu.link.gb_per_s * share})})
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +281,7 @@ class Projection:
     narrowing: str | None            # the measurement that would narrow the range most
     diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
+    scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -255,10 +383,11 @@ def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
                                                      tw.layers_run, per_gpu_tokens_per_s)
 
 
-def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float
-            ) -> PipelineInputs:
+def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
+            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None) -> PipelineInputs:
     p = r.plan
-    return pipeline_inputs(r.target_gpu, r.drafter_gpu, p.target.tp, target_rate, drafter_rate,
+    return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
+                           p.target.tp, target_rate, drafter_rate,
                            hidden=r.model.hidden, layers_run=tw.layers_run,
                            trainable_params=r.shape.trainable_params,
                            batch_size=p.drafter.batch_size,
@@ -275,15 +404,12 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
     f = flow(central, T, D)
     throughput = float(f.tokens_per_s)
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb)
+    t_mem = replace(target_memory(r.model, tp, w.max_length, len(r.layer_ids),
+                                  r.target_gpu.memory_gb), band=memory_band("target"))
     # Memory peaks at the longest sample (its context states), not the average one.
-    d_mem = drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size, D,
-                           r.drafter_gpu.memory_gb)
+    d_mem = replace(drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size,
+                                   D, r.drafter_gpu.memory_gb), band=memory_band("drafter"))
     fits = t_mem.fits and d_mem.fits
-    low_f = flow(central.with_rates(_replica(r, tw, t.low_tokens_per_s), d.low_tokens_per_s),
-                 T, D)
-    high_f = flow(central.with_rates(_replica(r, tw, t.high_tokens_per_s), d.high_tokens_per_s),
-                  T, D)
 
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
     total_tokens = tokens_per_epoch * w.epochs
@@ -296,6 +422,15 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     unit_t = view.by_gpu[plan.target.gpu].unit_gpus
     unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
     billed_t, billed_d = billed(T, D, r.same_gpu_type, unit_t, unit_d)
+    assert t.model is not None and d.model is not None
+    links = tuple(dict.fromkeys((r.target_gpu.link.kind, r.drafter_gpu.link.kind)))
+    link_dims = {f"link:{kind}": link_dim(kind) for kind in links}
+    dims = {dim.key: dim for dim in (*t.model.dims, *d.model.dims, *link_dims.values())}
+    scen = PlanScenarios(dims, t.model, d.model, (f"link:{r.target_gpu.link.kind}",
+                                                  f"link:{r.drafter_gpu.link.kind}"),
+                         r, central, tw, total_tokens, role_prices, (billed_t, billed_d))
+    slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
+    low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
 
     def capacity_range(role: str) -> tuple[float, float]:
         key = f"{role}_tokens_per_s"
@@ -352,12 +487,16 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                       side.capacity_tokens_per_s, str(bneck))
         ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
                                     role_prices, (billed_t, billed_d))
+        ranges = replace(ranges, slow_at=slow_s, fast_at=fast_s, scenarios=scen)
         if billed_t + billed_d > T + D:
             diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
                                             billed_t, billed_d, throughput,
                                             {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
         for rate in (t, d):
             diagnostics += range_note(rate)
+    for rate in (t, d):
+        entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
+        diagnostics += maturity_checks(rate, entry, catalog.today)
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
             diagnostics.append(Diagnostic(
@@ -416,7 +555,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
         marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
         ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
-        assumptions=assumptions)
+        assumptions=assumptions, scenarios=scen if fits else None)
 
 
 def _link_description(r: Resolved, f: Flow) -> str:
@@ -505,20 +644,25 @@ def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: 
                   widest=widest, widest_days=spans.get(widest) if widest else None), narrowing
 
 
-def break_even(p: Projection, baseline: Projection) -> dict[str, float] | None:
-    """Price ratio(s) to the reference GPU at which p costs what the baseline costs."""
+def break_even(p: Projection, baseline: Projection, days: float | None = None,
+               baseline_days: float | None = None) -> dict[str, float] | None:
+    """Price ratio(s) to the reference GPU at which p costs what the baseline costs; under
+    a scenario, at the days the two plans take in it (a plan's cost is in proportion to
+    its days)."""
     if p.days is None:
         return None
+    days = p.days if days is None else days
+    scale = 1.0 if baseline_days is None or baseline.days is None else baseline_days / baseline.days
     ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
     if not p.prices.in_usd and baseline.cost_unit == p.cost_unit \
             and baseline.total_cost is not None:
-        base_ref_hours = baseline.total_cost           # both in reference-GPU-hours
+        base_ref_hours = baseline.total_cost * scale   # both in reference-GPU-hours
     elif baseline.total_cost_usd is not None and ref_usd:
-        base_ref_hours = baseline.total_cost_usd / ref_usd
+        base_ref_hours = baseline.total_cost_usd * scale / ref_usd
     else:
         return None
     plan, ref = p.plan, p.prices.reference_gpu
     return break_even_price_ratio(
-        base_ref_hours, p.days * 24, p.billed[0], p.billed[1],
+        base_ref_hours, days * 24, p.billed[0], p.billed[1],
         p.prices.by_gpu[plan.target.gpu].ratio, p.prices.by_gpu[plan.drafter.gpu].ratio,
         plan.target.gpu == ref, plan.drafter.gpu == ref, plan.target.gpu == plan.drafter.gpu)

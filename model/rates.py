@@ -34,6 +34,7 @@ from .catalog import Catalog
 from .hardware import Gpu
 from .plan import Workload
 from .resolve import Resolved, resolve
+from .scenarios import HIGH, LOW, Dim, Scenario, efficiency_band, factor_dim, family, reading_dim
 from .work import DrafterWork, TargetWork, drafter_work, target_work
 
 
@@ -101,6 +102,64 @@ class Point:
     source: str
 
 
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "pytorch": "PyTorch"}
+
+
+def engine(role: str, launch_format: str) -> str:
+    """The software a role's rate rests on: the capture engine of the launch format for
+    targets (speculators runs vLLM; SpecForge and its Slurm job run SGLang), the PyTorch
+    training stack for drafters."""
+    if role == "drafter":
+        return "pytorch"
+    return "vllm" if launch_format == "speculators" else "sglang"
+
+
+def _pick(ends: tuple[float, float, float], value: str | None) -> float:
+    """(low, central, high)[value]: a dimension's factor under a scenario."""
+    return ends[0] if value == LOW else ends[2] if value == HIGH else ends[1]
+
+
+@dataclass(frozen=True, slots=True)
+class RateModel:
+    """A role's per-GPU rate under any scenario: a basis per reading (or one central
+    basis), times the factors of the dimensions it depends on, never below what the role
+    is known to reach. Monotone in every factor, so its extremes are corners."""
+
+    bases: tuple[tuple[str, float], ...]        # reading name or "central" -> tokens/s
+    reading: str | None = None                  # the readings' dimension key
+    scaled: frozenset[str] = frozenset()        # bases the efficiency factor multiplies
+    efficiency: tuple[str, tuple[float, float, float]] | None = None
+    spread: tuple[str, tuple[float, float, float]] | None = None
+    maturity: tuple[str, tuple[float, float, float]] | None = None
+    floor: float = 0.0
+    dims: tuple[Dim, ...] = ()
+
+    def rate(self, s: Scenario) -> float:
+        name = s.get(self.reading, "central") if self.reading else "central"
+        value = dict(self.bases)[name]
+        if self.efficiency is not None and name in self.scaled:
+            value *= _pick(self.efficiency[1], s.get(self.efficiency[0]))
+        for dim in (self.spread, self.maturity):
+            if dim is not None:
+                value *= _pick(dim[1], s.get(dim[0]))
+        return max(value, self.floor)
+
+    def corners(self) -> list[dict[str, str]]:
+        """Every assignment of this rate's dimensions' values."""
+        out: list[dict[str, str]] = [{}]
+        for dim in self.dims:
+            out = [{**a, dim.key: v} for a in out for v in dim.values]
+        return out
+
+    def extreme(self, slow: bool) -> dict[str, str]:
+        """The assignment of this rate's dimensions that gives its lowest (or highest)
+        rate; the first in corner order on a tie."""
+        corners = self.corners()
+        rates = [self.rate(c) for c in corners]
+        pick = min(rates) if slow else max(rates)
+        return corners[rates.index(pick)]
+
+
 @dataclass(frozen=True, slots=True)
 class RoleRate:
     """The rate of one GPU of a role (before TP or data-parallel scaling)."""
@@ -120,14 +179,18 @@ class RoleRate:
     low_reading: str
     high_reading: str
     fitted_overhead_s_per_token: float | None = None   # h, when measurements separate it
+    model: RateModel | None = None       # the rate under any scenario (scenarios.py)
+    band_why: str = ""                   # where a default estimate's band comes from
 
     @property
     def measured(self) -> bool:
         return self.source == "measured"
 
 
-# The spread of estimates at default efficiency, as fractions below and above the central
-# figure: the ranges docs/hardware.md gives for the planning efficiencies (prefill 50 % (40-60) on
+# The spread the validation set gives its predicted cases (evidence.py). A plan's estimate
+# at default efficiency takes its band from the measured efficiencies instead
+# (scenarios.efficiency_band). As fractions below and above the central figure: the
+# ranges docs/hardware.md gives for the planning efficiencies (prefill 50 % (40-60) on
 # H100, training 40 % (30-50)), which cover the fit half's errors (prefill within 7 %,
 # training within 19 %; docs/validation.md).
 ESTIMATE_SPREAD: dict[str, tuple[float, float]] = {
@@ -196,16 +259,41 @@ def _lower_bound(role: str, r: Resolved, gpu: Gpu) -> float:
 
 def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
               roof_of: RooflineOf) -> RoleRate:
-    """The rate of `role` on `gpu` for the plan's workload, with its range and readings;
-    never below what the plan records the role reached (a lower bound)."""
+    """The rate of `role` on `gpu` for the plan's workload, with its range, readings and
+    scenario model; software maturity applied to estimates; never below what the plan
+    records the role reached (a lower bound)."""
     rate = _role_rate(role, r, catalog, gpu, roof_of)
+    model = rate.model
+    assert model is not None
+    # A rate rescaled from a measurement on this very GPU already holds its software.
+    carried = model.spread is None or not model.spread[0].startswith("rescale:")
+    mature = gpu.maturity_of(role, engine(role, r.plan.launch.format))
+    if not rate.measured and carried and mature is not None and mature.low < mature.high:
+        key = f"maturity:{gpu.key}:{role}:{mature.engine}"
+        stack = f"{gpu.name} {ENGINE_NAMES.get(mature.engine, mature.engine)}"
+        dim = factor_dim(key, f"{stack} maturity", mature.low, mature.high,
+                         (f"{stack} {(1 - mature.low) * 100:.0f} % short of the physics "
+                          f"(immature kernels)" if mature.low < 1 else
+                          f"{stack} as the physics predicts",
+                          f"{stack} as the physics predicts" if mature.high == 1 else
+                          f"{stack} {(mature.high - 1) * 100:+.0f} %"))
+        model = replace(model, maturity=(key, (mature.low, mature.factor, mature.high)),
+                        dims=(*model.dims, dim))
+        rate = replace(rate, tokens_per_s=rate.tokens_per_s * mature.factor,
+                       efficiency=rate.efficiency * mature.factor,
+                       basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
+                             f"({mature.low:.2f}-{mature.high:.2f})")
     bound = _lower_bound(role, r, gpu)
-    if bound <= rate.low_tokens_per_s or rate.measured:
+    low = model.rate(model.extreme(slow=True))
+    high = model.rate(model.extreme(slow=False))
+    rate = replace(rate, model=model, low_tokens_per_s=low, high_tokens_per_s=high)
+    if bound <= low or rate.measured:
         return rate
+    model = replace(model, floor=bound)
     central = max(rate.tokens_per_s, bound)
     reading = Reading("kept up", bound, f"the {role} kept up at {bound:,.0f} tok/s per GPU")
-    return replace(rate, tokens_per_s=central, low_tokens_per_s=bound,
-                   high_tokens_per_s=max(rate.high_tokens_per_s, bound),
+    return replace(rate, model=model, tokens_per_s=central, low_tokens_per_s=bound,
+                   high_tokens_per_s=max(high, bound),
                    efficiency=rate.efficiency * central / rate.tokens_per_s,
                    readings=(*rate.readings, reading), low_reading="kept up",
                    basis=f"{rate.basis}; at least {bound:,.0f} tok/s (it kept up)")
@@ -218,13 +306,29 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     default = default_efficiency(role, gpu, moe)
     x_plan = 1.0 / (roof.tokens_per_s * default)
     points = _points(role, r, catalog, roof_of)
+    # The measurements a reading, a fit or a rescale rests on: plans share those dimensions
+    # only when they rest on the same measurements (the same calibration).
+    evidence = ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points))
 
     def make(central: float, low: float, high: float, source: str, basis: str,
              readings: tuple[Reading, ...], low_name: str, high_name: str,
-             h: float | None = None) -> RoleRate:
+             h: float | None = None, model: RateModel | None = None) -> RoleRate:
         eff = central / roof.tokens_per_s * roof.peak_share
+        if model is None:            # one basis; a spread, when there is one, is the fit's
+            model = RateModel((("central", central),))
+            if low < high:
+                key = f"fit:{role}:{evidence}"
+                ends = (low / central, 1.0, high / central)
+                model = replace(model, spread=(key, ends),
+                                dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),))
         return RoleRate(role, gpu, central, low, high, eff, default, source, basis,
-                        roof.limit, roof, readings, low_name, high_name, h)
+                        roof.limit, roof, readings, low_name, high_name, h, model)
+
+    band = efficiency_band(role, gpu.arch)
+    eff_key = f"efficiency:{gpu.arch}:{role}"
+    eff_dim = replace(factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low,
+                                 band.high), chart_name=f"{role} efficiency {gpu.arch}")
+    eff_ends = (band.low, 1.0, band.high)
 
     own = [p for p in points if p.gpu.key == gpu.key and p.on_plan_workload]
     if own:
@@ -244,11 +348,13 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
                     f"estimated: {why}", (reading,), "fit", "fit", h)
     if not points:
         rate = roof.tokens_per_s * default
-        lo, hi = ESTIMATE_SPREAD[role]
         why = f"default efficiency {_pct(default)} for {gpu.name}"
         reading = Reading("default", rate, why)
-        return make(rate, rate * (1 - lo), rate * (1 + hi), "estimated", f"estimated: {why}",
-                    (reading,), "default", "default")
+        model = RateModel((("central", rate),), scaled=frozenset({"central"}),
+                          efficiency=(eff_key, eff_ends), dims=(eff_dim,))
+        return replace(make(rate, rate * band.low, rate * band.high, "estimated",
+                            f"estimated: {why}", (reading,), "default", "default",
+                            model=model), band_why=band.why(role, gpu.arch))
     # One measured GPU (several points on it at one speed act as one): the readings.
     f = sum(p.x_s_per_token * p.tokens_per_s for p in points) / len(points)  # x / y = f
     names = ", ".join(dict.fromkeys(p.gpu.name for p in points))
@@ -274,8 +380,22 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
         basis = (f"estimated: the measurement on {names} rescaled to this workload by its "
                  f"FLOP count (efficiency kept)")
         lo, hi = RESCALE_SPREAD
+        key = f"rescale:{role}:{evidence}"
+        model = RateModel((("central", central),), spread=(key, (1 - lo, 1.0, 1 + hi)),
+                          dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo,
+                                           1 + hi),))
         return make(central, central * (1 - lo), central * (1 + hi), "estimated", basis,
-                    tuple(readings), "workload", "workload")
+                    tuple(readings), "workload", "workload", model=model)
+    # The readings are a shared dimension; the kernels reading runs this GPU at its
+    # family's default efficiency, whose band is a dimension of its own.
+    bases = (("central", central), *((rd.name, rd.tokens_per_s) for rd in readings))
+    dims = ((reading_dim(role, evidence, tuple((rd.name, f"{role}: {_reading_said(rd.name)}")
+                                     for rd in readings)),) if len(readings) > 1 else ())
+    kernels = any(rd.name == "kernels" for rd in readings)
+    model = RateModel(bases, reading=dims[0].key if dims else None,
+                      scaled=frozenset({"kernels"}),
+                      efficiency=(eff_key, eff_ends) if kernels else None,
+                      dims=(*dims, eff_dim) if kernels else dims)
     if len(readings) == 1:
         basis = f"estimated: {readings[0].why}"
     else:
@@ -283,7 +403,13 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
                  f"({low.tokens_per_s:,.0f} tok/s) and {high.name} "
                  f"({high.tokens_per_s:,.0f} tok/s)")
     return make(central, low.tokens_per_s, high.tokens_per_s, "estimated", basis,
-                tuple(readings), low.name, high.name)
+                tuple(readings), low.name, high.name, model=model)
+
+
+def _reading_said(name: str) -> str:
+    return {"workload": "measured shortfall carries over (workload)",
+            "kernels": "shortfall stays with the measured GPU's kernels",
+            "host": "shortfall is fixed host time per token"}.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -23,9 +23,10 @@ from .errors import PlanError
 from .memory import drafter_memory, target_memory
 from .pipeline import PipelineInputs, flow, pipeline_inputs
 from .plan import Plan
-from .projection import Projection, project
+from .projection import Projection, link_scaled, link_share, project
 from .rates import Rates, rates
 from .resolve import Resolved, resolve
+from .scenarios import LOW, memory_band
 from .work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
@@ -201,8 +202,10 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     w = plan.workload
     targets, drafters = _splits(space.max_gpus, tp)
 
-    def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float) -> PipelineInputs:
-        return pipeline_inputs(t_gpu, d_gpu, tp, target_tokens_per_s, drafter_tokens_per_s,
+    def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float,
+               shares: tuple[float, float] = (1.0, 1.0)) -> PipelineInputs:
+        return pipeline_inputs(link_scaled(t_gpu, shares[0]), link_scaled(d_gpu, shares[1]),
+                               tp, target_tokens_per_s, drafter_tokens_per_s,
                                hidden=r.model.hidden, layers_run=tw.layers_run,
                                trainable_params=r.shape.trainable_params,
                                batch_size=plan.drafter.batch_size,
@@ -211,7 +214,13 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
                                transport=w.transport)
 
     central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
-    slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s), targets, drafters)
+    # Pessimistic: the worst scenario of each split, which is the corner of both roles'
+    # lowest rates and the slowest links (the pipeline is monotone in each: projection.py's
+    # PlanScenarios), one vectorised call as for the central figures.
+    slow_links = (link_share(f"link:{t_gpu.link.kind}", LOW),
+                  link_share(f"link:{d_gpu.link.kind}", LOW))
+    slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links),
+                targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
     # operations), so that a plan judged within a limit here is within it in its projection.
     billed_t, billed_d = billed(targets, drafters, t_key == d_key,
@@ -235,7 +244,9 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
                          float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
     state = dict(one.items_gb).get("optimizer state", 0.0)
     fixed = one.needed_gb - state
-    drafter_fits = fixed + state / drafters <= d_gpu.memory_gb
+    # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+    t_mem = replace(t_mem, band=memory_band("target"))
+    drafter_fits = (fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb
     fits = drafter_fits & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,

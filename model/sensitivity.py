@@ -78,9 +78,42 @@ def _edit(plan: Plan, **sections: dict[str, object]) -> Plan:
     return Plan.model_validate(doc)
 
 
+def _scenario_bars(p: Projection) -> list[Bar]:
+    """One bar per scenario dimension (scenarios.py): the dimension across its values, every
+    other at its central value. A reading is named by the role's rate under it; a
+    dimension that moves nothing here (a family's efficiency while the readings sit at
+    their midpoint, a link with nothing to carry) has no bar."""
+    scen = p.scenarios
+    if scen is None or p.days is None:
+        return []
+    bars = []
+    for key, dim in scen.dims.items():
+        runs = []
+        for value in dim.values:
+            days = scen.days({key: value})
+            cost = None if p.total_cost is None else p.total_cost * days / p.days
+            runs.append((days, cost, value))
+        runs.sort(key=lambda run: run[0], reverse=True)      # the slow end first
+        (slow_days, slow_cost, slow), (fast_days, fast_cost, fast) = runs[0], runs[-1]
+        if abs(fast_days - slow_days) <= 1e-9 * slow_days:
+            continue
+        if key.startswith("reading:"):
+            role = key.split(":")[1]
+            model = getattr(scen, role)
+            bars.append(Bar(f"{role} rate ({slow} .. {fast})",
+                            f"{model.rate({key: slow}) / 1e3:,.1f}K",
+                            f"{model.rate({key: fast}) / 1e3:,.1f}K",
+                            (slow_days, fast_days), (slow_cost, fast_cost)))
+        else:
+            bars.append(Bar(dim.chart_name or dim.name, dim.brief(slow), dim.brief(fast),
+                            (slow_days, fast_days), (slow_cost, fast_cost)))
+    return bars
+
+
 def tornado(p: Projection, catalog: Catalog, price_spread: float = 0.5) -> tuple[Bar, ...]:
     """Days and cost as each uncertain input moves: anchors (the plan's to the recipe's),
-    each role's per-GPU rate across its range, the price of the plan's GPUs
+    each scenario dimension across its values (a role's readings, a family's efficiency,
+    a GPU's software maturity, a link), the price of the plan's GPUs
     (+-price_spread: rate cards differ 2-4x between providers), and the mean sample length
     (+-25 %). Largest effect on days first."""
     if p.days is None:
@@ -96,26 +129,7 @@ def tornado(p: Projection, catalog: Catalog, price_spread: float = 0.5) -> tuple
         a, b = sorted((w.num_anchors, NUM_ANCHORS))
         low, high = (run(_edit(plan, workload={"num_anchors": n})) for n in (a, b))
         bars.append(Bar("anchors", f"{a}", f"{b}", (low[0], high[0]), (low[1], high[1])))
-    for role in ("target", "drafter"):
-        rate = getattr(p, role).rate
-        if rate.low_tokens_per_s == rate.high_tokens_per_s:
-            continue
-        ends = []
-        for value in (rate.low_tokens_per_s, rate.high_tokens_per_s):
-            inputs = (p.inputs.with_rates(p.inputs.replica_tokens_per_s * value
-                                          / rate.tokens_per_s, p.inputs.drafter_tokens_per_s)
-                      if role == "target" else
-                      p.inputs.with_rates(p.inputs.replica_tokens_per_s, value))
-            tokens = float(flow(inputs, plan.target.count, plan.drafter.count).tokens_per_s)
-            days = p.tokens_per_epoch * p.epochs / tokens / 86_400
-            cost = None if p.total_cost is None else p.total_cost * days / p.days
-            ends.append((days, cost))
-        why = ("estimate" if rate.low_reading == rate.high_reading
-               else f"{rate.low_reading} .. {rate.high_reading}")
-        bars.append(Bar(f"{role} rate ({why})",
-                        f"{rate.low_tokens_per_s / 1e3:,.1f}K",
-                        f"{rate.high_tokens_per_s / 1e3:,.1f}K",
-                        (ends[0][0], ends[1][0]), (ends[0][1], ends[1][1])))
+    bars += _scenario_bars(p)
     if p.total_cost is not None:
         bars.append(Bar("price per GPU-hour", f"-{price_spread:.0%}", f"+{price_spread:.0%}",
                         (p.days, p.days), (p.total_cost * (1 - price_spread),

@@ -77,6 +77,14 @@ def main() -> None:
     projection = project(default_plan(), catalog)
     rows = [(f"project(): {name}", per_call_us(lambda p=plan: project(p, catalog), args.seconds))
             for name, plan in plans.items()]
+    from dflash_plan.model.compare import compare
+
+    # What the app does per keystroke with a baseline: project the edited plan, compare it
+    # with the baseline under every joint scenario (the baseline's figures stay memoised).
+    b200 = project(plans["4x B200, calibrated carry-over"], catalog)
+    b300_plan = load_plan(None, ["target.gpu=b300", "drafter.gpu=b300"])
+    rows.append(("project() + compare(): 4x B300 vs 4x B200",
+                 per_call_us(lambda: compare(project(b300_plan, catalog), b200), args.seconds)))
     rows.append(("balance(): 8 GPUs, 7 splits",
                  per_call_us(lambda: balance(plans["built-in plan (3+1 RTX PRO 6000)"], catalog),
                              args.seconds)))

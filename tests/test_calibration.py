@@ -37,12 +37,17 @@ def test_an_unbound_rate_means_this_plans_workload(catalog, baseline):
 
 
 def test_a_drafter_that_kept_up_bounds_the_estimate_from_below(catalog, baseline):
-    p = project(baseline, catalog)
-    # The drafter's queue stayed empty at 14.8 Ktok/s: the low end of its range is that.
-    assert p.drafter.rate.low_tokens_per_s == pytest.approx(14_799.9)
+    # A drafter known to keep up at 18 Ktok/s (above the low end of its efficiency band):
+    # the low end of its range is that, in every scenario.
+    bound = {"rtx-pro-6000": {"tokens_per_s": 18_000, "bound": "at_least"}}
+    p = project(edit(baseline, calibration={"target": baseline.calibration.target,
+                                            "drafter": bound}), catalog)
+    assert p.drafter.rate.low_tokens_per_s == pytest.approx(18_000)
     assert p.drafter.rate.low_reading == "kept up"
+    model = p.drafter.rate.model
+    assert min(model.rate(c) for c in model.corners()) == pytest.approx(18_000)
     without = edit(baseline, calibration={"target": baseline.calibration.target, "drafter": {}})
-    assert project(without, catalog).drafter.rate.low_tokens_per_s < 14_799.9
+    assert project(without, catalog).drafter.rate.low_tokens_per_s < 18_000
 
 
 def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):

@@ -9,6 +9,7 @@ from dflash_plan.model.compare import compare
 from dflash_plan.model.hardware import load_gpu_file
 from dflash_plan.model.plan import default_plan
 from dflash_plan.model.projection import project, target_roofline
+from dflash_plan.model.scenarios import efficiency_band
 from dflash_plan.model.targets import PRESETS
 from dflash_plan.model.work import target_work
 from support import edit
@@ -85,7 +86,10 @@ def test_a_measurement_carried_to_another_gpu_spans_its_readings(catalog, baseli
     kernels = roof * 0.40
     assert {r.name for r in rate.readings} == {"workload", "kernels"}
     assert rate.low_tokens_per_s == pytest.approx(workload, rel=1e-6)
-    assert rate.high_tokens_per_s == pytest.approx(kernels, rel=1e-6)
+    # Under "kernels" the B200 runs at its family's default, itself uncertain: the high end
+    # is that default at the top of the measured efficiencies' band (scenarios.py).
+    band = efficiency_band("target", "sm100")
+    assert rate.high_tokens_per_s == pytest.approx(kernels * band.high, rel=1e-6)
     assert rate.tokens_per_s == pytest.approx((workload * kernels) ** 0.5, rel=1e-6)
     assert b200.target.source == "estimated"
 
@@ -289,29 +293,36 @@ def _reading_figure(message: str) -> float:
 
 
 def test_each_end_of_a_rate_band_is_named_with_its_own_figure(catalog, baseline):
-    # 7 + 1 on RTX PRO 6000: the drafter's low end is what it kept up with (14,800 tok/s),
-    # its high end the default estimate plus the estimate's spread (+25 %); the note must
-    # give the default reading its own figure, not the band's end.
-    p = project(edit(baseline, target={"count": 7}), catalog)
+    # 7 + 1 on RTX PRO 6000, the drafter known to keep up at 18,000 tok/s: its low end is
+    # that, its high end the default estimate at the top of its family's efficiency band
+    # (+28 %: no measurement of sm120 yet); the note must give the default reading its own
+    # figure, not the band's end.
+    bound = {"rtx-pro-6000": {"tokens_per_s": 18_000, "bound": "at_least"}}
+    p = project(edit(baseline, target={"count": 7},
+                     calibration={"target": baseline.calibration.target, "drafter": bound}),
+                catalog)
     note = next(d for d in p.diagnostics if d.code == "carry-over-range"
                 and d.key == "calibration.drafter")
-    assert note.values["low"] == pytest.approx(14_800, abs=0.5)
+    assert note.values["low"] == pytest.approx(18_000, abs=0.5)
     assert note.values["low_reading"] == "kept up"
     default = _reading_figure(note.message.split("high if")[1])
-    assert note.values["high"] == pytest.approx(default * 1.25, abs=1)
-    assert "high if default" in note.message and "+25 %" in note.message
+    high = efficiency_band("drafter", "sm120").high
+    assert note.values["high"] == pytest.approx(default * high, abs=1)
+    assert "high if default" in note.message and f"{(high - 1) * 100:+.0f} %" in note.message
     assert f"{note.values['high']:,.0f}" not in note.message.split("high if")[1]
 
 
 def test_a_gpu_without_a_measurement_states_its_band(catalog, baseline):
-    # 4x B200: no measurement of the drafter on B200; its band (default efficiency,
-    # -25 % to +25 %) is what the answer rests on, and the report says it.
+    # 4x B200: no measurement of the drafter on B200; its band (default efficiency, within
+    # the spread of measured training efficiencies) is what the answer rests on, and the
+    # report says it.
     p = project(edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}), catalog)
     note = next(d for d in p.diagnostics if d.key == "calibration.drafter")
     assert note.code == "estimate-range"
     central = _reading_figure(note.message)
+    band = efficiency_band("drafter", "sm100")
     assert (note.values["low"], note.values["high"]) == pytest.approx(
-        (central * 0.75, central * 1.25), abs=1)
+        (central * band.low, central * band.high), abs=1)
     assert f"{note.values['low']:,.0f}-{note.values['high']:,.0f} tok/s" in note.message
 
 

@@ -93,7 +93,9 @@ def test_compare_command_formats(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| plan |") and len(lines) == 4
+    assert lines[0].startswith("| plan |") and all(line.startswith("|") for line in lines[:4])
+    # Under the table: the scenario of each end of the B200 plan's speed range.
+    assert lines[4:] == ["", lines[5]] and lines[5].startswith(f"- {b}: speed 3.97x if target")
     assert main(["compare", str(a), str(b), "--csv"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("plan,Ktok/s")
 
@@ -268,11 +270,14 @@ def test_winners_satisfy_their_definitions_against_every_configuration(
 
 def test_search_and_compare_name_the_prices_the_plan_does_not_set(tmp_path, capsys):
     # The built-in plan sets cost.ratio.b200 only: B300 is priced at the catalog's ratio.
-    doc = _json(capsys, *USERS_QUESTION)
+    # (Without B200, and judged at the central estimate, B300 plans make the front.)
+    question = ["search", "--deadline-days", "3", "--budget", "845", "--gpus",
+                "b300,h200,rtx-pro-6000", "--at", "central"]
+    doc = _json(capsys, *question)
     borrowed = {p["gpu"]: p for p in doc["prices_not_from_plan"]}
     assert set(borrowed) == {"b300", "h200"} and borrowed["b300"]["source"] == "catalog"
     assert borrowed["b300"]["ratio"] == pytest.approx(3.5063, abs=1e-4)
-    assert main(USERS_QUESTION) == 0
+    assert main(question) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert ("prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog "
             "default ratio); and 1 more searched GPU type(s)") in text

@@ -211,7 +211,8 @@ def _run_check(args: argparse.Namespace) -> int:
     if projection.fits:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
     else:
-        why = next(d.message for d in projection.diagnostics if d.code == "does-not-fit")
+        why = next(d.message for d in projection.diagnostics
+                   if d.code in ("does-not-fit", "fits-central-only"))
         print(f"{args.plan}: valid, but does NOT fit in GPU memory ({name}): {why}")
     return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
 

@@ -56,6 +56,9 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
             summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
+        if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
+            summary.add_row("range ends", escape(f"slow if {p.ranges.slow_scenario}; fast if "
+                                                 f"{p.ranges.fast_scenario}"))
     else:
         summary.add_row("throughput", "[bold red]does not fit[/bold red]: a role runs out of "
                                       "GPU memory (below)")
@@ -103,8 +106,17 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                       f"{fmt.times(c.cost_ratio)}{cost_range}, "
                       f"{fmt.signed_duration(c.days_delta)} "
                       f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})")
+        if c.speedup_range_scenarios and c.speedup_range:
+            (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
+            console.print("  " + escape(f"speed {fmt.times(low)} if {slow}; {fmt.times(high)} "
+                                        f"if {fast} (both plans under the same scenario)"))
         if c.break_even_price_ratio:
-            console.print("  " + escape(fmt.break_even(p, c.break_even_price_ratio)))
+            even = fmt.break_even(p, c.break_even_price_ratio)
+            ranges = c.break_even_price_ratio_range or {}
+            ends = next(iter(ranges.values()), None)
+            if (text := fmt.spread(ends, fmt.times)):
+                even += f" (range {text})"
+            console.print("  " + escape(even))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for warning in p.warnings:
@@ -201,7 +213,7 @@ def _print_table(table: Table) -> None:
 
 def gpus(catalog: Catalog, as_json: bool) -> int:
     if as_json:
-        json.dump({k: g.model_dump(exclude={"key"}) for k, g in catalog.gpus.items()},
+        json.dump({k: g.model_dump(mode="json", exclude={"key"}) for k, g in catalog.gpus.items()},
                   sys.stdout, indent=2)
         print()
         return 0
@@ -445,7 +457,7 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-        notes = _borrowed_notes(rows)
+        notes = _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
             print("\n".join(f"- {line}" for line in notes))
@@ -459,8 +471,20 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
                   [[escape(cell) for cell in row] for row in body])
     console = _console()
-    for line in _borrowed_notes(rows):
+    for line in _range_notes(rows) + _borrowed_notes(rows):
         console.print(escape(line))
+
+
+def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+    """Per plan, the scenario of each end of its speed range (both plans under the same
+    scenario)."""
+    notes = []
+    for path, _, c in rows:
+        if c.speedup_range and c.speedup_range_scenarios:
+            (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
+            notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if "
+                         f"{fast}")
+    return notes
 
 
 def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:

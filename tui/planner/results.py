@@ -136,6 +136,10 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
     text.append("  ")
     delta = c.days_delta
     text.append(fmt.signed_duration(delta), style=_better(0.0, delta) if delta is not None else "")
+    if c.speedup_range and c.speedup_range_scenarios:
+        # Both plans under the same scenario: what sets each end of the speed range.
+        for value, at in zip(c.speedup_range, c.speedup_range_scenarios, strict=True):
+            text.append(f"\n{fmt.times(value)} if {at}", style="dim")
     if p is not None and c.break_even_price_ratio:
         text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
     return text
