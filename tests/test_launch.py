@@ -208,14 +208,17 @@ def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
     assert state.startswith("/tmp/") and "outputs" not in state
     node0, node1 = section(script.text, 0), section(script.text, 1)
     assert node0.count("sglang.launch_server") == 8 and "--role consumer" not in node0
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in node0
+    # Every node publishes its own fabric address, found on the node (the route to the head).
+    fabric = ('fabric_addr="$(fabric_ip gpu-b)"\n    export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" '
+              'MC_TCP_BIND_ADDRESS="$fabric_addr"')
+    assert fabric in node0 and fabric in node1
     assert "MOONCAKE_GLOBAL_SEGMENT_SIZE=" in node0
     assert "--enable_http_metadata_server=true" in node1
     assert "--http_metadata_server_host=0.0.0.0" in node1
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in node1
-    assert ("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run.yaml --role consumer "
-            "--node-rank 0") in node1
-    assert "CUDA_VISIBLE_DEVICES='' specforge train -c run.yaml --role producer" in node1
+    # The consumer's workers inherit NODE_RANK: it is the trainer rank, as --node-rank.
+    assert ("NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run-node1.yaml "
+            "--role consumer --node-rank 0") in node1
+    assert "CUDA_VISIBLE_DEVICES='' specforge train -c run-node1.yaml --role producer" in node1
     assert "sglang.launch_server" not in node1
     assert "export MOONCAKE_METADATA_SERVER=http://gpu-b:35880/metadata" in script.text
 
@@ -366,8 +369,8 @@ def test_speculators_across_nodes_names_each_node(catalog, baseline):
                 launch={"hosts": ["gpu-a", "gpu-b"]})
     text = generate(plan, catalog, "speculators").text
     bash_syntax_ok(text)
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in section(text, 0)
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in section(text, 1)
+    for node in (0, 1):
+        assert 'fabric_addr="$(fabric_ip gpu-a)"' in section(text, node)
     assert "--mooncake-global-segment-gib" in section(text, 0)
     assert "--mooncake-master gpu-a:35551" in section(text, 1)
 
@@ -419,6 +422,9 @@ def run_script(tmp_path: Path, text: str,
                             "speculators", "go"])
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
            "SLURM_JOB_NODELIST": "h[0-2]"}
+    # The legacy format runs from a SpecForge checkout that has its trainer.
+    (work / "scripts").mkdir(exist_ok=True)
+    (work / "scripts" / "train_dflash.py").touch()
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
@@ -471,9 +477,9 @@ def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
     assert len(calls["python"]) == 8
     assert calls["python"][0][calls["python"][0].index("--model-path") + 1] == HOSTILE
     calls = run_script(tmp_path, text, node_rank=1)
-    doc = yaml.safe_load((tmp_path / "work" / "run.yaml").read_text())
+    doc = yaml.safe_load((tmp_path / "work" / "run-node1.yaml").read_text())
     assert doc["deployment"]["disaggregated"]["server_urls"][0] == f"http://{HOSTILE_LINE}:30000"
-    consumer = ["train", "-c", "run.yaml", "--role", "consumer", "--node-rank", "0"]
+    consumer = ["train", "-c", "run-node1.yaml", "--role", "consumer", "--node-rank", "0"]
     assert consumer in calls["specforge"]
 
 

@@ -42,7 +42,8 @@ LAUNCH_VLLM_FLAGS = {"--hidden-states-backend", "--target-layer-ids", "--include
 # vLLM `serve` flags the script passes after `--` (vLLM engine arguments).
 VLLM_SERVE_FLAGS = {"--data-parallel-size", "--tensor-parallel-size", "--port",
                     "--max-model-len", "--data-parallel-size-local", "--data-parallel-address",
-                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank"}
+                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
+                    "--trust-remote-code"}
 # sgl-project/SpecForge 0a7006fd scripts/train_dflash.py and specforge/args.py
 # (SGLangBackendArgs): the legacy trainer was removed in d5883d5b, so no wheel holds it.
 LEGACY_FLAGS = {
@@ -104,15 +105,22 @@ RECORD = ('#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/${0##*/}.${EPOCHREALTIME/./}.
           'pwd > "$f.cwd"\n'
           'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${!v}"; done > "$f.env"\n'
           'printf "%s\\0" "$@" > "$f.args"\n')
-# srun runs its command in place (options dropped), so steps reach the other stubs.
-SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then shift; fi; shift; '
-        'done\nexec "$@"\n')
+# srun runs its command in place (options dropped), so steps reach the other stubs; a step
+# on host hN finds the fabric address 10.0.0.N.
+SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then '
+        'export DFLASH_FABRIC_IP="10.0.0.${2#h}"; shift; fi; shift; done\nexec "$@"\n')
+
+
+def fabric(node: int) -> str:
+    """The fabric address the sandbox gives node `node` (DFLASH_FABRIC_IP)."""
+    return f"10.0.0.{node}"
 
 
 def run(tmp_path: Path, text: str, node_rank: int | None = None,
-        ready: str | None = None) -> list[dict]:
+        ready: str | None = None, shell: dict[str, str] | None = None) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
-    `ready`: a file another node would have written (the prepared dataset)."""
+    `ready`: a file another node would have written (the prepared dataset); `shell`: more
+    of the environment the script starts in."""
     bin_dir, log, work = tmp_path / "bin", tmp_path / "log", tmp_path / f"work{node_rank}"
     for folder in (bin_dir, log, work):
         folder.mkdir(exist_ok=True)
@@ -127,8 +135,12 @@ def run(tmp_path: Path, text: str, node_rank: int | None = None,
         path = bin_dir / name
         path.write_text(body)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    # The legacy format runs from a SpecForge checkout that has its trainer.
+    (work / "scripts").mkdir(exist_ok=True)
+    (work / "scripts" / "train_dflash.py").touch()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
-           "SLURM_JOB_NODELIST": "h[0-2]"}
+           "SLURM_JOB_NODELIST": "h[0-2]", "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+           **(shell or {})}
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
@@ -191,7 +203,7 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
         servers = [c for c in calls if c["cmd"] == "python"]
         trainers = [c for c in calls if c["cmd"] == "specforge"]
         for call in trainers:
-            config_path = call["cwd"] / "run.yaml"
+            config_path = call["cwd"] / call["argv"][call["argv"].index("-c") + 1]
             overrides = [a for a in call["argv"] if "=" in a]
             cfg = specforge.config.load_config(str(config_path), overrides)
             assert cfg.model.draft_num_hidden_layers == plan.workload.draft_layers
@@ -230,8 +242,9 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
             assert env["MOONCAKE_MASTER_SERVER_ADDR"].endswith(":35551")
             assert env["MOONCAKE_METADATA_SERVER"].endswith(":35880/metadata")
             assert int(env["MOONCAKE_GLOBAL_SEGMENT_SIZE"]) >= 1 << 30
-            assert env["MOONCAKE_LOCAL_HOSTNAME"] in (*plan.launch.hosts, *SLURM_HOSTS,
-                                                      *[f"node{n}" for n in range(4)])
+            # The node's fabric address, found on the node (here DFLASH_FABRIC_IP).
+            assert env["MOONCAKE_LOCAL_HOSTNAME"] == env["MC_TCP_BIND_ADDRESS"]
+            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith("10.0.0.")
             tp = int(argv[argv.index("--tp-size") + 1])
             assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == tp
             fraction = float(argv[argv.index("--mem-fraction-static") + 1])
@@ -301,7 +314,7 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
                             "vllm serve")
                 seen.add("vllm")
             if script.layout.nodes > 1 and call["cmd"] in ("torchrun", "python"):
-                assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == script.layout.hosts[node]
+                assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
     assert seen == {"train", "prepare", "vllm"}
 
 
