@@ -355,3 +355,99 @@ def test_template_on_every_shape(tmp_path, catalog, baseline, shape):
         argv = call["argv"]
         assert argv[argv.index("--master_addr") + 1] == script.layout.hosts[0]
         assert argv[argv.index("--node_rank") + 1] == str(node)
+
+
+# --- the consumer as torchrun's workers see it ----------------------------------------------
+
+def torchrun_worker_env(inherited: dict, command_env: dict, *, node_rank: int, nnodes: int,
+                        nproc: int, local_rank: int, master: str, port: str) -> dict:
+    """A trainer worker's environment: what torchrun inherits (the consumer's environment
+    with SpecForge's command env on top, `_spawn` in specforge/launch_plan.py: None unsets)
+    plus what torchrun's local elastic agent sets for each worker
+    (torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers). It
+    sets no NODE_RANK: a worker sees the one it inherits."""
+    env = dict(inherited)
+    for key, value in command_env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env.update(LOCAL_RANK=str(local_rank), RANK=str(node_rank * nproc + local_rank),
+               GROUP_RANK=str(node_rank), ROLE_RANK=str(node_rank * nproc + local_rank),
+               ROLE_NAME="default", LOCAL_WORLD_SIZE=str(nproc),
+               WORLD_SIZE=str(nnodes * nproc), GROUP_WORLD_SIZE=str(nnodes),
+               ROLE_WORLD_SIZE=str(nnodes * nproc), MASTER_ADDR=master, MASTER_PORT=port,
+               TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0",
+               TORCHELASTIC_RUN_ID="none")
+    return env
+
+
+def consumer_workers(specforge, call: dict, monkeypatch) -> list[tuple[dict, list[str]]]:
+    """(environment, argv) of every trainer worker the recorded consumer call starts on
+    its node, from SpecForge's own plan of that call."""
+    cfg = specforge.config.load_config(
+        str(call["cwd"] / call["argv"][call["argv"].index("-c") + 1]),
+        [a for a in call["argv"] if "=" in a])
+    topology = cfg.deployment.trainer
+    argv = call["argv"]
+    if cfg.deployment.disaggregated.managed_local is not None:
+        # Managed-local: SpecForge's supervisor starts `torchrun --standalone` with the
+        # consumer's device list and its child marker (build_launch_plan; its plan needs
+        # the training stack, so the environment is put together here from the same
+        # functions).
+        ml = cfg.deployment.disaggregated.managed_local
+        command_env = {**specforge.launch_plan._managed_local_environment(cfg),
+                       "CUDA_VISIBLE_DEVICES": ",".join(ml.trainer_cuda_visible_devices),
+                       specforge.launch_plan._MANAGED_CHILD_ENV: "1"}
+        node_rank, worker_argv = 0, ["train", "--config", argv[argv.index("-c") + 1],
+                                     "--role", "consumer"]
+    else:
+        rendered = specforge_plan(specforge, call, monkeypatch)
+        (command,) = rendered["commands"]
+        command_env = command["env"]
+        launcher = command["argv"]
+        node_rank = int(launcher[launcher.index("--node_rank") + 1]) if (
+            "--node_rank" in launcher) else 0
+        worker_argv = launcher[launcher.index("specforge.cli") + 1:]
+    master = str(topology.master_addr or "127.0.0.1")
+    return [(torchrun_worker_env(call["env"], command_env, node_rank=node_rank,
+                                 nnodes=topology.nnodes, nproc=topology.nproc_per_node,
+                                 local_rank=local, master=master, port=str(topology.master_port)),
+             worker_argv) for local in range(topology.nproc_per_node)]
+
+
+@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "two-nodes-shared",
+                                   "trainers-span-two"])
+def test_every_consumer_worker_passes_specforges_node_rank_check(
+        tmp_path, monkeypatch, catalog, baseline, specforge, shape):
+    # Every node of the plan, started as a cluster would start it: with NODE_RANK set to the
+    # node's index (on one node too, where a cluster may export it). Each trainer worker
+    # torchrun would start runs SpecForge's own CLI (--plan) in its environment:
+    # _resolved_node_rank reads NODE_RANK there (--node-rank is not passed to workers) and
+    # must give the rank the node's consumer was started with.
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, "specforge")
+    checked = 0
+    for node in range(script.layout.nodes):
+        if script.layout.nodes == 1:
+            # A one-node script reads no NODE_RANK; a cluster may export one all the same.
+            calls = run(tmp_path, script.text, shell={"NODE_RANK": "1"})
+        else:
+            calls = run(tmp_path, script.text, node)
+        for call in [c for c in calls if c["cmd"] == "specforge" and "producer" not in c["argv"]]:
+            argv = call["argv"]
+            cfg = specforge.config.load_config(
+                str(call["cwd"] / argv[argv.index("-c") + 1]), [])
+            outer = int(argv[argv.index("--node-rank") + 1]) if "--node-rank" in argv else 0
+            # The call itself (the node rank SpecForge's launcher resolves; None is rank 0).
+            resolve = specforge.launch_plan._resolved_node_rank
+            given = outer if "--node-rank" in argv else None
+            assert (resolve(cfg, given, call["env"]) or 0) == outer
+            for env, worker_argv in consumer_workers(specforge, call, monkeypatch):
+                assert (resolve(cfg, None, env) or 0) == outer
+                if cfg.deployment.disaggregated.managed_local is None:
+                    worker_call = {**call, "argv": worker_argv, "env": env}
+                    rendered = specforge_plan(specforge, worker_call, monkeypatch)
+                    assert rendered["kind"] == "worker" and rendered["role"] == "consumer"
+                checked += 1
+    assert checked == plan.drafter.count
