@@ -13,7 +13,9 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import tempfile
+import types
 import zipfile
 from pathlib import Path
 
@@ -451,3 +453,58 @@ def test_every_consumer_worker_passes_specforges_node_rank_check(
                     assert rendered["kind"] == "worker" and rendered["role"] == "consumer"
                 checked += 1
     assert checked == plan.drafter.count
+
+
+# --- the producer's flow control ------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def online_flow_window(cache):
+    """SpecForge's producer check of its in-flight watermarks against the consumer's
+    optimizer-step quantum: `_online_flow_window` from specforge/training/disaggregated.py
+    (the module imports the training stack, so the function is taken out alone) with
+    FlowControlLimits from specforge/runtime/control_plane/flow_control.py (standard
+    library only), both from the pinned wheel."""
+    whl = wheel(cache, ("specforge", "0.2.0",
+                        "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"))
+    with zipfile.ZipFile(whl) as archive:
+        flow = archive.read("specforge/runtime/control_plane/flow_control.py")
+        tree = ast.parse(archive.read("specforge/training/disaggregated.py"))
+    module = types.ModuleType("specforge_flow_control")
+    sys.modules[module.__name__] = module       # dataclasses look their module up
+    exec(compile(flow, "flow_control.py", "exec"), module.__dict__)
+    namespace = module.__dict__
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == "_online_flow_window")
+    # Its one import is FlowControlLimits, given here.
+    fn.body = [s for s in fn.body if not isinstance(s, ast.ImportFrom)]
+    namespace["os"] = os
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "disaggregated.py", "exec"), namespace)
+    return namespace["_online_flow_window"]
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "32+128", "8+8-batch32"])
+def test_the_producer_accepts_the_in_flight_limits(monkeypatch, catalog, baseline, specforge,
+                                                   online_flow_window, shape, fmt):
+    from dflash_plan.model.launch.common import context, sample_feature_bytes
+    from dflash_plan.model.launch.specforge import server_segment_gib
+
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, fmt)
+    # SpecForge's schema (low <= high) and its producer's check (both >= the quantum).
+    cfg = specforge.config.Config.model_validate(yaml.safe_load(script.files["run.yaml"]))
+    for name in ("DISAGG_IN_FLIGHT_HIGH_WATERMARK", "DISAGG_IN_FLIGHT_LOW_WATERMARK"):
+        monkeypatch.delenv(name, raising=False)
+    high, low = online_flow_window(cfg)
+    trainer = cfg.deployment.trainer
+    quantum = (trainer.nnodes * trainer.nproc_per_node * cfg.training.batch_size
+               * cfg.training.accumulation_steps)
+    assert low >= quantum and high >= low
+    # The Mooncake segments hold the samples the producer may have in flight.
+    ctx = context(plan, catalog)
+    servers = plan.target.replicas
+    held = server_segment_gib(ctx) * (1 << 30) * servers / sample_feature_bytes(ctx.resolved)
+    assert held >= high
+    if shape in ("32+128", "8+8-batch32"):
+        assert quantum == 256 and (high, low) == (512, 256)
+        assert f"up to {high} samples in flight" in script.text
