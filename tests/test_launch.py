@@ -604,3 +604,82 @@ def test_importing_the_formats_list_loads_no_format():
             "assert 'yaml' not in sys.modules and "
             "'dflash_plan.model.launch.specforge' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- the projection of the launched run -------------------------------------------------------
+
+FOUR_B200 = ["--set", "target.gpu=b200", "--set", "drafter.gpu=b200"]
+
+
+def projected(capsys, sets: list[str]) -> str:
+    """What `project --json` prints for the plan, as a launch header writes it."""
+    import json
+
+    assert main(["project", "--json", *sets]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranges = doc["ranges"]
+
+    def spread(pair, scale=1.0, digits=1):
+        return f" (range {pair[0] / scale:,.{digits}f}-{pair[1] / scale:,.{digits}f})"
+
+    return (f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s" + spread(ranges["tokens_per_s"], 1e3)
+            + f", {doc['days']:,.1f} days to {doc['epochs']} epochs" + spread(ranges["days"])
+            + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
+            + spread(ranges["total_cost"], digits=0))
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm", "speculators", "template"])
+def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
+    # 4 x B200, 3 + 1: the plan's own figures are device to device (the built-in plan's
+    # transport); SpecForge, its Slurm script and speculators stage hidden states in host
+    # memory, which `project --set workload.transport=mooncake` projects.
+    sets = [*FOUR_B200, "--set", "launch.template=go {tp}"]
+    assert main(["launch", "--format", fmt, *sets]) == 0
+    text = capsys.readouterr().out
+    own = projected(capsys, sets)
+    if fmt == "template":
+        # A template runs the plan's own path.
+        assert (f"# projection of this run (hidden states device to device, "
+                f"workload.transport = direct): {own}\n") in text
+        return
+    launched = projected(capsys, [*sets, "--set", "workload.transport=mooncake"])
+    assert launched != own
+    assert (f"# projection of this run (hidden states host-staged through a Mooncake store, "
+            f"workload.transport = mooncake): {launched}\n") in text
+    assert (f"# the plan's own figures are for hidden states device to device "
+            f"(workload.transport = direct): {own}; this launch does not run that path: "
+            ) in text
+    # With the launched path in the plan, the header gives one projection.
+    assert main(["launch", "--format", fmt, *sets, "--set", "workload.transport=mooncake"]) == 0
+    text = capsys.readouterr().out
+    assert f"workload.transport = mooncake): {launched}\n" in text
+    assert "the plan's own figures" not in text
+
+
+def test_the_legacy_header_says_no_projection_describes_it(catalog, baseline):
+    text = generate(baseline, catalog, "specforge-legacy").text
+    assert "# projection: none for this run: the legacy trainer runs target and drafter " \
+           "colocated" in text
+
+
+def test_project_says_which_launch_its_figures_describe(capsys):
+    assert main(["project", *FOUR_B200]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("launch: these figures are for hidden states device to device (workload.transport "
+            "= direct), which the specforge launch does not run: SpecForge stages hidden "
+            "states through its Mooncake store; --set workload.transport=mooncake projects "
+            "the launched run") in out
+    assert main(["project", *FOUR_B200, "--set", "workload.transport=mooncake"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("launch: these figures describe the specforge launch (hidden states host-staged "
+            "through a Mooncake store, workload.transport = mooncake)") in out
+
+
+def test_the_launch_tab_shows_the_same_header(catalog, baseline):
+    from dflash_plan.tui.planner.screen import write_launch
+
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    tab = write_launch(plan, catalog, "specforge", None)
+    header = [line for line in generate(plan, catalog, "specforge").text.splitlines()
+              if line.startswith("# projection of this run")]
+    assert len(header) == 1 and header[0] in tab.splitlines()
