@@ -683,3 +683,117 @@ def test_the_launch_tab_shows_the_same_header(catalog, baseline):
     header = [line for line in generate(plan, catalog, "specforge").text.splitlines()
               if line.startswith("# projection of this run")]
     assert len(header) == 1 and header[0] in tab.splitlines()
+
+
+# --- issue 21: smaller items ----------------------------------------------------------------
+
+def test_run_id_follows_the_model(catalog, baseline):
+    doc = yaml_in(generate(baseline, catalog, "specforge").text)
+    assert doc["run_id"] == "qwen3-8b-dflash"
+    llama = edit(baseline, workload={"target_model": "llama-3.1-8b-instruct"},
+                 target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    doc = yaml_in(generate(llama, catalog, "specforge").text)
+    assert doc["run_id"] == "llama-3.1-8b-instruct-dflash"
+    assert doc["output_dir"] == "./outputs/llama-3.1-8b-instruct-dflash"
+    # A run_id the plan names stays.
+    named = edit(llama, launch={"run_id": "mine"})
+    assert yaml_in(generate(named, catalog, "specforge").text)["run_id"] == "mine"
+
+
+def test_placeholder_hosts_are_said_to_be_placeholders(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    for fmt in ("specforge", "speculators", "specforge-legacy"):
+        text = generate(plan, catalog, fmt).text
+        assert "# note: host names node0-node1 are placeholders: set the plan's launch.hosts" \
+            in text, fmt
+        named = edit(plan, launch={"hosts": ["gpu-a", "gpu-b"]})
+        assert "placeholders" not in generate(named, catalog, fmt).text
+    # Slurm takes the allocation's hosts.
+    assert "placeholders" not in generate(plan, catalog, "slurm").text
+
+
+def test_node_sections_are_indented(catalog, baseline):
+    # Eight capture servers: the trainer node waits for them in a loop.
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    for fmt in ("specforge", "speculators"):
+        text = generate(plan, catalog, fmt).text
+        block = text[text.rindex('case "$node_rank" in\n'):].splitlines()[1:-1]
+        assert "for url in" in text or fmt == "speculators"
+        assert all(line.startswith("  ") for line in block), fmt
+
+
+def test_trainer_nodes_wait_for_the_servers_and_the_rendezvous_waits_long(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    text = generate(plan, catalog, "specforge").text
+    for node in (1, 2):
+        part = section(text, node)
+        assert "until curl -sf \"$url/health\"" in part
+        assert part.index("/health") < part.index("--role consumer")
+        # torchrun's static rendezvous gives up after 600 s unless told otherwise.
+        assert f"PET_RDZV_CONF=timeout=10800 specforge train -c run-node{node}.yaml" in part
+    spec = generate(plan, catalog, "speculators").text
+    assert spec.count("--rdzv_conf timeout=10800") == 2
+    # One trainer node: no rendezvous to wait for.
+    assert "RDZV" not in generate(edit(plan, drafter={"count": 8}), catalog, "specforge").text
+
+
+def test_vllm_trusts_remote_code_and_segments_are_per_engine(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    text = generate(plan, catalog, "speculators").text
+    words = shlex.split(section(text, 0).replace("\\\n", " "), comments=True)
+    serve = words[words.index("--") + 1:]
+    assert "--trust-remote-code" in serve[:serve.index(">")]
+    # 12 batches of 2 in flight for each of 8 trainer ranks: 192 samples of 151 MB spread
+    # over the 8 engines, each registering its own segment.
+    segment = int(words[words.index("--mooncake-global-segment-gib") + 1])
+    assert segment == 5
+    assert f"registers a segment of {segment} GiB of host memory (up to 8 engine(s) = " \
+           f"{8 * segment} GiB on a node)" in text
+
+
+def test_slurm_asks_memory_and_cpus(catalog, baseline):
+    text = generate(baseline, catalog, "slurm").text
+    # Part of a node: 3 capture servers (TP 1: scheduler, tokenizer manager, detokenizer),
+    # 1 trainer rank, the producer with 8 tokenizing workers and the master = 20 CPUs.
+    assert "#SBATCH --cpus-per-task=20" in text
+    mem = int(text.split("#SBATCH --mem=")[1].split("G")[0])
+    ctx = context(baseline, catalog)
+    from dflash_plan.model.launch.specforge import server_segment_gib
+    assert mem >= 3 * (server_segment_gib(ctx) + ctx.memory.weights_gib)
+    whole = edit(baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "b200", "count": 4})
+    text = generate(whole, catalog, "slurm").text
+    assert "#SBATCH --exclusive\n#SBATCH --mem=0\n" in text and "--cpus-per-task" not in text
+
+
+def test_the_fabric_address_is_found_on_the_node(tmp_path):
+    from dflash_plan.model.launch.common import FABRIC_IP_FUNCTION
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {
+            "ip": 'echo "10.1.2.3 via 192.168.0.1 dev ib0 src $SRC uid 0"',
+            "getent": 'echo "10.1.2.3   STREAM head"',
+            "hostname": 'echo "192.168.7.7 10.1.2.9"'}.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+
+    def found(**env: str) -> str:
+        result = subprocess.run(["bash", "-c", FABRIC_IP_FUNCTION + "\nfabric_ip head"],
+                                env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
+                                capture_output=True, text=True, check=True)
+        return result.stdout.strip()
+
+    # The source address of the route to the head, not the host name's address.
+    assert found(SRC="10.1.2.4") == "10.1.2.4"
+    # A loopback route (the head is this node, named on 127.0.1.1): the first address.
+    assert found(SRC="127.0.0.1") == "192.168.7.7"
+    assert found(SRC="10.1.2.4", DFLASH_FABRIC_IP="172.16.0.5") == "172.16.0.5"
+
+
+def test_nodes_sharing_a_folder_write_their_own_run_file(tmp_path, catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    text = generate(plan, catalog, "specforge").text
+    calls = {node: run_script(tmp_path, text, node_rank=node) for node in (0, 1)}
+    files = sorted(p.name for p in (tmp_path / "work").glob("run*.yaml"))
+    assert files == ["run-node0.yaml", "run-node1.yaml"]
+    assert all(argv[argv.index("-c") + 1] == "run-node1.yaml" for argv in calls[1]["specforge"])

@@ -319,6 +319,11 @@ def header(ctx: Context, title: str, notes: list[str], ports: bool = True,
         drafters = devices(layout.drafters.get(i, ()))
         lines.append(comment(f"  node {i} ({host}): targets [{' '.join(targets) or '-'}], "
                              f"drafters [{drafters or '-'}]"))
+    if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
+        lines.append(comment(f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
+                             f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
+                             f"--set 'launch.hosts=[\"gpu-a\", \"gpu-b\"]'; every node must "
+                             f"reach the others by these names"))
     lines += [comment(f"note: {n}") for n in notes]
     return "\n".join(lines)
 
