@@ -797,3 +797,19 @@ def test_nodes_sharing_a_folder_write_their_own_run_file(tmp_path, catalog, base
     files = sorted(p.name for p in (tmp_path / "work").glob("run*.yaml"))
     assert files == ["run-node0.yaml", "run-node1.yaml"]
     assert all(argv[argv.index("-c") + 1] == "run-node1.yaml" for argv in calls[1]["specforge"])
+
+
+def test_legacy_is_pinned_to_the_last_commit_with_its_trainer(tmp_path, catalog, baseline):
+    from dflash_plan.model.launch.specforge_legacy import PINNED_COMMIT
+
+    assert PINNED_COMMIT.startswith("40d8feff")
+    text = generate(baseline, catalog, "specforge-legacy").text
+    assert ("# note: pinned to sgl-project/SpecForge 40d8feff, the last commit with "
+            "scripts/train_dflash.py (removed in d5883d5b") in text
+    assert "git clone https://github.com/sgl-project/SpecForge && cd SpecForge && git checkout " \
+           "40d8feff && pip install -e ." in text
+    # Run anywhere else, it stops at once with one line saying where to run it.
+    result = subprocess.run(["bash", "-c", text], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "SpecForge checkout at 40d8feff" in result.stderr

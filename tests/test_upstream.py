@@ -46,11 +46,14 @@ VLLM_SERVE_FLAGS = {"--data-parallel-size", "--tensor-parallel-size", "--port",
                     "--max-model-len", "--data-parallel-size-local", "--data-parallel-address",
                     "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
                     "--trust-remote-code"}
-# sgl-project/SpecForge 0a7006fd scripts/train_dflash.py and specforge/args.py
-# (SGLangBackendArgs): the legacy trainer was removed in d5883d5b, so no wheel holds it.
+# sgl-project/SpecForge 40d8feff (the commit the legacy format pins: the last with the
+# script) scripts/train_dflash.py and specforge/args.py (SGLangBackendArgs): the legacy
+# trainer was removed in d5883d5b, so no wheel holds it.
 LEGACY_FLAGS = {
     "--accumulation-steps", "--attention-backend", "--batch-size", "--block-size",
     "--build-dataset-num-proc", "--cache-dir", "--chat-template", "--dataloader-num-workers",
+    "--dpace-alpha", "--dspark-ce-loss-alpha", "--dspark-confidence-head-alpha",
+    "--dspark-l1-loss-alpha", "--loss-type",
     "--dist-timeout", "--draft-config-path", "--embedding-key", "--eval-data-path",
     "--eval-interval", "--is-preformatted", "--learning-rate", "--lm-head-key",
     "--log-interval", "--loss-decay-gamma", "--mask-token-id", "--max-grad-norm",
