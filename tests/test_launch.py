@@ -813,3 +813,19 @@ def test_legacy_is_pinned_to_the_last_commit_with_its_trainer(tmp_path, catalog,
                             env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "SpecForge checkout at 40d8feff" in result.stderr
+
+
+def test_the_apps_launch_follows_the_plan_as_edited():
+    # The header names the plan as it is now, and the run id follows the model.
+    from dflash_plan.tui.config import load_catalog
+    from dflash_plan.tui.planner.screen import write_launch
+    from dflash_plan.tui.state import Planner
+
+    state = Planner(load_catalog())
+    for key, value in (("target.gpu", "b200"), ("drafter.gpu", "b200"),
+                       ("workload.target_model", "qwen3-4b")):
+        assert state.edit(key, value)
+    state.recompute()
+    text = write_launch(*state.launch_input())
+    assert "# plan: 3 targets + 1 drafter, B200, Qwen3-4B\n" in text
+    assert yaml_in(text)["run_id"] == "qwen3-4b-dflash"
