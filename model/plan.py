@@ -178,7 +178,8 @@ class Launch(_Section):
     plan). Every key is optional."""
 
     format: LaunchFormat = "specforge"
-    run_id: Name = Field("dflash-run", min_length=1)
+    run_id: Name | None = Field(None, min_length=1,
+                                description="default: <target_model>-dflash (follows the model)")
     train_data_path: Text = Field("./cache/dataset/train.jsonl", min_length=1)
     output_dir: Text | None = Field(None, description="default: ./outputs/<run_id>")
     target_model_path: Text | None = Field(None, description="default: the preset's repository")

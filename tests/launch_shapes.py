@@ -22,4 +22,12 @@ def shapes(baseline: Plan) -> dict[str, Plan]:
         "trainers-span-two": edit(baseline, target={**b200, "count": 8},
                                   drafter={**b200, "count": 16},
                                   launch={"hosts": ["gpu-a", "gpu-b", "gpu-c"]}),
+        # issue 21: 8 capture servers on node 0, 8 trainers on node 1
+        "two-nodes-8+8": edit(baseline, target={**b200, "count": 8},
+                              drafter={**b200, "count": 8}),
+        # optimizer-step quanta above SpecForge's default in-flight watermarks (256 > 192)
+        "32+128": edit(baseline, target={**b200, "count": 32},
+                       drafter={**b200, "count": 128}),
+        "8+8-batch32": edit(baseline, target={**b200, "count": 8},
+                            drafter={**b200, "count": 8, "batch_size": 32}),
     }

@@ -48,7 +48,8 @@ TEXT = st.lists(st.one_of(st.sampled_from(PIECES), st.text(CHARS, max_size=3)),
 LINE = TEXT.map(lambda s: "".join(c for c in s if ord(c) >= 32 and ord(c) != 127)).filter(bool)
 NODE_TOOLS = ["python", "python3", "specforge", "torchrun", "mooncake_master", "curl", "srun",
               "speculators", "go", "nvidia-smi"]
-ENV = ("MOONCAKE_LOCAL_HOSTNAME", "MOONCAKE_MASTER_SERVER_ADDR", "CUDA_VISIBLE_DEVICES")
+ENV = ("MOONCAKE_LOCAL_HOSTNAME", "MC_TCP_BIND_ADDRESS", "MOONCAKE_MASTER_SERVER_ADDR",
+       "CUDA_VISIBLE_DEVICES", "NODE_RANK")
 PER_NODE = 2            # the sandbox's GPU: two per node, so two nodes stay small
 
 
@@ -82,7 +83,7 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
         # Text that never reaches a script, there to show it does not.
         "cost": {"ratio": {key: 1.5}, "reference_gpu": key},
         "calibration": {"target": {key: {"tokens_per_s": 5000.0, "source": draw(TEXT),
-                                         "target_model": draw(TEXT), "date": draw(TEXT)}}},
+                                         "target_model": model, "date": draw(TEXT)}}},
         "launch": {"run_id": draw(LINE), "train_data_path": draw(TEXT),
                    "output_dir": draw(st.none() | TEXT), "target_model_path": model_path,
                    "chat_template": draw(st.none() | TEXT), "hosts": list(hosts),
@@ -134,8 +135,12 @@ def run(root: Path, text: str, node_rank: int | None = None, **extra: str
     work, log = root / "work", root / "log"
     for folder in (work, log):
         folder.mkdir(exist_ok=True)
+    # The legacy format runs from a SpecForge checkout that has its trainer.
+    (work / "scripts").mkdir(exist_ok=True)
+    (work / "scripts" / "train_dflash.py").touch()
     env = {"PATH": f"{root / 'bin'}:/usr/bin:/bin", "STUB_LOG": str(log),
-           "HOME": str(root / "home"), "SLURM_JOB_NODELIST": "h[0-2]", **extra}
+           "HOME": str(root / "home"), "SLURM_JOB_NODELIST": "h[0-2]",
+           "DFLASH_FABRIC_IP": fabric(node_rank or 0), **extra}
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill`; here it waits for them, so
@@ -156,12 +161,21 @@ def run(root: Path, text: str, node_rank: int | None = None, **extra: str
     return calls
 
 
+def fabric(node: int) -> str:
+    """The fabric address the sandbox gives node `node` (DFLASH_FABRIC_IP)."""
+    return f"10.0.0.{node}"
+
+
 def after(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
 def read_yaml(root: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((root / "work" / "run.yaml").read_text())
+    """The run file the script wrote (one per node when nodes share the folder: all the
+    same)."""
+    docs = [yaml.safe_load(f.read_text()) for f in sorted((root / "work").glob("run*.yaml"))]
+    assert docs and all(d == docs[0] for d in docs)
+    doc: dict[str, Any] = docs[0]
     return doc
 
 
@@ -232,7 +246,7 @@ def check_one_run(fmt: str, case: Case, text: str, root: Path, calls: dict[str, 
 def check_node(fmt: str, case: Case, root: Path, calls: dict[str, list[Call]], node: int,
                out: str, train: str) -> None:
     """One node of a two-node run: node 0 holds the targets, node 1 the drafters."""
-    plan, host, head = case.plan, case.hosts[node], case.hosts[1]
+    plan, head = case.plan, case.hosts[1]
     if fmt == "specforge":
         doc = read_yaml(root)
         check_specforge_yaml(doc, case, plan.launch.run_id, out, train)
@@ -243,7 +257,8 @@ def check_node(fmt: str, case: Case, root: Path, calls: dict[str, list[Call]], n
         assert dis["consumer_state_dir"] == f"/tmp/specforge/{plan.launch.run_id}/consumer-state"
         every = [c for name in ("python", "specforge", "mooncake_master") for c in
                  calls.get(name, [])]
-        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == host for c in every)
+        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
+                             == c.env["MC_TCP_BIND_ADDRESS"] for c in every)
         assert all(c.env["MOONCAKE_MASTER_SERVER_ADDR"] == f"{head}:35551" for c in every)
         if node == 0:
             assert [after(c.argv, "--model-path") for c in calls["python"]] == [case.path] * 2
@@ -253,15 +268,17 @@ def check_node(fmt: str, case: Case, root: Path, calls: dict[str, list[Call]], n
             urls = [c.argv[-1] for c in calls["curl"]]
             assert urls == [f"http://{case.hosts[0]}:{30000 + i}/health"
                             for i in range(PER_NODE)]
-            assert ["train", "-c", "run.yaml", "--role", "consumer", "--node-rank", "0"] in [
-                c.argv for c in calls["specforge"]]
+            consumers = [c for c in calls["specforge"] if "consumer" in c.argv]
+            assert [c.argv for c in consumers] == [
+                ["train", "-c", f"run-node{node}.yaml", "--role", "consumer", "--node-rank", "0"]]
+            assert consumers[0].env["NODE_RANK"] == "0"
     elif fmt == "specforge-legacy":
         (trainer,) = calls["torchrun"]
         check_legacy(trainer.argv, case, out, train)
         assert after(trainer.argv, "--master_addr") == case.hosts[0]
     elif fmt == "speculators":
         every = [c for cs in calls.values() for c in cs]
-        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == host for c in every)
+        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node) for c in every)
         check_speculators(calls, case, out, train, node)
     elif fmt == "template":
         check_template(calls, case, node)

@@ -208,14 +208,17 @@ def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
     assert state.startswith("/tmp/") and "outputs" not in state
     node0, node1 = section(script.text, 0), section(script.text, 1)
     assert node0.count("sglang.launch_server") == 8 and "--role consumer" not in node0
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in node0
+    # Every node publishes its own fabric address, found on the node (the route to the head).
+    fabric = ('fabric_addr="$(fabric_ip gpu-b)"\n    export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" '
+              'MC_TCP_BIND_ADDRESS="$fabric_addr"')
+    assert fabric in node0 and fabric in node1
     assert "MOONCAKE_GLOBAL_SEGMENT_SIZE=" in node0
     assert "--enable_http_metadata_server=true" in node1
     assert "--http_metadata_server_host=0.0.0.0" in node1
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in node1
-    assert ("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run.yaml --role consumer "
-            "--node-rank 0") in node1
-    assert "CUDA_VISIBLE_DEVICES='' specforge train -c run.yaml --role producer" in node1
+    # The consumer's workers inherit NODE_RANK: it is the trainer rank, as --node-rank.
+    assert ("NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run-node1.yaml "
+            "--role consumer --node-rank 0") in node1
+    assert "CUDA_VISIBLE_DEVICES='' specforge train -c run-node1.yaml --role producer" in node1
     assert "sglang.launch_server" not in node1
     assert "export MOONCAKE_METADATA_SERVER=http://gpu-b:35880/metadata" in script.text
 
@@ -366,8 +369,8 @@ def test_speculators_across_nodes_names_each_node(catalog, baseline):
                 launch={"hosts": ["gpu-a", "gpu-b"]})
     text = generate(plan, catalog, "speculators").text
     bash_syntax_ok(text)
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-a" in section(text, 0)
-    assert "export MOONCAKE_LOCAL_HOSTNAME=gpu-b" in section(text, 1)
+    for node in (0, 1):
+        assert 'fabric_addr="$(fabric_ip gpu-a)"' in section(text, node)
     assert "--mooncake-global-segment-gib" in section(text, 0)
     assert "--mooncake-master gpu-a:35551" in section(text, 1)
 
@@ -419,6 +422,9 @@ def run_script(tmp_path: Path, text: str,
                             "speculators", "go"])
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
            "SLURM_JOB_NODELIST": "h[0-2]"}
+    # The legacy format runs from a SpecForge checkout that has its trainer.
+    (work / "scripts").mkdir(exist_ok=True)
+    (work / "scripts" / "train_dflash.py").touch()
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
@@ -471,9 +477,9 @@ def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
     assert len(calls["python"]) == 8
     assert calls["python"][0][calls["python"][0].index("--model-path") + 1] == HOSTILE
     calls = run_script(tmp_path, text, node_rank=1)
-    doc = yaml.safe_load((tmp_path / "work" / "run.yaml").read_text())
+    doc = yaml.safe_load((tmp_path / "work" / "run-node1.yaml").read_text())
     assert doc["deployment"]["disaggregated"]["server_urls"][0] == f"http://{HOSTILE_LINE}:30000"
-    consumer = ["train", "-c", "run.yaml", "--role", "consumer", "--node-rank", "0"]
+    consumer = ["train", "-c", "run-node1.yaml", "--role", "consumer", "--node-rank", "0"]
     assert consumer in calls["specforge"]
 
 
@@ -598,3 +604,228 @@ def test_importing_the_formats_list_loads_no_format():
             "assert 'yaml' not in sys.modules and "
             "'dflash_plan.model.launch.specforge' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- the projection of the launched run -------------------------------------------------------
+
+FOUR_B200 = ["--set", "target.gpu=b200", "--set", "drafter.gpu=b200"]
+
+
+def projected(capsys, sets: list[str]) -> str:
+    """What `project --json` prints for the plan, as a launch header writes it."""
+    import json
+
+    assert main(["project", "--json", *sets]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranges = doc["ranges"]
+
+    def spread(pair, scale=1.0, digits=1):
+        return f" (range {pair[0] / scale:,.{digits}f}-{pair[1] / scale:,.{digits}f})"
+
+    return (f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s" + spread(ranges["tokens_per_s"], 1e3)
+            + f", {doc['days']:,.1f} days to {doc['epochs']} epochs" + spread(ranges["days"])
+            + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
+            + spread(ranges["total_cost"], digits=0))
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm", "speculators", "template"])
+def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
+    # 4 x B200, 3 + 1: the plan's own figures are device to device (the built-in plan's
+    # transport); SpecForge, its Slurm script and speculators stage hidden states in host
+    # memory, which `project --set workload.transport=mooncake` projects.
+    sets = [*FOUR_B200, "--set", "launch.template=go {tp}"]
+    assert main(["launch", "--format", fmt, *sets]) == 0
+    text = capsys.readouterr().out
+    own = projected(capsys, sets)
+    if fmt == "template":
+        # A template runs the plan's own path.
+        assert (f"# projection of this run (hidden states device to device, "
+                f"workload.transport = direct): {own}\n") in text
+        return
+    launched = projected(capsys, [*sets, "--set", "workload.transport=mooncake"])
+    assert launched != own
+    assert (f"# projection of this run (hidden states host-staged through a Mooncake store, "
+            f"workload.transport = mooncake): {launched}\n") in text
+    assert (f"# the plan's own figures are for hidden states device to device "
+            f"(workload.transport = direct): {own}; this launch does not run that path: "
+            ) in text
+    # With the launched path in the plan, the header gives one projection.
+    assert main(["launch", "--format", fmt, *sets, "--set", "workload.transport=mooncake"]) == 0
+    text = capsys.readouterr().out
+    assert f"workload.transport = mooncake): {launched}\n" in text
+    assert "the plan's own figures" not in text
+
+
+def test_the_legacy_header_says_no_projection_describes_it(catalog, baseline):
+    text = generate(baseline, catalog, "specforge-legacy").text
+    assert "# projection: none for this run: the legacy trainer runs target and drafter " \
+           "colocated" in text
+
+
+def test_project_says_which_launch_its_figures_describe(capsys):
+    assert main(["project", *FOUR_B200]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("launch: these figures are for hidden states device to device (workload.transport "
+            "= direct), which the specforge launch does not run: SpecForge stages hidden "
+            "states through its Mooncake store; --set workload.transport=mooncake projects "
+            "the launched run") in out
+    assert main(["project", *FOUR_B200, "--set", "workload.transport=mooncake"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("launch: these figures describe the specforge launch (hidden states host-staged "
+            "through a Mooncake store, workload.transport = mooncake)") in out
+
+
+def test_the_launch_tab_shows_the_same_header(catalog, baseline):
+    from dflash_plan.tui.planner.screen import write_launch
+
+    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    tab = write_launch(plan, catalog, "specforge", None)
+    header = [line for line in generate(plan, catalog, "specforge").text.splitlines()
+              if line.startswith("# projection of this run")]
+    assert len(header) == 1 and header[0] in tab.splitlines()
+
+
+# --- issue 21: smaller items ----------------------------------------------------------------
+
+def test_run_id_follows_the_model(catalog, baseline):
+    doc = yaml_in(generate(baseline, catalog, "specforge").text)
+    assert doc["run_id"] == "qwen3-8b-dflash"
+    llama = edit(baseline, workload={"target_model": "llama-3.1-8b-instruct"},
+                 target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    doc = yaml_in(generate(llama, catalog, "specforge").text)
+    assert doc["run_id"] == "llama-3.1-8b-instruct-dflash"
+    assert doc["output_dir"] == "./outputs/llama-3.1-8b-instruct-dflash"
+    # A run_id the plan names stays.
+    named = edit(llama, launch={"run_id": "mine"})
+    assert yaml_in(generate(named, catalog, "specforge").text)["run_id"] == "mine"
+
+
+def test_placeholder_hosts_are_said_to_be_placeholders(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    for fmt in ("specforge", "speculators", "specforge-legacy"):
+        text = generate(plan, catalog, fmt).text
+        assert "# note: host names node0-node1 are placeholders: set the plan's launch.hosts" \
+            in text, fmt
+        named = edit(plan, launch={"hosts": ["gpu-a", "gpu-b"]})
+        assert "placeholders" not in generate(named, catalog, fmt).text
+    # Slurm takes the allocation's hosts.
+    assert "placeholders" not in generate(plan, catalog, "slurm").text
+
+
+def test_node_sections_are_indented(catalog, baseline):
+    # Eight capture servers: the trainer node waits for them in a loop.
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    for fmt in ("specforge", "speculators"):
+        text = generate(plan, catalog, fmt).text
+        block = text[text.rindex('case "$node_rank" in\n'):].splitlines()[1:-1]
+        assert "for url in" in text or fmt == "speculators"
+        assert all(line.startswith("  ") for line in block), fmt
+
+
+def test_trainer_nodes_wait_for_the_servers_and_the_rendezvous_waits_long(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    text = generate(plan, catalog, "specforge").text
+    for node in (1, 2):
+        part = section(text, node)
+        assert "until curl -sf \"$url/health\"" in part
+        assert part.index("/health") < part.index("--role consumer")
+        # torchrun's static rendezvous gives up after 600 s unless told otherwise.
+        assert f"PET_RDZV_CONF=timeout=10800 specforge train -c run-node{node}.yaml" in part
+    spec = generate(plan, catalog, "speculators").text
+    assert spec.count("--rdzv_conf timeout=10800") == 2
+    # One trainer node: no rendezvous to wait for.
+    assert "RDZV" not in generate(edit(plan, drafter={"count": 8}), catalog, "specforge").text
+
+
+def test_vllm_trusts_remote_code_and_segments_are_per_engine(catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    text = generate(plan, catalog, "speculators").text
+    words = shlex.split(section(text, 0).replace("\\\n", " "), comments=True)
+    serve = words[words.index("--") + 1:]
+    assert "--trust-remote-code" in serve[:serve.index(">")]
+    # 12 batches of 2 in flight for each of 8 trainer ranks: 192 samples of 151 MB spread
+    # over the 8 engines, each registering its own segment.
+    segment = int(words[words.index("--mooncake-global-segment-gib") + 1])
+    assert segment == 5
+    assert f"registers a segment of {segment} GiB of host memory (up to 8 engine(s) = " \
+           f"{8 * segment} GiB on a node)" in text
+
+
+def test_slurm_asks_memory_and_cpus(catalog, baseline):
+    text = generate(baseline, catalog, "slurm").text
+    # Part of a node: 3 capture servers (TP 1: scheduler, tokenizer manager, detokenizer),
+    # 1 trainer rank, the producer with 8 tokenizing workers and the master = 20 CPUs.
+    assert "#SBATCH --cpus-per-task=20" in text
+    mem = int(text.split("#SBATCH --mem=")[1].split("G")[0])
+    ctx = context(baseline, catalog)
+    from dflash_plan.model.launch.specforge import server_segment_gib
+    assert mem >= 3 * (server_segment_gib(ctx) + ctx.memory.weights_gib)
+    whole = edit(baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "b200", "count": 4})
+    text = generate(whole, catalog, "slurm").text
+    assert "#SBATCH --exclusive\n#SBATCH --mem=0\n" in text and "--cpus-per-task" not in text
+
+
+def test_the_fabric_address_is_found_on_the_node(tmp_path):
+    from dflash_plan.model.launch.common import FABRIC_IP_FUNCTION
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {
+            "ip": 'echo "10.1.2.3 via 192.168.0.1 dev ib0 src $SRC uid 0"',
+            "getent": 'echo "10.1.2.3   STREAM head"',
+            "hostname": 'echo "192.168.7.7 10.1.2.9"'}.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+
+    def found(**env: str) -> str:
+        result = subprocess.run(["bash", "-c", FABRIC_IP_FUNCTION + "\nfabric_ip head"],
+                                env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
+                                capture_output=True, text=True, check=True)
+        return result.stdout.strip()
+
+    # The source address of the route to the head, not the host name's address.
+    assert found(SRC="10.1.2.4") == "10.1.2.4"
+    # A loopback route (the head is this node, named on 127.0.1.1): the first address.
+    assert found(SRC="127.0.0.1") == "192.168.7.7"
+    assert found(SRC="10.1.2.4", DFLASH_FABRIC_IP="172.16.0.5") == "172.16.0.5"
+
+
+def test_nodes_sharing_a_folder_write_their_own_run_file(tmp_path, catalog, baseline):
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
+    text = generate(plan, catalog, "specforge").text
+    calls = {node: run_script(tmp_path, text, node_rank=node) for node in (0, 1)}
+    files = sorted(p.name for p in (tmp_path / "work").glob("run*.yaml"))
+    assert files == ["run-node0.yaml", "run-node1.yaml"]
+    assert all(argv[argv.index("-c") + 1] == "run-node1.yaml" for argv in calls[1]["specforge"])
+
+
+def test_legacy_is_pinned_to_the_last_commit_with_its_trainer(tmp_path, catalog, baseline):
+    from dflash_plan.model.launch.specforge_legacy import PINNED_COMMIT
+
+    assert PINNED_COMMIT.startswith("40d8feff")
+    text = generate(baseline, catalog, "specforge-legacy").text
+    assert ("# note: pinned to sgl-project/SpecForge 40d8feff, the last commit with "
+            "scripts/train_dflash.py (removed in d5883d5b") in text
+    assert "git clone https://github.com/sgl-project/SpecForge && cd SpecForge && git checkout " \
+           "40d8feff && pip install -e ." in text
+    # Run anywhere else, it stops at once with one line saying where to run it.
+    result = subprocess.run(["bash", "-c", text], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "SpecForge checkout at 40d8feff" in result.stderr
+
+
+def test_the_apps_launch_follows_the_plan_as_edited():
+    # The header names the plan as it is now, and the run id follows the model.
+    from dflash_plan.tui.config import load_catalog
+    from dflash_plan.tui.planner.screen import write_launch
+    from dflash_plan.tui.state import Planner
+
+    state = Planner(load_catalog())
+    for key, value in (("target.gpu", "b200"), ("drafter.gpu", "b200"),
+                       ("workload.target_model", "qwen3-4b")):
+        assert state.edit(key, value)
+    state.recompute()
+    text = write_launch(*state.launch_input())
+    assert "# plan: 3 targets + 1 drafter, B200, Qwen3-4B\n" in text
+    assert yaml_in(text)["run_id"] == "qwen3-4b-dflash"

@@ -13,7 +13,9 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import tempfile
+import types
 import zipfile
 from pathlib import Path
 
@@ -42,12 +44,16 @@ LAUNCH_VLLM_FLAGS = {"--hidden-states-backend", "--target-layer-ids", "--include
 # vLLM `serve` flags the script passes after `--` (vLLM engine arguments).
 VLLM_SERVE_FLAGS = {"--data-parallel-size", "--tensor-parallel-size", "--port",
                     "--max-model-len", "--data-parallel-size-local", "--data-parallel-address",
-                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank"}
-# sgl-project/SpecForge 0a7006fd scripts/train_dflash.py and specforge/args.py
-# (SGLangBackendArgs): the legacy trainer was removed in d5883d5b, so no wheel holds it.
+                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
+                    "--trust-remote-code"}
+# sgl-project/SpecForge 40d8feff (the commit the legacy format pins: the last with the
+# script) scripts/train_dflash.py and specforge/args.py (SGLangBackendArgs): the legacy
+# trainer was removed in d5883d5b, so no wheel holds it.
 LEGACY_FLAGS = {
     "--accumulation-steps", "--attention-backend", "--batch-size", "--block-size",
     "--build-dataset-num-proc", "--cache-dir", "--chat-template", "--dataloader-num-workers",
+    "--dpace-alpha", "--dspark-ce-loss-alpha", "--dspark-confidence-head-alpha",
+    "--dspark-l1-loss-alpha", "--loss-type",
     "--dist-timeout", "--draft-config-path", "--embedding-key", "--eval-data-path",
     "--eval-interval", "--is-preformatted", "--learning-rate", "--lm-head-key",
     "--log-interval", "--loss-decay-gamma", "--mask-token-id", "--max-grad-norm",
@@ -104,15 +110,22 @@ RECORD = ('#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/${0##*/}.${EPOCHREALTIME/./}.
           'pwd > "$f.cwd"\n'
           'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${!v}"; done > "$f.env"\n'
           'printf "%s\\0" "$@" > "$f.args"\n')
-# srun runs its command in place (options dropped), so steps reach the other stubs.
-SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then shift; fi; shift; '
-        'done\nexec "$@"\n')
+# srun runs its command in place (options dropped), so steps reach the other stubs; a step
+# on host hN finds the fabric address 10.0.0.N.
+SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then '
+        'export DFLASH_FABRIC_IP="10.0.0.${2#h}"; shift; fi; shift; done\nexec "$@"\n')
+
+
+def fabric(node: int) -> str:
+    """The fabric address the sandbox gives node `node` (DFLASH_FABRIC_IP)."""
+    return f"10.0.0.{node}"
 
 
 def run(tmp_path: Path, text: str, node_rank: int | None = None,
-        ready: str | None = None) -> list[dict]:
+        ready: str | None = None, shell: dict[str, str] | None = None) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
-    `ready`: a file another node would have written (the prepared dataset)."""
+    `ready`: a file another node would have written (the prepared dataset); `shell`: more
+    of the environment the script starts in."""
     bin_dir, log, work = tmp_path / "bin", tmp_path / "log", tmp_path / f"work{node_rank}"
     for folder in (bin_dir, log, work):
         folder.mkdir(exist_ok=True)
@@ -127,8 +140,12 @@ def run(tmp_path: Path, text: str, node_rank: int | None = None,
         path = bin_dir / name
         path.write_text(body)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    # The legacy format runs from a SpecForge checkout that has its trainer.
+    (work / "scripts").mkdir(exist_ok=True)
+    (work / "scripts" / "train_dflash.py").touch()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
-           "SLURM_JOB_NODELIST": "h[0-2]"}
+           "SLURM_JOB_NODELIST": "h[0-2]", "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+           **(shell or {})}
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
@@ -191,7 +208,7 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
         servers = [c for c in calls if c["cmd"] == "python"]
         trainers = [c for c in calls if c["cmd"] == "specforge"]
         for call in trainers:
-            config_path = call["cwd"] / "run.yaml"
+            config_path = call["cwd"] / call["argv"][call["argv"].index("-c") + 1]
             overrides = [a for a in call["argv"] if "=" in a]
             cfg = specforge.config.load_config(str(config_path), overrides)
             assert cfg.model.draft_num_hidden_layers == plan.workload.draft_layers
@@ -230,8 +247,9 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
             assert env["MOONCAKE_MASTER_SERVER_ADDR"].endswith(":35551")
             assert env["MOONCAKE_METADATA_SERVER"].endswith(":35880/metadata")
             assert int(env["MOONCAKE_GLOBAL_SEGMENT_SIZE"]) >= 1 << 30
-            assert env["MOONCAKE_LOCAL_HOSTNAME"] in (*plan.launch.hosts, *SLURM_HOSTS,
-                                                      *[f"node{n}" for n in range(4)])
+            # The node's fabric address, found on the node (here DFLASH_FABRIC_IP).
+            assert env["MOONCAKE_LOCAL_HOSTNAME"] == env["MC_TCP_BIND_ADDRESS"]
+            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith("10.0.0.")
             tp = int(argv[argv.index("--tp-size") + 1])
             assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == tp
             fraction = float(argv[argv.index("--mem-fraction-static") + 1])
@@ -301,7 +319,7 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
                             "vllm serve")
                 seen.add("vllm")
             if script.layout.nodes > 1 and call["cmd"] in ("torchrun", "python"):
-                assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == script.layout.hosts[node]
+                assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
     assert seen == {"train", "prepare", "vllm"}
 
 
@@ -342,3 +360,154 @@ def test_template_on_every_shape(tmp_path, catalog, baseline, shape):
         argv = call["argv"]
         assert argv[argv.index("--master_addr") + 1] == script.layout.hosts[0]
         assert argv[argv.index("--node_rank") + 1] == str(node)
+
+
+# --- the consumer as torchrun's workers see it ----------------------------------------------
+
+def torchrun_worker_env(inherited: dict, command_env: dict, *, node_rank: int, nnodes: int,
+                        nproc: int, local_rank: int, master: str, port: str) -> dict:
+    """A trainer worker's environment: what torchrun inherits (the consumer's environment
+    with SpecForge's command env on top, `_spawn` in specforge/launch_plan.py: None unsets)
+    plus what torchrun's local elastic agent sets for each worker
+    (torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers). It
+    sets no NODE_RANK: a worker sees the one it inherits."""
+    env = dict(inherited)
+    for key, value in command_env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env.update(LOCAL_RANK=str(local_rank), RANK=str(node_rank * nproc + local_rank),
+               GROUP_RANK=str(node_rank), ROLE_RANK=str(node_rank * nproc + local_rank),
+               ROLE_NAME="default", LOCAL_WORLD_SIZE=str(nproc),
+               WORLD_SIZE=str(nnodes * nproc), GROUP_WORLD_SIZE=str(nnodes),
+               ROLE_WORLD_SIZE=str(nnodes * nproc), MASTER_ADDR=master, MASTER_PORT=port,
+               TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0",
+               TORCHELASTIC_RUN_ID="none")
+    return env
+
+
+def consumer_workers(specforge, call: dict, monkeypatch) -> list[tuple[dict, list[str]]]:
+    """(environment, argv) of every trainer worker the recorded consumer call starts on
+    its node, from SpecForge's own plan of that call."""
+    cfg = specforge.config.load_config(
+        str(call["cwd"] / call["argv"][call["argv"].index("-c") + 1]),
+        [a for a in call["argv"] if "=" in a])
+    topology = cfg.deployment.trainer
+    argv = call["argv"]
+    if cfg.deployment.disaggregated.managed_local is not None:
+        # Managed-local: SpecForge's supervisor starts `torchrun --standalone` with the
+        # consumer's device list and its child marker (build_launch_plan; its plan needs
+        # the training stack, so the environment is put together here from the same
+        # functions).
+        ml = cfg.deployment.disaggregated.managed_local
+        command_env = {**specforge.launch_plan._managed_local_environment(cfg),
+                       "CUDA_VISIBLE_DEVICES": ",".join(ml.trainer_cuda_visible_devices),
+                       specforge.launch_plan._MANAGED_CHILD_ENV: "1"}
+        node_rank, worker_argv = 0, ["train", "--config", argv[argv.index("-c") + 1],
+                                     "--role", "consumer"]
+    else:
+        rendered = specforge_plan(specforge, call, monkeypatch)
+        (command,) = rendered["commands"]
+        command_env = command["env"]
+        launcher = command["argv"]
+        node_rank = int(launcher[launcher.index("--node_rank") + 1]) if (
+            "--node_rank" in launcher) else 0
+        worker_argv = launcher[launcher.index("specforge.cli") + 1:]
+    master = str(topology.master_addr or "127.0.0.1")
+    return [(torchrun_worker_env(call["env"], command_env, node_rank=node_rank,
+                                 nnodes=topology.nnodes, nproc=topology.nproc_per_node,
+                                 local_rank=local, master=master, port=str(topology.master_port)),
+             worker_argv) for local in range(topology.nproc_per_node)]
+
+
+@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "two-nodes-shared",
+                                   "trainers-span-two"])
+def test_every_consumer_worker_passes_specforges_node_rank_check(
+        tmp_path, monkeypatch, catalog, baseline, specforge, shape):
+    # Every node of the plan, started as a cluster would start it: with NODE_RANK set to the
+    # node's index (on one node too, where a cluster may export it). Each trainer worker
+    # torchrun would start runs SpecForge's own CLI (--plan) in its environment:
+    # _resolved_node_rank reads NODE_RANK there (--node-rank is not passed to workers) and
+    # must give the rank the node's consumer was started with.
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, "specforge")
+    checked = 0
+    for node in range(script.layout.nodes):
+        if script.layout.nodes == 1:
+            # A one-node script reads no NODE_RANK; a cluster may export one all the same.
+            calls = run(tmp_path, script.text, shell={"NODE_RANK": "1"})
+        else:
+            calls = run(tmp_path, script.text, node)
+        for call in [c for c in calls if c["cmd"] == "specforge" and "producer" not in c["argv"]]:
+            argv = call["argv"]
+            cfg = specforge.config.load_config(
+                str(call["cwd"] / argv[argv.index("-c") + 1]), [])
+            outer = int(argv[argv.index("--node-rank") + 1]) if "--node-rank" in argv else 0
+            # The call itself (the node rank SpecForge's launcher resolves; None is rank 0).
+            resolve = specforge.launch_plan._resolved_node_rank
+            given = outer if "--node-rank" in argv else None
+            assert (resolve(cfg, given, call["env"]) or 0) == outer
+            for env, worker_argv in consumer_workers(specforge, call, monkeypatch):
+                assert (resolve(cfg, None, env) or 0) == outer
+                if cfg.deployment.disaggregated.managed_local is None:
+                    worker_call = {**call, "argv": worker_argv, "env": env}
+                    rendered = specforge_plan(specforge, worker_call, monkeypatch)
+                    assert rendered["kind"] == "worker" and rendered["role"] == "consumer"
+                checked += 1
+    assert checked == plan.drafter.count
+
+
+# --- the producer's flow control ------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def online_flow_window(cache):
+    """SpecForge's producer check of its in-flight watermarks against the consumer's
+    optimizer-step quantum: `_online_flow_window` from specforge/training/disaggregated.py
+    (the module imports the training stack, so the function is taken out alone) with
+    FlowControlLimits from specforge/runtime/control_plane/flow_control.py (standard
+    library only), both from the pinned wheel."""
+    whl = wheel(cache, ("specforge", "0.2.0",
+                        "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"))
+    with zipfile.ZipFile(whl) as archive:
+        flow = archive.read("specforge/runtime/control_plane/flow_control.py")
+        tree = ast.parse(archive.read("specforge/training/disaggregated.py"))
+    module = types.ModuleType("specforge_flow_control")
+    sys.modules[module.__name__] = module       # dataclasses look their module up
+    exec(compile(flow, "flow_control.py", "exec"), module.__dict__)
+    namespace = module.__dict__
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == "_online_flow_window")
+    # Its one import is FlowControlLimits, given here.
+    fn.body = [s for s in fn.body if not isinstance(s, ast.ImportFrom)]
+    namespace["os"] = os
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "disaggregated.py", "exec"), namespace)
+    return namespace["_online_flow_window"]
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "32+128", "8+8-batch32"])
+def test_the_producer_accepts_the_in_flight_limits(monkeypatch, catalog, baseline, specforge,
+                                                   online_flow_window, shape, fmt):
+    from dflash_plan.model.launch.common import context, sample_feature_bytes
+    from dflash_plan.model.launch.specforge import server_segment_gib
+
+    plan = shapes(baseline)[shape]
+    script = generate(plan, catalog, fmt)
+    # SpecForge's schema (low <= high) and its producer's check (both >= the quantum).
+    cfg = specforge.config.Config.model_validate(yaml.safe_load(script.files["run.yaml"]))
+    for name in ("DISAGG_IN_FLIGHT_HIGH_WATERMARK", "DISAGG_IN_FLIGHT_LOW_WATERMARK"):
+        monkeypatch.delenv(name, raising=False)
+    high, low = online_flow_window(cfg)
+    trainer = cfg.deployment.trainer
+    quantum = (trainer.nnodes * trainer.nproc_per_node * cfg.training.batch_size
+               * cfg.training.accumulation_steps)
+    assert low >= quantum and high >= low
+    # The Mooncake segments hold the samples the producer may have in flight.
+    ctx = context(plan, catalog)
+    servers = plan.target.replicas
+    held = server_segment_gib(ctx) * (1 << 30) * servers / sample_feature_bytes(ctx.resolved)
+    assert held >= high
+    if shape in ("32+128", "8+8-batch32"):
+        assert quantum == 256 and (high, low) == (512, 256)
+        assert f"up to {high} samples in flight" in script.text

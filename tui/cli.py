@@ -136,7 +136,14 @@ def _run_project(args: argparse.Namespace) -> int:
         base_plan, catalog = open_plan(base_path, None, catalog)
         baseline = project(base_plan, catalog)
     if args.json:
+        from ..model.launch import launch_line, launch_transport
+
         doc = projection.to_json()
+        # Which launch these figures describe (the launch format's hidden-state path).
+        doc["launch"] = {"format": plan.launch.format,
+                         "transport": launch_transport(plan),
+                         "describes": launch_transport(plan) == plan.workload.transport,
+                         "line": launch_line(plan)}
         if baseline is not None:
             from ..model.compare import compare
 

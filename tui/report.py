@@ -19,6 +19,7 @@ from rich.text import Text
 from ..model.catalog import Catalog
 from ..model.compare import compare
 from ..model.evidence import Validation
+from ..model.launch import launch_line
 from ..model.offers import PRICE_MAX_AGE_DAYS
 from ..model.projection import Projection
 from ..model.search import TIE_RULE
@@ -63,6 +64,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         summary.add_row("throughput", "[bold red]does not fit[/bold red]: a role runs out of "
                                       "GPU memory (below)")
     console.print(summary)
+    console.print(escape(launch_line(p.plan)))
 
     roles = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold")
     for header, right in (("role", False), ("GPU", False), ("count", True), ("capacity", True),

@@ -30,7 +30,47 @@ _LAZY = {"LaunchScript": "common", "mem_fraction_static": "common", "context": "
          "Layout": "layout", "Replica": "layout", "assign_devices": "layout",
          "MAX_NODES": "layout", "TEMPLATE_PLACEHOLDERS": "template"}
 
-__all__ = ["FORMATS", "generate", *_LAZY]
+__all__ = ["FORMATS", "generate", "launch_line", "launch_transport", *_LAZY]
+
+# The hidden-state path each format launches, as the projection's workload.transport names
+# it, and why; None: the plan's own path (template) or no transfer (legacy, colocated).
+SPECFORGE_PATH = "SpecForge stages hidden states through its Mooncake store"
+PATHS: dict[str, tuple[str | None, str]] = {
+    "specforge": ("mooncake", SPECFORGE_PATH),
+    "slurm": ("mooncake", SPECFORGE_PATH),
+    "speculators": ("mooncake", "speculators stages hidden states in host memory: files "
+                                "under /tmp on one node, its Mooncake backend across nodes "
+                                "(both projected with the Mooncake path's measured ceilings)"),
+    "specforge-legacy": (None, "the legacy trainer runs target and drafter colocated on "
+                               "every GPU, which the planner's target/drafter split does "
+                               "not describe"),
+    "template": (None, "your command runs the plan's own workload.transport"),
+}
+TRANSPORT_NAMES = {"mooncake": "host-staged through a Mooncake store",
+                   "direct": "device to device"}
+
+
+def launch_transport(plan: Plan, fmt: str | None = None) -> str | None:
+    """The workload.transport of the run format fmt launches (None: not projected)."""
+    fmt = fmt or plan.launch.format
+    if fmt == "template":
+        return plan.workload.transport
+    return PATHS[fmt][0]
+
+
+def launch_line(plan: Plan, fmt: str | None = None) -> str:
+    """One line: which launch a projection of plan describes."""
+    fmt = fmt or plan.launch.format
+    own = plan.workload.transport
+    transport = launch_transport(plan, fmt)
+    if transport is None:
+        return f"launch: {fmt} is not what these figures describe: {PATHS[fmt][1]}"
+    if transport == own:
+        return (f"launch: these figures describe the {fmt} launch (hidden states "
+                f"{TRANSPORT_NAMES[own]}, workload.transport = {own})")
+    return (f"launch: these figures are for hidden states {TRANSPORT_NAMES[own]} "
+            f"(workload.transport = {own}), which the {fmt} launch does not run: "
+            f"{PATHS[fmt][1]}; --set workload.transport={transport} projects the launched run")
 
 
 def __getattr__(name: str) -> Any:

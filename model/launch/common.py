@@ -4,17 +4,19 @@ memory settings with their reasoning. Everything a format writes is escaped by e
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from ..catalog import Catalog
 from ..errors import PlanError
 from ..memory import RUNTIME_RESERVE_GIB
 from ..plan import Plan
+from ..projection import Projection
 from ..resolve import Resolved, resolve
 from ..targets import TargetModel
 from ..units import BF16_BYTES, BYTES_PER_GIB
 from ..work import layer_io_elements
-from .escape import comment
+from .escape import comment, q
 from .layout import Layout, assign_devices
 
 GIB = 1 << 30
@@ -23,10 +25,12 @@ GIB = 1 << 30
 # (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
 CONTEXT_EXTRA_TOKENS = 7
 # SpecForge's producer keeps up to runtime.producer_lease = 8 requests in flight per
-# capture server and runtime.in_flight_high_watermark = 256 unacknowledged samples in all
-# (specforge/config/schema.py, RuntimeConfig defaults).
+# capture server; it pauses at runtime.in_flight_high_watermark = 256 unacknowledged
+# samples and resumes at in_flight_low_watermark = 192 (specforge/config/schema.py,
+# RuntimeConfig defaults).
 IN_FLIGHT_PER_SERVER = 8
-IN_FLIGHT_TOTAL = 256
+IN_FLIGHT_HIGH_DEFAULT = 256
+IN_FLIGHT_LOW_DEFAULT = 192
 # Upstream examples set mem_fraction_static between 0.4 and 0.85 (SpecForge
 # examples/disagg/run_qwen3_8b_dflash_disagg_2node.sh uses 0.85); we stay inside it.
 MEM_FRACTION_MAX = 0.85
@@ -48,14 +52,31 @@ def model_path(plan: Plan, model: TargetModel) -> str:
     return plan.launch.target_model_path or model.path or model.hf_id or model.key
 
 
+def run_id(plan: Plan) -> str:
+    """The plan's launch.run_id, else one named after the target model (so it follows the
+    model: `<model>-dflash`, the model key reduced to name characters)."""
+    if plan.launch.run_id:
+        return plan.launch.run_id
+    key = re.sub(r"[^A-Za-z0-9._-]+", "-", plan.workload.target_model).strip("-.") or "target"
+    return f"{key}-dflash"
+
+
 def output_dir(plan: Plan) -> str:
-    return plan.launch.output_dir or f"./outputs/{plan.launch.run_id}"
+    return plan.launch.output_dir or f"./outputs/{run_id(plan)}"
 
 
-def node_case(sections: dict[int, list[str]], nodes: int) -> str:
-    """One script for every node: NODE_RANK picks this node's part."""
-    out = [f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"',
-           'case "$node_rank" in']
+def read_node_rank(nodes: int) -> str:
+    """node_rank from NODE_RANK, checked to be a node index of this plan."""
+    return (f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"'
+            f"\ncase \"$node_rank\" in\n  ''|*[!0-9]*) echo \"NODE_RANK must be 0-{nodes - 1}\" "
+            f">&2; exit 2 ;;\nesac")
+
+
+def node_case(sections: dict[int, list[str]], nodes: int, read_rank: bool = True) -> str:
+    """One script for every node: NODE_RANK picks this node's part (`read_rank`: read it
+    here; else the script read it before with read_node_rank)."""
+    out = [read_node_rank(nodes)] if read_rank else []
+    out.append('case "$node_rank" in')
     for node in range(nodes):
         body = sections.get(node) or ["echo 'nothing to run on this node'"]
         out.append(f"  {node})")
@@ -63,6 +84,35 @@ def node_case(sections: dict[int, list[str]], nodes: int) -> str:
         out.append("    ;;")
     out += [f'  *) echo "NODE_RANK must be 0-{nodes - 1}" >&2; exit 2 ;;', "esac"]
     return "\n".join(out)
+
+
+# --- the node's own address ----------------------------------------------------------------
+
+# A shell function printing this node's address on the network that reaches the head node:
+# DFLASH_FABRIC_IP when set, else the source address of the route to the head, else the
+# first address of `hostname -I`, never a loopback one. Mooncake publishes this address to
+# the other nodes (MOONCAKE_LOCAL_HOSTNAME) and binds its TCP transport to it
+# (MC_TCP_BIND_ADDRESS); a host name can resolve to a loopback or a management NIC, and a
+# container's name to nothing the other nodes reach.
+FABRIC_IP_FUNCTION = r"""fabric_ip() {   # $1: the head node
+  if [ -n "${DFLASH_FABRIC_IP:-}" ]; then echo "$DFLASH_FABRIC_IP"; return; fi
+  local addr="" head=""
+  if command -v ip >/dev/null 2>&1; then
+    head="$(getent ahostsv4 "$1" 2>/dev/null | awk 'NR == 1 {print $1}')" || true
+    addr="$(ip -o route get "${head:-$1}" 2>/dev/null |
+      sed -n 's/.* src \([0-9.]*\).*/\1/p')" || true
+  fi
+  case "$addr" in ''|127.*) addr="$(hostname -I 2>/dev/null | awk '{print $1}')" || true ;; esac
+  [ -n "$addr" ] || {
+    echo "cannot find this node's fabric address: set DFLASH_FABRIC_IP" >&2; return 1; }
+  echo "$addr"
+}"""
+
+
+def export_fabric_ip(head: str) -> str:
+    """Export this node's fabric address for Mooncake (see FABRIC_IP_FUNCTION)."""
+    return (f'fabric_addr="$(fabric_ip {q(head)})"\n'
+            'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"')
 
 
 # --- capture-server memory ---------------------------------------------------------------
@@ -203,12 +253,63 @@ def require_derived_layers(ctx: Context, fmt: str) -> None:
                         "workload.target_layer_ids")
 
 
-def header(ctx: Context, title: str, notes: list[str], ports: bool = True) -> str:
-    """The comment block: plan, GPUs per node (with capture-server ports where the format
-    starts one server per replica), notes."""
+def figures(projection: Projection) -> str:
+    """Throughput, days and cost of a projection, each with its range, as `project`
+    computes them."""
+    p, r = projection, projection.ranges
+    if not p.fits or p.tokens_per_s is None or p.days is None:
+        return "does not fit: a role runs out of GPU memory"
+
+    def spread(pair: tuple[float, float] | None, scale: float = 1, digits: int = 1) -> str:
+        if pair is None:
+            return ""
+        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
+        return f" (range {low}-{high})"
+
+    text = (f"{p.tokens_per_s / 1e3:,.1f} Ktok/s" + spread(r.tokens_per_s if r else None, 1e3)
+            + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
+            + spread(r.days if r else None))
+    if p.total_cost is not None:
+        text += (f", cost {p.total_cost:,.0f} {p.cost_unit}"
+                 + spread(r.total_cost if r else None, digits=0))
+    return text
+
+
+def with_transport(plan: Plan, transport: str) -> Plan:
+    return plan.model_copy(update={"workload": plan.workload.model_copy(
+        update={"transport": transport})})
+
+
+def projection_notes(ctx: Context, fmt: str) -> list[str]:
+    """The projection of the run this script launches (workload.transport set to the
+    format's hidden-state path), and the plan's own figures when its path differs."""
+    from ..projection import project
+    from . import PATHS, TRANSPORT_NAMES, launch_transport
+
+    plan = ctx.plan
+    transport = launch_transport(plan, fmt)
+    if transport is None:
+        return [f"projection: none for this run: {PATHS[fmt][1]}"]
+    launched = project(with_transport(plan, transport), ctx.catalog)
+    lines = [f"projection of this run (hidden states {TRANSPORT_NAMES[transport]}, "
+             f"workload.transport = {transport}): {figures(launched)}"]
+    if plan.workload.transport != transport:
+        own = project(plan, ctx.catalog)
+        lines.append(f"the plan's own figures are for hidden states "
+                     f"{TRANSPORT_NAMES[plan.workload.transport]} (workload.transport = "
+                     f"{plan.workload.transport}): {figures(own)}; this launch does not run "
+                     f"that path: {PATHS[fmt][1]}")
+    return lines
+
+
+def header(ctx: Context, title: str, notes: list[str], ports: bool = True,
+           fmt: str = "template") -> str:
+    """The comment block: plan, the projection of the launched run, GPUs per node (with
+    capture-server ports where the format starts one server per replica), notes."""
     p, layout = ctx.plan, ctx.layout
     lines = [comment(f"dflash-plan launch: {title}"),
              comment(f"plan: {p.name or 'unnamed'}"),
+             *(comment(line) for line in projection_notes(ctx, fmt)),
              comment(f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
                      f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
                      f"{layout.nodes} node(s)")]
@@ -218,13 +319,18 @@ def header(ctx: Context, title: str, notes: list[str], ports: bool = True) -> st
         drafters = devices(layout.drafters.get(i, ()))
         lines.append(comment(f"  node {i} ({host}): targets [{' '.join(targets) or '-'}], "
                              f"drafters [{drafters or '-'}]"))
+    if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
+        lines.append(comment(f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
+                             f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
+                             f"--set 'launch.hosts=[\"gpu-a\", \"gpu-b\"]'; every node must "
+                             f"reach the others by these names"))
     lines += [comment(f"note: {n}") for n in notes]
     return "\n".join(lines)
 
 
-def script(ctx: Context, title: str, notes: list[str], body: list[str],
+def script(ctx: Context, title: str, notes: list[str], body: list[str], *, fmt: str,
            shebang: str = "#!/usr/bin/env bash", ports: bool = True) -> str:
-    return "\n\n".join([shebang, header(ctx, title, notes, ports), "set -euo pipefail",
+    return "\n\n".join([shebang, header(ctx, title, notes, ports, fmt), "set -euo pipefail",
                         *body]) + "\n"
 
 

@@ -4,28 +4,82 @@ host and GPUs. SpecForge ships no sbatch files; the steps follow its two-node ex
 
 from __future__ import annotations
 
+import math
 import re
 
 from ..resolve import require_same_gpu_type
 from . import specforge
 from .common import (
+    FABRIC_IP_FUNCTION,
+    GIB,
+    MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
-    devices,
+    run_id,
+    sample_feature_bytes,
     script,
 )
-from .escape import cmd, env, heredoc, q, to_yaml
+from .escape import cmd, env, heredoc, q, terminator, to_yaml
 
 NAME = "slurm"
 TITLE = "Slurm (sbatch) running SpecForge unified"
 
 
+# SpecForge's producer tokenizes the data with data.build_dataset_num_proc = 8 processes
+# (specforge/config/schema.py default); an SGLang server runs one scheduler per TP rank plus
+# its tokenizer manager and detokenizer.
+PRODUCER_PROCESSES = 1 + 8
+SERVER_EXTRA_PROCESSES = 2
+
+
+def on_node_definition() -> str:
+    """`on_node`: a bash program a step runs its command through (`bash -c "$on_node"
+    on_node HEAD command...`): it exports the node's fabric address for Mooncake, found on
+    that node, then runs the command."""
+    program = (FABRIC_IP_FUNCTION + '\nfabric_addr="$(fabric_ip "$1")"; shift\n'
+               'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"'
+               '\nexec "$@"')
+    end = terminator(program, "DFLASH_ON_NODE_EOF")
+    return f"on_node=\"$(cat <<'{end}'\n{program}\n{end}\n)\""
+
+
+def host_needs(ctx: Context) -> tuple[int, int, str]:
+    """(--mem in GiB, --cpus-per-task, the reasoning) of the busiest node, for a job that
+    does not take whole nodes: the host memory the plan puts there (each capture server's
+    Mooncake segment and local buffer and the target weights it loads through host memory;
+    each trainer rank's Mooncake local buffer and two batches of fetched features) and one
+    CPU per process."""
+    p, layout = ctx.plan, ctx.layout
+    segment = specforge.server_segment_gib(ctx) + MOONCAKE_LOCAL_BUFFER_BYTES / GIB
+    weights = ctx.memory.weights_gib * p.target.tp
+    batch = 2 * p.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
+    rank = MOONCAKE_LOCAL_BUFFER_BYTES / GIB + batch
+    head = specforge.trainer_nodes(ctx)[0][0]
+    best = (0.0, 0)
+    for node in range(layout.nodes):
+        servers, ranks = len(layout.targets_on(node)), len(layout.drafters.get(node, ()))
+        mem = servers * (segment + weights) + ranks * rank
+        cpus = (servers * (p.target.tp + SERVER_EXTRA_PROCESSES) + ranks
+                + (PRODUCER_PROCESSES + 1 if node == head else 0))
+        best = max(best, (mem, cpus))
+    mem_gib = math.ceil(best[0])
+    return mem_gib, best[1], (
+        f"--mem={mem_gib}G: per capture server its Mooncake segment and buffer "
+        f"{segment:.0f} GiB and the target weights it loads through host memory "
+        f"{weights:.1f} GiB; per trainer rank its buffer and two fetched batches "
+        f"{rank:.1f} GiB; --cpus-per-task={best[1]}: one per process (each server's TP "
+        f"schedulers, tokenizer manager and detokenizer; each trainer rank; the producer "
+        f"and its {PRODUCER_PROCESSES - 1} tokenizing workers; the Mooncake master); the "
+        f"processes' own runtime comes on top: raise --mem by your cluster's usual "
+        f"allowance per process")
+
+
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     p, layout = ctx.plan, ctx.layout
     require_same_gpu_type(p, "an sbatch script requests one GPU type for every node")
-    job = re.sub(r"[^A-Za-z0-9._-]", "_", p.launch.run_id)[:64] or "dflash"
+    job = re.sub(r"[^A-Za-z0-9._-]", "_", run_id(p))[:64] or "dflash"
     d_nodes, _ = specforge.trainer_nodes(ctx)
     # Host names are known only inside the allocation: the YAML holds placeholders that
     # the steps override with the allocated hosts.
@@ -42,7 +96,12 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     directives = ["#!/bin/bash", f"#SBATCH --job-name={job}", f"#SBATCH --nodes={layout.nodes}",
                   "#SBATCH --ntasks-per-node=1", f"#SBATCH --gpus-per-node={gpus_per_node}"]
     if whole_nodes:
-        directives.append("#SBATCH --exclusive")
+        # Whole nodes: every CPU and (--mem=0) all of each node's memory.
+        directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
+    else:
+        mem_gib, cpus, why = host_needs(ctx)
+        directives += [f"#SBATCH --mem={mem_gib}G", f"#SBATCH --cpus-per-task={cpus}"]
+        notes.append(why)
     directives.append(f"#SBATCH --output={job}-%j.log")
     head = f"${{NODES[{d_nodes[0]}]}}"
 
@@ -53,7 +112,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         return f'srun --nodes=1 --ntasks=1 --overlap{gres} -w "${{NODES[{node}]}}"'
 
     def local(node: int) -> str:
-        return f'MOONCAKE_LOCAL_HOSTNAME="${{NODES[{node}]}}"'
+        # Each step finds its node's fabric address on that node (see FABRIC_IP_FUNCTION).
+        return 'bash -c "$on_node" on_node "$HEAD" env'
 
     lines = [
         "# The SpecForge CLI rejects a partial torch.distributed environment.",
@@ -62,6 +122,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f'[ "${{#NODES[@]}}" -ge {layout.nodes} ] || '
         f'{{ echo "need {layout.nodes} nodes" >&2; exit 2; }}',
         f'HEAD="{head}"',
+        on_node_definition(),
         f'export MOONCAKE_MASTER_SERVER_ADDR="$HEAD:{MOONCAKE_RPC_PORT}"',
         f'export MOONCAKE_METADATA_SERVER="http://$HEAD:{MOONCAKE_METADATA_PORT}/metadata"',
         "export MOONCAKE_PROTOCOL=tcp", "",
@@ -76,26 +137,26 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     if len(d_nodes) > 1:
         lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
     lines += ["", "# Mooncake master (CPU) on the first trainer node",
-              f"{step(d_nodes[0], False)} env CUDA_VISIBLE_DEVICES= {local(d_nodes[0])} "
+              f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
               f"{cmd(*specforge.mooncake_master(), lead=2)} > mooncake.log 2>&1 &",
               f"until curl -s -o /dev/null \"$MOONCAKE_METADATA_SERVER?key="
               f"{specforge.HEALTH_KEY}\"; do sleep 2; done",
               "", "# capture servers: one step per target replica"]
     for r in layout.replicas:
-        lines.append(f"{step(r.node, True)} env {local(r.node)} "
+        lines.append(f"{step(r.node, True)} {local(r.node)} "
                      f"{env(**specforge.server_env(ctx, r))} "
                      f"{cmd(*specforge.capture_server(ctx, r), lead=3)} "
                      f"> {q(f'capture-{r.node}-{r.port}.log')} 2>&1 &")
     lines += ['for url in "${urls[@]}"; do until curl -sf "$url/health" >/dev/null; do sleep 10; '
               'done; done', "", "# producer (CPU) on the first trainer node",
-              f"{step(d_nodes[0], False)} env CUDA_VISIBLE_DEVICES= {local(d_nodes[0])} "
+              f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
               f'{cmd("specforge", "train", "-c", "run.yaml", "--role", "producer")} '
               f'"${{overrides[@]}}" > producer.log 2>&1 &', "",
               "# trainers: one step per drafter node, on the drafter GPUs",
               "consumers=()"]
     for rank, node in enumerate(d_nodes):
-        lines.append(f"{step(node, True)} env {local(node)} "
-                     f"{env(CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+        lines.append(f"{step(node, True)} {local(node)} "
+                     f"{env(**specforge.consumer_env(ctx, node, rank))} "
                      + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer",
                            "--node-rank", rank) + " "
                      f'"${{overrides[@]}}" > {q(f"consumer-{rank}.log")} 2>&1 &')
@@ -103,5 +164,5 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     lines += ['wait "${consumers[@]}"',
               "# The training is done: stop the servers, the master and the producer.",
               "kill $(jobs -p) 2>/dev/null || true"]
-    text = script(ctx, TITLE, notes, ["\n".join(lines)], shebang="\n".join(directives))
+    text = script(ctx, TITLE, notes, ["\n".join(lines)], fmt=NAME, shebang="\n".join(directives))
     return LaunchScript(NAME, text, {"run.yaml": yaml_text}, tuple(notes), layout)

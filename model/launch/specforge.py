@@ -10,9 +10,11 @@ from .. import recipe
 from ..errors import PlanError
 from .common import (
     CONTEXT_EXTRA_TOKENS,
+    FABRIC_IP_FUNCTION,
     GIB,
+    IN_FLIGHT_HIGH_DEFAULT,
+    IN_FLIGHT_LOW_DEFAULT,
     IN_FLIGHT_PER_SERVER,
-    IN_FLIGHT_TOTAL,
     MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_METRICS_PORT,
@@ -20,32 +22,61 @@ from .common import (
     Context,
     LaunchScript,
     devices,
+    export_fabric_ip,
     node_case,
     output_dir,
+    read_node_rank,
     require_derived_layers,
+    run_id,
     script,
     segment_gib,
 )
-from .escape import cmd, env, heredoc, q, to_yaml
+from .escape import cmd, env, feed, heredoc, q, to_yaml
 from .layout import Replica
 
 NAME = "specforge"
 TITLE = "SpecForge unified (specforge train -c run.yaml)"
 HEALTH_KEY = "dflash-plan-health-check"
+# torchrun's static rendezvous (the one --master_addr selects) waits 600 s for the other
+# trainer nodes by default (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py);
+# the first trainer node starts only once every capture server has loaded the target, which
+# for a 70B model downloaded on first use can take longer. torchrun reads --rdzv-conf from
+# PET_RDZV_CONF (its arguments' environment fallback), which SpecForge's torchrun inherits.
+RENDEZVOUS_TIMEOUT_S = 3 * 3600
 
 
 def consumer_state_dir(ctx: Context) -> str:
     """Node-local: the consumer's SQLite/WAL must not sit on a shared filesystem (SpecForge
     docs; the two-node example uses /tmp/specforge/<id>/consumer-state)."""
-    return f"/tmp/specforge/{ctx.plan.launch.run_id}/consumer-state"
+    return f"/tmp/specforge/{run_id(ctx.plan)}/consumer-state"
+
+
+def consumer_quantum(ctx: Context) -> int:
+    """Samples of one global optimizer step: nnodes x nproc_per_node x batch_size x
+    accumulation_steps (1); the consumer takes them as one window
+    (_online_flow_window in specforge/training/disaggregated.py)."""
+    nodes, per_node = trainer_nodes(ctx)
+    return len(nodes) * per_node * ctx.plan.drafter.batch_size
+
+
+def in_flight(ctx: Context) -> tuple[int, int]:
+    """The producer's (high, low) in-flight watermarks. SpecForge refuses to start when
+    either is below the consumer's quantum (_online_flow_window) and wants low <= high
+    (RuntimeConfig). Above the defaults: resume at one window (low = quantum) and pause at
+    two (high = 2 x quantum), so one window is captured while the trainer takes the other."""
+    quantum = consumer_quantum(ctx)
+    if quantum <= IN_FLIGHT_LOW_DEFAULT:
+        return IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT
+    return 2 * quantum, quantum
 
 
 def server_segment_gib(ctx: Context) -> int:
     """Mooncake segment of one capture server: its captured features wait there until the
-    consumer acknowledges them; the producer keeps at most IN_FLIGHT_TOTAL samples
+    consumer acknowledges them; the producer keeps at most the high watermark of samples
     unacknowledged, spread over the servers, and at least a lease per server."""
     servers = len(ctx.layout.replicas)
-    return segment_gib(ctx.resolved, max(IN_FLIGHT_PER_SERVER, -(-IN_FLIGHT_TOTAL // servers)))
+    high, _ = in_flight(ctx)
+    return segment_gib(ctx.resolved, max(IN_FLIGHT_PER_SERVER, -(-high // servers)))
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
@@ -99,7 +130,7 @@ def config(ctx: Context, *, managed_local: bool, server_urls: list[str],
         if len(nodes) > 1:
             trainer["master_addr"] = head
             trainer["master_port"] = p.launch.master_port
-    return {
+    doc: dict[str, Any] = {
         "model": {"target_model_path": ctx.path, "trust_remote_code": True,
                   "draft_num_hidden_layers": w.draft_layers, "draft_block_size": ctx.block,
                   "sglang_mem_fraction_static": fraction,
@@ -107,11 +138,15 @@ def config(ctx: Context, *, managed_local: bool, server_urls: list[str],
         "data": {"train_data_path": p.launch.train_data_path, "max_length": w.max_length,
                  "chat_template": ctx.chat_template},
         "training": training,
-        "run_id": p.launch.run_id,
+        "run_id": run_id(p),
         "output_dir": out,
         "deployment": {"mode": "disaggregated", "trainer": trainer,
                        "disaggregated": disaggregated},
     }
+    high, low = in_flight(ctx)
+    if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
+        doc["runtime"] = {"in_flight_high_watermark": high, "in_flight_low_watermark": low}
+    return doc
 
 
 def capture_server(ctx: Context, replica: Replica) -> list[object]:
@@ -151,6 +186,24 @@ def server_env(ctx: Context, replica: Replica) -> dict[str, object]:
             "FLASHINFER_DISABLE_VERSION_CHECK": 1}
 
 
+def node_config(node: int) -> str:
+    """The run file a node's specforge calls read (written per node by the script)."""
+    return f"run-node{node}.yaml"
+
+
+def consumer_env(ctx: Context, node: int, rank: int) -> dict[str, object]:
+    """The consumer's environment. SpecForge does not assign GPUs to external servers and
+    picks devices by local rank: the trainer gets its own devices explicitly. torchrun's
+    workers inherit NODE_RANK, and SpecForge's node-rank check (_resolved_node_rank in
+    specforge/launch_plan.py) reads it in every worker, where --node-rank is not passed:
+    it must be the trainer rank, not the node's index in the plan."""
+    out: dict[str, object] = {"NODE_RANK": rank,
+                              "CUDA_VISIBLE_DEVICES": devices(ctx.layout.drafters[node])}
+    if len(ctx.layout.drafter_nodes) > 1:
+        out["PET_RDZV_CONF"] = f"timeout={RENDEZVOUS_TIMEOUT_S}"
+    return out
+
+
 def wait_for_metadata(url: str) -> str:
     # Any HTTP answer (a missing key is a 4xx) means the metadata server is up.
     return f"until curl -s -o /dev/null {q(url + '?key=' + HEALTH_KEY)}; do sleep 2; done"
@@ -160,16 +213,24 @@ def wait_healthy(urls: list[str]) -> str:
     if len(urls) <= 4:
         return "\n".join(f"until curl -sf {q(u + '/health')} >/dev/null; do sleep 5; done"
                          for u in urls)
-    return (f"for url in {' '.join(q(u) for u in urls)}; do\n"
-            f'  until curl -sf "$url/health" >/dev/null; do sleep 5; done\ndone')
+    # One line: a script's node sections indent only an entry's first line.
+    return (f"for url in {' '.join(q(u) for u in urls)}; do "
+            f'until curl -sf "$url/health" >/dev/null; do sleep 5; done; done')
 
 
 def memory_notes(ctx: Context) -> list[str]:
     segment = server_segment_gib(ctx)
-    return [*ctx.memory.reasoning(),
-            f"Mooncake segment {segment} GiB of host memory per capture server: captured "
-            f"features wait there until the trainer acknowledges them (up to "
-            f"{IN_FLIGHT_TOTAL} samples in flight, spread over the servers)"]
+    high, low = in_flight(ctx)
+    notes = [*ctx.memory.reasoning(),
+             f"Mooncake segment {segment} GiB of host memory per capture server: captured "
+             f"features wait there until the trainer acknowledges them (up to {high} "
+             f"samples in flight, spread over the servers)"]
+    if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
+        notes.append(f"in-flight watermarks {high}/{low}: one optimizer step takes "
+                     f"{consumer_quantum(ctx)} samples, more than SpecForge's defaults "
+                     f"({IN_FLIGHT_HIGH_DEFAULT}/{IN_FLIGHT_LOW_DEFAULT}), which its "
+                     f"producer refuses; it pauses at two steps' samples and resumes at one")
+    return notes
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -181,8 +242,11 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                      "patch; control_dir must not exist yet")
         notes += memory_notes(ctx)
         text = to_yaml(doc)
-        body = [heredoc("run.yaml", text), cmd("specforge", "train", "-c", "run.yaml")]
-        return LaunchScript(NAME, script(ctx, TITLE, notes, body), {"run.yaml": text},
+        # The SpecForge CLI rejects a partial torch.distributed environment, and it and
+        # the trainer's workers take NODE_RANK as the trainer's node rank: one node is 0.
+        body = ["unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "
+                "NODE_RANK", heredoc("run.yaml", text), cmd("specforge", "train", "-c", "run.yaml")]
+        return LaunchScript(NAME, script(ctx, TITLE, notes, body, fmt=NAME), {"run.yaml": text},
                             tuple(notes), layout)
     d_nodes, _ = trainer_nodes(ctx)
     head = layout.hosts[d_nodes[0]]
@@ -197,8 +261,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     sections: dict[int, list[str]] = {}
     for node in range(layout.nodes):
         lines = sections.setdefault(node, [])
-        # Each node's processes register with Mooncake under their own reachable name.
-        lines.append(f"export {env(MOONCAKE_LOCAL_HOSTNAME=layout.hosts[node])}")
+        # Each node's processes register with Mooncake under its own fabric address.
+        lines += export_fabric_ip(head).split("\n")
         if node == d_nodes[0]:
             lines.append(f"{cmd(*mooncake_master(), lead=2)} > mooncake.log 2>&1 &")
         replicas = layout.targets_on(node)
@@ -209,26 +273,32 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                          f" > {q(f'capture-{r.port}.log')} 2>&1 &")
     for rank, node in enumerate(d_nodes):
         lines = sections[node]
+        config_file = node_config(node)
+        # Every trainer node starts once the capture servers are up, so that torchrun's
+        # rendezvous does not wait out the target's download on the first trainer node.
+        lines.append(wait_healthy(urls))
         if rank == 0:
-            lines.append(wait_healthy(urls))
             lines.append(f"{env(CUDA_VISIBLE_DEVICES='')} "
-                         f"{cmd('specforge', 'train', '-c', 'run.yaml', '--role', 'producer')}"
+                         f"{cmd('specforge', 'train', '-c', config_file, '--role', 'producer')}"
                          f" > producer.log 2>&1 &")
-        # SpecForge does not assign GPUs to external servers and picks devices by local
-        # rank: the trainer gets its own devices explicitly.
-        lines.append(f"{env(CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
-                     + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer",
+        lines.append(f"{env(**consumer_env(ctx, node, rank))} "
+                     + cmd("specforge", "train", "-c", config_file, "--role", "consumer",
                            "--node-rank", rank))
     for node in layout.target_nodes:
         if node not in d_nodes:
             sections[node].append("wait   # the capture servers run until stopped")
+    yaml_text = to_yaml(doc)
     body = [
         "# The SpecForge CLI rejects a partial torch.distributed environment.\n"
         "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT\n"
         "# Background services stop with this script.\n"
         "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
         + "\n".join(f"export {env(**{k: v})}" for k, v in mooncake_env(head).items()),
-        heredoc("run.yaml", yaml_text := to_yaml(doc)),
-        node_case(sections, layout.nodes)]
-    return LaunchScript(NAME, script(ctx, TITLE, notes, body), {"run.yaml": yaml_text},
+        FABRIC_IP_FUNCTION,
+        read_node_rank(layout.nodes),
+        # One file per node: nodes sharing a working directory do not rewrite each
+        # other's (the YAML is the same on every node).
+        feed('cat > "run-node$node_rank.yaml"', yaml_text),
+        node_case(sections, layout.nodes, read_rank=False)]
+    return LaunchScript(NAME, script(ctx, TITLE, notes, body, fmt=NAME), {"run.yaml": yaml_text},
                         tuple(notes), layout)

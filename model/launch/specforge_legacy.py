@@ -1,5 +1,7 @@
-"""SpecForge's legacy colocated trainer, scripts/train_dflash.py (SpecForge 0a7006fd; removed
-in d5883d5b): every rank holds a target shard and a drafter replica."""
+"""SpecForge's legacy colocated trainer, scripts/train_dflash.py: every rank holds a target
+shard and a drafter replica. The script was removed upstream in d5883d5b, and no released
+specforge carries the modules it imports (the 0.2.0 wheel is the unified runtime), so the
+launch pins the last commit that has it, 40d8feff, and runs from a checkout of it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ from .escape import cmd
 
 NAME = "specforge-legacy"
 TITLE = "SpecForge legacy (scripts/train_dflash.py, colocated)"
+# The last sgl-project/SpecForge commit with scripts/train_dflash.py (its child d5883d5b
+# "refactor: consolidate training on unified runtime" deletes it).
+PINNED_COMMIT = "40d8feffdc7ef77a38278802301981897bb6f250"
+CHECKOUT = ("git clone https://github.com/sgl-project/SpecForge && cd SpecForge && "
+            f"git checkout {PINNED_COMMIT[:8]} && pip install -e .")
 
 
 def target_share(ctx: Context) -> float:
@@ -39,7 +46,11 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     per_node = layout.gpus_per_node
     nodes = math.ceil(total / per_node)
     share = target_share(ctx)
-    notes = [f"colocated: every one of the {total} ranks holds a target shard (tp "
+    notes = [f"pinned to sgl-project/SpecForge {PINNED_COMMIT[:8]}, the last commit with "
+             f"scripts/train_dflash.py (removed in d5883d5b; no released specforge has the "
+             f"modules it imports): run this script from that checkout, with its specforge "
+             f"installed, on every node: {CHECKOUT}",
+             f"colocated: every one of the {total} ranks holds a target shard (tp "
              f"{p.target.tp}) and a drafter replica, so the target/drafter split does not "
              f"apply and the projection's split figures do not describe this run",
              f"--sglang-mem-fraction-static {share:.2f}: the target's weight shard and the KV "
@@ -57,6 +68,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "--sglang-mem-fraction-static", share, "--trust-remote-code"]
     if ctx.block == 16:
         args += ["--loss-decay-gamma", recipe.LOSS_DECAY_GAMMA_B16]
+    check = ("[ -f scripts/train_dflash.py ] || { echo \"scripts/train_dflash.py not found: "
+             f"run this from a SpecForge checkout at {PINNED_COMMIT[:8]} ({CHECKOUT})\" >&2; "
+             "exit 2; }")
     if nodes == 1:
         body = cmd("torchrun", "--standalone", "--nproc_per_node", total, *args, lead=5)
     else:
@@ -69,5 +83,6 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                             "--nproc_per_node", per_node, *args, lead=12)]
                     for n in range(nodes)}
         body = node_case(sections, nodes)
-    return LaunchScript(NAME, script(ctx, TITLE, notes, [body], ports=False), {}, tuple(notes),
+    text = script(ctx, TITLE, notes, [check, body], fmt=NAME, ports=False)
+    return LaunchScript(NAME, text, {}, tuple(notes),
                         layout)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from .. import recipe
 from .common import (
+    FABRIC_IP_FUNCTION,
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
     devices,
+    export_fabric_ip,
     node_case,
     output_dir,
     script,
@@ -27,6 +29,10 @@ HIDDEN_STATES_DIR = "/tmp/hidden_states"
 # its num_workers = 12 data-loader workers waits on one generation at a time (TrainConfig
 # defaults, speculators/train/config/schema.py).
 BATCHES_IN_FLIGHT_PER_RANK = 12
+# torchrun's static rendezvous waits 600 s for the other trainer nodes by default
+# (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py); the first trainer node
+# joins only after vLLM is up and the data is prepared.
+RENDEZVOUS_TIMEOUT_S = 3 * 3600
 
 
 def data_dir(ctx: Context) -> str:
@@ -34,11 +40,12 @@ def data_dir(ctx: Context) -> str:
 
 
 def vllm_segment_gib(ctx: Context) -> int:
-    """Mooncake segment of one node's vLLM: the states every trainer rank may have in
-    flight, spread over the target nodes."""
+    """Mooncake segment of one vLLM engine: each data-parallel engine registers a segment
+    of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
+    in flight are spread over the engines (target replicas)."""
     p = ctx.plan
     samples = BATCHES_IN_FLIGHT_PER_RANK * p.drafter.batch_size * p.drafter.count
-    return segment_gib(ctx.resolved, samples / len(ctx.layout.target_nodes))
+    return segment_gib(ctx.resolved, samples / len(ctx.layout.replicas))
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -52,11 +59,15 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
              f"{data_dir(ctx)} (skipped when that folder already holds the dataset)"]
     if multi:
         segment = vllm_segment_gib(ctx)
+        engines = max(len(layout.targets_on(n)) for n in layout.target_nodes)
         notes += ["multi-node: run this script on every node with NODE_RANK set; output_dir "
                   "must be on a filesystem all nodes share",
                   f"hidden states travel through Mooncake (master on node "
-                  f"{layout.target_nodes[0]}, {head}); segment {segment} GiB of host memory "
-                  f"per vLLM node: {BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank"]
+                  f"{layout.target_nodes[0]}, {head}); each vLLM data-parallel engine "
+                  f"registers a segment of {segment} GiB of host memory (up to {engines} "
+                  f"engine(s) = {engines * segment} GiB on a node): "
+                  f"{BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
+                  f"over the {len(layout.replicas)} engines"]
         common: list[object] = ["--hidden-states-backend", "mooncake",
                                 "--mooncake-master", f"{head}:{MOONCAKE_RPC_PORT}"]
         launch_backend = [*common, "--mooncake-global-segment-gib", segment]
@@ -69,13 +80,16 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     if multi:
         for node in range(layout.nodes):
             # vLLM and the trainer register with Mooncake under the node's reachable name.
-            sections[node] = [f"export {env(MOONCAKE_LOCAL_HOSTNAME=layout.hosts[node])}"]
+            sections[node] = export_fabric_ip(head).split("\n")
     start_rank = 0
     for index, node in enumerate(layout.target_nodes):
         local = layout.targets_on(node)
         # launch_vllm.py appends the final layer itself; the client asks for one token, so
         # the context holds max_length + 1.
-        serve: list[object] = ["--data-parallel-size", replicas_total,
+        # launch_vllm.py's --trust-remote-code acts only on its own config lookup; vLLM
+        # takes it after `--` (scripts/launch_vllm.py at c05b95b3), as SpecForge's YAML
+        # sets model.trust_remote_code.
+        serve: list[object] = ["--trust-remote-code", "--data-parallel-size", replicas_total,
                                "--tensor-parallel-size", p.target.tp, "--port", VLLM_PORT,
                                "--max-model-len", w.max_length + 1]
         if multi:
@@ -122,6 +136,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         else:
             launcher = ["torchrun", "--nnodes", len(d_nodes), "--node_rank", rank,
                         "--master_addr", master, "--master_port", p.launch.master_port,
+                        "--rdzv_conf", f"timeout={RENDEZVOUS_TIMEOUT_S}",
                         "--nproc_per_node", len(devs)]
         lines = sections.setdefault(node, [])
         if rank == 0:
@@ -136,6 +151,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             sections[node].append("wait   # vLLM runs until stopped")
     trap = ("# Background services stop with this script.\n"
             "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT")
-    body = [trap, node_case(sections, layout.nodes) if multi else "\n".join(sections[0])]
-    return LaunchScript(NAME, script(ctx, TITLE, notes, body, ports=False), {}, tuple(notes),
+    body = [trap, *([FABRIC_IP_FUNCTION, node_case(sections, layout.nodes)] if multi
+                    else ["\n".join(sections[0])])]
+    text = script(ctx, TITLE, notes, body, fmt=NAME, ports=False)
+    return LaunchScript(NAME, text, {}, tuple(notes),
                         layout)

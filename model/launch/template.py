@@ -7,7 +7,7 @@ import string
 
 from .. import recipe
 from ..errors import PlanError
-from .common import Context, LaunchScript, devices, node_case, output_dir, script
+from .common import Context, LaunchScript, devices, node_case, output_dir, run_id, script
 from .escape import TemplateShell
 
 NAME = "template"
@@ -37,7 +37,7 @@ def template_values(ctx: Context, node: int) -> dict[str, object]:
         # (torchrun --nnodes {nnodes} --node_rank {node_rank} --master_addr {master_addr}).
         "nnodes": layout.nodes, "node_rank": node, "host": layout.hosts[node],
         "master_addr": layout.hosts[0], "master_port": p.launch.master_port,
-        "run_id": p.launch.run_id, "output_dir": output_dir(p),
+        "run_id": run_id(p), "output_dir": output_dir(p),
         "train_data_path": p.launch.train_data_path, "chat_template": ctx.chat_template,
         "learning_rate": recipe.LEARNING_RATE,
     }
@@ -85,5 +85,6 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     else:
         body = node_case({n: [render_template(text, template_values(ctx, n), where)]
                           for n in range(layout.nodes)}, layout.nodes)
-    return LaunchScript(NAME, script(ctx, "custom template", [], [body], ports=False), {}, (),
+    text = script(ctx, "custom template", [], [body], fmt=NAME, ports=False)
+    return LaunchScript(NAME, text, {}, (),
                         layout)
