@@ -18,12 +18,12 @@ import json
 import statistics
 import time
 
-from dflash_plan.model.balance import balance
-from dflash_plan.model.catalog import Catalog
-from dflash_plan.model.hardware import builtin_gpus
-from dflash_plan.model.pipeline import flow
-from dflash_plan.model.plan import Plan, default_plan, load_plan
-from dflash_plan.model.projection import project
+from dflash_plan.model.core.pipeline import flow
+from dflash_plan.model.core.plan import Plan, default_plan, load_plan
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.explore.balance import balance
+from dflash_plan.model.inputs.catalog import Catalog
+from dflash_plan.model.inputs.hardware import builtin_gpus
 
 
 def per_call_us(fn, seconds: float, repeats: int = 7) -> float:
@@ -77,7 +77,7 @@ def main() -> None:
     projection = project(default_plan(), catalog)
     rows = [(f"project(): {name}", per_call_us(lambda p=plan: project(p, catalog), args.seconds))
             for name, plan in plans.items()]
-    from dflash_plan.model.compare import compare
+    from dflash_plan.model.explore.compare import compare
 
     # What the app does per keystroke with a baseline: project the edited plan, compare it
     # with the baseline under every joint scenario (the baseline's figures stay memoised).

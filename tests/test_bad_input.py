@@ -281,7 +281,7 @@ def test_limits_doc_lists_every_bound():
     """docs/limits.md states every range the code enforces, in the code's own words."""
     from pathlib import Path
 
-    from dflash_plan.model import validation
+    from dflash_plan.model.basics import validation
 
     text = (Path(__file__).parent.parent / "docs" / "limits.md").read_text()
     for name, bound in validation.ALL_BOUNDS.items():

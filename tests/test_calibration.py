@@ -4,10 +4,10 @@ from a fixed per-token overhead."""
 from __future__ import annotations
 
 import pytest
-from dflash_plan.model.calibration import bind_to_workload, rebound
-from dflash_plan.model.plan import Measurement
-from dflash_plan.model.projection import project
-from dflash_plan.model.rates import target_roofline
+from dflash_plan.model.core.calibration import bind_to_workload, rebound
+from dflash_plan.model.core.plan import Measurement
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.core.rates import target_roofline
 from support import edit
 
 

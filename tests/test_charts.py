@@ -7,9 +7,9 @@ import dataclasses
 import math
 
 import pytest
-from dflash_plan.model.projection import project
-from dflash_plan.model.search import Constraints, default_space, search
-from dflash_plan.model.sensitivity import split_curve, tornado
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.explore.search import Constraints, default_space, search
+from dflash_plan.model.explore.sensitivity import split_curve, tornado
 from dflash_plan.tui.charts import (
     chart_text,
     draw_pareto,

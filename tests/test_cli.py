@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from dflash_plan.model.errors import PlanError
+from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.tui.cli import build_parser, import_app, main
 from support import edit
 

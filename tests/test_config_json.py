@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from dflash_plan.model.errors import PlanError
-from dflash_plan.model.targets import PRESETS, load_config_json
+from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.inputs.targets import PRESETS, load_config_json
 from dflash_plan.tui.cli import main
 from support import edit
 
@@ -140,7 +140,7 @@ def test_name_or_path_is_one_line(tmp_path):
 
 def test_every_preset_is_within_the_bounds():
     """Presets are built without validation (import speed): check them here instead."""
-    from dflash_plan.model.targets import TargetModel
+    from dflash_plan.model.inputs.targets import TargetModel
 
     for key, model in PRESETS.items():
         assert TargetModel.model_validate(model.model_dump()) == model, key

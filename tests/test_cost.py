@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dflash_plan.model.cost import prices
-from dflash_plan.model.projection import project
+from dflash_plan.model.core.cost import prices
+from dflash_plan.model.core.projection import project
 from support import edit
 
 
@@ -51,7 +51,7 @@ def test_a_gpu_without_any_price_is_reported(catalog, baseline):
 
 
 def test_break_even_price_ratio_by_plan_shape():
-    from dflash_plan.model.economics import break_even_price_ratio
+    from dflash_plan.model.core.economics import break_even_price_ratio
 
     # Baseline 845 reference-GPU-hours; the plan runs 100 hours.
     # Same non-reference type for both roles, 4 GPUs: 845 / (4 x 100) = 2.1125.

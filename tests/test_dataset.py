@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from dflash_plan.model import dataset
-from dflash_plan.model.dataset import cache_path, measure, measure_cached, sample_texts
-from dflash_plan.model.errors import PlanError
+from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.inputs import dataset
+from dflash_plan.model.inputs.dataset import cache_path, measure, measure_cached, sample_texts
 
 MIXED = Path(__file__).parent / "data" / "dataset" / "mixed.jsonl"
 # mixed.jsonl, by line (characters of text; the estimate is ceil(characters / 4)):

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 import yaml
-from dflash_plan.model.catalog import Catalog
-from dflash_plan.model.errors import PlanError
-from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.core.plan import Plan, plan_from_dict, plan_to_dict
+from dflash_plan.model.inputs.catalog import Catalog
+from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.model.launch import FORMATS, TEMPLATE_PLACEHOLDERS, generate
 from dflash_plan.model.launch.escape import HEREDOC
+from dflash_plan.model.launch.probe import ROLES, probe_script, read_probe_dir
 from dflash_plan.model.launch.template import template_values
-from dflash_plan.model.plan import Plan, plan_from_dict, plan_to_dict
-from dflash_plan.model.probe import ROLES, probe_script, read_probe_dir
-from dflash_plan.model.targets import PRESETS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

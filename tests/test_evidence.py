@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from dflash_plan.model.evidence import PREDICTORS, load_cases, validate
+from dflash_plan.model.evidence.evidence import PREDICTORS, load_cases, validate
 from dflash_plan.tui.cli import main
 
 # The headline (README, docs/validation.md): every case predicted by constants fitted

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from dflash_plan.model import fitting, memory, pipeline, rates
-from dflash_plan.model.hardware import builtin_gpus
-from dflash_plan.model.units import BYTES_PER_GIB
+from dflash_plan.model.basics.units import BYTES_PER_GIB
+from dflash_plan.model.core import fitting, memory, pipeline, rates
+from dflash_plan.model.inputs.hardware import builtin_gpus
 
 PEAK = "mooncake-vllm-pd-qwen3-8b-h800-rdma-peak"
 SINK = "specforge-domino-qwen3-8b-h200-hidden-state-rate-derived"

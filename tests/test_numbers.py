@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from dflash_plan.model.numbers import NumberError, comma_message, parse_number, parse_whole
+from dflash_plan.model.basics.numbers import NumberError, comma_message, parse_number, parse_whole
 from dflash_plan.tui.fields import FIELDS, FieldError, parse
 from hypothesis import given
 from hypothesis import strategies as st

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,10 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One worker builds the wheel, once: setuptools builds in the source tree (build/, the
-# egg-info), and two workers building at once collide there (a failed build, seen under
-# load).
+# One worker builds the wheel, once (two builds at once load the machine for nothing).
 pytestmark = pytest.mark.xdist_group("wheel")
+
+# What a build needs of the checkout; setuptools writes build/ and the egg-info beside the
+# sources, so the build runs on a copy in a temporary directory, never in the checkout.
+SOURCES = ("pyproject.toml", "README.md", "hardware.toml", "model", "tui")
 
 
 def modules_after(code: str) -> set[str]:
@@ -24,9 +27,9 @@ def modules_after(code: str) -> set[str]:
 
 
 def test_model_imports_no_ui_library():
-    loaded = modules_after("import dflash_plan.model.projection, dflash_plan.model.compare, "
-                           "dflash_plan.model.plan")
-    assert "dflash_plan.model.projection" in loaded
+    loaded = modules_after("import dflash_plan.model.core.projection, dflash_plan.model.explore.compare, "
+                           "dflash_plan.model.core.plan")
+    assert "dflash_plan.model.core.projection" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich")}
 
 
@@ -43,16 +46,23 @@ def test_headless_cli_imports_no_textual():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True)
+                    "-q", "-w", str(out), str(source)], check=True, capture_output=True)
     return next(out.glob("dflash_plan-*.whl"))
 
 
 def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "dflash_plan/model/hardware.toml" in names
-    assert "dflash_plan/model/default_plan.toml" in names
-    assert "dflash_plan/model/measurements.toml" in names
+    assert "dflash_plan/model/data/hardware.toml" in names
+    assert "dflash_plan/model/data/default_plan.toml" in names
+    assert "dflash_plan/model/data/measurements.toml" in names
     assert "dflash_plan/tui/app.tcss" in names
     # Every subpackage of the source tree is in the wheel (setuptools lists them by hand).
     for folder in ("model", "tui"):
@@ -60,7 +70,7 @@ def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
             relative = init.relative_to(ROOT / folder).as_posix()
             assert f"dflash_plan/{folder}/{relative}" in names, relative
     assert not any(n.startswith(("model/", "tui/")) for n in names)   # one namespace only
-    text = zipfile.ZipFile(wheel).read("dflash_plan/model/hardware.toml").decode()
+    text = zipfile.ZipFile(wheel).read("dflash_plan/model/data/hardware.toml").decode()
     assert text == (ROOT / "hardware.toml").read_text()
 
 
@@ -68,7 +78,7 @@ def test_installed_wheel_finds_its_catalog(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "import dflash_plan.model.hardware as h, dflash_plan.model.plan as p\n"
+            "import dflash_plan.model.inputs.hardware as h, dflash_plan.model.core.plan as p\n"
             "assert h.__file__.startswith(sys.argv[1]), h.__file__\n"
             "print(len(h.builtin_gpus()), p.default_plan().target.count)")
     out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,

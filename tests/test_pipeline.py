@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dflash_plan.model.balance import balance
-from dflash_plan.model.pipeline import flow, placement
-from dflash_plan.model.projection import project
+from dflash_plan.model.core.pipeline import flow, placement
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.explore.balance import balance
 from support import edit
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from dflash_plan.model.errors import PlanError
-from dflash_plan.model.hardware import builtin_gpus
-from dflash_plan.model.plan import default_plan, plan_from_dict, plan_to_dict
-from dflash_plan.model.targets import PRESETS
+from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.core.plan import default_plan, plan_from_dict, plan_to_dict
+from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.tui.cli import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_OK, main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -383,8 +383,8 @@ def config_property(config: dict[str, Any]) -> int:
 
 
 def _project(doc: dict[str, Any]) -> Any:
-    from dflash_plan.model.catalog import Catalog
-    from dflash_plan.model.projection import project
+    from dflash_plan.model.core.projection import project
+    from dflash_plan.model.inputs.catalog import Catalog
 
     return project(plan_from_dict(doc, "generated"), Catalog(gpus=GPUS))
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from apphelp import planner, put, steady_cursors, text  # noqa: F401
-from dflash_plan.model.plan import default_plan, load_plan, save_plan
-from dflash_plan.model.projection import project
-from dflash_plan.model.tomlfile import SaveError
+from dflash_plan.model.basics.tomlfile import SaveError
+from dflash_plan.model.core.plan import default_plan, load_plan, save_plan
+from dflash_plan.model.core.projection import project
 from dflash_plan.tui import recovery
 from dflash_plan.tui.cli import main
 from dflash_plan.tui.config import load_catalog

@@ -7,9 +7,9 @@ import itertools
 import json
 
 import pytest
-from dflash_plan.model.compare import compare
-from dflash_plan.model.projection import Projection, project
-from dflash_plan.model.scenarios import efficiency_band
+from dflash_plan.model.core.projection import Projection, project
+from dflash_plan.model.core.scenarios import efficiency_band
+from dflash_plan.model.explore.compare import compare
 from dflash_plan.tui.cli import main
 from support import edit
 
@@ -159,7 +159,7 @@ def test_fits_means_fits_at_the_pessimistic_end_of_the_memory_estimate(catalog, 
 def test_b300s_capture_engine_maturity_is_a_dated_dimension(catalog, baseline):
     import datetime as dt
 
-    from dflash_plan.model.catalog import Catalog
+    from dflash_plan.model.inputs.catalog import Catalog
 
     b300 = project(_plan(baseline, "b300"), catalog)
     rate = b300.target.rate
@@ -197,8 +197,8 @@ def test_plans_share_a_reading_only_when_they_rest_on_the_same_measurement(catal
 
 
 def test_a_maturity_entry_out_of_order_is_one_clear_error(tmp_path, catalog):
-    from dflash_plan.model.errors import PlanError
-    from dflash_plan.model.hardware import load_gpu_file
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.inputs.hardware import load_gpu_file
 
     path = tmp_path / "hw.toml"
     path.write_text('[[b200.maturity]]\nrole = "target"\nengine = "sglang"\nfactor = 0.9\n'

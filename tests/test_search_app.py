@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from apphelp import planner, settle, steady_cursors  # noqa: F401
-from dflash_plan.model.compare import compare
-from dflash_plan.model.projection import project
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.explore.compare import compare
 from dflash_plan.tui.planner.screen import PlannerScreen
 from dflash_plan.tui.scenarios import NameDialog, ScenariosScreen
 from dflash_plan.tui.search import SearchScreen, plan_label, rows

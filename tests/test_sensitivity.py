@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dflash_plan.model.projection import project
-from dflash_plan.model.sensitivity import split_curve, tornado
+from dflash_plan.model.core.projection import project
+from dflash_plan.model.explore.sensitivity import split_curve, tornado
 from support import edit
 
 

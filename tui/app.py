@@ -17,7 +17,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..model.errors import PlanError
+from ..model.basics.errors import PlanError
 from .config import load_catalog, user_template
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
 from .planner.inputs import FieldInput

@@ -22,11 +22,11 @@ from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 from textual_plotext.plotext import colorize
 
-from ..model.catalog import Catalog
-from ..model.errors import PlanError
-from ..model.projection import Projection
-from ..model.search import Candidate
-from ..model.sensitivity import Bar, SplitCurve, split_curve, tornado
+from ..model.basics.errors import PlanError
+from ..model.core.projection import Projection
+from ..model.explore.search import Candidate
+from ..model.explore.sensitivity import Bar, SplitCurve, split_curve, tornado
+from ..model.inputs.catalog import Catalog
 from .footer import KeysFooter
 from .tabs import TabbedView
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from ..model.errors import PlanError
+from ..model.basics.errors import PlanError
 
 if TYPE_CHECKING:
     from .app import PlannerApp
@@ -77,7 +77,7 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
     --set), each source said on stderr."""
     sets: list[str] = []
     if getattr(args, "from_config", None) is not None:
-        from ..model.runconfig import read_run_config
+        from ..model.inputs.runconfig import read_run_config
 
         config = read_run_config(args.from_config)
         for setting in config.settings:
@@ -86,7 +86,7 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
             print(f"note: {note}", file=sys.stderr)
         sets += config.sets()
     if getattr(args, "from_dataset", None) is not None:
-        from ..model.dataset import measure, measure_cached
+        from ..model.inputs.dataset import measure, measure_cached
 
         plan_path = getattr(args, "plan", None)
         tokenizer = getattr(args, "tokenizer", None)
@@ -124,7 +124,7 @@ def _add_project(p: argparse.ArgumentParser) -> None:
 
 
 def _run_project(args: argparse.Namespace) -> int:
-    from ..model.projection import project
+    from ..model.core.projection import project
     from .config import load_catalog, open_plan
 
     catalog = load_catalog(args.hardware)
@@ -145,7 +145,7 @@ def _run_project(args: argparse.Namespace) -> int:
                          "describes": launch_transport(plan) == plan.workload.transport,
                          "line": launch_line(plan)}
         if baseline is not None:
-            from ..model.compare import compare
+            from ..model.explore.compare import compare
 
             doc["baseline"] = baseline.to_json()
             doc["versus_baseline"] = compare(projection, baseline).to_json()
@@ -209,7 +209,7 @@ def _add_check(p: argparse.ArgumentParser) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from ..model.projection import project
+    from ..model.core.projection import project
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
@@ -232,7 +232,7 @@ def _add_new(p: argparse.ArgumentParser) -> None:
 
 
 def _run_new(args: argparse.Namespace) -> int:
-    from ..model.plan import default_plan_text, plan_to_toml
+    from ..model.core.plan import default_plan_text, plan_to_toml
     from .config import load_catalog, open_plan
 
     sets = _source_sets(argparse.Namespace(**{**vars(args), "plan": None}))
@@ -257,7 +257,7 @@ def _add_probe(p: argparse.ArgumentParser) -> None:
 
 
 def _run_probe(args: argparse.Namespace) -> int:
-    from ..model.probe import probe_script
+    from ..model.launch.probe import probe_script
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
@@ -289,11 +289,11 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
-    from ..model.calibration import add_points
-    from ..model.plan import save_plan
-    from ..model.probe import read_probe_dir
-    from ..model.projection import project
-    from ..model.runlogs import Point, RunContext, read_throughput
+    from ..model.core.calibration import add_points
+    from ..model.core.plan import save_plan
+    from ..model.core.projection import project
+    from ..model.evidence.runlogs import Point, RunContext, read_throughput
+    from ..model.launch.probe import read_probe_dir
     from . import format as fmt
     from .config import load_catalog, open_plan
 
@@ -341,7 +341,7 @@ def _add_validate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from ..model.evidence import validate
+    from ..model.evidence.evidence import validate
     from .config import load_catalog
 
     result = validate(load_catalog(args.hardware))
@@ -356,7 +356,7 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:
-    from ..model.search import AT_CHOICES
+    from ..model.explore.search import AT_CHOICES
 
     _plan_args(p)
     p.add_argument("--deadline-days", type=float, metavar="D",
@@ -384,7 +384,7 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from ..model.search import Constraints, default_space, search
+    from ..model.explore.search import Constraints, default_space, search
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
@@ -411,7 +411,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
-    from ..model.plan import save_plan
+    from ..model.core.plan import save_plan
 
     if folder.exists() and not folder.is_dir():
         raise PlanError(f"{folder}: exists and is not a folder")
@@ -442,8 +442,8 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from ..model.compare import compare
-    from ..model.projection import project
+    from ..model.core.projection import project
+    from ..model.explore.compare import compare
     from .config import load_catalog, open_plan
 
     catalog = load_catalog(args.hardware)
@@ -527,7 +527,7 @@ COMMANDS: dict[str, Command] = {
 
 def _write_new(path: Path, text: str, force: bool, executable: bool = False) -> None:
     """Write a file the user named (atomically; refuses to overwrite without --force)."""
-    from ..model.tomlfile import write_atomic
+    from ..model.basics.tomlfile import write_atomic
 
     if path.is_dir():
         raise PlanError(f"{path}: is a folder, not a file")

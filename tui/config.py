@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model.catalog import Catalog, Deferred
-from ..model.errors import PlanError
-from ..model.hardware import builtin_gpus, load_gpu_file
-from ..model.labels import name_after_edits
-from ..model.plan import Plan, load_plan
-from ..model.targets import resolve_target
-from ..model.tomlfile import read_toml
+from ..model.basics.errors import PlanError
+from ..model.basics.tomlfile import read_toml
+from ..model.core.labels import name_after_edits
+from ..model.core.plan import Plan, load_plan
+from ..model.inputs.catalog import Catalog, Deferred
+from ..model.inputs.hardware import builtin_gpus, load_gpu_file
+from ..model.inputs.targets import resolve_target
 
 if TYPE_CHECKING:
-    from ..model.offers import Offer
+    from ..model.inputs.offers import Offer
 
 CONFIG_DIR_ENV = "DFLASH_PLAN_CONFIG_DIR"
 
@@ -49,7 +49,7 @@ def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
 
 def _offers() -> tuple[Offer, ...]:
     """The built-in rental offers, then the user config's offers.toml over them."""
-    from ..model.offers import builtin_offers, load_offer_file
+    from ..model.inputs.offers import builtin_offers, load_offer_file
 
     offers = builtin_offers()
     user_offers = user_config_dir() / "offers.toml"

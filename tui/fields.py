@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.numbers import NumberError, parse_number, parse_whole
+from ..model.basics.numbers import NumberError, parse_number, parse_whole
 
 
 @dataclass(frozen=True, slots=True)

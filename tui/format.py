@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..model.cost import Price, Prices
-    from ..model.projection import Projection
-    from ..model.search import Result as SearchResult
+    from ..model.core.cost import Price, Prices
+    from ..model.core.projection import Projection
+    from ..model.explore.search import Result as SearchResult
 
 DASH = "—"
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import PlanError
-from ..model.tomlfile import SaveError, read_toml, write_atomic
+from ..model.basics.errors import PlanError
+from ..model.basics.tomlfile import SaveError, read_toml, write_atomic
 
 STATE_DIR_ENV = "DFLASH_PLAN_STATE_DIR"
 SUFFIX = ".recovered"

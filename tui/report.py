@@ -16,15 +16,15 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..model.catalog import Catalog
-from ..model.compare import compare
-from ..model.evidence import Validation
+from ..model.core.projection import Projection
+from ..model.evidence.evidence import Validation
+from ..model.explore.compare import compare
+from ..model.explore.search import TIE_RULE
+from ..model.explore.search import Result as SearchResult
+from ..model.inputs.catalog import Catalog
+from ..model.inputs.offers import PRICE_MAX_AGE_DAYS
+from ..model.inputs.targets import PRESETS
 from ..model.launch import launch_line
-from ..model.offers import PRICE_MAX_AGE_DAYS
-from ..model.projection import Projection
-from ..model.search import TIE_RULE
-from ..model.search import Result as SearchResult
-from ..model.targets import PRESETS
 from . import format as fmt
 
 # Every text that comes from a user (plan names, model names from config.json, GPU names

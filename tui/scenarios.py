@@ -14,8 +14,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Static
 
-from ..model.compare import compare
-from ..model.projection import Projection
+from ..model.core.projection import Projection
+from ..model.explore.compare import compare
 from . import format as fmt
 from .footer import KeysFooter
 from .state import Scenario

@@ -26,10 +26,9 @@ from textual.widgets import (
 )
 from textual.worker import get_current_worker
 
-from ..model.catalog import Catalog
-from ..model.errors import PlanError
-from ..model.plan import Plan
-from ..model.search import (
+from ..model.basics.errors import PlanError
+from ..model.core.plan import Plan
+from ..model.explore.search import (
     MAX_SEARCH_GPUS,
     TIE_RULE,
     Candidate,
@@ -41,6 +40,7 @@ from ..model.search import (
     rank,
     sweep,
 )
+from ..model.inputs.catalog import Catalog
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter

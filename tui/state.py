@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.calibration import bind_to_workload, rebound
-from ..model.catalog import Catalog
-from ..model.compare import Comparison, compare
-from ..model.errors import PlanError
-from ..model.labels import derived_name
-from ..model.plan import Plan, plan_from_dict, plan_to_dict, save_plan
-from ..model.projection import Projection, project
-from ..model.resolve import require_same_gpu_type
+from ..model.basics.errors import PlanError
+from ..model.core.calibration import bind_to_workload, rebound
+from ..model.core.labels import derived_name
+from ..model.core.plan import Plan, plan_from_dict, plan_to_dict, save_plan
+from ..model.core.projection import Projection, project
+from ..model.core.resolve import require_same_gpu_type
+from ..model.explore.compare import Comparison, compare
+from ..model.inputs.catalog import Catalog
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put
 
@@ -583,7 +583,7 @@ class Planner:
 
 
 def _preset_keys() -> frozenset[str]:
-    from ..model.targets import PRESETS
+    from ..model.inputs.targets import PRESETS
 
     return frozenset(PRESETS)
 

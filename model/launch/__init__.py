@@ -16,8 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..catalog import Catalog
-    from ..plan import Plan
+    from ..core.plan import Plan
+    from ..inputs.catalog import Catalog
     from .common import LaunchScript
 
 # The registry: format name -> its module (which defines NAME and render(ctx, template)).
@@ -80,7 +80,7 @@ def __getattr__(name: str) -> Any:
 
 
 def format_module(fmt: str) -> Any:
-    from ..errors import PlanError
+    from ..basics.errors import PlanError
 
     if fmt not in _MODULES:
         raise PlanError(f"launch format {fmt!r}: choose one of {', '.join(FORMATS)}",

@@ -7,15 +7,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..catalog import Catalog
-from ..errors import PlanError
-from ..memory import RUNTIME_RESERVE_GIB
-from ..plan import Plan
-from ..projection import Projection
-from ..resolve import Resolved, resolve
-from ..targets import TargetModel
-from ..units import BF16_BYTES, BYTES_PER_GIB
-from ..work import layer_io_elements
+from ..basics.errors import PlanError
+from ..basics.units import BF16_BYTES, BYTES_PER_GIB
+from ..core.memory import RUNTIME_RESERVE_GIB
+from ..core.plan import Plan
+from ..core.projection import Projection
+from ..core.resolve import Resolved, resolve
+from ..core.work import layer_io_elements
+from ..inputs.catalog import Catalog
+from ..inputs.targets import TargetModel
 from .escape import comment, q
 from .layout import Layout, assign_devices
 
@@ -283,7 +283,7 @@ def with_transport(plan: Plan, transport: str) -> Plan:
 def projection_notes(ctx: Context, fmt: str) -> list[str]:
     """The projection of the run this script launches (workload.transport set to the
     format's hidden-state path), and the plan's own figures when its path differs."""
-    from ..projection import project
+    from ..core.projection import project
     from . import PATHS, TRANSPORT_NAMES, launch_transport
 
     plan = ctx.plan

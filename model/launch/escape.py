@@ -12,8 +12,8 @@ import re
 import shlex
 from typing import Any
 
-from ..errors import PlanError
-from ..validation import short_repr
+from ..basics.errors import PlanError
+from ..basics.validation import short_repr
 
 HEREDOC = "DFLASH_PLAN_EOF"
 WRAP_AT = 100

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import PlanError
-from ..resolve import Resolved
+from ..basics.errors import PlanError
+from ..core.resolve import Resolved
 
 # Largest cluster a script is generated for. Scripts hold one section per node, so this
 # bounds their size (about 10 KB per node) and the time to write them (well under a

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..resolve import require_same_gpu_type
+from ..core.resolve import require_same_gpu_type
 from . import specforge
 from .common import (
     FABRIC_IP_FUNCTION,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import recipe
-from ..errors import PlanError
+from ..basics import recipe
+from ..basics.errors import PlanError
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     FABRIC_IP_FUNCTION,

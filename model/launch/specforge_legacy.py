@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
-from .. import recipe
-from ..errors import PlanError
-from ..resolve import require_same_gpu_type
-from ..units import BF16_BYTES, BYTES_PER_GIB
+from ..basics import recipe
+from ..basics.errors import PlanError
+from ..basics.units import BF16_BYTES, BYTES_PER_GIB
+from ..core.resolve import require_same_gpu_type
 from .common import Context, LaunchScript, node_case, output_dir, require_derived_layers, script
 from .escape import cmd
 

@@ -5,7 +5,7 @@ hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
 
 from __future__ import annotations
 
-from .. import recipe
+from ..basics import recipe
 from .common import (
     FABRIC_IP_FUNCTION,
     MOONCAKE_RPC_PORT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import string
 
-from .. import recipe
-from ..errors import PlanError
+from ..basics import recipe
+from ..basics.errors import PlanError
 from .common import Context, LaunchScript, devices, node_case, output_dir, run_id, script
 from .escape import TemplateShell
 

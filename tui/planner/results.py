@@ -18,9 +18,9 @@ from textual.reactive import reactive
 from textual.visual import visualize
 from textual.widgets import Static
 
-from ...model.calibration import measurements as calibration_measurements
-from ...model.compare import Comparison
-from ...model.projection import Projection
+from ...model.core.calibration import measurements as calibration_measurements
+from ...model.core.projection import Projection
+from ...model.explore.compare import Comparison
 from .. import format as fmt
 from ..state import View
 

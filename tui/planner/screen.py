@@ -20,10 +20,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
-from ...model.catalog import Catalog
-from ...model.errors import PlanError
-from ...model.plan import Plan
-from ...model.tomlfile import write_atomic
+from ...model.basics.errors import PlanError
+from ...model.basics.tomlfile import write_atomic
+from ...model.core.plan import Plan
+from ...model.inputs.catalog import Catalog
 from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
 from ..fields import FIELDS
 from ..footer import KeysFooter
@@ -278,7 +278,7 @@ class PlannerScreen(Screen[None]):
 
     @work(exclusive=True, group="balance")
     async def action_balance(self) -> None:
-        from ...model.balance import balance
+        from ...model.explore.balance import balance
 
         self.flush()
         try:

@@ -1,0 +1,37 @@
+"""Names that say what a plan is, for a plan the user did not name (or changed since)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..inputs.catalog import Catalog
+from .plan import Plan, plan_to_dict
+
+
+def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
+    """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B'."""
+    def gpu(key: Any) -> str:
+        spec = catalog.gpus.get(key) if isinstance(key, str) else None
+        return spec.name if spec is not None else str(key)
+
+    def n(count: Any, what: str) -> str:
+        return f"{count} {what}{'s' * (count != 1)}"
+
+    t, d = doc["target"], doc["drafter"]
+    if t.get("gpu") == d.get("gpu"):
+        pools = (f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, "
+                 f"{gpu(t.get('gpu'))}")
+    else:
+        pools = (f"{n(t.get('count'), gpu(t.get('gpu')) + ' target')} + "
+                 f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}")
+    model = catalog.models.get(doc["workload"].get("target_model", ""))
+    return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
+
+
+def name_after_edits(before: Plan, after: Plan, catalog: Catalog) -> Plan:
+    """`after`, named for what it is when edits changed it from `before` without naming
+    it: a changed plan never keeps the name of the plan it came from (the app does the
+    same as you type)."""
+    if after.name != before.name or after.model_copy(update={"name": before.name}) == before:
+        return after
+    return after.model_copy(update={"name": derived_name(plan_to_dict(after), catalog)})

@@ -1,0 +1,376 @@
+"""The plan: what the user chose. TOML in and out, and `--set key=value` edits."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import tomli_w
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
+
+from ..basics import recipe
+from ..basics import validation as v
+from ..basics.data import data_text
+from ..basics.errors import PlanError
+from ..basics.numbers import TypedNumber, looks_like_number
+from ..basics.tomlfile import parse_toml, read_text, read_toml, write_atomic
+from ..basics.validation import explain
+
+SCHEMA_VERSION: Final = 1
+
+# Every number a plan holds, with its range (docs/limits.md).
+GpuCount = Annotated[int, v.GPUS_PER_ROLE.before, v.GPUS_PER_ROLE.field("GPUs of this role")]
+TpSize = Annotated[int, v.TP.before, v.TP.field("GPUs per target replica (tensor parallel)")]
+BatchSize = Annotated[int, v.BATCH_SIZE.before,
+                      v.BATCH_SIZE.field("samples per drafter GPU per step")]
+SampleCount = Annotated[int, v.SAMPLES.before, v.SAMPLES.field("samples per epoch")]
+SequenceTokens = Annotated[int, v.SEQUENCE_TOKENS.before, v.SEQUENCE_TOKENS.field("tokens")]
+EpochCount = Annotated[int, v.EPOCHS.before, v.EPOCHS.field("epochs")]
+AnchorCount = Annotated[int, v.ANCHORS.before, v.ANCHORS.field("anchors per sample")]
+BlockSize = Annotated[int, v.BLOCK_SIZE.before, v.BLOCK_SIZE.field("drafted tokens per anchor")]
+DraftLayers = Annotated[int, v.DRAFT_LAYERS.before, v.DRAFT_LAYERS.field("drafter layers")]
+LayerId = Annotated[int, v.LAYER_ID.before, v.LAYER_ID.field("a target layer number")]
+UsdPerGpuHour = Annotated[float, v.USD_PER_GPU_HOUR.before, v.USD_PER_GPU_HOUR.field("price")]
+PriceRatio = Annotated[float, v.PRICE_RATIO.before,
+                       v.PRICE_RATIO.field("price relative to the reference GPU")]
+TokensPerS = Annotated[float, v.TOKENS_PER_S_PER_GPU.before,
+                       v.TOKENS_PER_S_PER_GPU.field("measured rate")]
+Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
+Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
+Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class Workload(_Section):
+    target_model: Text = Field("qwen3-8b", min_length=1,
+                              description="a preset key or the path of a config.json")
+    samples: SampleCount = recipe.SAMPLES
+    avg_sample_tokens: SequenceTokens = 2344
+    epochs: EpochCount = recipe.EPOCHS
+    max_length: SequenceTokens = recipe.MAX_LENGTH
+    num_anchors: AnchorCount = recipe.NUM_ANCHORS
+    block_size: BlockSize | None = Field(
+        None, description=f"None: the target's default (16); {v.BLOCK_SIZE.describe()}")
+    draft_layers: DraftLayers = recipe.DRAFT_LAYERS
+    target_layer_ids: tuple[LayerId, ...] | None = Field(
+        None, max_length=int(v.DRAFT_LAYERS.hi),
+        description="captured target layers; None: one per drafter layer, spread from "
+                    f"1 to n_layers - 3; each {v.LAYER_ID.describe()}")
+
+    transport: Literal["mooncake", "direct"] = Field(
+        "mooncake", description="how hidden states reach the drafters: staged through host "
+                                "memory and a Mooncake store (SpecForge, speculators), or "
+                                "device to device (your own in-process pipeline)")
+
+    @model_validator(mode="after")
+    def _sample_fits(self) -> Workload:
+        if self.avg_sample_tokens > self.max_length:
+            raise ValueError(f"avg_sample_tokens ({self.avg_sample_tokens}) exceeds max_length "
+                             f"({self.max_length})")
+        if self.target_layer_ids is not None and not self.target_layer_ids:
+            raise ValueError("target_layer_ids must be a non-empty list of layer numbers >= 0")
+        return self
+
+
+class TargetPool(_Section):
+    gpu: Name = "rtx-pro-6000"
+    count: GpuCount = 3
+    tp: TpSize = 1
+
+    @model_validator(mode="after")
+    def _tp_divides(self) -> TargetPool:
+        if self.count % self.tp:
+            raise ValueError(f"count {self.count} is not a multiple of tp {self.tp} "
+                             f"(each replica takes tp GPUs)")
+        return self
+
+    @property
+    def replicas(self) -> int:
+        return self.count // self.tp
+
+
+class DrafterPool(_Section):
+    gpu: Name = "rtx-pro-6000"
+    count: GpuCount = 1
+    batch_size: BatchSize = 2
+
+
+class Cost(_Section):
+    reference_gpu: Name | None = None
+    ratio: dict[str, PriceRatio] = Field(default_factory=dict)
+    usd_per_gpu_hour: dict[str, UsdPerGpuHour] = Field(default_factory=dict)
+    provider: Name | None = Field(
+        None, description="take prices and rental units from this provider's offers "
+                          "(dflash-plan prices); the plan's own figures still win")
+    kind: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    unit_gpus: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict,
+        description="GPUs per rental unit of a GPU type (8 when only whole 8-GPU nodes are "
+                    "rented): cost counts the GPUs billed, in whole units; 1 to 1024")
+
+
+class Measurement(_Section):
+    """A measured rate with what it was measured on. Workload fields left out mean "this
+    plan's workload"; `gpu_busy` records whether the GPUs ran at full utilisation near
+    their power limit (which rules out a host-bound reading of a low rate)."""
+
+    tokens_per_s: TokensPerS = Field(description="per GPU, dataset tokens per second; "
+                                                 f"{v.TOKENS_PER_S_PER_GPU.describe()}")
+    target_model: Text | None = None
+    avg_sample_tokens: SequenceTokens | None = None
+    num_anchors: AnchorCount | None = Field(None, description="drafter measurements")
+    batch_size: BatchSize | None = Field(None, description="drafter measurements")
+    gpu_busy: bool | None = None
+    bound: Literal["exact", "at_least"] = Field(
+        "exact", description="at_least: the role kept up at this rate (e.g. its input "
+                             "queue stayed empty), so its capacity is at least this")
+    source: str = ""
+    date: str | None = None
+
+
+# A calibration entry: a bare rate on this plan's workload, one measurement, or several
+# (other sample lengths or batches) for the same GPU.
+# The branch is chosen by the value's shape, so that an error speaks of that branch only.
+def _calibration_kind(value: Any) -> str:
+    if isinstance(value, (dict, BaseModel)):
+        return "(measurement)"
+    return "(measurements)" if isinstance(value, (list, tuple)) else "(rate)"
+
+
+CalibrationEntry = Annotated[
+    Annotated[TokensPerS, Tag("(rate)")] | Annotated[Measurement, Tag("(measurement)")]
+    | Annotated[tuple[Measurement, ...], Tag("(measurements)")],
+    Discriminator(_calibration_kind)]
+
+
+class Calibration(_Section):
+    target: dict[str, CalibrationEntry] = Field(default_factory=dict)
+    drafter: dict[str, CalibrationEntry] = Field(default_factory=dict)
+
+
+def _launch_format(value: str) -> str:
+    """A launch format of the registry (model/launch: the one list of formats)."""
+    from ..launch import FORMATS
+
+    if value not in FORMATS:
+        raise ValueError(f"choose one of {', '.join(FORMATS)}")
+    return value
+
+
+LaunchFormat = Annotated[str, AfterValidator(_launch_format)]
+
+
+class Launch(_Section):
+    """How to start the real pipeline (the run's names and paths; the split comes from the
+    plan). Every key is optional."""
+
+    format: LaunchFormat = "specforge"
+    run_id: Name | None = Field(None, min_length=1,
+                                description="default: <target_model>-dflash (follows the model)")
+    train_data_path: Text = Field("./cache/dataset/train.jsonl", min_length=1)
+    output_dir: Text | None = Field(None, description="default: ./outputs/<run_id>")
+    target_model_path: Text | None = Field(None, description="default: the preset's repository")
+    chat_template: Text | None = None
+    hosts: tuple[Name, ...] = Field((), max_length=int(v.GPUS_PER_ROLE.hi) * 2,
+                                    description="node host names, node 0 first")
+    master_port: Port = 29500
+    base_port: Annotated[int, v.PORT.before, v.PORT.field("first capture server port")] = 30000
+    template: str | None = Field(None, max_length=v.TEMPLATE_CHARS,
+                                 description="command template with {placeholders}")
+
+
+class Plan(_Section):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: Name = ""
+    workload: Workload = Workload()
+    target: TargetPool = TargetPool()
+    drafter: DrafterPool = DrafterPool()
+    cost: Cost = Cost()
+    calibration: Calibration = Calibration()
+    launch: Launch = Launch()
+
+    def gpus_in_use(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.target.gpu, self.drafter.gpu)))
+
+    def to_toml(self) -> str:
+        return plan_to_toml(self)
+
+
+# Allowed keys per table, for "did you mean" on typos.
+KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
+    (): list(Plan.model_fields),
+    ("workload",): list(Workload.model_fields),
+    ("target",): list(TargetPool.model_fields),
+    ("drafter",): list(DrafterPool.model_fields),
+    ("cost",): list(Cost.model_fields),
+    ("calibration",): list(Calibration.model_fields),
+    ("launch",): list(Launch.model_fields),
+}
+
+
+def plan_from_dict(doc: dict[str, Any], where: str, text: str | None = None) -> Plan:
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    # `true == 1` in Python: the type is checked too.
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise PlanError(f"{where}: schema_version = {v.short_repr(version)}: this dflash-plan "
+                        f"reads schema_version {SCHEMA_VERSION} (an integer)", "schema_version")
+    try:
+        return Plan.model_validate(doc)
+    except ValidationError as err:
+        raise explain(err, where, text, known=KNOWN_KEYS) from None
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    doc = plan.model_dump(mode="json", exclude_none=True)
+    if "target_layer_ids" in doc["workload"]:
+        doc["workload"]["target_layer_ids"] = list(doc["workload"]["target_layer_ids"])
+    doc["launch"]["hosts"] = list(doc["launch"]["hosts"])
+    return doc
+
+
+def plan_to_toml(plan: Plan, base_text: str | None = None) -> str:
+    """The plan as TOML. With base_text (the plan file as the user wrote it), the user's
+    document is kept, comments, key order and number spelling included, and only the
+    values that differ from it are changed, added or removed."""
+    text = tomli_w.dumps(plan_to_dict(plan))
+    if not base_text:
+        return text
+    edited = _edit_document(plan, base_text)
+    return text if edited is None else edited
+
+
+def _edit_document(plan: Plan, base_text: str) -> str | None:
+    """base_text edited to hold plan, or None when base_text is not a valid plan or the
+    edit would not read back as plan (then the caller writes a fresh document)."""
+    import tomlkit  # only for saving: keeps the other commands fast
+
+    try:
+        old = plan_from_dict(parse_toml(base_text, "base"), "base")
+        document = tomlkit.parse(base_text.removeprefix("\ufeff"))
+        _update(document, plan_to_dict(old), plan_to_dict(plan))
+        edited = tomlkit.dumps(document)
+        if plan_from_dict(parse_toml(edited, "edited"), "edited") != plan:
+            return None
+    except (PlanError, ValueError, RecursionError, tomlkit.exceptions.TOMLKitError):
+        return None
+    return edited
+
+
+def _update(node: Any, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Change the tomlkit container node from holding old to holding new, touching only
+    the keys whose values differ (a key left at its default stays absent)."""
+    import tomlkit
+
+    for key in old.keys() - new.keys():
+        if key in node:
+            del node[key]
+    for key, value in new.items():
+        before = old.get(key)
+        if value == before:
+            continue
+        if isinstance(value, dict) and isinstance(before, dict):
+            if key not in node:
+                node[key] = tomlkit.table()
+            _update(node[key], before, value)
+        else:
+            node[key] = value
+
+
+def default_plan_text() -> str:
+    # A file beside this module (package data; importlib.resources costs 15 ms to import).
+    return data_text("default_plan.toml")
+
+
+def default_plan() -> Plan:
+    """The built-in plan: the user's measured run (model/default_plan.toml)."""
+    return plan_from_dict(parse_toml(default_plan_text(), "built-in plan"), "built-in plan")
+
+
+def _parse_value(raw: str) -> Any:
+    """A --set value. Text that looks like a number stays text, marked as typed: a number's
+    check reads it as the app's fields do (model/numbers.py: 1e6 is a whole number, a comma
+    is refused with its reason) and a text key keeps it as written (run_id=007). Else TOML
+    syntax when it parses (true, [1, 2], "text"), else a bare string."""
+    if looks_like_number(raw):
+        return TypedNumber(raw)
+    try:
+        return parse_toml(f"v = {raw}", "--set")["v"]
+    except PlanError:
+        return raw
+
+
+def apply_sets(doc: dict[str, Any], sets: list[str]) -> tuple[dict[str, Any], set[tuple[str, ...]]]:
+    """A copy of doc with each `dotted.key=value` applied, and the keys that were set."""
+    doc = copy.deepcopy(doc)
+    touched: set[tuple[str, ...]] = set()
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        path = tuple(part.strip() for part in key.strip().split("."))
+        if not sep or not all(path):
+            raise PlanError(f"--set {v.short_repr(item)}: expected KEY=VALUE with a dotted key, "
+                            f"e.g. target.count=7")
+        node = doc
+        for depth, part in enumerate(path[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise PlanError(f"--set {v.short_repr(item)}: '{'.'.join(path[:depth + 1])}' "
+                                f"is a value, not a table", ".".join(path[:depth + 1]))
+            node = child
+        node[path[-1]] = _parse_value(raw.strip())
+        touched.add(path)
+    return doc, touched
+
+
+def load_plan(path: Path | None, sets: list[str] | None = None) -> Plan:
+    """The plan in path (or the built-in plan), with --set edits applied and validated."""
+    if path is None:
+        doc, text, where = parse_toml(default_plan_text(), "built-in plan"), None, "built-in plan"
+    else:
+        doc, text = read_toml(path)
+        where = str(path)
+    if sets:
+        doc, touched = apply_sets(doc, sets)
+        try:
+            return plan_from_dict(doc, where, text)
+        except PlanError as err:
+            # Point at --set when the bad key is one the user just set.
+            message = str(err)
+            for key in touched:
+                dotted = ".".join(key)
+                # The error is on a key that was set, inside it, or on its table.
+                mine = err.key is not None and ((err.key + ".").startswith(dotted + ".")
+                                                or dotted.startswith(err.key + "."))
+                if mine or f" {dotted} " in message or f"'{dotted}'" in message:
+                    raise PlanError(f"--set {message.split(': ', 1)[1]}", err.key) from None
+            raise
+    return plan_from_dict(doc, where, text)
+
+
+def save_plan(plan: Plan, path: Path, base_text: str | None = None) -> None:
+    """Write the plan atomically (temporary file, then rename; through a symbolic link).
+
+    The user's comments and key order survive: the document edited is base_text (pass
+    the text the plan was loaded from, e.g. for "save as"), else the file already at path
+    when it is a valid plan; pass base_text="" for a fresh document. Raises SaveError (a
+    PlanError and an OSError) when the file cannot be written."""
+    path = Path(path)
+    if base_text is None:
+        try:
+            base_text = read_text(path)
+        except PlanError:
+            base_text = ""
+    write_atomic(path, plan_to_toml(plan, base_text))

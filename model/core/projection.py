@@ -1,0 +1,668 @@
+"""The projection: one plan in, every figure the planner shows out.
+
+plan -> resolve (names, rules) -> rates (per GPU, per role, with ranges) -> pipeline inputs
+-> flow of the plan's split (and of the low / high rates) -> memory -> economics ->
+diagnostics -> Projection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..basics import recipe
+from ..inputs.catalog import Catalog
+from ..inputs.hardware import Gpu
+from ..inputs.targets import TargetModel
+from ..launch.probe import probe_gpu_hours
+from .cost import Prices, prices
+from .diagnostics import (
+    Diagnostic,
+    anchors_check,
+    idle_check,
+    link_check,
+    maturity_checks,
+    measurement_checks,
+    memory_checks,
+    range_note,
+)
+from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
+from .memory import MemoryFit, drafter_memory, target_memory
+from .pipeline import Flow, PipelineInputs, bottleneck, flow, pipeline_inputs, tp_efficiency
+from .plan import Plan
+from .rates import (
+    MOE_EFFICIENCY_FACTOR,
+    RateModel,
+    RoleRate,
+    Roofline,
+    default_efficiency,
+    engine,
+    measured_implied,
+    rates,
+    target_roofline,
+)
+from .resolve import Resolved, resolve
+from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
+from .work import DrafterWork, TargetWork
+
+__all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
+           "break_even", "link_scaled", "link_share", "project", "project_resolved",
+           "target_roofline"]
+
+
+@dataclass(frozen=True, slots=True)
+class RoleProjection:
+    role: str
+    gpu: str
+    gpu_name: str
+    count: int
+    tp: int
+    per_gpu_tokens_per_s: float      # one GPU on its own, before TP / data-parallel scaling
+    capacity_tokens_per_s: float
+    capacity_range: tuple[float, float]
+    utilization: float | None
+    efficiency: float                # achieved share of the GPU's dense bf16 peak
+    default_efficiency: float
+    source: str                      # "measured" or "estimated"
+    basis: str
+    limit: str                       # "compute" or "memory"
+    scaling_efficiency: float        # tensor-parallel (target) or data-parallel (drafter)
+    memory: MemoryFit
+    flop: float                      # per token (target) or per sample (drafter)
+    spec: Gpu
+    rate: RoleRate
+
+    @property
+    def replicas(self) -> int:
+        return self.count // self.tp
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu, "gpu_name": self.gpu_name, "count": self.count, "tp": self.tp,
+            "replicas": self.replicas,
+            "capacity_tokens_per_s": self.capacity_tokens_per_s,
+            "capacity_tokens_per_s_range": list(self.capacity_range),
+            "per_gpu_tokens_per_s": self.per_gpu_tokens_per_s,
+            "per_gpu_tokens_per_s_range": [self.rate.low_tokens_per_s,
+                                           self.rate.high_tokens_per_s],
+            "readings": [{"name": r.name, "per_gpu_tokens_per_s": r.tokens_per_s,
+                          "why": r.why} for r in self.rate.readings],
+            "utilization": self.utilization, "efficiency": self.efficiency,
+            "default_efficiency": self.default_efficiency,
+            "source": self.source, "basis": self.basis, "limit": self.limit,
+            "scaling_efficiency": self.scaling_efficiency,
+            "memory_gb_needed": self.memory.needed_gb,
+            "memory_gb_needed_range": list(self.memory.needed_range_gb),
+            "memory_gb_available": self.memory.available_gb,
+            "memory_gb_items": dict(self.memory.items_gb),
+            "fits": self.memory.fits,
+            "fits_central": self.memory.fits_central,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """The hidden-state path of the plan's split."""
+
+    tokens_per_s: float              # capacity
+    description: str
+    crossing_share: float            # share of traffic that leaves its node
+    nodes: int                       # nodes the plan occupies
+
+
+@dataclass(frozen=True, slots=True)
+class Ranges:
+    """Low and high ends of the headline figures, from the low and high per-GPU rates.
+    Equal ends mean the figure rests on measurements only."""
+
+    tokens_per_s: tuple[float, float]
+    days: tuple[float, float]
+    total_cost: tuple[float, float] | None
+    total_cost_usd: tuple[float, float] | None
+    widest: str | None               # the role whose rate range moves days most
+    widest_days: tuple[float, float] | None
+    # The scenarios of the slow end (fewest tokens/s) and of the fast end; named on demand
+    # (naming them costs pipeline runs a keystroke need not pay for).
+    slow_at: Scenario = field(default_factory=dict)
+    fast_at: Scenario = field(default_factory=dict)
+    scenarios: PlanScenarios | None = None
+
+    @property
+    def slow_scenario(self) -> str:
+        return self.scenarios.label(self.slow_at) if self.scenarios else ""
+
+    @property
+    def fast_scenario(self) -> str:
+        return self.scenarios.label(self.fast_at) if self.scenarios else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
+                "total_cost": list(self.total_cost) if self.total_cost else None,
+                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None,
+                "tokens_per_s_scenarios": [self.slow_scenario, self.fast_scenario],
+                "days_scenarios": [self.fast_scenario, self.slow_scenario],
+                "total_cost_scenarios": [self.fast_scenario, self.slow_scenario]}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanScenarios:
+    """One plan's figures under any scenario (scenarios.py): its rates' models, the link
+    kinds it uses, and what turns tokens/s into days and cost. Throughput is monotone in
+    every factor of every dimension (higher rates and faster links never slow the
+    pipeline), so a plan's own extremes are corners: its slowest rates and slowest links."""
+
+    dims: Mapping[str, Dim]
+    target: RateModel
+    drafter: RateModel
+    links: tuple[str, str]           # link dimension keys of the target and drafter GPUs
+    resolved: Resolved
+    central: PipelineInputs
+    target_work: TargetWork
+    total_tokens: float
+    role_prices: RolePrices
+    billed: tuple[int, int]
+    memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
+    gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)   # link-scaled copies
+
+    def inputs(self, s: Scenario) -> PipelineInputs:
+        r = self.resolved
+        t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
+        return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
+                       self._scaled("target", r.target_gpu, t_share),
+                       self._scaled("drafter", r.drafter_gpu, d_share))
+
+    def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
+        if (role, share) not in self.gpus:
+            self.gpus[(role, share)] = link_scaled(gpu, share)
+        return self.gpus[(role, share)]
+
+    def flow(self, s: Scenario) -> Flow:
+        plan = self.resolved.plan
+        return flow(self.inputs(s), plan.target.count, plan.drafter.count)
+
+    def tokens_per_s(self, s: Scenario) -> float:
+        key = tuple(s.get(k) for k in self.dims)        # this plan's part of the scenario
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = float(self.flow(s).tokens_per_s)
+        return found
+
+    def economics(self, s: Scenario) -> Economics:
+        plan = self.resolved.plan
+        return economics(self.tokens_per_s(s), self.total_tokens, plan.target.count,
+                         plan.drafter.count, self.role_prices, *self.billed)
+
+    def days(self, s: Scenario) -> float:
+        return self.total_tokens / self.tokens_per_s(s) / 86_400
+
+    def extreme(self, slow: bool) -> dict[str, str]:
+        """The corner with this plan's fewest (or most) tokens/s: each rate at its own
+        extreme, every link at its slow (or fast) end."""
+        end = LOW if slow else HIGH
+        return {**self.target.extreme(slow), **self.drafter.extreme(slow),
+                **{key: end for key in self.links}}
+
+    def binding(self, s: Scenario, value: Any) -> tuple[str, ...]:
+        """The dimensions of `s` whose value matters: moving one alone to any other value
+        changes `value(scenario)`. Labels name only these."""
+        base = value(s)
+        keys = []
+        for key in s:
+            dim = self.dims.get(key)
+            if dim is None:
+                continue
+            if any(not _same(value({**s, key: other}), base)
+                   for other in dim.values if other != s[key]):
+                keys.append(key)
+        return tuple(keys)
+
+    def label(self, s: Scenario) -> str:
+        keys, held = self.binding(s, self.tokens_per_s), self.floors(s)
+        return "; ".join([label(s, self.dims, keys), *held] if keys or not held else held)
+
+    def floors(self, s: Scenario) -> list[str]:
+        """The roles held at what they are known to reach (a kept-up bound) in `s`."""
+        gpus = (self.resolved.target_gpu, self.resolved.drafter_gpu)
+        return [f"the {gpu.name} {role} held at the {model.floor:,.0f} tok/s it kept up with"
+                for role, model, gpu in (("target", self.target, gpus[0]),
+                                         ("drafter", self.drafter, gpus[1]))
+                if model.floor > 0 and model.rate(s) == model.floor]
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def link_share(key: str, value: str | None) -> float:
+    """A link dimension's share of the catalog figure under a scenario's value."""
+    low, high, _ = LINK_SHARE[key.split(":", 1)[1]]
+    return low if value == LOW else high if value == HIGH else 1.0
+
+
+def link_scaled(gpu: Gpu, share: float) -> Gpu:
+    """The GPU with its link at `share` of the catalog figure (itself at 1)."""
+    if share == 1.0:
+        return gpu
+    return gpu.model_copy(update={"link": gpu.link.model_copy(
+        update={"gb_per_s": gpu.link.gb_per_s * share})})
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    plan: Plan
+    resolved: Resolved
+    target_model: TargetModel
+    layer_ids: tuple[int, ...]
+    drafter_params: int
+    target_work: TargetWork
+    drafter_work: DrafterWork
+    target: RoleProjection
+    drafter: RoleProjection
+    inputs: PipelineInputs
+    flow: Flow
+    link: Link
+    link_utilization: float | None
+    fits: bool
+    tokens_per_s: float | None
+    bottleneck: str | None           # "target", "drafter", "link"; None when it cannot run
+    tokens_per_epoch: float
+    days: float | None
+    gpu_hours: float | None
+    billed: tuple[int, int]          # GPUs paid for per role (whole rental units)
+    total_cost: float | None
+    cost_unit: str
+    total_cost_usd: float | None
+    energy_kwh: float | None
+    prices: Prices
+    marginal_target_tokens_per_s: float | None
+    marginal_drafter_tokens_per_s: float | None
+    ranges: Ranges | None
+    narrowing: str | None            # the measurement that would narrow the range most
+    diagnostics: tuple[Diagnostic, ...]
+    assumptions: tuple[str, ...] = field(default=())
+    scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(d.message for d in self.diagnostics)
+
+    @property
+    def billed_gpus(self) -> int:
+        """GPUs paid for, at least the GPUs used."""
+        return sum(self.billed)
+
+    @property
+    def ktok_per_s(self) -> float | None:
+        return None if self.tokens_per_s is None else self.tokens_per_s / 1e3
+
+    @property
+    def samples_per_s(self) -> float | None:
+        if self.tokens_per_s is None:
+            return None
+        return self.tokens_per_s / self.plan.workload.avg_sample_tokens
+
+    @property
+    def epochs(self) -> int:
+        return self.plan.workload.epochs
+
+    @property
+    def cost_per_epoch(self) -> float | None:
+        return None if self.total_cost is None else self.total_cost / self.epochs
+
+    @property
+    def hidden_state_bytes_per_s(self) -> float | None:
+        if self.tokens_per_s is None:
+            return None
+        return self.tokens_per_s * self.target_work.hidden_state_bytes_per_token
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract of `dflash-plan project --json` (extend, never rename)."""
+        return {
+            "name": self.plan.name,
+            "target_model": self.target_model.name,
+            "tokens_per_s": self.tokens_per_s,
+            "ktok_per_s": self.ktok_per_s,
+            "samples_per_s": self.samples_per_s,
+            "days": self.days,
+            "epochs": self.epochs,
+            "tokens_per_epoch": self.tokens_per_epoch,
+            "gpu_hours": self.gpu_hours,
+            "billed_gpus": self.billed_gpus,
+            "total_cost": self.total_cost,
+            "cost_per_epoch": self.cost_per_epoch,
+            "cost_unit": self.cost_unit,
+            "total_cost_usd": self.total_cost_usd,
+            "energy_kwh": self.energy_kwh,
+            "bottleneck": self.bottleneck,
+            "fits": self.fits,
+            "ranges": self.ranges.to_json() if self.ranges else None,
+            "narrowing": self.narrowing,
+            "warnings": list(self.warnings),
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "assumptions": list(self.assumptions),
+            "target": {**self.target.to_json(),
+                       "flop_per_token": self.target.flop,
+                       "captured_layer_ids": list(self.layer_ids),
+                       "layers_run": self.target_work.layers_run},
+            "drafter": {**self.drafter.to_json(),
+                        "flop_per_sample": self.drafter.flop,
+                        "trainable_params": self.drafter_params,
+                        "anchors": self.drafter_work.anchors},
+            "link": {
+                "description": self.link.description,
+                "capacity_tokens_per_s": self.link.tokens_per_s,
+                "bytes_per_token": self.target_work.hidden_state_bytes_per_token,
+                "load_bytes_per_s": self.hidden_state_bytes_per_s,
+                "utilization": self.link_utilization,
+                "crossing_share": self.link.crossing_share,
+                "nodes": self.link.nodes,
+            },
+            "marginal": {
+                "target_gpus_added": self.plan.target.tp,
+                "target_tokens_per_s": self.marginal_target_tokens_per_s,
+                "drafter_gpus_added": 1,
+                "drafter_tokens_per_s": self.marginal_drafter_tokens_per_s,
+            },
+            "prices": {key: {"usd_per_gpu_hour": p.usd_per_gpu_hour, "ratio": p.ratio,
+                             "source": p.source}
+                       for key, p in self.prices.by_gpu.items()},
+            "reference_gpu": self.prices.reference_gpu,
+        }
+
+
+def project(plan: Plan, catalog: Catalog) -> Projection:
+    """Every figure of a plan. Raises PlanError for plans that cannot be evaluated."""
+    return project_resolved(resolve(plan, catalog), catalog)
+
+
+def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
+    """One target replica's rate: tp GPUs less the time of TP all-reduces."""
+    tp = r.plan.target.tp
+    return per_gpu_tokens_per_s * tp * tp_efficiency(r.target_gpu, tp, r.model.hidden,
+                                                     tw.layers_run, per_gpu_tokens_per_s)
+
+
+def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
+            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None) -> PipelineInputs:
+    p = r.plan
+    return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
+                           p.target.tp, target_rate, drafter_rate,
+                           hidden=r.model.hidden, layers_run=tw.layers_run,
+                           trainable_params=r.shape.trainable_params,
+                           batch_size=p.drafter.batch_size,
+                           sample_tokens=float(p.workload.avg_sample_tokens),
+                           hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+                           transport=p.workload.transport)
+
+
+def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
+    plan, w = r.plan, r.plan.workload
+    T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
+    rt = rates(r, catalog)
+    t, d, tw, dw = rt.target, rt.drafter, rt.target_work, rt.drafter_work
+    central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
+    f = flow(central, T, D)
+    throughput = float(f.tokens_per_s)
+    t_mem = replace(target_memory(r.model, tp, w.max_length, len(r.layer_ids),
+                                  r.target_gpu.memory_gb), band=memory_band("target"))
+    # Memory peaks at the longest sample (its context states), not the average one.
+    d_mem = replace(drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size,
+                                   D, r.drafter_gpu.memory_gb), band=memory_band("drafter"))
+    fits = t_mem.fits and d_mem.fits
+
+    tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
+    total_tokens = tokens_per_epoch * w.epochs
+    view = prices(plan, r.gpus, plan.gpus_in_use(), catalog.offers)
+    t_price, d_price = view.by_gpu[plan.target.gpu], view.by_gpu[plan.drafter.gpu]
+    role_prices = RolePrices(view.per_hour(plan.target.gpu), view.per_hour(plan.drafter.gpu),
+                             t_price.usd_per_gpu_hour, d_price.usd_per_gpu_hour,
+                             r.target_gpu.tdp_w, r.drafter_gpu.tdp_w)
+
+    unit_t = view.by_gpu[plan.target.gpu].unit_gpus
+    unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
+    billed_t, billed_d = billed(T, D, r.same_gpu_type, unit_t, unit_d)
+    assert t.model is not None and d.model is not None
+    links = tuple(dict.fromkeys((r.target_gpu.link.kind, r.drafter_gpu.link.kind)))
+    link_dims = {f"link:{kind}": link_dim(kind) for kind in links}
+    dims = {dim.key: dim for dim in (*t.model.dims, *d.model.dims, *link_dims.values())}
+    scen = PlanScenarios(dims, t.model, d.model, (f"link:{r.target_gpu.link.kind}",
+                                                  f"link:{r.drafter_gpu.link.kind}"),
+                         r, central, tw, total_tokens, role_prices, (billed_t, billed_d))
+    slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
+    low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
+
+    def capacity_range(role: str) -> tuple[float, float]:
+        key = f"{role}_tokens_per_s"
+        return float(getattr(low_f, key)), float(getattr(high_f, key))
+
+    def role(name: str, gpu: Gpu, count: int, role_tp: int, rate: RoleRate, cap: float,
+             scaling: float, mem: MemoryFit, flop: float) -> RoleProjection:
+        return RoleProjection(
+            role=name, gpu=gpu.key, gpu_name=gpu.name, count=count, tp=role_tp,
+            per_gpu_tokens_per_s=rate.tokens_per_s, capacity_tokens_per_s=cap,
+            capacity_range=capacity_range(name),
+            utilization=throughput / cap if fits else None, efficiency=rate.efficiency,
+            default_efficiency=rate.default_efficiency, source=rate.source,
+            basis=rate.basis, limit=rate.limit, scaling_efficiency=scaling, memory=mem,
+            flop=flop, spec=gpu, rate=rate)
+
+    tp_scaling = central.replica_tokens_per_s / (t.tokens_per_s * tp)
+    target = role("target", r.target_gpu, T, tp, t, float(f.target_tokens_per_s), tp_scaling,
+                  t_mem, tw.flop_per_token)
+    drafter = role("drafter", r.drafter_gpu, D, 1, d, float(f.drafter_tokens_per_s),
+                   float(f.drafter_scaling), d_mem, dw.flop_per_sample)
+
+    diagnostics: list[Diagnostic] = []
+    for role_name in ("target", "drafter"):
+        measured = measured_implied(role_name, r, catalog)
+        moe = role_name == "target" and r.model.is_moe
+        defaults = {k: default_efficiency(role_name, r.gpus[k], moe) for k in measured}
+        diagnostics += measurement_checks(role_name, dict(measured), r.gpus, defaults)
+    diagnostics += memory_checks((r.target_gpu, t_mem), (r.drafter_gpu, d_mem))
+    diagnostics += anchors_check(w.num_anchors, recipe.NUM_ANCHORS)
+    if w.transport == "direct" and plan.launch.format in ("specforge", "slurm", "speculators"):
+        diagnostics.append(Diagnostic(
+            "transport-differs-from-launch", "workload.transport",
+            f"the projection assumes hidden states go device to device (your own pipeline), "
+            f"but the {plan.launch.format} launch stages them through a Mooncake store, "
+            f"whose measured ceilings are lower: set workload.transport = \"mooncake\" to "
+            f"project the launched run", {"transport": w.transport,
+                                          "launch_format": plan.launch.format}))
+
+    econ: Economics | None = None
+    ranges = narrowing = None
+    marginal_t = marginal_d = None
+    bneck = None
+    if fits:
+        bneck = bottleneck(f)
+        econ = economics(throughput, total_tokens, T, D, role_prices, billed_t, billed_d)
+        marginal_t = float(flow(central, T + tp, D).tokens_per_s) - throughput
+        marginal_d = float(flow(central, T, D + 1).tokens_per_s) - throughput
+        diagnostics += link_check(throughput, float(f.link_tokens_per_s),
+                                  central.hidden.description)
+        for side in (target, drafter):
+            diagnostics += idle_check(side.role, side.count, side.tp, throughput
+                                      / side.capacity_tokens_per_s, throughput,
+                                      side.capacity_tokens_per_s, str(bneck))
+        ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
+                                    role_prices, (billed_t, billed_d))
+        ranges = replace(ranges, slow_at=slow_s, fast_at=fast_s, scenarios=scen)
+        if billed_t + billed_d > T + D:
+            diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
+                                            billed_t, billed_d, throughput,
+                                            {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
+        for rate in (t, d):
+            diagnostics += range_note(rate)
+    for rate in (t, d):
+        entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
+        diagnostics += maturity_checks(rate, entry, catalog.today)
+    for key in plan.gpus_in_use():
+        if view.per_hour(key) is None:
+            diagnostics.append(Diagnostic(
+                "no-price", f"cost.ratio.{key}",
+                f"no price for {r.gpus[key].name}: set cost.usd_per_gpu_hour.{key} or "
+                f"cost.ratio.{key}", {"gpu": key}))
+    for key in plan.gpus_in_use():
+        offer = view.by_gpu[key].offer
+        if offer is not None and catalog.today is not None and offer.stale(catalog.today):
+            age = offer.age_days(catalog.today)
+            when = "undated" if age is None else f"{age} days old ({offer.date})"
+            diagnostics.append(Diagnostic(
+                "price-stale", "cost.provider",
+                f"the {offer.provider} {offer.kind} price for {r.gpus[key].name} "
+                f"(${offer.usd_per_gpu_hour:.2f}/GPU-h) is {when}: check the current rate "
+                f"card or set cost.usd_per_gpu_hour.{key}",
+                {"gpu": key, "provider": offer.provider, "date": offer.date}))
+    if r.model.is_moe and not plan.calibration.target:
+        diagnostics.append(Diagnostic(
+            "moe-prefill", "calibration.target",
+            f"{r.model.name} is a MoE model: its prefill is estimated at "
+            f"{MOE_EFFICIENCY_FACTOR:.2f}x the dense default efficiency (fitted on MoE "
+            f"training; MoE prefill at short prompts has been reported as low as 15-20 % of "
+            f"peak); measure the target rate",
+            {"model": r.model.key}))
+
+    model = r.model
+    assumptions = (
+        f"target {model.name}: {model.total_params / 1e9:.2f} B parameters; the capture server "
+        f"runs all {tw.layers_run} layers (captured {list(r.layer_ids)})",
+        f"drafter: {w.draft_layers} layers, {r.shape.trainable_params / 1e9:.2f} B trainable, "
+        f"block {r.block_size}, {dw.anchors} anchors per sample = {dw.positions:,} drafted "
+        f"positions (recipe: {recipe.NUM_ANCHORS} anchors)",
+        f"samples {w.samples:,} x {w.avg_sample_tokens:,} tokens = "
+        f"{tokens_per_epoch / 1e9:.3f} G tokens per epoch, {w.epochs} epochs",
+        f"hidden states {tw.hidden_state_bytes_per_token / 1e3:.1f} KB per token "
+        f"({len(r.layer_ids)} layers x {model.hidden} x 2 bytes), "
+        + ("through a Mooncake store" if w.transport == "mooncake" else "device to device"),
+    )
+    return Projection(
+        plan=plan, resolved=r, target_model=model, layer_ids=r.layer_ids,
+        drafter_params=r.shape.trainable_params, target_work=tw, drafter_work=dw,
+        target=target, drafter=drafter, inputs=central, flow=f,
+        link=Link(float(f.link_tokens_per_s), _link_description(r, f), float(f.crossing_share),
+                  int(f.nodes)),
+        link_utilization=throughput / float(f.link_tokens_per_s) if fits else None,
+        fits=fits, tokens_per_s=throughput if fits else None, bottleneck=bneck,
+        tokens_per_epoch=tokens_per_epoch,
+        days=float(econ.days) if econ else None,
+        gpu_hours=float(econ.gpu_hours) if econ else None,
+        billed=(billed_t, billed_d),
+        total_cost=float(econ.total_cost) if econ and econ.total_cost is not None else None,
+        cost_unit=view.unit,
+        total_cost_usd=(float(econ.total_cost_usd)
+                        if econ and econ.total_cost_usd is not None else None),
+        energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
+        marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
+        ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
+        assumptions=assumptions, scenarios=scen if fits else None)
+
+
+def _link_description(r: Resolved, f: Flow) -> str:
+    path = ("Mooncake store (host-staged)" if r.plan.workload.transport == "mooncake"
+            else "device to device")
+    share = float(f.crossing_share)
+    if share == 0:
+        return f"{path}, inside one node"
+    gbps = min(r.target_gpu.network_gbps_per_gpu, r.drafter_gpu.network_gbps_per_gpu)
+    return (f"{path}; network {gbps:g} Gb/s per GPU, {share:.0%} of traffic across "
+            f"{int(f.nodes)} nodes")
+
+
+PROBE_MINUTES = 10
+
+
+def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
+                 billed_d: int, throughput: float, units: dict[str, int]) -> Diagnostic:
+    """GPUs paid for but unused; with one GPU type, the split of all of them that runs
+    fastest (one vectorised pipeline call)."""
+    plan = r.plan
+    total = billed_t + billed_d
+    rented = ", ".join(f"{r.gpus[k].name} in units of {u}" for k, u in units.items() if u > 1)
+    message = (f"{idle} GPU(s) billed but unused ({rented}): the cost counts "
+               f"{total} GPUs for the {plan.target.count + plan.drafter.count} used")
+    values: dict[str, Any] = {"billed_gpus": total, "idle_gpus": idle}
+    if r.same_gpu_type:
+        import numpy as np
+
+        tp = plan.target.tp
+        targets = np.arange(tp, total, tp)
+        if targets.size:
+            tokens = np.asarray(flow(central, targets, total - targets).tokens_per_s, float)
+            best = int(targets[int(np.argmax(tokens))])
+            gain = float(tokens.max()) / throughput
+            message += (f"; using all {total}: {best} targets + {total - best} drafters, "
+                        f"{gain:.2f}x the throughput for the same bill")
+            values.update(best_targets=best, best_drafters=total - best, speedup=gain)
+    return Diagnostic("billed-idle", "target.count", message, values)
+
+
+def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: TargetWork,
+            low_f: Flow, high_f: Flow, total_tokens: float, role_prices: RolePrices,
+            billed_counts: tuple[int, int]) -> tuple[Ranges, str | None]:
+    plan = r.plan
+    T, D = plan.target.count, plan.drafter.count
+    lo_tok, hi_tok = float(low_f.tokens_per_s), float(high_f.tokens_per_s)
+    slow = economics(lo_tok, total_tokens, T, D, role_prices, *billed_counts)
+    fast = economics(hi_tok, total_tokens, T, D, role_prices, *billed_counts)
+
+    def pair(attr: str) -> tuple[float, float] | None:
+        a, b = getattr(fast, attr), getattr(slow, attr)
+        return None if a is None else (float(a), float(b))
+
+    # Which role's uncertainty moves the days most: vary one, hold the other central.
+    spans: dict[str, tuple[float, float]] = {}
+    for name, rate in (("target", t), ("drafter", d)):
+        if rate.low_tokens_per_s == rate.high_tokens_per_s:
+            continue
+        ends = []
+        for value in (rate.low_tokens_per_s, rate.high_tokens_per_s):
+            if name == "target":
+                inputs = central.with_rates(_replica(r, tw, value),
+                                            central.drafter_tokens_per_s)
+            else:
+                inputs = central.with_rates(central.replica_tokens_per_s, value)
+            ends.append(total_tokens / float(flow(inputs, T, D).tokens_per_s) / 86_400)
+        spans[name] = (min(ends), max(ends))
+    ranked = sorted((k for k in spans if spans[k][1] - spans[k][0] > 1e-9),
+                    key=lambda k: spans[k][0] - spans[k][1])
+    widest = ranked[0] if ranked else None
+    probes = []
+    for name in ranked:
+        rate = t if name == "target" else d
+        gpu_hours = probe_gpu_hours(plan, rate.gpu, name, PROBE_MINUTES)
+        per_hour = (role_prices.target_usd_per_hour if name == "target"
+                    else role_prices.drafter_usd_per_hour)
+        price = f", about ${gpu_hours * per_hour:,.2f}" if per_hour else ""
+        probes.append(f"the {rate.gpu.name} {name} (dflash-plan probe --gpu {rate.gpu.key} "
+                      f"--role {name}: {gpu_hours:.2f} GPU-hours{price}); its rate alone "
+                      f"moves the finish between {spans[name][0]:.1f} and "
+                      f"{spans[name][1]:.1f} days")
+    narrowing = ("measure " + "; then ".join(probes)) if probes else None
+    return Ranges(tokens_per_s=(lo_tok, hi_tok), days=(float(fast.days), float(slow.days)),
+                  total_cost=pair("total_cost"), total_cost_usd=pair("total_cost_usd"),
+                  widest=widest, widest_days=spans.get(widest) if widest else None), narrowing
+
+
+def break_even(p: Projection, baseline: Projection, days: float | None = None,
+               baseline_days: float | None = None) -> dict[str, float] | None:
+    """Price ratio(s) to the reference GPU at which p costs what the baseline costs; under
+    a scenario, at the days the two plans take in it (a plan's cost is in proportion to
+    its days)."""
+    if p.days is None:
+        return None
+    days = p.days if days is None else days
+    scale = 1.0 if baseline_days is None or baseline.days is None else baseline_days / baseline.days
+    ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
+    if not p.prices.in_usd and baseline.cost_unit == p.cost_unit \
+            and baseline.total_cost is not None:
+        base_ref_hours = baseline.total_cost * scale   # both in reference-GPU-hours
+    elif baseline.total_cost_usd is not None and ref_usd:
+        base_ref_hours = baseline.total_cost_usd * scale / ref_usd
+    else:
+        return None
+    plan, ref = p.plan, p.prices.reference_gpu
+    return break_even_price_ratio(
+        base_ref_hours, days * 24, p.billed[0], p.billed[1],
+        p.prices.by_gpu[plan.target.gpu].ratio, p.prices.by_gpu[plan.drafter.gpu].ratio,
+        plan.target.gpu == ref, plan.drafter.gpu == ref, plan.target.gpu == plan.drafter.gpu)

@@ -1,0 +1,478 @@
+"""Per-GPU rates of each role: a roofline times an efficiency, or what measurements say.
+
+A GPU's time per token on a role is modelled as
+
+    seconds_per_token = x / f + h,    x = 1 / (roofline tokens/s x default efficiency)
+
+where f is how far the real pipeline departs from the GPU class's default efficiency and
+h a fixed per-token cost a faster GPU does not shrink (host, producer, scheduling). With no
+measurement f = 1 and h = 0. A measurement fixes the rate on its own GPU; how it carries
+to another GPU depends on why it departs from the default, and one measurement cannot say
+why. Each reading below is one answer; the rate on another GPU is the span of the readings
+the measurement's context leaves plausible (docs/model.md):
+
+- ``workload``: the departure is the workload's (this pipeline's kernels on any device):
+  f carries over, h = 0.
+- ``kernels``: the departure belongs to the measured GPU's kernel family (its ``arch``):
+  another family runs at its own default efficiency, f = 1, h = 0.
+- ``host``: the departure is a fixed per-token cost, f = 1, h = measured - device time.
+  A measurement taken with the GPUs fully busy near their power limit rules it out.
+
+Two or more measurements of a role at different device speeds separate f from h by least
+squares; then the fit, not the readings, sets the rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from ..inputs.catalog import Catalog
+from ..inputs.hardware import Gpu
+from . import fitting
+from .calibration import measurements
+from .plan import Workload
+from .resolve import Resolved, resolve
+from .scenarios import HIGH, LOW, Dim, Scenario, efficiency_band, factor_dim, family, reading_dim
+from .work import DrafterWork, TargetWork, drafter_work, target_work
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline:
+    """One GPU's rate on one role at 100 % efficiency, and which limit sets it."""
+
+    tokens_per_s: float
+    compute_tokens_per_s: float
+    memory_tokens_per_s: float
+
+    @property
+    def limit(self) -> str:
+        return "compute" if self.compute_tokens_per_s <= self.memory_tokens_per_s else "memory"
+
+    @property
+    def peak_share(self) -> float:
+        """Roofline as a share of the compute roof (< 1 when memory-bound)."""
+        return self.tokens_per_s / self.compute_tokens_per_s
+
+
+def target_roofline(work: TargetWork, gpu: Gpu) -> Roofline:
+    compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup)
+    memory = gpu.mem_bytes_per_s / work.bytes_per_token
+    return Roofline(min(compute, memory), compute, memory)
+
+
+def drafter_roofline(work: DrafterWork, gpu: Gpu, sample_tokens: float) -> Roofline:
+    compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup) * sample_tokens
+    memory = gpu.mem_bytes_per_s / work.bytes_per_sample * sample_tokens
+    return Roofline(min(compute, memory), compute, memory)
+
+
+# MoE layers reach a lower share of peak than dense ones (grouped expert GEMMs, routing,
+# all-to-all). Fitted (fitting.py) on Megatron-Bridge gpt-oss-120b bf16 training on B300
+# (15,232 tokens/s per GPU against the dense default's prediction); the same table's B200
+# and H100 rows are in the check half.
+MOE_EFFICIENCY_FACTOR: float = fitting.value("MOE_EFFICIENCY_FACTOR")
+
+
+def default_efficiency(role: str, gpu: Gpu, moe: bool = False) -> float:
+    """The GPU class's typical share of peak for a role (hardware.toml), lower for MoE."""
+    base = gpu.prefill_efficiency if role == "target" else gpu.training_efficiency
+    return base * (MOE_EFFICIENCY_FACTOR if moe else 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One explanation of the measurements, and the rate it gives on the plan's GPU."""
+
+    name: str                    # "workload", "kernels", "host", "fit", "measured", "default"
+    tokens_per_s: float
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A measurement brought to this plan: x and y of the time-per-token model."""
+
+    gpu: Gpu
+    tokens_per_s: float          # as measured, on its own workload
+    x_s_per_token: float         # 1 / (roofline x default efficiency) on its own workload
+    on_plan_workload: bool
+    gpu_busy: bool | None
+    source: str
+
+
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "pytorch": "PyTorch"}
+
+
+def engine(role: str, launch_format: str) -> str:
+    """The software a role's rate rests on: the capture engine of the launch format for
+    targets (speculators runs vLLM; SpecForge and its Slurm job run SGLang), the PyTorch
+    training stack for drafters."""
+    if role == "drafter":
+        return "pytorch"
+    return "vllm" if launch_format == "speculators" else "sglang"
+
+
+def _pick(ends: tuple[float, float, float], value: str | None) -> float:
+    """(low, central, high)[value]: a dimension's factor under a scenario."""
+    return ends[0] if value == LOW else ends[2] if value == HIGH else ends[1]
+
+
+@dataclass(frozen=True, slots=True)
+class RateModel:
+    """A role's per-GPU rate under any scenario: a basis per reading (or one central
+    basis), times the factors of the dimensions it depends on, never below what the role
+    is known to reach. Monotone in every factor, so its extremes are corners."""
+
+    bases: tuple[tuple[str, float], ...]        # reading name or "central" -> tokens/s
+    reading: str | None = None                  # the readings' dimension key
+    scaled: frozenset[str] = frozenset()        # bases the efficiency factor multiplies
+    efficiency: tuple[str, tuple[float, float, float]] | None = None
+    spread: tuple[str, tuple[float, float, float]] | None = None
+    maturity: tuple[str, tuple[float, float, float]] | None = None
+    floor: float = 0.0
+    dims: tuple[Dim, ...] = ()
+
+    def rate(self, s: Scenario) -> float:
+        name = s.get(self.reading, "central") if self.reading else "central"
+        value = dict(self.bases)[name]
+        if self.efficiency is not None and name in self.scaled:
+            value *= _pick(self.efficiency[1], s.get(self.efficiency[0]))
+        for dim in (self.spread, self.maturity):
+            if dim is not None:
+                value *= _pick(dim[1], s.get(dim[0]))
+        return max(value, self.floor)
+
+    def corners(self) -> list[dict[str, str]]:
+        """Every assignment of this rate's dimensions' values."""
+        out: list[dict[str, str]] = [{}]
+        for dim in self.dims:
+            out = [{**a, dim.key: v} for a in out for v in dim.values]
+        return out
+
+    def extreme(self, slow: bool) -> dict[str, str]:
+        """The assignment of this rate's dimensions that gives its lowest (or highest)
+        rate; the first in corner order on a tie."""
+        corners = self.corners()
+        rates = [self.rate(c) for c in corners]
+        pick = min(rates) if slow else max(rates)
+        return corners[rates.index(pick)]
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRate:
+    """The rate of one GPU of a role (before TP or data-parallel scaling)."""
+
+    role: str
+    gpu: Gpu
+    tokens_per_s: float          # central
+    low_tokens_per_s: float
+    high_tokens_per_s: float
+    efficiency: float            # central rate as a share of the dense bf16 peak
+    default_efficiency: float
+    source: str                  # "measured" or "estimated"
+    basis: str
+    limit: str                   # "compute" or "memory"
+    roofline: Roofline
+    readings: tuple[Reading, ...]
+    low_reading: str
+    high_reading: str
+    fitted_overhead_s_per_token: float | None = None   # h, when measurements separate it
+    model: RateModel | None = None       # the rate under any scenario (scenarios.py)
+    band_why: str = ""                   # where a default estimate's band comes from
+
+    @property
+    def measured(self) -> bool:
+        return self.source == "measured"
+
+
+# The spread the validation set gives its predicted cases (evidence.py). A plan's estimate
+# at default efficiency takes its band from the measured efficiencies instead
+# (scenarios.efficiency_band). As fractions below and above the central figure: the
+# ranges docs/hardware.md gives for the planning efficiencies (prefill 50 % (40-60) on
+# H100, training 40 % (30-50)), which cover the fit half's errors (prefill within 7 %,
+# training within 19 %; docs/validation.md).
+ESTIMATE_SPREAD: dict[str, tuple[float, float]] = {
+    "target": (0.20, 0.20),
+    "drafter": (0.25, 0.25),
+}
+# A rate carried from one workload to another on the same GPU keeps its efficiency; the
+# residual uncertainty is the physics of the FLOP count, much smaller.
+RESCALE_SPREAD = (0.10, 0.10)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+RooflineOf = Callable[[Gpu, Workload], Roofline]
+
+
+def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> list[Point]:
+    plan = r.plan
+    entries = getattr(plan.calibration, role)
+    points: list[Point] = []
+    for key, entry in entries.items():
+        gpu = r.gpus[key]
+        for m in measurements(entry):
+            if m.bound != "exact":
+                continue
+            changes = {k: v for k, v in (("target_model", m.target_model),
+                                         ("avg_sample_tokens", m.avg_sample_tokens),
+                                         ("num_anchors", m.num_anchors)) if v is not None}
+            workload = plan.workload.model_copy(update=changes) if changes else plan.workload
+            same = workload == plan.workload and (m.batch_size in (None, plan.drafter.batch_size))
+            roof = roof_of(gpu, workload)
+            moe = role == "target" and catalog.model(workload.target_model).is_moe
+            x = 1.0 / (roof.tokens_per_s * default_efficiency(role, gpu, moe))
+            points.append(Point(gpu, m.tokens_per_s, x, same, m.gpu_busy, m.source))
+    return points
+
+
+def _fit(points: list[Point]) -> tuple[float, float] | None:
+    """Least squares of y = a x + h (a = 1/f) over points with distinct x, h >= 0."""
+    xs = [p.x_s_per_token for p in points]
+    if len(points) < 2 or max(xs) / min(xs) < 1.05:
+        return None
+    ys = [1.0 / p.tokens_per_s for p in points]
+    n = len(points)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    a = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    h = my - a * mx
+    if h < 0 or a <= 0:                  # no separable overhead: a pure factor through them
+        a, h = sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs), 0.0
+    return a, h
+
+
+def _lower_bound(role: str, r: Resolved, gpu: Gpu) -> float:
+    """The highest rate this GPU is known to reach on the plan's own workload."""
+    entry = getattr(r.plan.calibration, role).get(gpu.key)
+    if entry is None:
+        return 0.0
+    return max((m.tokens_per_s for m in measurements(entry)
+                if m.bound == "at_least" and m.target_model in (None, r.plan.workload.target_model)
+                and m.avg_sample_tokens in (None, r.plan.workload.avg_sample_tokens)
+                and m.num_anchors in (None, r.plan.workload.num_anchors)), default=0.0)
+
+
+def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
+              roof_of: RooflineOf) -> RoleRate:
+    """The rate of `role` on `gpu` for the plan's workload, with its range, readings and
+    scenario model; software maturity applied to estimates; never below what the plan
+    records the role reached (a lower bound)."""
+    rate = _role_rate(role, r, catalog, gpu, roof_of)
+    model = rate.model
+    assert model is not None
+    # A rate rescaled from a measurement on this very GPU already holds its software.
+    carried = model.spread is None or not model.spread[0].startswith("rescale:")
+    mature = gpu.maturity_of(role, engine(role, r.plan.launch.format))
+    if not rate.measured and carried and mature is not None and mature.low < mature.high:
+        key = f"maturity:{gpu.key}:{role}:{mature.engine}"
+        stack = f"{gpu.name} {ENGINE_NAMES.get(mature.engine, mature.engine)}"
+        dim = factor_dim(key, f"{stack} maturity", mature.low, mature.high,
+                         (f"{stack} {(1 - mature.low) * 100:.0f} % short of the physics "
+                          f"(immature kernels)" if mature.low < 1 else
+                          f"{stack} as the physics predicts",
+                          f"{stack} as the physics predicts" if mature.high == 1 else
+                          f"{stack} {(mature.high - 1) * 100:+.0f} %"))
+        model = replace(model, maturity=(key, (mature.low, mature.factor, mature.high)),
+                        dims=(*model.dims, dim))
+        rate = replace(rate, tokens_per_s=rate.tokens_per_s * mature.factor,
+                       efficiency=rate.efficiency * mature.factor,
+                       basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
+                             f"({mature.low:.2f}-{mature.high:.2f})")
+    bound = _lower_bound(role, r, gpu)
+    low = model.rate(model.extreme(slow=True))
+    high = model.rate(model.extreme(slow=False))
+    rate = replace(rate, model=model, low_tokens_per_s=low, high_tokens_per_s=high)
+    if bound <= low or rate.measured:
+        return rate
+    model = replace(model, floor=bound)
+    central = max(rate.tokens_per_s, bound)
+    reading = Reading("kept up", bound, f"the {role} kept up at {bound:,.0f} tok/s per GPU")
+    return replace(rate, model=model, tokens_per_s=central, low_tokens_per_s=bound,
+                   high_tokens_per_s=max(high, bound),
+                   efficiency=rate.efficiency * central / rate.tokens_per_s,
+                   readings=(*rate.readings, reading), low_reading="kept up",
+                   basis=f"{rate.basis}; at least {bound:,.0f} tok/s (it kept up)")
+
+
+def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
+               roof_of: RooflineOf) -> RoleRate:
+    roof = roof_of(gpu, r.plan.workload)
+    moe = role == "target" and r.model.is_moe
+    default = default_efficiency(role, gpu, moe)
+    x_plan = 1.0 / (roof.tokens_per_s * default)
+    points = _points(role, r, catalog, roof_of)
+    # The measurements a reading, a fit or a rescale rests on: plans share those dimensions
+    # only when they rest on the same measurements (the same calibration).
+    evidence = ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points))
+
+    def make(central: float, low: float, high: float, source: str, basis: str,
+             readings: tuple[Reading, ...], low_name: str, high_name: str,
+             h: float | None = None, model: RateModel | None = None) -> RoleRate:
+        eff = central / roof.tokens_per_s * roof.peak_share
+        if model is None:            # one basis; a spread, when there is one, is the fit's
+            model = RateModel((("central", central),))
+            if low < high:
+                key = f"fit:{role}:{evidence}"
+                ends = (low / central, 1.0, high / central)
+                model = replace(model, spread=(key, ends),
+                                dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),))
+        return RoleRate(role, gpu, central, low, high, eff, default, source, basis,
+                        roof.limit, roof, readings, low_name, high_name, h, model)
+
+    band = efficiency_band(role, gpu.arch)
+    eff_key = f"efficiency:{gpu.arch}:{role}"
+    eff_dim = replace(factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low,
+                                 band.high), chart_name=f"{role} efficiency {gpu.arch}")
+    eff_ends = (band.low, 1.0, band.high)
+
+    own = [p for p in points if p.gpu.key == gpu.key and p.on_plan_workload]
+    if own:
+        rate = sum(p.tokens_per_s for p in own) / len(own)
+        reading = Reading("measured", rate, f"measured on {gpu.name}")
+        return make(rate, rate, rate, "measured", f"measured on {gpu.name}", (reading,),
+                    "measured", "measured")
+    fit = _fit(points)
+    if fit is not None:
+        a, h = fit
+        rate = 1.0 / (a * x_plan + h)
+        lo, hi = RESCALE_SPREAD
+        why = (f"fit to {len(points)} measurements: {_pct(1 / a)} of the default "
+               f"efficiency plus {h * 1e6:,.1f} us per token that no GPU speed shrinks")
+        reading = Reading("fit", rate, why)
+        return make(rate, rate * (1 - lo), rate * (1 + hi), "estimated",
+                    f"estimated: {why}", (reading,), "fit", "fit", h)
+    if not points:
+        rate = roof.tokens_per_s * default
+        why = f"default efficiency {_pct(default)} for {gpu.name}"
+        reading = Reading("default", rate, why)
+        model = RateModel((("central", rate),), scaled=frozenset({"central"}),
+                          efficiency=(eff_key, eff_ends), dims=(eff_dim,))
+        return replace(make(rate, rate * band.low, rate * band.high, "estimated",
+                            f"estimated: {why}", (reading,), "default", "default",
+                            model=model), band_why=band.why(role, gpu.arch))
+    # One measured GPU (several points on it at one speed act as one): the readings.
+    f = sum(p.x_s_per_token * p.tokens_per_s for p in points) / len(points)  # x / y = f
+    names = ", ".join(dict.fromkeys(p.gpu.name for p in points))
+    same_gpu = all(p.gpu.key == gpu.key for p in points)
+    readings = [Reading("workload", min(f / x_plan, roof.tokens_per_s * gpu.efficiency_ceiling),
+                        f"the measured {f:.2f}x of default efficiency on {names} is this "
+                        f"pipeline's and carries over")]
+    if not same_gpu and all(p.gpu.arch != gpu.arch or not p.gpu.arch for p in points):
+        readings.append(Reading("kernels", 1.0 / x_plan,
+                                f"the shortfall belongs to {names}'s kernels; {gpu.name} "
+                                f"runs at its default {_pct(default)}"))
+    if not same_gpu and not any(p.gpu_busy for p in points):
+        h = max(0.0, sum(1 / p.tokens_per_s - p.x_s_per_token for p in points) / len(points))
+        readings.append(Reading("host", 1.0 / (x_plan + h),
+                                f"{h * 1e6:,.1f} us per token is host time a faster GPU "
+                                f"does not shrink"))
+    low = min(readings, key=lambda rd: rd.tokens_per_s)
+    high = max(readings, key=lambda rd: rd.tokens_per_s)
+    # The evidence cannot choose between the plausible readings: the central figure is
+    # their geometric midpoint, and the range spans them.
+    central = math.sqrt(low.tokens_per_s * high.tokens_per_s)
+    if same_gpu:
+        basis = (f"estimated: the measurement on {names} rescaled to this workload by its "
+                 f"FLOP count (efficiency kept)")
+        lo, hi = RESCALE_SPREAD
+        key = f"rescale:{role}:{evidence}"
+        model = RateModel((("central", central),), spread=(key, (1 - lo, 1.0, 1 + hi)),
+                          dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo,
+                                           1 + hi),))
+        return make(central, central * (1 - lo), central * (1 + hi), "estimated", basis,
+                    tuple(readings), "workload", "workload", model=model)
+    # The readings are a shared dimension; the kernels reading runs this GPU at its
+    # family's default efficiency, whose band is a dimension of its own.
+    bases = (("central", central), *((rd.name, rd.tokens_per_s) for rd in readings))
+    dims = ((reading_dim(role, evidence, tuple((rd.name, f"{role}: {_reading_said(rd.name)}")
+                                     for rd in readings)),) if len(readings) > 1 else ())
+    kernels = any(rd.name == "kernels" for rd in readings)
+    model = RateModel(bases, reading=dims[0].key if dims else None,
+                      scaled=frozenset({"kernels"}),
+                      efficiency=(eff_key, eff_ends) if kernels else None,
+                      dims=(*dims, eff_dim) if kernels else dims)
+    if len(readings) == 1:
+        basis = f"estimated: {readings[0].why}"
+    else:
+        basis = (f"estimated from the measurement on {names}: between {low.name} "
+                 f"({low.tokens_per_s:,.0f} tok/s) and {high.name} "
+                 f"({high.tokens_per_s:,.0f} tok/s)")
+    return make(central, low.tokens_per_s, high.tokens_per_s, "estimated", basis,
+                tuple(readings), low.name, high.name, model=model)
+
+
+def _reading_said(name: str) -> str:
+    return {"workload": "measured shortfall carries over (workload)",
+            "kernels": "shortfall stays with the measured GPU's kernels",
+            "host": "shortfall is fixed host time per token"}.get(name, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Both roles' per-GPU rates for one plan, plus the per-token/per-sample work."""
+
+    resolved: Resolved
+    target_work: TargetWork
+    drafter_work: DrafterWork
+    target: RoleRate
+    drafter: RoleRate
+
+
+def _works(r: Resolved, catalog: Catalog
+           ) -> tuple[Callable[[Gpu, Workload], Roofline], Callable[[Gpu, Workload], Roofline]]:
+    """Roofline functions of each role for any workload (a measurement's own or the plan's)."""
+    cache: dict[tuple[str, Workload], object] = {}
+    plan = r.plan
+
+    def target_of(gpu: Gpu, w: Workload) -> Roofline:
+        key = ("t", w)
+        if key not in cache:
+            model = catalog.model(w.target_model)
+            layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
+            cache[key] = target_work(model, tuple(layer_ids), float(w.avg_sample_tokens))
+        return target_roofline(cache[key], gpu)  # type: ignore[arg-type]
+
+    def drafter_of(gpu: Gpu, w: Workload) -> Roofline:
+        key = ("d", w)
+        if key not in cache:
+            shape = r.shape if w.target_model == plan.workload.target_model else None
+            if shape is None:
+                sub = resolve(plan.model_copy(update={"workload": w}), catalog)
+                shape = sub.shape
+            cache[key] = drafter_work(shape, w.num_anchors, float(w.avg_sample_tokens),
+                                      plan.drafter.batch_size, plan.drafter.count)
+        return drafter_roofline(cache[key], gpu, float(w.avg_sample_tokens))  # type: ignore[arg-type]
+
+    return target_of, drafter_of
+
+
+def rates(r: Resolved, catalog: Catalog, target_gpu: Gpu | None = None,
+          drafter_gpu: Gpu | None = None) -> Rates:
+    """Per-GPU rates of both roles on the plan's GPUs (or on the GPUs given)."""
+    target_of, drafter_of = _works(r, catalog)
+    w = r.plan.workload
+    model = r.model
+    tw = target_work(model, r.layer_ids, float(w.avg_sample_tokens), r.transferred_layers)
+    dw = drafter_work(r.shape, w.num_anchors, float(w.avg_sample_tokens),
+                      r.plan.drafter.batch_size, r.plan.drafter.count)
+    t = role_rate("target", r, catalog, target_gpu or r.target_gpu, target_of)
+    d = role_rate("drafter", r, catalog, drafter_gpu or r.drafter_gpu, drafter_of)
+    return Rates(r, tw, dw, t, d)
+
+
+def measured_implied(role: str, r: Resolved, catalog: Catalog
+                     ) -> Mapping[str, tuple[float, Roofline]]:
+    """Each measured GPU's rate and roofline on the plan's workload (for diagnostics)."""
+    target_of, drafter_of = _works(r, catalog)
+    roof_of = target_of if role == "target" else drafter_of
+    out: dict[str, tuple[float, Roofline]] = {}
+    for p in _points(role, r, catalog, roof_of):
+        if p.on_plan_workload:
+            out[p.gpu.key] = (p.tokens_per_s, roof_of(p.gpu, r.plan.workload))
+    return out
+

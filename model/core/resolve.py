@@ -1,0 +1,85 @@
+"""A plan resolved against the catalog: every name looked up and every rule that couples
+plan values checked, once. Everything downstream (rates, pipeline, launch) takes the
+resolved plan and checks nothing again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..basics.errors import PlanError
+from ..inputs.catalog import Catalog
+from ..inputs.hardware import Gpu
+from ..inputs.targets import TargetModel
+from .plan import Plan
+from .work import DrafterShape, drafter_shape
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    plan: Plan
+    target_gpu: Gpu
+    drafter_gpu: Gpu
+    model: TargetModel
+    layer_ids: tuple[int, ...]      # captured target layers
+    block_size: int
+    shape: DrafterShape
+    gpus: dict[str, Gpu]            # every GPU the plan names (roles, prices, calibration)
+
+    @property
+    def same_gpu_type(self) -> bool:
+        return self.target_gpu.key == self.drafter_gpu.key
+
+    @property
+    def transferred_layers(self) -> int:
+        """Hidden states sent per token: the captured layers, plus the final layer that
+        speculators' launch_vllm.py appends and its trainer reads as the target's output."""
+        return len(self.layer_ids) + (1 if self.plan.launch.format == "speculators" else 0)
+
+
+def require_same_gpu_type(plan: Plan, why: str) -> None:
+    """Moving GPUs between roles (balance, the split keys, a colocated launch) needs one
+    GPU type for both."""
+    if plan.target.gpu != plan.drafter.gpu:
+        raise PlanError(f"{why}, so both roles must use the same GPU type (target "
+                        f"{plan.target.gpu}, drafter {plan.drafter.gpu})", "drafter.gpu")
+
+
+def check_tp(tp: int, gpu: Gpu) -> None:
+    """The one TP rule, for the projection and every launch format: a target replica's TP
+    group sits inside one node and replicas pack nodes without gaps, so tp divides the
+    GPUs per node. Every launcher we generate starts one capture server per TP group on
+    one host (SpecForge managed-local and external servers, vLLM, Slurm steps); none
+    spans nodes, and an NVL72 rack is still 4-GPU trays to them."""
+    if tp > gpu.gpus_per_node or gpu.gpus_per_node % tp:
+        allowed = [n for n in range(1, gpu.gpus_per_node + 1) if gpu.gpus_per_node % n == 0]
+        raise PlanError(f"target.tp = {tp}: a TP group sits inside one node and tp must "
+                        f"divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
+                        f"{', '.join(map(str, allowed))}", "target.tp")
+
+
+def resolve(plan: Plan, catalog: Catalog) -> Resolved:
+    """Look up every name the plan uses and check the rules between its values."""
+    named = [("target.gpu", plan.target.gpu), ("drafter.gpu", plan.drafter.gpu)]
+    if plan.cost.reference_gpu is not None:
+        named.append(("cost.reference_gpu", plan.cost.reference_gpu))
+    named += [(f"cost.ratio.{k}", k) for k in plan.cost.ratio]
+    named += [(f"cost.usd_per_gpu_hour.{k}", k) for k in plan.cost.usd_per_gpu_hour]
+    named += [(f"calibration.target.{k}", k) for k in plan.calibration.target]
+    named += [(f"calibration.drafter.{k}", k) for k in plan.calibration.drafter]
+    gpus = {key: catalog.gpu(key, plan_key) for plan_key, key in named}
+    w = plan.workload
+    model = catalog.model(w.target_model)
+    target_gpu = gpus[plan.target.gpu]
+    check_tp(plan.target.tp, target_gpu)
+    if w.draft_layers > model.n_layers:
+        raise PlanError(f"workload.draft_layers = {w.draft_layers}: more than the "
+                        f"{model.n_layers} layers of {model.name}", "workload.draft_layers")
+    layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
+    if max(layer_ids) >= model.n_layers:
+        raise PlanError(f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
+                        f"layers 0-{model.n_layers - 1}", "workload.target_layer_ids")
+    block = w.block_size or model.default_block_size
+    shape = drafter_shape(model, w.draft_layers, block, len(layer_ids))
+    return Resolved(plan=plan, target_gpu=target_gpu, drafter_gpu=gpus[plan.drafter.gpu],
+                    model=model, layer_ids=tuple(layer_ids), block_size=block, shape=shape,
+                    gpus=gpus)

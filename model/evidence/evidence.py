@@ -1,0 +1,449 @@
+"""The validation set: public measurements (measurements.toml) against the model's
+predictions at default settings. Each case is predicted from what its own source states
+(GPU, model, lengths, batch, anchors, counts) and nothing else.
+
+`validate(catalog)` returns one row per case and a summary per half (fit / check) and
+tier (strong / weak); `dflash-plan validate` prints it and the tests hold it to its
+thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..basics.data import data_text
+from ..basics.tomlfile import parse_toml
+from ..basics.units import BYTES_PER_GIB
+from ..core import fitting, memory, pipeline, rates
+from ..core.fitting import case_drafter as _drafter
+from ..core.fitting import case_drafter_memory, training_time_flop_per_token
+from ..core.fitting import case_model as _model
+from ..core.memory import capture_server_memory_gib
+from ..core.pipeline import flow, pipeline_inputs, tp_efficiency
+from ..core.rates import ESTIMATE_SPREAD, default_efficiency, drafter_roofline, target_roofline
+from ..core.work import target_work
+from ..inputs.catalog import Catalog
+from ..inputs.hardware import Gpu
+from ..inputs.targets import TargetModel
+
+# FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
+# planning notes); the midpoint is used where a case ran in FP8. FP4 is not modelled: an
+# FP4 case is predicted at the FP8 rate and misses (weak tier).
+FP8_SPEEDUP = 1.6
+# A case's range: the spread of the kind of estimate it is (rates.ESTIMATE_SPREAD for
+# rates; memory and matmul ceilings have their own).
+MEMORY_SPREAD = (0.15, 0.15)
+CEILING_SPREAD = (0.05, 0.05)
+
+HALVES = ("fit", "check")
+TIERS = ("strong", "weak")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: str
+    source: str
+    gpu: str
+    quantity: str
+    measured: float
+    predicted: float
+    low: float
+    high: float
+    half: str
+    tier: str
+    group: str = ""
+
+    @property
+    def error(self) -> float:
+        """Signed: predicted / measured - 1."""
+        return self.predicted / self.measured - 1
+
+    @property
+    def covered(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "gpu": self.gpu,
+                "quantity": self.quantity, "measured": self.measured,
+                "predicted": self.predicted, "low": self.low, "high": self.high,
+                "error": self.error, "half": self.half, "tier": self.tier}
+
+
+def load_cases() -> list[dict[str, Any]]:
+    text = data_text("measurements.toml")
+    cases: list[dict[str, Any]] = parse_toml(text, "measurements.toml")["case"]
+    return cases
+
+
+def _precision(case: Mapping[str, Any]) -> float:
+    return FP8_SPEEDUP if case.get("precision") in ("fp8", "fp4") else 1.0
+
+
+def prefill_rate(model: TargetModel, gpu: Gpu, sample_tokens: float, tp: int = 1,
+                 speedup: float = 1.0) -> float:
+    """Prefill tokens/s per GPU at the GPU's default efficiency."""
+    work = target_work(model, model.default_layer_ids(5), sample_tokens)
+    rate = (target_roofline(work, gpu).tokens_per_s
+            * default_efficiency("target", gpu, model.is_moe) * speedup)
+    return rate * tp_efficiency(gpu, tp, model.hidden, work.layers_run, rate)
+
+
+def training_rate(model: TargetModel, gpu: Gpu, sample_tokens: float,
+                  speedup: float = 1.0) -> float:
+    efficiency = default_efficiency("drafter", gpu, model.is_moe)
+    return (gpu.bf16_flop_per_s * efficiency * speedup
+            / training_time_flop_per_token(model, gpu, sample_tokens))
+
+
+def matmul_tflops(gpu: Gpu) -> float:
+    return gpu.bf16_tflops * gpu.efficiency_ceiling
+
+
+def drafter_samples_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
+    model = _model(case)
+    _, work = _drafter(case, model)
+    tokens = float(case["sample_tokens"])
+    rate = drafter_roofline(work, gpu, tokens).tokens_per_s * default_efficiency("drafter", gpu)
+    return rate / tokens
+
+
+def _pipeline_tokens_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
+    model = _model(case)
+    shape, work = _drafter(case, model)
+    tokens = float(case["sample_tokens"])
+    t_rate = prefill_rate(model, gpu, tokens)
+    d_rate = drafter_roofline(work, gpu, tokens).tokens_per_s * default_efficiency("drafter", gpu)
+    tw = target_work(model, model.default_layer_ids(shape.layers), tokens)
+    inputs = pipeline_inputs(gpu, gpu, 1, t_rate, d_rate, hidden=model.hidden,
+                             layers_run=tw.layers_run, trainable_params=shape.trainable_params,
+                             batch_size=case.get("batch", 1), sample_tokens=tokens,
+                             hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+                             transport=case.get("transport", "mooncake"))
+    return float(flow(inputs, case["target_gpus"], case["drafter_gpus"]).tokens_per_s)
+
+
+Predictor = Callable[[Mapping[str, Any], Catalog], tuple[float, tuple[float, float]]]
+
+
+def _predict_target(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    return (prefill_rate(_model(case), gpu, float(case["sample_tokens"]), case.get("tp", 1),
+                         _precision(case)), ESTIMATE_SPREAD["target"])
+
+
+def _predict_training(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    return (training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case)),
+            ESTIMATE_SPREAD["drafter"])
+
+
+def _predict_mfu(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    model = _model(case)
+    return default_efficiency("drafter", gpu, model.is_moe), ESTIMATE_SPREAD["drafter"]
+
+
+def _job_rate(case: Mapping[str, Any], gpu: Gpu) -> float:
+    job = case["job"]
+    if job == "matmul":
+        return matmul_tflops(gpu)
+    if job == "prefill":
+        return prefill_rate(_model(case), gpu, float(case["sample_tokens"]), 1, _precision(case))
+    return training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case))
+
+
+def _predict_ratio(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    a, b = c.gpus[case["gpu"]], c.gpus[case["gpu_b"]]
+    spread = CEILING_SPREAD if case["job"] == "matmul" else ESTIMATE_SPREAD["drafter"]
+    return _job_rate(case, a) / _job_rate(case, b), spread
+
+
+def _predict_matmul(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    return matmul_tflops(c.gpus[case["gpu"]]), CEILING_SPREAD
+
+
+def _predict_drafter(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    per_gpu = drafter_samples_per_s(case, gpu)
+    drafters = case.get("drafter_gpus", 1)
+    if drafters > 1:     # inside a pipeline: the data-parallel all-reduce applies
+        tokens = float(case["sample_tokens"])
+        per_gpu = _scaled_drafter(case, gpu, per_gpu * tokens) / tokens
+    return per_gpu, ESTIMATE_SPREAD["drafter"]
+
+
+def _scaled_drafter(case: Mapping[str, Any], gpu: Gpu, tokens_per_s: float) -> float:
+    model = _model(case)
+    shape, _ = _drafter(case, model)
+    tokens = float(case["sample_tokens"])
+    inputs = pipeline_inputs(gpu, gpu, 1, 1.0, tokens_per_s, hidden=model.hidden,
+                             layers_run=model.n_layers, trainable_params=shape.trainable_params,
+                             batch_size=case.get("batch", 1), sample_tokens=tokens,
+                             hidden_state_bytes_per_token=shape.captured_layers
+                             * model.hidden * 2,
+                             transport=case.get("transport", "mooncake"))
+    drafters = case["drafter_gpus"]
+    capacity = float(flow(inputs, case.get("target_gpus", 1), drafters).drafter_tokens_per_s)
+    return capacity / float(drafters)
+
+
+def _predict_pipeline(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    return (_pipeline_tokens_per_s(case, gpu) / float(case["sample_tokens"]),
+            ESTIMATE_SPREAD["target"])
+
+
+def _predict_drafter_memory(case: Mapping[str, Any], c: Catalog
+                            ) -> tuple[float, tuple[float, float]]:
+    fit = case_drafter_memory(case, c.gpus[case["gpu"]])
+    gib = fit.needed_gb
+    # The single-GPU benchmark reads torch.cuda.max_memory_allocated() / 1e9: decimal GB
+    # of tensors, no runtime reserve.
+    if "drafter_gpus" not in case:
+        gib = (gib - dict(fit.items_gb)["runtime reserve"]) * BYTES_PER_GIB / 1e9
+    return gib, MEMORY_SPREAD
+
+
+def _predict_target_memory(case: Mapping[str, Any], c: Catalog
+                           ) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    return capture_server_memory_gib(case["mem_fraction"], gpu.memory_gb), MEMORY_SPREAD
+
+
+def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    if "drafter_gpus" in case:           # the rate a whole pipeline moved
+        model = _model(case)
+        per_token = 5 * model.hidden * 2
+        return _pipeline_tokens_per_s(case, gpu) * per_token, ESTIMATE_SPREAD["target"]
+    if "target_gpus" in case:            # the capture server's device -> host copy
+        return gpu.host_link_bytes_per_s, ESTIMATE_SPREAD["target"]
+    # A transfer between two nodes: one node's network, at the share transfers reach.
+    node = case.get("network_gb_per_s_per_node")
+    node_bytes = node * 1e9 if node else gpu.network_bytes_per_s * gpu.gpus_per_node
+    return node_bytes * pipeline.NETWORK_EFFICIENCY, ESTIMATE_SPREAD["target"]
+
+
+PREDICTORS: dict[str, Predictor] = {
+    "target_tokens_per_s_per_gpu": _predict_target,
+    "training_tokens_per_s_per_gpu": _predict_training,
+    "training_mfu": _predict_mfu,
+    "gpu_ratio": _predict_ratio,
+    "matmul_tflops": _predict_matmul,
+    "drafter_samples_per_s_per_gpu": _predict_drafter,
+    "pipeline_samples_per_s": _predict_pipeline,
+    "drafter_memory_gb": _predict_drafter_memory,
+    "target_memory_gb": _predict_target_memory,
+    "hidden_state_bytes_per_s": _predict_hidden,
+}
+
+
+def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
+    value, (lo, hi) = PREDICTORS[case["quantity"]](case, catalog)
+    return Row(id=case["id"], source=case["source"], gpu=case["gpu"],
+               quantity=case["quantity"], measured=float(case["value"]), predicted=value,
+               low=value * (1 - lo), high=value * (1 + hi), half=case["half"],
+               tier=case["tier"], group=fitting.group(case))
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    cases: int
+    median_abs_error: float
+    worst_abs_error: float
+    range_coverage: float
+    median_range_width: float      # (high - low) / predicted
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": self.cases, "median_abs_error": self.median_abs_error,
+                "worst_abs_error": self.worst_abs_error, "range_coverage": self.range_coverage,
+                "median_range_width": self.median_range_width}
+
+
+def summarize(rows: list[Row]) -> Summary:
+    if not rows:
+        return Summary(0, math.nan, math.nan, math.nan, math.nan)
+    errors = [abs(r.error) for r in rows]
+    return Summary(len(rows), statistics.median(errors), max(errors),
+                   sum(r.covered for r in rows) / len(rows),
+                   statistics.median((r.high - r.low) / r.predicted for r in rows))
+
+
+@dataclass(frozen=True, slots=True)
+class FittedConstant:
+    """A fitted constant as validate reports it: its value on all its cases, its range,
+    and its value in each fold of the leave-one-group-out cross-validation (None where
+    its fit cases are all in the left-out group)."""
+
+    name: str
+    home: str
+    unit: str
+    value: float
+    low: float
+    high: float
+    fitted_on: tuple[str, ...]
+    groups: tuple[str, ...]
+    applies_when: str
+    folds: tuple[tuple[str, float | None], ...]
+
+    @property
+    def cross_validatable(self) -> bool:
+        """Fitted on more than one group: every fold can refit it."""
+        return len(self.groups) > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "home": self.home, "unit": self.unit,
+                "value": self.value, "range": [self.low, self.high],
+                "fitted_on": list(self.fitted_on), "groups": list(self.groups),
+                "applies_when": self.applies_when,
+                "cross_validatable": self.cross_validatable,
+                "folds": [{"left_out_group": g, "value": v} for g, v in self.folds]}
+
+
+@dataclass(frozen=True, slots=True)
+class CrossValidated:
+    """One tier's figures when every case is predicted by constants fitted without its
+    own group; cases needing a constant fitted on their group alone are listed apart."""
+
+    summary: Summary
+    not_cross_validatable: tuple[str, ...]     # case ids
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary.to_json(),
+                "not_cross_validatable": list(self.not_cross_validatable)}
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    rows: tuple[Row, ...]
+    summary: dict[str, Summary]    # "all", "strong", "weak", "fit", "check", "strong/fit", ...
+    constants: tuple[FittedConstant, ...] = ()
+    cross_validated: dict[str, CrossValidated] = field(default_factory=dict)
+    # Why a case is not cross-validatable: the constants fitted on its own group alone.
+    needs_own_group: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cv_rows: dict[str, Row] = field(default_factory=dict)    # by id: the fold's prediction
+
+    def to_json(self) -> dict[str, Any]:
+        overall = self.summary["strong"].to_json()
+        return {"cases": [{**r.to_json(), "group": r.group,
+                           "cross_validated": r.id in self.cv_rows,
+                           "cv_predicted": cv.predicted if cv else None,
+                           "cv_error": cv.error if cv else None,
+                           "needs_own_group": list(self.needs_own_group.get(r.id, ()))}
+                          for r in self.rows for cv in (self.cv_rows.get(r.id),)],
+                "constants": [c.to_json() for c in self.constants],
+                "summary": {**overall,
+                            "groups": {k: v.to_json() for k, v in self.summary.items()},
+                            "sources": len({r.source.split(" ")[0] for r in self.rows}),
+                            "cross_validated": {k: v.to_json()
+                                                for k, v in self.cross_validated.items()}}}
+
+
+def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    rows = list(rows)
+    return {
+        # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
+        # predictions are everything else.
+        "strong/model": [r for r in rows if r.tier == "strong" and r.quantity != "matmul_tflops"],
+        "strong": [r for r in rows if r.tier == "strong"],
+        "weak": [r for r in rows if r.tier == "weak"],
+        "all": rows,
+    }
+
+
+@contextmanager
+def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
+                      ) -> Iterator[Catalog]:
+    """The model with these fitted constants (None: left as they are) for the duration:
+    module constants set and restored, a GPU field on a copy of the catalog. Validation
+    only (it swaps module globals: not for threads)."""
+    homes = {"memory": memory, "pipeline": pipeline, "rates": rates}
+    saved: list[tuple[Any, str, float]] = []
+    gpus = dict(catalog.gpus)
+    try:
+        for name, value in values.items():
+            c = fitting.BY_NAME[name]
+            if value is None:
+                continue
+            if c.gpu_fields:
+                for key, gpu_field in c.gpu_fields:
+                    if key in gpus:
+                        gpus[key] = gpus[key].model_copy(update={gpu_field: value})
+                continue
+            module = homes[c.home]
+            saved.append((module, name, getattr(module, name)))
+            setattr(module, name, value)
+        yield Catalog(gpus=gpus, models=catalog.models, offers=catalog.offers,
+                      today=catalog.today)
+    finally:
+        for module, name, old in reversed(saved):
+            setattr(module, name, old)
+
+
+def _depends(case: Mapping[str, Any], catalog: Catalog, name: str, base: float) -> bool:
+    """Whether the case's prediction moves with the constant (scaled by half again)."""
+    c = fitting.BY_NAME[name]
+    current = fitting.value(name)
+    with constants_applied(catalog, {c.name: current * 1.5}) as changed:
+        moved = PREDICTORS[case["quantity"]](case, changed)[0]
+    return abs(moved / base - 1) > 1e-9
+
+
+def cross_validate(catalog: Catalog, cases: list[dict[str, Any]]
+                   ) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...],
+                              dict[str, tuple[str, ...]]]:
+    """Leave one source group out: refit every constant without the group, predict the
+    group's cases with that fold's constants. Returns the constants with their fold
+    values, the out-of-sample rows, and the cases that need a constant fitted on their
+    own group alone (not cross-validatable) with those constants."""
+    by_id = {c["id"]: c for c in cases}
+    groups = sorted({fitting.group(c) for c in cases})
+    full = fitting.fit_all(by_id)
+    folds = {g: fitting.fit_all(by_id, leave_out=g) for g in groups}
+    rows: list[Row] = []
+    needs: dict[str, tuple[str, ...]] = {}
+    for g in groups:
+        fold = folds[g]
+        missing = [n for n, v in fold.items() if v is None]
+        with constants_applied(catalog, fold) as fold_catalog:
+            for case in (c for c in cases if fitting.group(c) == g):
+                row = predict(case, fold_catalog)
+                own = tuple(n for n in missing if _depends(case, catalog, n, row.predicted))
+                if own:
+                    needs[case["id"]] = own
+                else:
+                    rows.append(row)
+    constants = []
+    for c in fitting.CONSTANTS:
+        value = full[c.name]
+        assert value is not None
+        low, high = fitting.span(c, by_id, full, (folds[g][c.name] for g in groups))
+        fitted_groups = tuple(dict.fromkeys(fitting.group(by_id[i]) for i in c.fitted_on))
+        constants.append(FittedConstant(
+            c.name, c.home, c.unit, value, low, high, c.fitted_on, fitted_groups,
+            c.applies_when, tuple((g, folds[g][c.name]) for g in groups)))
+    return tuple(constants), tuple(rows), needs
+
+
+def validate(catalog: Catalog) -> Validation:
+    cases = load_cases()
+    rows = tuple(predict(case, catalog) for case in cases)
+    groups: dict[str, list[Row]] = {"all": list(rows)}
+    groups["strong/model"] = _tiers(rows)["strong/model"]
+    for tier in TIERS:
+        groups[tier] = [r for r in rows if r.tier == tier]
+        for half in HALVES:
+            groups[f"{tier}/{half}"] = [r for r in rows if r.tier == tier and r.half == half]
+    for half in HALVES:
+        groups[half] = [r for r in rows if r.half == half]
+    constants, cv_rows, needs = cross_validate(catalog, cases)
+    apart = _tiers(r for r in rows if r.id in needs)
+    cross = {tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
+             for tier, kept in _tiers(cv_rows).items()}
+    return Validation(rows, {k: summarize(v) for k, v in groups.items()}, constants, cross,
+                      needs, {r.id: r for r in cv_rows})
