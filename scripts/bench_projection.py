@@ -18,12 +18,12 @@ import json
 import statistics
 import time
 
-from dflash_plan.model.core.pipeline import flow
-from dflash_plan.model.core.plan import Plan, default_plan, load_plan
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.explore.balance import balance
 from dflash_plan.model.inputs.catalog import Catalog
-from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.inputs.plan import Plan, default_plan, load_plan
+from dflash_plan.model.physics.fitting import builtin_gpus
+from dflash_plan.model.physics.pipeline import flow
 
 
 def per_call_us(fn, seconds: float, repeats: int = 7) -> float:

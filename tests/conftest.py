@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from dflash_plan.model.core.plan import Plan, default_plan
 from dflash_plan.model.inputs.catalog import Catalog
-from dflash_plan.model.inputs.hardware import builtin_gpus
 from dflash_plan.model.inputs.offers import builtin_offers
+from dflash_plan.model.inputs.plan import Plan, default_plan
+from dflash_plan.model.physics.fitting import builtin_gpus
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_plan.model.core.plan import Plan
+from dflash_plan.model.inputs.plan import Plan
 
 
 def edit(plan: Plan, **sections: dict) -> Plan:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 from apphelp import choose, error, field, planner, put, settle, steady_cursors, text  # noqa: F401
-from dflash_plan.model.core.plan import load_plan
 from dflash_plan.model.core.projection import project
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from dflash_plan.model.core.calibration import bind_to_workload, rebound
-from dflash_plan.model.core.plan import Measurement
 from dflash_plan.model.core.projection import project
-from dflash_plan.model.core.rates import target_roofline
+from dflash_plan.model.inputs.plan import Measurement
+from dflash_plan.model.physics.roofline import target_roofline
 from support import edit
 
 

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 import yaml
 from dflash_plan.model.basics.errors import PlanError
-from dflash_plan.model.core.plan import Plan, plan_from_dict, plan_to_dict
 from dflash_plan.model.inputs.catalog import Catalog
-from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.inputs.plan import Plan, plan_from_dict, plan_to_dict
 from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.model.launch import FORMATS, TEMPLATE_PLACEHOLDERS, generate
 from dflash_plan.model.launch.escape import HEREDOC
 from dflash_plan.model.launch.probe import ROLES, probe_script, read_probe_dir
 from dflash_plan.model.launch.template import template_values
+from dflash_plan.model.physics.fitting import builtin_gpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -365,7 +365,8 @@ def test_a_heredoc_carries_any_text_byte_for_byte(value):
 @settings(max_examples=200, deadline=None)
 @given(value=TEXT)
 def test_yaml_and_toml_read_back_any_text(value):
-    from dflash_plan.model.launch.escape import to_toml, to_yaml, toml_value
+    from dflash_plan.model.basics.tomlfile import to_toml, toml_value
+    from dflash_plan.model.launch.escape import to_yaml
 
     doc = {"a": value, "b": [value], "c": {"d": value}}
     assert yaml.safe_load(to_yaml(doc)) == doc

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 from dflash_plan.model.basics.units import BYTES_PER_GIB
-from dflash_plan.model.core import fitting, memory, pipeline, rates
-from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.physics import fitting, memory, pipeline, roofline
+from dflash_plan.model.physics.fitting import builtin_gpus
 
 PEAK = "mooncake-vllm-pd-qwen3-8b-h800-rdma-peak"
 SINK = "specforge-domino-qwen3-8b-h200-hidden-state-rate-derived"
@@ -110,7 +110,7 @@ def test_module_constants_are_the_fits():
     assert fitting.value("NETWORK_EFFICIENCY") == pipeline.NETWORK_EFFICIENCY
     assert fitting.value("CAPTURE_SINK_BYTES_PER_S") == pipeline.CAPTURE_SINK_BYTES_PER_S
     assert fitting.value("TRAINER_FETCH_BYTES_PER_S") == pipeline.TRAINER_FETCH_BYTES_PER_S
-    assert fitting.value("MOE_EFFICIENCY_FACTOR") == rates.MOE_EFFICIENCY_FACTOR
+    assert fitting.value("MOE_EFFICIENCY_FACTOR") == roofline.MOE_EFFICIENCY_FACTOR
     assert builtin_gpus()["a100-80g"].training_efficiency == pytest.approx(
         (0.582 + 0.5447) / 2)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from dflash_plan.model.basics.errors import PlanError
-from dflash_plan.model.core.plan import Plan
 from dflash_plan.model.core.resolve import resolve
 from dflash_plan.model.inputs.catalog import Catalog
+from dflash_plan.model.inputs.plan import Plan
 from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
 from dflash_plan.model.launch.common import context
 from dflash_plan.model.launch.layout import assign_devices as _assign
@@ -585,7 +585,7 @@ def test_bad_format_is_one_line(capsys):
 
 
 def test_the_registry_is_the_one_list_of_formats():
-    from dflash_plan.model.core.plan import Launch
+    from dflash_plan.model.inputs.plan import Launch
     from dflash_plan.model.launch import format_module
 
     assert all(fmt == format_module(fmt).NAME for fmt in FORMATS)

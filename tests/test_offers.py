@@ -59,7 +59,7 @@ def test_prices_are_judged_by_age(baseline):
     seen = dt.date(2026, 7, 17)
     assert not lambda_b200.stale(seen + dt.timedelta(days=PRICE_MAX_AGE_DAYS))
     assert lambda_b200.stale(seen + dt.timedelta(days=PRICE_MAX_AGE_DAYS + 1))
-    from dflash_plan.model.inputs.hardware import builtin_gpus
+    from dflash_plan.model.physics.fitting import builtin_gpus
 
     late = Catalog(gpus=builtin_gpus(), offers=builtin_offers(), today=dt.date(2027, 6, 1))
     p = project(_on(baseline, "lambda"), late)            # lambda's 1x B200 is undated

@@ -28,7 +28,7 @@ def modules_after(code: str) -> set[str]:
 
 def test_model_imports_no_ui_library():
     loaded = modules_after("import dflash_plan.model.core.projection, dflash_plan.model.explore.compare, "
-                           "dflash_plan.model.core.plan")
+                           "dflash_plan.model.inputs.plan")
     assert "dflash_plan.model.core.projection" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich")}
 
@@ -78,7 +78,7 @@ def test_installed_wheel_finds_its_catalog(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "import dflash_plan.model.inputs.hardware as h, dflash_plan.model.core.plan as p\n"
+            "import dflash_plan.model.physics.fitting as h, dflash_plan.model.inputs.plan as p\n"
             "assert h.__file__.startswith(sys.argv[1]), h.__file__\n"
             "print(len(h.builtin_gpus()), p.default_plan().target.count)")
     out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,

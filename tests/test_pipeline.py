@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dflash_plan.model.core.pipeline import flow, placement
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.explore.balance import balance
+from dflash_plan.model.physics.pipeline import flow, placement
 from support import edit
 
 

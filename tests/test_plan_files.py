@@ -8,7 +8,13 @@ import tomllib
 import pytest
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.basics.tomlfile import SaveError
-from dflash_plan.model.core.plan import Plan, default_plan_text, load_plan, plan_to_toml, save_plan
+from dflash_plan.model.inputs.plan import (
+    Plan,
+    default_plan_text,
+    load_plan,
+    plan_to_toml,
+    save_plan,
+)
 from pydantic import ValidationError
 from support import edit
 

@@ -11,8 +11,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from dflash_plan.model.core.plan import load_plan
 from dflash_plan.model.core.projection import project
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.tui.cli import main
 
 # The stub trainer: SpecForge's `step N: {...}` line (specforge/training/assembly.py) for a
@@ -154,7 +154,7 @@ def test_a_hostile_model_path_runs_nothing_and_is_recorded_exactly(tmp_path):
     # runs (batches 1 to 32); `both` is 8 GPUs for the 16 minutes.
     ("target", 8, 10), ("drafter", 2, 16), ("both", 8, 16)])
 def test_the_probe_says_how_long_it_runs(tmp_path, capsys, role, gpus, minutes):
-    from dflash_plan.model.core.plan import default_plan
+    from dflash_plan.model.inputs.plan import default_plan
     from dflash_plan.model.launch.probe import probe_script
     from dflash_plan.tui.config import load_catalog
 

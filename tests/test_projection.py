@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from dflash_plan.model.core.plan import default_plan
 from dflash_plan.model.core.projection import project, target_roofline
 from dflash_plan.model.core.scenarios import efficiency_band
-from dflash_plan.model.core.work import target_work
 from dflash_plan.model.explore.balance import balance
 from dflash_plan.model.explore.compare import compare
 from dflash_plan.model.inputs.catalog import Catalog
 from dflash_plan.model.inputs.hardware import load_gpu_file
+from dflash_plan.model.inputs.plan import default_plan
 from dflash_plan.model.inputs.targets import PRESETS
+from dflash_plan.model.physics.work import target_work
 from support import edit
 
 # docs/workload.md, the measured run: 3 targets + 1 drafter on RTX PRO 6000, 14.8 Ktok/s, 6 epochs in 8.8 days.

@@ -22,9 +22,9 @@ from typing import Any
 
 import tomli_w
 from dflash_plan.model.basics.errors import PlanError
-from dflash_plan.model.core.plan import default_plan, plan_from_dict, plan_to_dict
-from dflash_plan.model.inputs.hardware import builtin_gpus
+from dflash_plan.model.inputs.plan import default_plan, plan_from_dict, plan_to_dict
 from dflash_plan.model.inputs.targets import PRESETS
+from dflash_plan.model.physics.fitting import builtin_gpus
 from dflash_plan.tui.cli import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_OK, main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

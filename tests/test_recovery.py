@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from apphelp import planner, put, steady_cursors, text  # noqa: F401
 from dflash_plan.model.basics.tomlfile import SaveError
-from dflash_plan.model.core.plan import default_plan, load_plan, save_plan
 from dflash_plan.model.core.projection import project
+from dflash_plan.model.inputs.plan import default_plan, load_plan, save_plan
 from dflash_plan.tui import recovery
 from dflash_plan.tui.cli import main
 from dflash_plan.tui.config import load_catalog

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from dflash_plan.model.basics.errors import PlanError
-from dflash_plan.model.core.plan import load_plan
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.model.inputs.runconfig import read_run_config, read_train_command
 
 DATA = Path(__file__).parent / "data" / "runconfig"

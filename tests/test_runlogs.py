@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.basics.lines import records
-from dflash_plan.model.evidence import runlogs
-from dflash_plan.model.evidence.runlogs import RunContext, read_probe, read_throughput, steady
+from dflash_plan.model.inputs import runlogs
+from dflash_plan.model.inputs.runlogs import RunContext, read_probe, read_throughput, steady
 
 DATA = Path(__file__).parent / "data" / "runlogs"
 # 2,000 tokens per sample throughout: rates below are samples/s x 2,000.

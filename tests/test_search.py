@@ -189,9 +189,9 @@ PRICED = ("b200", "b300", "h200", "rtx-pro-6000", "h100-sxm")
 
 @functools.cache
 def _swept(gpus: tuple[str, ...], max_gpus: int, mixed: bool):
-    from dflash_plan.model.core.plan import default_plan
     from dflash_plan.model.inputs.catalog import Catalog
-    from dflash_plan.model.inputs.hardware import builtin_gpus
+    from dflash_plan.model.inputs.plan import default_plan
+    from dflash_plan.model.physics.fitting import builtin_gpus
 
     plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
     return sweep(plan, catalog, default_space(plan, catalog, gpus, max_gpus=max_gpus,

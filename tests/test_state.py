@@ -10,7 +10,7 @@ import math
 
 import pytest
 from dflash_plan.model.basics.errors import PlanError
-from dflash_plan.model.core.plan import load_plan
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.config import load_catalog
 from dflash_plan.tui.state import Planner, check_finite, read_plan, reason_of

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from dflash_plan.model.core.work import (
+from dflash_plan.model.inputs.targets import PRESETS
+from dflash_plan.model.physics.work import (
     drafter_shape,
     drafter_work,
     mean_causal_context,
     target_work,
 )
-from dflash_plan.model.inputs.targets import PRESETS
 
 QWEN3_8B = PRESETS["qwen3-8b"]
 

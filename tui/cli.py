@@ -232,7 +232,7 @@ def _add_new(p: argparse.ArgumentParser) -> None:
 
 
 def _run_new(args: argparse.Namespace) -> int:
-    from ..model.core.plan import default_plan_text, plan_to_toml
+    from ..model.inputs.plan import default_plan_text, plan_to_toml
     from .config import load_catalog, open_plan
 
     sets = _source_sets(argparse.Namespace(**{**vars(args), "plan": None}))
@@ -290,9 +290,9 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
 
 def _run_calibrate(args: argparse.Namespace) -> int:
     from ..model.core.calibration import add_points
-    from ..model.core.plan import save_plan
     from ..model.core.projection import project
-    from ..model.evidence.runlogs import Point, RunContext, read_throughput
+    from ..model.inputs.plan import save_plan
+    from ..model.inputs.runlogs import Point, RunContext, read_throughput
     from ..model.launch.probe import read_probe_dir
     from . import format as fmt
     from .config import load_catalog, open_plan
@@ -411,7 +411,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
-    from ..model.core.plan import save_plan
+    from ..model.inputs.plan import save_plan
 
     if folder.exists() and not folder.is_dir():
         raise PlanError(f"{folder}: exists and is not a folder")

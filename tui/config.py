@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from ..model.basics.errors import PlanError
 from ..model.basics.tomlfile import read_toml
 from ..model.core.labels import name_after_edits
-from ..model.core.plan import Plan, load_plan
 from ..model.inputs.catalog import Catalog, Deferred
-from ..model.inputs.hardware import builtin_gpus, load_gpu_file
+from ..model.inputs.hardware import load_gpu_file
+from ..model.inputs.plan import Plan, load_plan
 from ..model.inputs.targets import resolve_target
+from ..model.physics.fitting import builtin_gpus
 
 if TYPE_CHECKING:
     from ..model.inputs.offers import Offer

@@ -27,7 +27,6 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 
 from ..model.basics.errors import PlanError
-from ..model.core.plan import Plan
 from ..model.explore.search import (
     MAX_SEARCH_GPUS,
     TIE_RULE,
@@ -41,6 +40,7 @@ from ..model.explore.search import (
     sweep,
 )
 from ..model.inputs.catalog import Catalog
+from ..model.inputs.plan import Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter

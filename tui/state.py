@@ -15,11 +15,11 @@ from typing import Any
 from ..model.basics.errors import PlanError
 from ..model.core.calibration import bind_to_workload, rebound
 from ..model.core.labels import derived_name
-from ..model.core.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from ..model.core.projection import Projection, project
 from ..model.core.resolve import require_same_gpu_type
 from ..model.explore.compare import Comparison, compare
 from ..model.inputs.catalog import Catalog
+from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put
 

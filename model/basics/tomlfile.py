@@ -182,3 +182,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def to_toml(doc: dict[str, Any]) -> str:
+    """A TOML document from tomli_w (strings escaped as TOML basic strings)."""
+    import tomli_w
+
+    return tomli_w.dumps(doc)
+
+
+def toml_value(value: object) -> str:
+    """One TOML value as it is written after `key = `."""
+    return to_toml({"v": value}).removeprefix("v = ").rstrip("\n")

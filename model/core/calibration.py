@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..basics.errors import PlanError
-from .plan import CalibrationEntry, Measurement, Plan
+from ..inputs.plan import CalibrationEntry, Measurement, Plan
 
 if TYPE_CHECKING:
-    from ..evidence.runlogs import Point
+    from ..inputs.runlogs import Point
 
 
 def measurements(entry: CalibrationEntry) -> tuple[Measurement, ...]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..inputs.hardware import Gpu
-from .plan import Plan
+from ..inputs.plan import Plan
 
 if TYPE_CHECKING:
     from ..inputs.offers import Offer
@@ -114,3 +114,25 @@ def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
     by_gpu = {key: one(key) for key in dict.fromkeys((reference, *keys))}
     unit = "USD" if in_usd else f"{gpus[reference].name}-hours"
     return Prices(reference_gpu=reference, by_gpu=by_gpu, unit=unit, in_usd=in_usd)
+
+
+# --- what a probe costs (the projection prices a measurement; launch/probe.py writes it) ---
+
+# Batches the probe tries for the drafter's memory ceiling, each for a few optimizer steps.
+CEILING_BATCHES = (1, 2, 4, 8, 16, 32)
+# Each ceiling run starts the stack and takes a few steps: about a minute (5 at most).
+CEILING_MINUTES_EACH = 1.0
+
+
+def probe_gpus(plan: Plan, spec: Gpu, role: str) -> tuple[int, int]:
+    """(target GPUs, drafter GPUs) of the probe on one node of `spec`."""
+    tp = plan.target.tp if spec.gpus_per_node % plan.target.tp == 0 else 1
+    return tp, (1 if role == "drafter" else max(1, spec.gpus_per_node - tp))
+
+
+def probe_gpu_hours(plan: Plan, spec: Gpu, role: str, minutes: float = 10.0) -> float:
+    """What a probe costs in GPU-hours: its GPUs for the time budget, plus the memory
+    ceiling's short runs when the drafter is measured."""
+    targets, drafters = probe_gpus(plan, spec, role)
+    ceiling = len(CEILING_BATCHES) * CEILING_MINUTES_EACH if role != "target" else 0.0
+    return (targets + drafters) * (minutes + ceiling) / 60

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs.hardware import Gpu, Maturity
-from .memory import MemoryFit
-from .rates import ENGINE_NAMES, RoleRate, Roofline
+from ..physics.memory import MemoryFit
+from ..physics.roofline import Roofline
+from .rates import ENGINE_NAMES, RoleRate
 
 # A measurement this far from the estimate at default efficiency is called out.
 CONTRADICTION_FACTOR = 2.0

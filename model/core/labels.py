@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..inputs.catalog import Catalog
-from .plan import Plan, plan_to_dict
+from ..inputs.plan import Plan, plan_to_dict
 
 
 def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:

@@ -14,9 +14,20 @@ from typing import Any
 from ..basics import recipe
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
+from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from ..launch.probe import probe_gpu_hours
-from .cost import Prices, prices
+from ..physics.memory import MemoryFit, drafter_memory, target_memory
+from ..physics.pipeline import (
+    Flow,
+    PipelineInputs,
+    bottleneck,
+    flow,
+    pipeline_inputs,
+    tp_efficiency,
+)
+from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficiency, target_roofline
+from ..physics.work import DrafterWork, TargetWork
+from .cost import Prices, prices, probe_gpu_hours
 from .diagnostics import (
     Diagnostic,
     anchors_check,
@@ -28,23 +39,9 @@ from .diagnostics import (
     range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
-from .memory import MemoryFit, drafter_memory, target_memory
-from .pipeline import Flow, PipelineInputs, bottleneck, flow, pipeline_inputs, tp_efficiency
-from .plan import Plan
-from .rates import (
-    MOE_EFFICIENCY_FACTOR,
-    RateModel,
-    RoleRate,
-    Roofline,
-    default_efficiency,
-    engine,
-    measured_implied,
-    rates,
-    target_roofline,
-)
+from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
-from .work import DrafterWork, TargetWork
 
 __all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
            "break_even", "link_scaled", "link_share", "project", "project_resolved",

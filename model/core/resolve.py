@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from ..basics.errors import PlanError
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
+from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from .plan import Plan
-from .work import DrafterShape, drafter_shape
+from ..physics.work import DrafterShape, drafter_shape
 
 
 @dataclass(frozen=True, slots=True)

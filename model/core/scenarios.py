@@ -159,7 +159,7 @@ def _ratios(memory: bool = False) -> tuple[tuple[str, str, str, str, float], ...
     # Imported here: evidence imports rates, which imports this module.
     from ..evidence.evidence import load_cases, predict
     from ..inputs.catalog import Catalog
-    from ..inputs.hardware import builtin_gpus
+    from ..physics.fitting import builtin_gpus
 
     catalog = Catalog(gpus=builtin_gpus())
     out = []

@@ -19,23 +19,28 @@ from typing import Any
 from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BYTES_PER_GIB
-from ..core import fitting, memory, pipeline, rates
-from ..core.fitting import case_drafter as _drafter
-from ..core.fitting import case_drafter_memory, training_time_flop_per_token
-from ..core.fitting import case_model as _model
-from ..core.memory import capture_server_memory_gib
-from ..core.pipeline import flow, pipeline_inputs, tp_efficiency
-from ..core.rates import ESTIMATE_SPREAD, default_efficiency, drafter_roofline, target_roofline
-from ..core.work import target_work
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
+from ..physics import fitting, memory, pipeline, roofline
+from ..physics.fitting import case_drafter as _drafter
+from ..physics.fitting import case_drafter_memory, training_time_flop_per_token
+from ..physics.fitting import case_model as _model
+from ..physics.memory import capture_server_memory_gib
+from ..physics.pipeline import flow, pipeline_inputs, tp_efficiency
+from ..physics.roofline import (
+    ESTIMATE_SPREAD,
+    default_efficiency,
+    drafter_roofline,
+    target_roofline,
+)
+from ..physics.work import target_work
 
 # FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
 # planning notes); the midpoint is used where a case ran in FP8. FP4 is not modelled: an
 # FP4 case is predicted at the FP8 rate and misses (weak tier).
 FP8_SPEEDUP = 1.6
-# A case's range: the spread of the kind of estimate it is (rates.ESTIMATE_SPREAD for
+# A case's range: the spread of the kind of estimate it is (roofline.ESTIMATE_SPREAD for
 # rates; memory and matmul ceilings have their own).
 MEMORY_SPREAD = (0.15, 0.15)
 CEILING_SPREAD = (0.05, 0.05)
@@ -362,7 +367,7 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
     """The model with these fitted constants (None: left as they are) for the duration:
     module constants set and restored, a GPU field on a copy of the catalog. Validation
     only (it swaps module globals: not for threads)."""
-    homes = {"memory": memory, "pipeline": pipeline, "rates": rates}
+    homes = {"memory": memory, "pipeline": pipeline, "roofline": roofline}
     saved: list[tuple[Any, str, float]] = []
     gpus = dict(catalog.gpus)
     try:

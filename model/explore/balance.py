@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.pipeline import flow
-from ..core.plan import Plan
 from ..core.projection import project_resolved
 from ..core.resolve import require_same_gpu_type, resolve
 from ..inputs.catalog import Catalog
+from ..inputs.plan import Plan
+from ..physics.pipeline import flow
 
 
 def balance(plan: Plan, catalog: Catalog) -> Plan:

@@ -19,15 +19,15 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
-from ..core.memory import drafter_memory, target_memory
-from ..core.pipeline import PipelineInputs, flow, pipeline_inputs
-from ..core.plan import Plan
 from ..core.projection import Projection, link_scaled, link_share, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
 from ..core.scenarios import LOW, memory_band
-from ..core.work import drafter_work
 from ..inputs.catalog import Catalog
+from ..inputs.plan import Plan
+from ..physics.memory import drafter_memory, target_memory
+from ..physics.pipeline import PipelineInputs, flow, pipeline_inputs
+from ..physics.work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
 MAX_SEARCH_GPUS = 512
@@ -121,7 +121,7 @@ class Result:
         def one(c: Candidate | None) -> dict[str, Any] | None:
             if c is None:
                 return None
-            from ..core.plan import plan_to_dict
+            from ..inputs.plan import plan_to_dict
 
             days, cost = c.judged(at)
             return {"plan": plan_to_dict(c.plan), "projection": c.projection.to_json(),

@@ -10,10 +10,10 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..basics.recipe import NUM_ANCHORS
 from ..core.calibration import bind_to_workload
-from ..core.pipeline import flow
-from ..core.plan import Plan
 from ..core.projection import Projection, project
 from ..inputs.catalog import Catalog
+from ..inputs.plan import Plan
+from ..physics.pipeline import flow
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,9 +11,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..basics import validation as v
-from ..basics.data import data_text
 from ..basics.errors import PlanError
-from ..basics.tomlfile import line_of, parse_toml, read_toml
+from ..basics.tomlfile import line_of, read_toml
 from ..basics.validation import explain
 
 LinkKind = Literal["nvlink", "pcie", "infinity-fabric"]
@@ -183,25 +181,6 @@ def parse_gpus(doc: Mapping[str, object], where: str, text: str | None = None,
             raise explain(err, where, text, prefix=(key,),
                           known={(key,): GPU_FIELDS, (key, "link"): ["kind", "gb_per_s"]}) from None
     return gpus
-
-
-def builtin_gpus() -> dict[str, Gpu]:
-    """The built-in catalog (parsed once per process; a new dict each call)."""
-    return dict(_builtin_gpus())
-
-
-@functools.cache
-def _builtin_gpus() -> dict[str, Gpu]:
-    # Package data beside this module (a link to the top-level hardware.toml in a checkout).
-    text = data_text("hardware.toml")
-    doc = parse_toml(text, "hardware.toml")
-    # Values fitted on public measurements are computed, not typed in (fitting.py).
-    from ..core.fitting import CONSTANTS, value
-
-    for c in CONSTANTS:
-        for key, name in c.gpu_fields:
-            doc[key][name] = value(c.name)
-    return parse_gpus(doc, "hardware.toml", text)
 
 
 def load_gpu_file(path: Path, base: Mapping[str, Gpu]) -> dict[str, Gpu]:

@@ -30,9 +30,8 @@ from typing import Any
 import yaml
 
 from ..basics.errors import PlanError
-from ..basics.tomlfile import read_text
+from ..basics.tomlfile import read_text, toml_value
 from ..basics.validation import short_repr
-from ..launch.escape import toml_value
 from . import targets
 
 # Run configs are a few KB; the bound keeps a wrong path from being read whole.

@@ -6,8 +6,8 @@ Every user-controlled value a format writes (shell words, comments, heredocs, YA
 a template's placeholders) goes through the one escaping layer, escape.py. docs/launch.md
 names the upstream versions each format is checked against.
 
-Importing this package is light (no YAML, no format module): the plan schema and the app
-read FORMATS from it; a format's module loads when a script is generated.
+Importing this package is light (no YAML, no format module): the app reads FORMATS from it
+(the plan schema's list of names); a format's module loads when a script is generated.
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..inputs.plan import LAUNCH_FORMATS
+
 if TYPE_CHECKING:
-    from ..core.plan import Plan
     from ..inputs.catalog import Catalog
+    from ..inputs.plan import Plan
     from .common import LaunchScript
 
-# The registry: format name -> its module (which defines NAME and render(ctx, template)).
-_MODULES = {"specforge": "specforge", "speculators": "speculators",
-            "specforge-legacy": "specforge_legacy", "slurm": "slurm", "template": "template"}
-FORMATS: tuple[str, ...] = tuple(_MODULES)
+# The registry: format name (the plan schema's list) -> its module, named after it (which
+# defines NAME and render(ctx, template)).
+FORMATS: tuple[str, ...] = LAUNCH_FORMATS
+_MODULES = {name: name.replace("-", "_") for name in FORMATS}
 
 # Names other code imports from here, loaded on first use.
 _LAZY = {"LaunchScript": "common", "mem_fraction_static": "common", "context": "common",

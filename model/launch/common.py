@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
-from ..core.memory import RUNTIME_RESERVE_GIB
-from ..core.plan import Plan
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
-from ..core.work import layer_io_elements
 from ..inputs.catalog import Catalog
+from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
+from ..physics.memory import RUNTIME_RESERVE_GIB
+from ..physics.work import layer_io_elements
 from .escape import comment, q
 from .layout import Layout, assign_devices
 

@@ -104,18 +104,6 @@ def to_yaml(doc: dict[str, Any]) -> str:
     return text
 
 
-def to_toml(doc: dict[str, Any]) -> str:
-    """A TOML document from tomli_w (strings escaped as TOML basic strings)."""
-    import tomli_w
-
-    return tomli_w.dumps(doc)
-
-
-def toml_value(value: object) -> str:
-    """One TOML value as it is written after `key = `."""
-    return to_toml({"v": value}).removeprefix("v = ").rstrip("\n")
-
-
 # --- a user's command template --------------------------------------------------------------
 
 class TemplateShell:

@@ -22,24 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..basics.errors import PlanError
 from ..basics.tomlfile import read_toml, write_atomic
-from ..core.cost import prices
-from ..core.plan import Plan
+from ..core.cost import CEILING_BATCHES, prices, probe_gpu_hours, probe_gpus
 from ..core.resolve import resolve
 from ..inputs.catalog import Catalog
-from ..inputs.hardware import Gpu
+from ..inputs.plan import Plan
 
 if TYPE_CHECKING:
-    from ..evidence.runlogs import LogReading, Point
+    from ..inputs.runlogs import LogReading, Point
 
 ROLES = ("target", "drafter", "both")
 # GPUs count as busy when their median utilisation and power are this close to the top.
 BUSY_UTILIZATION = 0.9
 BUSY_POWER_SHARE = 0.9
-# Batches tried for the memory ceiling, each for a few optimizer steps.
-CEILING_BATCHES = (1, 2, 4, 8, 16, 32)
-CEILING_STEPS = 3
-# Each ceiling run starts the stack and takes a few steps: about a minute (5 at most).
-CEILING_MINUTES_EACH = 1.0
+CEILING_STEPS = 3                 # optimizer steps of each ceiling run
 SYNTHETIC_SAMPLES = 2_000         # the epochs repeat them; about 20 MB at 2,344 tokens
 # Characters per token of the synthetic text (English-like words; docs/own-numbers.md).
 CHARS_PER_TOKEN = 4
@@ -53,20 +48,6 @@ class ProbeScript:
     minutes: float
     gpu_hours: float
     cost_usd: float | None
-
-
-def probe_gpus(plan: Plan, spec: Gpu, role: str) -> tuple[int, int]:
-    """(target GPUs, drafter GPUs) of the probe on one node of `spec`."""
-    tp = plan.target.tp if spec.gpus_per_node % plan.target.tp == 0 else 1
-    return tp, (1 if role == "drafter" else max(1, spec.gpus_per_node - tp))
-
-
-def probe_gpu_hours(plan: Plan, spec: Gpu, role: str, minutes: float = 10.0) -> float:
-    """What a probe costs in GPU-hours: its GPUs for the time budget, plus the memory
-    ceiling's short runs when the drafter is measured."""
-    targets, drafters = probe_gpus(plan, spec, role)
-    ceiling = len(CEILING_BATCHES) * CEILING_MINUTES_EACH if role != "target" else 0.0
-    return (targets + drafters) * (minutes + ceiling) / 60
 
 
 def probe_plan(plan: Plan, catalog: Catalog, gpu: str, role: str) -> Plan:
@@ -113,8 +94,9 @@ with open("train.jsonl", "w") as out:
 def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
                  minutes: float = 10.0) -> ProbeScript:
     """The probe for `gpu`, and what it costs at the plan's price."""
+    from ..basics.tomlfile import to_toml
     from . import generate
-    from .escape import comment, heredoc, q, to_toml
+    from .escape import comment, heredoc, q
 
     if not 1 <= minutes <= 24 * 60:
         raise PlanError(f"--minutes {minutes:g}: between 1 and 1440", "probe.minutes")
@@ -216,7 +198,7 @@ def read_probe_dir(folder: Path) -> LogReading:
     writes the result file probe.toml into the folder."""
     folder = Path(folder)
     manifest_path = folder / "manifest.toml"
-    from ..evidence.runlogs import RunContext
+    from ..inputs.runlogs import RunContext
 
     doc, _ = read_toml(manifest_path)
     try:
@@ -233,7 +215,7 @@ def read_probe_dir(folder: Path) -> LogReading:
     if doc.get("probe_format") != 1:
         raise PlanError(f"{manifest_path}: probe_format = {doc.get('probe_format')!r}: this "
                         f"dflash-plan reads probe_format 1")
-    from ..evidence.runlogs import read_training_log
+    from ..inputs.runlogs import read_training_log
 
     reading = read_training_log(folder / "train.log", ctx)
     busy = _busy(folder / "gpu.csv")
@@ -252,7 +234,7 @@ def read_probe_dir(folder: Path) -> LogReading:
 def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point, ...]
                   ) -> None:
     """The probe result file (docs/own-numbers.md): one table per role measured."""
-    from .escape import to_toml
+    from ..basics.tomlfile import to_toml
 
     result: dict[str, Any] = {"probe_format": 1, "tool_version": "dflash-plan",
                               "date": str(doc.get("date") or dt.date.today().isoformat()),

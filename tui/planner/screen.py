@@ -22,8 +22,8 @@ from textual.widgets import Static
 
 from ...model.basics.errors import PlanError
 from ...model.basics.tomlfile import write_atomic
-from ...model.core.plan import Plan
 from ...model.inputs.catalog import Catalog
+from ...model.inputs.plan import Plan
 from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
 from ..fields import FIELDS
 from ..footer import KeysFooter

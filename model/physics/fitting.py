@@ -25,12 +25,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..basics.data import data_text
+from ..basics.tomlfile import parse_toml
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
+from ..inputs.hardware import Gpu, parse_gpus
 from ..inputs.targets import PRESETS, TargetModel
 from .work import DrafterShape, DrafterWork, drafter_shape, drafter_work, target_work
 
 if TYPE_CHECKING:
-    from ..inputs.hardware import Gpu
     from .memory import MemoryFit
 
 Case = Mapping[str, Any]
@@ -127,8 +128,6 @@ def case_drafter_memory(case: Case, gpu: Gpu, activation_io_multiple: float | No
 def _gpu(key: str) -> Gpu:
     """A built-in GPU. Not for the fit of a constant that sets a catalog field (the
     catalog is built from those fits): that reads `_catalog_spec`."""
-    from ..inputs.hardware import builtin_gpus
-
     return builtin_gpus()[key]
 
 
@@ -159,7 +158,7 @@ class Constant:
     """One fitted constant: where it lives, what it is fitted on, what it applies to."""
 
     name: str                         # the module constant's name
-    home: str                         # "memory", "pipeline", "rates" or "hardware.toml"
+    home: str                         # "memory", "pipeline", "roofline" or "hardware.toml"
     unit: str
     fitted_on: tuple[str, ...]        # case ids the value is fitted on
     range_on: tuple[str, ...]         # case ids whose implied values span the range
@@ -339,7 +338,7 @@ CONSTANTS: tuple[Constant, ...] = (
         needs=("ACTIVATION_IO_MULTIPLE", "RUNTIME_RESERVE_GIB"),
         alternatives=lambda v: [x for x in (v["RUNTIME_RESERVE_GIB"],) if x is not None]),
     Constant(
-        "MOE_EFFICIENCY_FACTOR", "rates", "x the dense default efficiency",
+        "MOE_EFFICIENCY_FACTOR", "roofline", "x the dense default efficiency",
         fitted_on=("mbridge-b300-gptoss120b-bf16-pretrain",),
         range_on=("mbridge-b300-gptoss120b-bf16-pretrain",
                   "mbridge-b200-gptoss120b-bf16-pretrain",
@@ -424,3 +423,23 @@ def value_range(name: str) -> Span:
 
 def all_case_ids() -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for c in CONSTANTS for i in (*c.fitted_on, *c.range_on)))
+
+
+# --- the built-in catalog ----------------------------------------------------------------
+
+def builtin_gpus() -> dict[str, Gpu]:
+    """The built-in GPU catalog, hardware.toml with its fitted fields computed (parsed once
+    per process; a new dict each call)."""
+    return dict(_builtin_gpus())
+
+
+@functools.cache
+def _builtin_gpus() -> dict[str, Gpu]:
+    # Package data (a link to the top-level hardware.toml in a checkout). Its values fitted
+    # on public measurements are computed here, not typed in.
+    text = data_text("hardware.toml")
+    doc = parse_toml(text, "hardware.toml")
+    for c in CONSTANTS:
+        for key, name in c.gpu_fields:
+            doc[key][name] = value(c.name)
+    return parse_gpus(doc, "hardware.toml", text)

@@ -35,7 +35,7 @@ from ..basics.errors import PlanError
 from ..basics.lines import Progress, Record, records
 from ..basics.tomlfile import read_toml
 from ..basics.validation import explain, short_repr
-from ..core.plan import Measurement
+from .plan import Measurement
 
 Role = Literal["target", "drafter"]
 ROLES: tuple[Role, ...] = ("target", "drafter")
