@@ -5,7 +5,6 @@ Pin the current plan, unpin, rename or open a scenario."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,10 +17,7 @@ from ..model.core.projection import Projection
 from ..model.explore.compare import compare
 from . import format as fmt
 from .footer import KeysFooter
-from .state import Scenario
-
-if TYPE_CHECKING:
-    from .planner.screen import PlannerScreen
+from .state import PlannerHost, Scenario
 
 ROWS = ("Ktok/s", "  range", "days", "  range", "cost", "  range", "per epoch", "bottleneck",
         "speed ×", "  range", "cost ×", "  range", "break-even")
@@ -115,7 +111,7 @@ class ScenariosScreen(Screen[None]):
     ScenariosScreen #scenarios-names { height: auto; margin: 1 1 0 1; }
     """
 
-    def __init__(self, planner: PlannerScreen) -> None:
+    def __init__(self, planner: PlannerHost) -> None:
         super().__init__()
         self.planner = planner
         self.state = planner.state
@@ -237,7 +233,7 @@ class ScenariosScreen(Screen[None]):
         self.app.notify(f"Opened {scenario.name} as the current plan")
 
 
-def open_plan(planner: PlannerScreen, p: Projection) -> str | None:
+def open_plan(planner: PlannerHost, p: Projection) -> str | None:
     """Make a scenario's plan the current plan; the reason when it cannot be."""
     planner.flush()
     refusal = planner.state.adopt(p.plan)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -44,9 +43,7 @@ from ..model.inputs.plan import Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter
-
-if TYPE_CHECKING:
-    from .planner.screen import PlannerScreen
+from .state import PlannerHost
 
 # A search that takes longer than this shows its progress.
 PROGRESS_AFTER_S = 0.5
@@ -130,7 +127,7 @@ class SearchScreen(Screen[None]):
     SearchScreen #search-table { height: 1fr; scrollbar-size: 1 1; }
     """
 
-    def __init__(self, planner: PlannerScreen) -> None:
+    def __init__(self, planner: PlannerHost) -> None:
         super().__init__()
         self.planner = planner
         self.state = planner.state
@@ -406,7 +403,7 @@ class SearchScreen(Screen[None]):
                         f"baseline: {previous}")
 
 
-def open_candidate(planner: PlannerScreen, chosen: Candidate) -> str:
+def open_candidate(planner: PlannerHost, chosen: Candidate) -> str:
     """Make a search result the current plan, the plan it replaces the baseline (pinned,
     unless it is the baseline already); the baseline's name."""
     state = planner.state

@@ -10,7 +10,7 @@ import copy
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.basics.errors import PlanError
 from ..model.core.calibration import bind_to_workload, rebound
@@ -587,3 +587,15 @@ def _preset_keys() -> frozenset[str]:
 
     return frozenset(PRESETS)
 
+
+class PlannerHost(Protocol):
+    """What a view opened over the planner (search, scenarios) needs of the planner screen:
+    its state, to recompute waiting keystrokes first and to show the state once changed.
+    (The views name this, not the screen, which opens them: no import runs back up.)"""
+
+    @property
+    def state(self) -> Planner: ...
+
+    def flush(self) -> None: ...
+
+    def publish(self) -> None: ...

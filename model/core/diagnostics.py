@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs.hardware import Gpu, Maturity
-from ..physics.memory import MemoryFit
+from ..physics.footprint import MemoryFit
 from ..physics.roofline import Roofline
 from .rates import ENGINE_NAMES, RoleRate
 

@@ -16,7 +16,8 @@ from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from ..physics.memory import MemoryFit, drafter_memory, target_memory
+from ..physics.footprint import MemoryFit
+from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
     Flow,
     PipelineInputs,

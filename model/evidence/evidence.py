@@ -24,9 +24,9 @@ from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
 from ..physics import fitting, memory, pipeline, roofline
 from ..physics.fitting import case_drafter as _drafter
-from ..physics.fitting import case_drafter_memory, training_time_flop_per_token
 from ..physics.fitting import case_model as _model
-from ..physics.memory import capture_server_memory_gib
+from ..physics.fitting import training_time_flop_per_token
+from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.pipeline import flow, pipeline_inputs, tp_efficiency
 from ..physics.roofline import (
     ESTIMATE_SPREAD,

@@ -18,6 +18,7 @@ from ..physics.memory import RUNTIME_RESERVE_GIB
 from ..physics.work import layer_io_elements
 from .escape import comment, q
 from .layout import Layout, assign_devices
+from .paths import PATHS, TRANSPORT_NAMES, launch_transport
 
 GIB = 1 << 30
 
@@ -284,7 +285,6 @@ def projection_notes(ctx: Context, fmt: str) -> list[str]:
     """The projection of the run this script launches (workload.transport set to the
     format's hidden-state path), and the plan's own figures when its path differs."""
     from ..core.projection import project
-    from . import PATHS, TRANSPORT_NAMES, launch_transport
 
     plan = ctx.plan
     transport = launch_transport(plan, fmt)

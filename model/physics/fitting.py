@@ -22,17 +22,15 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..inputs.hardware import Gpu, parse_gpus
 from ..inputs.targets import PRESETS, TargetModel
+from .footprint import MemoryFit, drafter_footprint
 from .work import DrafterShape, DrafterWork, drafter_shape, drafter_work, target_work
-
-if TYPE_CHECKING:
-    from .memory import MemoryFit
 
 Case = Mapping[str, Any]
 Values = Mapping[str, float | None]
@@ -110,19 +108,16 @@ def training_time_flop_per_token(model: TargetModel, gpu: Gpu, sample_tokens: fl
     return 3 * (work.time_flop(gpu.softmax_speedup) + 2 * model.hidden * model.vocab)
 
 
-def case_drafter_memory(case: Case, gpu: Gpu, activation_io_multiple: float | None = None,
-                        reserve_gib: float | None = None) -> MemoryFit:
+def case_drafter_memory(case: Case, gpu: Gpu, activation_io_multiple: float,
+                        reserve_gib: float) -> MemoryFit:
     """A drafter-memory case as the model computes it: at the longest sample, in a
-    pipeline (optimizer state sharded over its trainers) or alone (a microbenchmark)."""
-    from .memory import drafter_memory
-
+    pipeline (optimizer state sharded over its trainers) or alone (a microbenchmark); the
+    fitted multiple and reserve given (memory.case_drafter_memory: at their fitted values)."""
     shape, work = case_drafter(case, case_model(case))
     longest = float(case.get("max_length", case["sample_tokens"]))
-    return drafter_memory(shape, work, longest, case.get("batch", 1),
-                          case.get("drafter_gpus", 1), gpu.memory_gb,
-                          optimizer="drafter_gpus" in case,
-                          activation_io_multiple=activation_io_multiple,
-                          reserve_gib=reserve_gib)
+    return drafter_footprint(shape, work, longest, case.get("batch", 1),
+                             case.get("drafter_gpus", 1), gpu.memory_gb,
+                             "drafter_gpus" in case, activation_io_multiple, reserve_gib)
 
 
 def _gpu(key: str) -> Gpu:

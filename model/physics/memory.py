@@ -7,57 +7,21 @@ is GiB (2^30 bytes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..basics.units import BF16_BYTES, BYTES_PER_GIB, FP32_BYTES
+from ..basics.units import BF16_BYTES, BYTES_PER_GIB
+from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
 from . import fitting
+from .fitting import Case
+from .footprint import MemoryFit, drafter_footprint
 from .work import (
-    REPLICATED_BYTES_PER_PARAM,
-    SHARDED_BYTES_PER_PARAM,
     DrafterShape,
     DrafterWork,
     layer_io_elements,
 )
 
-# SpecForge computes the LM head and loss in slices of 128 anchor blocks per batch row
-# (objective_chunk_blocks), checkpointed: one slice of logits is live at a time.
-OBJECTIVE_CHUNK_BLOCKS = 128
-# Bytes held per logit of the live slice: bf16 logits, their gradient, and the fp32
-# log-softmax cross-entropy computes internally.
-LOGIT_SLICE_BYTES = BF16_BYTES + BF16_BYTES + FP32_BYTES
 # Three fitted constants, computed by fitting.py from measurements.toml at the end of this
-# module (their fits call drafter_memory): RUNTIME_RESERVE_GIB, ACTIVATION_IO_MULTIPLE and
+# module (their fits solve footprint.py's formula): RUNTIME_RESERVE_GIB, ACTIVATION_IO_MULTIPLE and
 # TRAINER_RUNTIME_RESERVE_GIB.
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryFit:
-    items_gb: tuple[tuple[str, float], ...]       # GiB per item
-    available_gb: float                           # GiB
-    band: tuple[float, float] = (1.0, 1.0)        # the estimate's spread, as factors
-
-    @property
-    def needed_gb(self) -> float:
-        return sum(gb for _, gb in self.items_gb)
-
-    @property
-    def needed_range_gb(self) -> tuple[float, float]:
-        needed = self.needed_gb
-        return needed * self.band[0], needed * self.band[1]
-
-    @property
-    def fits(self) -> bool:
-        """Fits at the pessimistic end of the estimate."""
-        return self.needed_range_gb[1] <= self.available_gb
-
-    @property
-    def fits_central(self) -> bool:
-        return self.needed_gb <= self.available_gb
-
-    @property
-    def share(self) -> float:
-        return self.needed_gb / self.available_gb
 
 
 def target_memory(model: TargetModel, tp: int, max_length: int, captured_layers: int,
@@ -91,31 +55,24 @@ def drafter_memory(shape: DrafterShape, work: DrafterWork, sample_tokens: float,
                    batch_size: int, drafter_gpus: int, available_gb: float,
                    optimizer: bool = True, *, activation_io_multiple: float | None = None,
                    reserve_gib: float | None = None) -> MemoryFit:
-    """One drafter GPU: bf16 weights, the sharded fp32 master copy, Adam state and
-    gradients (FSDP SHARD_GRAD_OP), the frozen embedding and LM head, activations of a
-    micro-batch, one checkpointed slice of logits, and the runtime reserve. The fitted
-    multiple and reserve may be given (the fits solve for them); by default the module's."""
+    """One drafter GPU's memory (footprint.py), at the fitted multiple and reserve unless
+    they are given."""
     multiple = ACTIVATION_IO_MULTIPLE if activation_io_multiple is None else activation_io_multiple
     if reserve_gib is None:
-        reserve_gib = TRAINER_RUNTIME_RESERVE_GIB if optimizer else RUNTIME_RESERVE_GIB
-    params = shape.trainable_params
-    weights = REPLICATED_BYTES_PER_PARAM * params
-    state = SHARDED_BYTES_PER_PARAM * params / drafter_gpus if optimizer else 0.0
-    frozen = BF16_BYTES * shape.frozen_params
-    io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
-    per_sample = (multiple * BF16_BYTES * work.positions * shape.layers * io
-                  + BF16_BYTES * sample_tokens * (shape.captured_layers * shape.target_hidden
-                                                  + shape.layers * 2 * shape.kv_dim))
-    slice_positions = min(work.positions, OBJECTIVE_CHUNK_BLOCKS * shape.block_size)
-    logits = LOGIT_SLICE_BYTES * batch_size * slice_positions * shape.vocab
-    items = [("weights", weights / BYTES_PER_GIB)]
-    if optimizer:
-        items.append(("optimizer state", state / BYTES_PER_GIB))
-    items += [("embedding + LM head", frozen / BYTES_PER_GIB),
-              ("activations", batch_size * per_sample / BYTES_PER_GIB),
-              ("logit slice", logits / BYTES_PER_GIB),
-              ("runtime reserve", reserve_gib)]
-    return MemoryFit(items_gb=tuple(items), available_gb=available_gb)
+        reserve_gib = _reserve_gib(optimizer)
+    return drafter_footprint(shape, work, sample_tokens, batch_size, drafter_gpus,
+                             available_gb, optimizer, multiple, reserve_gib)
+
+
+def _reserve_gib(optimizer: bool) -> float:
+    """A trainer in the pipeline (with optimizer state) holds more than a bare process."""
+    return TRAINER_RUNTIME_RESERVE_GIB if optimizer else RUNTIME_RESERVE_GIB
+
+
+def case_drafter_memory(case: Case, gpu: Gpu) -> MemoryFit:
+    """A drafter-memory case of the validation set at the fitted values."""
+    return fitting.case_drafter_memory(case, gpu, ACTIVATION_IO_MULTIPLE,
+                                       _reserve_gib("drafter_gpus" in case))
 
 
 # What a CUDA process holds beyond its tensors: the CUDA context and kernels (about 0.5-1
