@@ -1,10 +1,11 @@
-"""Lint and type checks, as CI runs them: ruff, mypy (strict on the model) and the
-import contracts (the model never imports a UI library; the headless CLI never imports
-textual).
+"""Lint and type checks, as CI runs them: ruff (lint and format), mypy (strict on the
+whole package) and the import contracts (the model never imports a UI library; the
+headless CLI never imports textual; model/'s layers import only downwards).
 
 The package maps two top-level folders (model/, tui/) into one import namespace
-(dflash_plan.model, dflash_plan.tui). mypy and import-linter find packages by folder, so
-the checks run on a temporary tree that links the two folders under dflash_plan/.
+(dflash_plan.model, dflash_plan.tui), rooted in dflash_plan/. mypy and import-linter find
+packages by folder, so the checks run on a temporary tree that links the two folders and
+the root's files under dflash_plan/.
 Exit status: non-zero when any check fails.
 """
 
@@ -21,13 +22,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     failed = []
-    ruff = [sys.executable, "-m", "ruff", "check", "model", "tui", "tests", "scripts"]
+    folders = ["dflash_plan", "model", "tui", "tests", "scripts"]
+    ruff = [sys.executable, "-m", "ruff", "check", *folders]
     if subprocess.run(ruff, cwd=ROOT).returncode:
         failed.append("ruff")
     with tempfile.TemporaryDirectory() as tmp:
         package = Path(tmp) / "dflash_plan"
         package.mkdir()
-        (package / "__init__.py").write_text("")
+        for root_file in (ROOT / "dflash_plan").glob("*.py"):
+            (package / root_file.name).symlink_to(root_file)
         for name in ("model", "tui"):
             (package / name).symlink_to(ROOT / name, target_is_directory=True)
         env = {**os.environ, "MYPYPATH": tmp, "PYTHONPATH": tmp}

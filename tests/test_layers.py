@@ -32,7 +32,8 @@ def graph(tmp_path_factory) -> dict[str, list[str]]:
     tmp = tmp_path_factory.mktemp("graph")
     package = tmp / "dflash_plan"
     package.mkdir()
-    (package / "__init__.py").write_text("")
+    for root_file in (ROOT / "dflash_plan").glob("*.py"):
+        (package / root_file.name).symlink_to(root_file)
     for name in ("model", "tui"):
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
     out = subprocess.run([sys.executable, "-c", GRAPH], cwd=tmp, capture_output=True,

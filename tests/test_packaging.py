@@ -17,7 +17,7 @@ pytestmark = pytest.mark.xdist_group("wheel")
 
 # What a build needs of the checkout; setuptools writes build/ and the egg-info beside the
 # sources, so the build runs on a copy in a temporary directory, never in the checkout.
-SOURCES = ("pyproject.toml", "README.md", "hardware.toml", "model", "tui")
+SOURCES = ("pyproject.toml", "README.md", "hardware.toml", "dflash_plan", "model", "tui")
 
 
 def modules_after(code: str) -> set[str]:
@@ -64,6 +64,7 @@ def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
     assert "dflash_plan/model/data/default_plan.toml" in names
     assert "dflash_plan/model/data/measurements.toml" in names
     assert "dflash_plan/tui/app.tcss" in names
+    assert "dflash_plan/__main__.py" in names
     # Every subpackage of the source tree is in the wheel (setuptools lists them by hand).
     for folder in ("model", "tui"):
         for init in (ROOT / folder).rglob("__init__.py"):
@@ -84,3 +85,9 @@ def test_installed_wheel_finds_its_catalog(wheel, tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["14", "3"]
+
+
+def test_python_dash_m_runs_the_command():
+    out = subprocess.run([sys.executable, "-m", "dflash_plan", "--version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("dflash-plan ")

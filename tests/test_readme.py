@@ -102,3 +102,16 @@ def test_the_answer_table_is_what_the_model_prints():
             assert _agrees(cell.replace("x", " "), central, pair), (
                 f"README row {label!r}, {what}: {cell!r}; the model prints {central:,.3f} "
                 f"({pair})")
+
+
+def test_readme_architecture_names_every_module():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Architecture\n"):text.index("\n## ", text.index("## Architecture\n") + 1)]
+    modules = [p.relative_to(ROOT).as_posix() for folder in ("model", "tui")
+               for p in sorted((ROOT / folder).rglob("*.py")) if p.name != "__init__.py"]
+    assert len(modules) > 60
+    missing = [m for m in modules if f"`{m}`" not in section]
+    assert missing == []
+    packages = [p.parent.relative_to(ROOT).as_posix() for folder in ("model", "tui")
+                for p in (ROOT / folder).rglob("__init__.py")]
+    assert [p for p in packages if f"`{p}/" not in section] == []
