@@ -35,3 +35,23 @@ def test_the_tornado_moves_one_input_at_a_time(catalog, baseline):
     # The target's range is its two readings.
     target = next(b for b in bars if b.name.startswith("target rate"))
     assert "workload" in target.name and "kernels" in target.name
+
+
+@pytest.mark.parametrize(("tp", "targets", "target_gpu", "drafter_gpu", "drafters"), [
+    (1, 4, "b200", "b200", 1), (2, 4, "b200", "b200", 1), (4, 8, "b200", "b200", 2),
+    (1, 4, "b200", "h200", 1), (2, 4, "h200", "b200", 2)])
+def test_the_tornado_and_the_projection_give_a_role_one_range(catalog, baseline, tp, targets,
+                                                               target_gpu, drafter_gpu,
+                                                               drafters):
+    """A role's rate bar is the range the projection's narrowing note gives that role (an
+    H200 target at TP 2 has readings and an efficiency band: both move at once)."""
+    p = project(edit(baseline, target={"gpu": target_gpu, "count": targets, "tp": tp},
+                     drafter={"gpu": drafter_gpu, "count": drafters}), catalog)
+    bars = {b.role: b for b in tornado(p, catalog) if b.role is not None}
+    assert set(bars) == set(p.ranges.role_days) and bars
+    for role, bar in bars.items():
+        assert tuple(sorted(bar.days)) == pytest.approx(p.ranges.role_days[role])
+    assert p.ranges.widest_days == pytest.approx(p.ranges.role_days[p.ranges.widest])
+    for role, (low, high) in p.ranges.role_days.items():
+        assert f"{role} (dflash-plan probe" in p.narrowing
+        assert f"moves the finish between {low:.1f} and {high:.1f} days" in p.narrowing

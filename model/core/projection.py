@@ -120,6 +120,9 @@ class Ranges:
     total_cost_usd: tuple[float, float] | None
     widest: str | None               # the role whose rate range moves days most
     widest_days: tuple[float, float] | None
+    # The range of days of each role whose rate alone moves them (PlanScenarios.role_span),
+    # the widest first.
+    role_days: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # The scenarios of the slow end (fewest tokens/s) and of the fast end; named on demand
     # (naming them costs pipeline runs a keystroke need not pay for).
     slow_at: Scenario = field(default_factory=dict)
@@ -193,6 +196,13 @@ class PlanScenarios:
 
     def days(self, s: Scenario) -> float:
         return self.total_tokens / self.tokens_per_s(s) / 86_400
+
+    def role_span(self, role: str) -> tuple[Scenario, Scenario]:
+        """What a role's rate alone moves: its slow and its fast extreme (every dimension of
+        its rate at once), every other dimension central. The one range of a role: the
+        projection's narrowing note and the tornado's rate bars both read it."""
+        model = self.target if role == "target" else self.drafter
+        return model.extreme(slow=True), model.extreme(slow=False)
 
     def extreme(self, slow: bool) -> dict[str, str]:
         """The corner with this plan's fewest (or most) tokens/s: each rate at its own
@@ -483,7 +493,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             diagnostics += idle_check(side.role, side.count, side.tp, throughput
                                       / side.capacity_tokens_per_s, throughput,
                                       side.capacity_tokens_per_s, str(bneck))
-        ranges, narrowing = _ranges(r, central, t, d, tw, low_f, high_f, total_tokens,
+        ranges, narrowing = _ranges(r, scen, t, d, low_f, high_f, total_tokens,
                                     role_prices, (billed_t, billed_d))
         ranges = replace(ranges, slow_at=slow_s, fast_at=fast_s, scenarios=scen)
         if billed_t + billed_d > T + D:
@@ -595,8 +605,8 @@ def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
     return Diagnostic("billed-idle", "target.count", message, values)
 
 
-def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: TargetWork,
-            low_f: Flow, high_f: Flow, total_tokens: float, role_prices: RolePrices,
+def _ranges(r: Resolved, scen: PlanScenarios, t: RoleRate, d: RoleRate, low_f: Flow,
+            high_f: Flow, total_tokens: float, role_prices: RolePrices,
             billed_counts: tuple[int, int]) -> tuple[Ranges, str | None]:
     plan = r.plan
     T, D = plan.target.count, plan.drafter.count
@@ -613,14 +623,7 @@ def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: 
     for name, rate in (("target", t), ("drafter", d)):
         if rate.low_tokens_per_s == rate.high_tokens_per_s:
             continue
-        ends = []
-        for value in (rate.low_tokens_per_s, rate.high_tokens_per_s):
-            if name == "target":
-                inputs = central.with_rates(_replica(r, tw, value),
-                                            central.drafter_tokens_per_s)
-            else:
-                inputs = central.with_rates(central.replica_tokens_per_s, value)
-            ends.append(total_tokens / float(flow(inputs, T, D).tokens_per_s) / 86_400)
+        ends = [scen.days(s) for s in scen.role_span(name)]
         spans[name] = (min(ends), max(ends))
     ranked = sorted((k for k in spans if spans[k][1] - spans[k][0] > 1e-9),
                     key=lambda k: spans[k][0] - spans[k][1])
@@ -639,7 +642,8 @@ def _ranges(r: Resolved, central: PipelineInputs, t: RoleRate, d: RoleRate, tw: 
     narrowing = ("measure " + "; then ".join(probes)) if probes else None
     return Ranges(tokens_per_s=(lo_tok, hi_tok), days=(float(fast.days), float(slow.days)),
                   total_cost=pair("total_cost"), total_cost_usd=pair("total_cost_usd"),
-                  widest=widest, widest_days=spans.get(widest) if widest else None), narrowing
+                  widest=widest, widest_days=spans.get(widest) if widest else None,
+                  role_days={name: spans[name] for name in ranked}), narrowing
 
 
 def break_even(p: Projection, baseline: Projection, days: float | None = None,

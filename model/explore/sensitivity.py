@@ -63,6 +63,7 @@ class Bar:
     high_label: str
     days: tuple[float, float]        # at the input's low and high end
     cost: tuple[float | None, float | None]
+    role: str | None = None          # a role's rate: the projection's range of that role
 
     @property
     def days_span(self) -> float:
@@ -79,34 +80,50 @@ def _edit(plan: Plan, **sections: dict[str, object]) -> Plan:
 
 
 def _scenario_bars(p: Projection) -> list[Bar]:
-    """One bar per scenario dimension (scenarios.py): the dimension across its values, every
-    other at its central value. A reading is named by the role's rate under it; a
-    dimension that moves nothing here (a family's efficiency while the readings sit at
-    their midpoint, a link with nothing to carry) has no bar."""
+    """One bar per role's rate: the role's range as the projection gives it (every
+    dimension of the rate at once, PlanScenarios.role_span); then one bar per other
+    scenario dimension (scenarios.py) across its values, every other at its central
+    value. A rate with readings is named by them and by its rate at each end; a rate of
+    one dimension by that dimension. What moves nothing here (a link with nothing to
+    carry) has no bar."""
     scen = p.scenarios
     if scen is None or p.days is None:
         return []
+    total_cost, days = p.total_cost, p.days
+
+    def cost(at: float) -> float | None:
+        return None if total_cost is None else total_cost * at / days
+
     bars = []
-    for key, dim in scen.dims.items():
-        runs = []
-        for value in dim.values:
-            days = scen.days({key: value})
-            cost = None if p.total_cost is None else p.total_cost * days / p.days
-            runs.append((days, cost, value))
-        runs.sort(key=lambda run: run[0], reverse=True)      # the slow end first
-        (slow_days, slow_cost, slow), (fast_days, fast_cost, fast) = runs[0], runs[-1]
+    for role, model in (("target", scen.target), ("drafter", scen.drafter)):
+        slow, fast = scen.role_span(role)
+        slow_days, fast_days = scen.days(slow), scen.days(fast)
         if abs(fast_days - slow_days) <= 1e-9 * slow_days:
             continue
-        if key.startswith("reading:"):
-            role = key.split(":")[1]
-            model = getattr(scen, role)
-            bars.append(Bar(f"{role} rate ({slow} .. {fast})",
-                            f"{model.rate({key: slow}) / 1e3:,.1f}K",
-                            f"{model.rate({key: fast}) / 1e3:,.1f}K",
-                            (slow_days, fast_days), (slow_cost, fast_cost)))
+        if model.reading is not None:
+            name = f"{role} rate ({slow[model.reading]} .. {fast[model.reading]})"
+            low, high = (f"{model.rate(s) / 1e3:,.1f}K" for s in (slow, fast))
+        elif len(model.dims) == 1:
+            dim = model.dims[0]
+            name = dim.chart_name or dim.name
+            low, high = dim.brief(slow[dim.key]), dim.brief(fast[dim.key])
         else:
-            bars.append(Bar(dim.chart_name or dim.name, dim.brief(slow), dim.brief(fast),
-                            (slow_days, fast_days), (slow_cost, fast_cost)))
+            name = f"{role} rate"
+            low, high = (f"{model.rate(s) / 1e3:,.1f}K" for s in (slow, fast))
+        bars.append(Bar(name, low, high, (slow_days, fast_days),
+                        (cost(slow_days), cost(fast_days)), role))
+    rate_keys = {dim.key for model in (scen.target, scen.drafter) for dim in model.dims}
+    for key, dim in scen.dims.items():
+        if key in rate_keys:
+            continue
+        runs = sorted(((scen.days({key: value}), value) for value in dim.values),
+                      key=lambda run: run[0], reverse=True)      # the slow end first
+        (slow_days, slow_value), (fast_days, fast_value) = runs[0], runs[-1]
+        if abs(fast_days - slow_days) <= 1e-9 * slow_days:
+            continue
+        bars.append(Bar(dim.chart_name or dim.name, dim.brief(slow_value),
+                        dim.brief(fast_value), (slow_days, fast_days),
+                        (cost(slow_days), cost(fast_days))))
     return bars
 
 
