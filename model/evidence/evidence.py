@@ -223,8 +223,7 @@ def _predict_target_memory(case: Mapping[str, Any], c: Catalog
 def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
     if "drafter_gpus" in case:           # the rate a whole pipeline moved
-        model = _model(case)
-        per_token = 5 * model.hidden * 2
+        per_token = fitting.hidden_state_bytes_per_token(_model(case))
         return _pipeline_tokens_per_s(case, gpu) * per_token, ESTIMATE_SPREAD["target"]
     if "target_gpus" in case:            # the capture server's device -> host copy
         return gpu.host_link_bytes_per_s, ESTIMATE_SPREAD["target"]

@@ -65,6 +65,11 @@ class TargetModel(BaseModel):
         return self.n_kv_heads * self.head_dim
 
     @property
+    def ffn_width(self) -> int:
+        """The FFN width a token runs through: its experts' together in a MoE layer."""
+        return self.experts_per_token * self.moe_intermediate if self.is_moe else self.intermediate
+
+    @property
     def attention_params(self) -> int:
         """q, k, v, o projections of one layer."""
         return 2 * self.hidden * self.q_dim + 2 * self.hidden * self.kv_dim

@@ -8,14 +8,13 @@ import re
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
-from ..basics.units import BF16_BYTES, BYTES_PER_GIB
+from ..basics.units import BF16_BYTES
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from ..physics.memory import RUNTIME_RESERVE_GIB
-from ..physics.work import layer_io_elements
+from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
 from .escape import comment, q
 from .layout import Layout, assign_devices
 from .paths import PATHS, TRANSPORT_NAMES, launch_transport
@@ -158,16 +157,11 @@ def capture_memory(plan: Plan, gpu_memory_gib: float, model: TargetModel,
                    captured_layers: int) -> CaptureMemory:
     tp, length = plan.target.tp, plan.workload.max_length
     tokens = IN_FLIGHT_PER_SERVER * (length + CONTEXT_EXTRA_TOKENS)
-    ffn_width = (model.experts_per_token * model.moe_intermediate if model.is_moe
-                 else model.intermediate)
-    weights = BF16_BYTES * model.total_params / tp / BYTES_PER_GIB
-    kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * tokens / tp / BYTES_PER_GIB
-    # Chunked prefill is off (--chunked-prefill-size -1), so one forward may hold the
-    # whole in-flight batch.
-    activations = (BF16_BYTES * tokens * layer_io_elements(model.hidden, model.q_dim,
-                                                          model.kv_dim, ffn_width)
-                   / tp / BYTES_PER_GIB)
-    capture = BF16_BYTES * tokens * captured_layers * model.hidden / BYTES_PER_GIB
+    # The projection's target memory, for the whole in-flight batch instead of one sample:
+    # chunked prefill is off (--chunked-prefill-size -1), so one forward may hold it all.
+    items = dict(target_memory(model, tp, tokens, captured_layers, gpu_memory_gib).items_gb)
+    weights, kv = items["weights"], items["KV cache"]
+    activations, capture = items["activations"], items["captured states"]
     headroom = activations + capture + RUNTIME_RESERVE_GIB
     fraction = math.floor((1 - headroom / gpu_memory_gib) * 20 + 1e-9) / 20
     fraction = max(MEM_FRACTION_MIN, min(MEM_FRACTION_MAX, fraction))

@@ -24,19 +24,18 @@ from .work import (
 # TRAINER_RUNTIME_RESERVE_GIB.
 
 
-def target_memory(model: TargetModel, tp: int, max_length: int, captured_layers: int,
+def target_memory(model: TargetModel, tp: int, tokens: int, captured_layers: int,
                   available_gb: float) -> MemoryFit:
-    """One target GPU: its weight shard, the KV cache and activations of one max-length
-    sample (single-pass prefill: capture servers run --chunked-prefill-size -1), the
-    captured hidden states, and the runtime's own reserve."""
+    """One target GPU: its weight shard, the KV cache and activations of `tokens` in one
+    forward (the projection: one max-length sample, single-pass prefill as capture servers
+    run --chunked-prefill-size -1; a launch script: its in-flight batch), the captured
+    hidden states, and the runtime's own reserve."""
     weights = BF16_BYTES * model.total_params / tp
-    kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * max_length / tp
-    ffn_width = (model.experts_per_token * model.moe_intermediate if model.is_moe
-                 else model.intermediate)
+    kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * tokens / tp
     # Live activations of one layer at a time, for the whole sequence.
-    activations = BF16_BYTES * max_length * layer_io_elements(
-        model.hidden, model.q_dim, model.kv_dim, ffn_width) / tp
-    captured = BF16_BYTES * max_length * captured_layers * model.hidden
+    activations = BF16_BYTES * tokens * layer_io_elements(
+        model.hidden, model.q_dim, model.kv_dim, model.ffn_width) / tp
+    captured = BF16_BYTES * tokens * captured_layers * model.hidden
     return MemoryFit(items_gb=(("weights", weights / BYTES_PER_GIB),
                                ("KV cache", kv / BYTES_PER_GIB),
                                ("activations", activations / BYTES_PER_GIB),

@@ -96,9 +96,7 @@ def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: f
     for layer in range(layers_run):
         window = model.sliding_window if layer in model.sliding_layers else None
         attention += 4.0 * mean_causal_context(sample_tokens, window) * model.q_dim
-    ffn_width = (model.experts_per_token * model.moe_intermediate if model.is_moe
-                 else model.intermediate)
-    io = layer_io_elements(model.hidden, model.q_dim, model.kv_dim, ffn_width)
+    io = layer_io_elements(model.hidden, model.q_dim, model.kv_dim, model.ffn_width)
     kv_write = 2 * model.kv_dim
     return TargetWork(
         layers_run=layers_run,
