@@ -77,17 +77,17 @@ def signed_days(value: float | None) -> str:
     return DASH if value is None else f"{value:+,.1f} days"
 
 
-def duration(value_days: float | None) -> str:
+def duration(value_days: float | None, compact: bool = False) -> str:
     """Days, or hours below a day and minutes below an hour, so that a short run never
-    reads '0.0 days'."""
+    reads '0.0 days'. Compact (a table cell): '7.7 h', '1.6 d', hours down to '0.1 h'."""
     if value_days is None:
         return DASH
     hours = value_days * 24
-    if hours < 1:
+    if hours < 1 and not compact:
         return f"{hours * 60:,.0f} min"
     if hours < 24:
-        return f"{hours:,.1f} hours"
-    return f"{value_days:,.1f} days"
+        return f"{hours:,.1f} {'h' if compact else 'hours'}"
+    return f"{value_days:,.1f} {'d' if compact else 'days'}"
 
 
 def signed_duration(value_days: float | None) -> str:

@@ -16,6 +16,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
 from ..model.explore.compare import compare
@@ -23,6 +24,7 @@ from ..model.explore.search import TIE_RULE
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
 from ..model.inputs.offers import PRICE_MAX_AGE_DAYS
+from ..model.inputs.plan import Plan
 from ..model.inputs.targets import PRESETS
 from ..model.launch import launch_line
 from . import format as fmt
@@ -253,12 +255,8 @@ def models(as_json: bool) -> int:
     return 0
 
 
-def _plan_cell(plan: Any, names: dict[str, str]) -> str:
-    t, d = plan.target, plan.drafter
-    tp = f" tp{t.tp}" if t.tp > 1 else ""
-    if t.gpu == d.gpu:
-        return f"{t.count} + {d.count} {names.get(t.gpu, t.gpu)}{tp}"
-    return f"{t.count} {names.get(t.gpu, t.gpu)}{tp} + {d.count} {names.get(d.gpu, d.gpu)}"
+def _plan_cell(plan: Plan, names: dict[str, str]) -> str:
+    return split_label(plan, names, " + ")      # a table cell: spaced, to wrap at "+"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 
 from ..model.basics.errors import PlanError
+from ..model.core.labels import split_label
 from ..model.explore.search import (
     MAX_SEARCH_GPUS,
     TIE_RULE,
@@ -63,18 +64,7 @@ class Query:
 
 def plan_label(plan: Plan, catalog: Catalog) -> str:
     """'29+12 B200', '4+2 H200 tp2', '45 B300+19 H200'."""
-    t, d = plan.target, plan.drafter
-    name = {key: catalog.gpus[key].name if key in catalog.gpus else key
-            for key in (t.gpu, d.gpu)}
-    tp = f" tp{t.tp}" if t.tp > 1 else ""
-    if t.gpu == d.gpu:
-        return f"{t.count}+{d.count} {name[t.gpu]}{tp}"
-    return f"{t.count} {name[t.gpu]}{tp}+{d.count} {name[d.gpu]}"
-
-
-def days(value: float) -> str:
-    """Hours below a day ('7.7 h'), else days ('1.6 d'): short, and never '0.0'."""
-    return f"{value * 24:,.1f} h" if value < 1 else f"{value:,.1f} d"
+    return split_label(plan, {key: gpu.name for key, gpu in catalog.gpus.items()})
 
 
 def rows(result: Result) -> list[tuple[str, Candidate]]:
@@ -320,7 +310,7 @@ class SearchScreen(Screen[None]):
         deadline = query.constraints.deadline_days
         for tag, c in picked:
             p = c.projection
-            worst = Text(days(c.pessimistic_days), justify="right")
+            worst = Text(fmt.duration(c.pessimistic_days, compact=True), justify="right")
             checks = [ok for ok in (c.meets_deadline_pessimistic, c.within_budget_pessimistic)
                       if ok is not None]
             if checks:
@@ -329,7 +319,7 @@ class SearchScreen(Screen[None]):
             table.add_row(Text(tag, style="bold" if tag != "front" else "dim"),
                           plan_label(c.plan, query.catalog),
                           Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
-                          Text(days(c.days), justify="right"), worst,
+                          Text(fmt.duration(c.days, compact=True), justify="right"), worst,
                           Text(f"{c.cost:,.0f}", justify="right"), p.bottleneck or fmt.DASH)
         if result.why_none:
             self._status(f"No plan: {result.why_none}.", "-none")

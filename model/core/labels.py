@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..inputs.catalog import Catalog
@@ -26,6 +27,16 @@ def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
                  f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}")
     model = catalog.models.get(doc["workload"].get("target_model", ""))
     return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
+
+
+def split_label(plan: Plan, names: Mapping[str, str], plus: str = "+") -> str:
+    """A plan's GPUs in a few characters: '29+12 B200', '4+2 H200 tp2', '45 B300+19 H200'
+    (names: GPU key -> name; a key not in it is shown as it is)."""
+    t, d = plan.target, plan.drafter
+    tp = f" tp{t.tp}" if t.tp > 1 else ""
+    if t.gpu == d.gpu:
+        return f"{t.count}{plus}{d.count} {names.get(t.gpu, t.gpu)}{tp}"
+    return f"{t.count} {names.get(t.gpu, t.gpu)}{tp}{plus}{d.count} {names.get(d.gpu, d.gpu)}"
 
 
 def name_after_edits(before: Plan, after: Plan, catalog: Catalog) -> Plan:
