@@ -24,6 +24,7 @@ from ..physics.pipeline import (
     bottleneck,
     flow,
     pipeline_inputs,
+    splits,
     tp_efficiency,
 )
 from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficiency, target_roofline
@@ -593,10 +594,10 @@ def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
     if r.same_gpu_type:
         import numpy as np
 
-        tp = plan.target.tp
-        targets = np.arange(tp, total, tp)
-        if targets.size:
-            tokens = np.asarray(flow(central, targets, total - targets).tokens_per_s, float)
+        sweep = splits(central, total, plan.target.tp)
+        if sweep is not None:
+            targets, f = sweep
+            tokens = np.asarray(f.tokens_per_s, float)
             best = int(targets[int(np.argmax(tokens))])
             gain = float(tokens.max()) / throughput
             message += (f"; using all {total}: {best} targets + {total - best} drafters, "

@@ -8,7 +8,7 @@ from ..core.projection import project_resolved
 from ..core.resolve import require_same_gpu_type, resolve
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import flow
+from ..physics.pipeline import splits
 
 
 def balance(plan: Plan, catalog: Catalog) -> Plan:
@@ -19,11 +19,12 @@ def balance(plan: Plan, catalog: Catalog) -> Plan:
     require_same_gpu_type(plan, "balance moves GPUs between roles")
     r = resolve(plan, catalog)
     inputs = project_resolved(r, catalog).inputs
-    total, tp = plan.target.count + plan.drafter.count, plan.target.tp
-    targets = np.arange(tp, total, tp)             # at least one replica and one drafter
-    if targets.size == 0:
+    total = plan.target.count + plan.drafter.count
+    sweep = splits(inputs, total, plan.target.tp)
+    if sweep is None:
         return plan
-    tokens = np.asarray(flow(inputs, targets, total - targets).tokens_per_s, dtype=float)
+    targets, f = sweep
+    tokens = np.asarray(f.tokens_per_s, dtype=float)
     best = int(targets[::-1][np.argmax(tokens[::-1] >= tokens.max() * (1 - 1e-9))])
     return plan.model_copy(update={
         "target": plan.target.model_copy(update={"count": best}),

@@ -13,7 +13,7 @@ from ..core.calibration import bind_to_workload
 from ..core.projection import Projection, project
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import flow
+from ..physics.pipeline import splits
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +35,11 @@ def split_curve(p: Projection) -> SplitCurve:
     if plan.target.gpu != plan.drafter.gpu:
         raise PlanError("the split curve moves GPUs between roles, so both roles must use "
                         "the same GPU type", "drafter.gpu")
-    total, tp = plan.target.count + plan.drafter.count, plan.target.tp
-    targets = np.arange(tp, total, tp)
-    if targets.size == 0:
+    sweep = splits(p.inputs, plan.target.count + plan.drafter.count, plan.target.tp)
+    if sweep is None:
         raise PlanError("the split curve needs room for one target replica and one drafter",
                         "target.count")
-    f = flow(p.inputs, targets, total - targets)
+    targets, f = sweep
 
     def floats(values: object) -> tuple[float, ...]:
         return tuple(float(v) for v in np.broadcast_to(np.asarray(values, float),

@@ -157,6 +157,19 @@ def allreduce_seconds(ranks: Count, payload_bytes: float, bytes_per_s: Number) -
     return 2 * (ranks - 1) / ranks * payload_bytes / bytes_per_s
 
 
+def splits(inputs: PipelineInputs, total: int, tp: int) -> tuple[Any, Flow] | None:
+    """Every split of `total` GPUs of one type into whole TP replicas of targets and at
+    least one drafter, in one vectorised call: (the target counts, their flow); None when
+    no split has room for a replica and a drafter. Balance, the split curve and the
+    billed-idle note all sweep with this."""
+    import numpy as np  # the sweeps need it; a single projection does not
+
+    targets = np.arange(tp, total, tp)
+    if targets.size == 0:
+        return None
+    return targets, flow(inputs, targets, total - targets)
+
+
 def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
     """Throughput of `targets` target GPUs and `drafters` drafter GPUs."""
     crossing, nodes, drafter_nodes, span = placement(inputs, targets, drafters)
