@@ -620,7 +620,8 @@ def projected(capsys, sets: list[str]) -> str:
     ranges = doc["ranges"]
 
     def spread(pair, scale=1.0, digits=1):
-        return f" (range {pair[0] / scale:,.{digits}f}-{pair[1] / scale:,.{digits}f})"
+        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
+        return "" if low == high else f" (range {low}-{high})"
 
     return (f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s" + spread(ranges["tokens_per_s"], 1e3)
             + f", {doc['days']:,.1f} days to {doc['epochs']} epochs" + spread(ranges["days"])
@@ -654,6 +655,22 @@ def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
     text = capsys.readouterr().out
     assert f"workload.transport = mooncake): {launched}\n" in text
     assert "the plan's own figures" not in text
+
+
+def test_a_header_never_prints_a_zero_wide_range(capsys):
+    # 16 H100 targets (TP 8) of Llama-3.3-70B feeding 8 H100 drafters through Mooncake:
+    # the fetch binds at every scenario, so the throughput has no spread to show.
+    import re
+
+    sets = ["--set", "workload.target_model=llama-3.3-70b-instruct", "--set",
+            "target.gpu=h100-sxm", "--set", "target.tp=8", "--set", "target.count=16",
+            "--set", "drafter.gpu=h100-sxm", "--set", "drafter.count=8"]
+    assert main(["launch", "--format", "specforge", *sets]) == 0
+    header = "".join(line for line in capsys.readouterr().out.splitlines()
+                     if line.startswith("# projection of this run"))
+    assert header and " Ktok/s" in header
+    for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)\)", header):
+        assert low != high, header
 
 
 def test_the_legacy_header_says_no_projection_describes_it(catalog, baseline):

@@ -31,7 +31,8 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES = (f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
               f"naming the file, line or key, the bad value and what is allowed); "
               f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
-              f"memory")
+              f"memory; the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
+              f"writes the unsaved plan to a recovery file, named on stderr)")
 
 
 class _Parser(argparse.ArgumentParser):

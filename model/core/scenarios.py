@@ -90,6 +90,8 @@ def factor_dim(key: str, name: str, low: float, high: float,
 
 def _signed(factor: float) -> str:
     pct = (factor - 1) * 100
+    if abs(pct) < 0.05:
+        return "at its default"             # not "+0.0 %"
     return f"{pct:+.0f} %" if abs(pct) >= 1 else f"{pct:+.1f} %"
 
 

@@ -259,7 +259,7 @@ def figures(projection: Projection) -> str:
         if pair is None:
             return ""
         low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return f" (range {low}-{high})"
+        return "" if low == high else f" (range {low}-{high})"     # never zero wide
 
     text = (f"{p.tokens_per_s / 1e3:,.1f} Ktok/s" + spread(r.tokens_per_s if r else None, 1e3)
             + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
