@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.tui.cli import build_parser, import_app, main
-from support import edit
+from support import CONTRACT, ROLE_CONTRACT, edit
 
 
 def run_json(capsys, argv):
@@ -74,10 +74,6 @@ def test_new_writes_the_builtin_plan(tmp_path, capsys):
 # -- issue 10: the command line -----------------------------------------------------------
 
 # The JSON contract (README): these names are extended, never renamed.
-CONTRACT = {"tokens_per_s", "ktok_per_s", "samples_per_s", "days", "epochs", "gpu_hours",
-            "total_cost", "cost_unit", "bottleneck", "warnings", "target", "drafter"}
-ROLE_CONTRACT = {"gpu", "count", "capacity_tokens_per_s", "utilization", "efficiency",
-                 "source", "memory_gb_needed", "memory_gb_available", "fits"}
 
 
 def test_project_json_contract(capsys):

@@ -28,6 +28,7 @@ from dflash_plan.model.physics.fitting import builtin_gpus
 from dflash_plan.tui.cli import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_OK, main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import CONTRACT, ROLE_CONTRACT
 
 GPUS = builtin_gpus()
 GPU_KEYS = sorted(GPUS)
@@ -41,11 +42,6 @@ def ci(examples: int) -> settings:
     return settings(max_examples=max(1, int(examples * SCALE)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# The JSON contract of `project --json` (README).
-CONTRACT = {"tokens_per_s", "ktok_per_s", "samples_per_s", "days", "epochs", "gpu_hours",
-            "total_cost", "cost_unit", "bottleneck", "warnings", "target", "drafter"}
-ROLE_CONTRACT = {"gpu", "count", "capacity_tokens_per_s", "utilization", "efficiency",
-                 "source", "memory_gb_needed", "memory_gb_available", "fits"}
 NON_NEGATIVE = {"tokens_per_s", "ktok_per_s", "samples_per_s", "days", "gpu_hours",
                 "total_cost", "total_cost_usd", "energy_kwh", "capacity_tokens_per_s",
                 "per_gpu_tokens_per_s", "utilization", "efficiency", "memory_gb_needed",
