@@ -296,3 +296,19 @@ def test_user_text_with_line_breaks_stays_one_line(capsys, sets):
     for item in sets:
         argv += ["--set", item]
     fail(capsys, argv)
+
+
+def test_a_schema_error_carries_its_parts(tmp_path):
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.inputs.plan import load_plan
+
+    path = tmp_path / "plan.toml"
+    path.write_text("[target]\ncount = -3\n")
+    with pytest.raises(PlanError) as caught:
+        load_plan(path)
+    err = caught.value
+    assert (err.key, err.where, err.value) == ("target.count", f"{path}:2", "-3")
+    assert err.reason and str(err) == f"{path}:2: target.count = -3: {err.reason}"
+    with pytest.raises(PlanError) as caught:
+        load_plan(path, ["target.count=-4"])
+    assert str(caught.value) == f"--set target.count = -4: {caught.value.reason}"

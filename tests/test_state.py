@@ -80,6 +80,13 @@ def test_error_text_is_plain_english():
     assert reason_of(err) == "unknown GPU 'b2000' (did you mean 'b200'?)"
 
 
+def test_a_field_shows_the_reason_the_error_carries():
+    # Routed by its parts, not read out of the message (which says it another way here).
+    err = PlanError("somewhere else: target.count is wrong in some words", "target.count",
+                    reason="must be at most 100,000")
+    assert reason_of(err) == "must be at most 100,000"
+
+
 def test_a_plan_that_stops_fitting_keeps_the_last_one(state):
     state.edit("workload.target_model", "llama-3.3-70b-instruct")
     state.edit("target.gpu", "rtx-4090")

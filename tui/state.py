@@ -120,7 +120,10 @@ def _skip_value(text: str) -> int:
 
 def reason_of(err: PlanError) -> str:
     """The part of a PlanError a field shows: what is wrong and what is allowed, without
-    the file, the key or the value's Python spelling (the field already shows those)."""
+    the file, the key or the value's Python spelling (the field already shows those): its
+    reason when it carries one; else read from a message of the usual shape."""
+    if err.reason is not None:
+        return plain(err.reason)
     message = str(err)
     key = err.key or ""
     at = message.find(f"{key} = ") if key else -1

@@ -9,13 +9,33 @@ from collections.abc import Iterable
 class PlanError(ValueError):
     """Bad input. ``str(err)`` is a complete one-line message: where, what, what is allowed.
 
-    ``key`` is the dotted plan key the error concerns (``target.count``), when there is
-    one, so that the app can mark that field without reading the message.
+    Its parts, when the raiser knows them, so that no reader parses the message: ``key``,
+    the dotted plan key the error concerns (``target.count``: the app marks that field);
+    ``where``, the file (and line) or source the message starts with; ``value``, the bad
+    value as the user wrote it; ``reason``, what is wrong and what is allowed (what a
+    field shows beside the value it already shows).
     """
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    def __init__(self, message: str, key: str | None = None, *, where: str | None = None,
+                 value: str | None = None, reason: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+        self.where = where
+        self.value = value
+        self.reason = reason
+
+    @property
+    def detail(self) -> str:
+        """The message without its leading `where: ` (the same error said elsewhere)."""
+        message = str(self)
+        if self.where is not None and message.startswith(self.where + ": "):
+            return message[len(self.where) + 2:]
+        return message.split(": ", 1)[1] if ": " in message else message
+
+    def moved(self, message: str) -> PlanError:
+        """The same error, said with another message (its parts kept)."""
+        return PlanError(message, self.key, where=self.where, value=self.value,
+                         reason=self.reason)
 
 
 def suggest(value: str, choices: Iterable[str]) -> str:

@@ -38,13 +38,18 @@ def explain(err: ValidationError, where: str, text: str | None = None,
         hint = suggest(loc[-1], (known or {}).get(parent, []))
         allowed = (known or {}).get(parent)
         listing = f"; allowed: {', '.join(allowed)}" if allowed and not hint else ""
-        return PlanError(f"{place}: unknown key '{key}'{hint}{listing}", key)
+        reason = f"unknown key '{key}'{hint}{listing}"
+        return PlanError(f"{place}: {reason}", key, where=place, reason=reason)
     if kind == "missing":
-        return PlanError(f"{place}: missing required key '{key}'", key)
+        reason = f"missing required key '{key}'"
+        return PlanError(f"{place}: {reason}", key, where=place, reason=reason)
     value = first.get("input")
+    reason = _message(first)
     if isinstance(value, dict):         # a rule between a table's keys: no single value
-        return PlanError(f"{place}: {shown}: {_message(first)}", key)
-    return PlanError(f"{place}: {shown} = {short_repr(value)}: {_message(first)}", key)
+        return PlanError(f"{place}: {shown}: {reason}", key, where=place, reason=reason)
+    text = short_repr(value)
+    return PlanError(f"{place}: {shown} = {text}: {reason}", key, where=place, value=text,
+                     reason=reason)
 
 
 def _is_tag(part: str) -> bool:

@@ -62,8 +62,10 @@ class Catalog:
         try:
             return self.gpus[key]
         except KeyError:
-            raise PlanError(f"{plan_key}: unknown GPU {key!r}{suggest(key, self.gpus)}; "
-                            f"known: {', '.join(self.gpus)}", plan_key) from None
+            reason = (f"unknown GPU {key!r}{suggest(key, self.gpus)}; "
+                      f"known: {', '.join(self.gpus)}")
+            raise PlanError(f"{plan_key}: {reason}", plan_key, value=key,
+                            reason=reason) from None
 
     def model(self, spec: str) -> TargetModel:
         try:

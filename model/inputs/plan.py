@@ -230,8 +230,10 @@ def plan_from_dict(doc: dict[str, Any], where: str, text: str | None = None) -> 
     version = doc.get("schema_version", SCHEMA_VERSION)
     # `true == 1` in Python: the type is checked too.
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise PlanError(f"{where}: schema_version = {v.short_repr(version)}: this dflash-plan "
-                        f"reads schema_version {SCHEMA_VERSION} (an integer)", "schema_version")
+        shown = v.short_repr(version)
+        reason = f"this dflash-plan reads schema_version {SCHEMA_VERSION} (an integer)"
+        raise PlanError(f"{where}: schema_version = {shown}: {reason}", "schema_version",
+                        where=where, value=shown, reason=reason)
     try:
         return Plan.model_validate(doc)
     except ValidationError as err:
@@ -352,14 +354,13 @@ def load_plan(path: Path | None, sets: list[str] | None = None) -> Plan:
             return plan_from_dict(doc, where, text)
         except PlanError as err:
             # Point at --set when the bad key is one the user just set.
-            message = str(err)
             for key in touched:
                 dotted = ".".join(key)
                 # The error is on a key that was set, inside it, or on its table.
                 mine = err.key is not None and ((err.key + ".").startswith(dotted + ".")
                                                 or dotted.startswith(err.key + "."))
-                if mine or f" {dotted} " in message or f"'{dotted}'" in message:
-                    raise PlanError(f"--set {message.split(': ', 1)[1]}", err.key) from None
+                if mine:
+                    raise err.moved(f"--set {err.detail}") from None
             raise
     return plan_from_dict(doc, where, text)
 
