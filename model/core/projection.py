@@ -46,7 +46,7 @@ from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
 
 __all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
-           "break_even", "link_scaled", "link_share", "project", "project_resolved",
+           "break_even", "link_scaled", "link_share", "plan_inputs", "project", "project_resolved",
            "target_roofline"]
 
 
@@ -170,7 +170,7 @@ class PlanScenarios:
     def inputs(self, s: Scenario) -> PipelineInputs:
         r = self.resolved
         t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
-        return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
+        return plan_inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
                        self._scaled("target", r.target_gpu, t_share),
                        self._scaled("drafter", r.drafter_gpu, d_share))
 
@@ -392,11 +392,14 @@ def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
                                                      tw.layers_run, per_gpu_tokens_per_s)
 
 
-def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
-            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None) -> PipelineInputs:
+def plan_inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
+                target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None,
+                tp: int | None = None) -> PipelineInputs:
+    """The pipeline's inputs of a resolved plan at these per-GPU rates (and GPUs, TP, when
+    not the plan's own): the one assembly, for the projection, its scenarios and search."""
     p = r.plan
     return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
-                           p.target.tp, target_rate, drafter_rate,
+                           p.target.tp if tp is None else tp, target_rate, drafter_rate,
                            hidden=r.model.hidden, layers_run=tw.layers_run,
                            trainable_params=r.shape.trainable_params,
                            batch_size=p.drafter.batch_size,
@@ -410,7 +413,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
     rt = rates(r, catalog)
     t, d, tw, dw = rt.target, rt.drafter, rt.target_work, rt.drafter_work
-    central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
+    central = plan_inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
     f = flow(central, T, D)
     throughput = float(f.tokens_per_s)
     t_mem = replace(target_memory(r.model, tp, w.max_length, len(r.layer_ids),

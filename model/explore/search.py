@@ -19,14 +19,14 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
-from ..core.projection import Projection, link_scaled, link_share, project
+from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
 from ..core.scenarios import LOW, memory_band
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..physics.memory import drafter_memory, target_memory
-from ..physics.pipeline import PipelineInputs, flow, pipeline_inputs
+from ..physics.pipeline import PipelineInputs, flow
 from ..physics.work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
@@ -204,14 +204,8 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 
     def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float,
                shares: tuple[float, float] = (1.0, 1.0)) -> PipelineInputs:
-        return pipeline_inputs(link_scaled(t_gpu, shares[0]), link_scaled(d_gpu, shares[1]),
-                               tp, target_tokens_per_s, drafter_tokens_per_s,
-                               hidden=r.model.hidden, layers_run=tw.layers_run,
-                               trainable_params=r.shape.trainable_params,
-                               batch_size=plan.drafter.batch_size,
-                               sample_tokens=float(w.avg_sample_tokens),
-                               hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-                               transport=w.transport)
+        return plan_inputs(r, tw, target_tokens_per_s, drafter_tokens_per_s,
+                           link_scaled(t_gpu, shares[0]), link_scaled(d_gpu, shares[1]), tp)
 
     central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
     # Pessimistic: the worst scenario of each split, which is the corner of both roles'
