@@ -22,17 +22,23 @@ if TYPE_CHECKING:
 CONFIG_DIR_ENV = "DFLASH_PLAN_CONFIG_DIR"
 
 
-def user_config_dir() -> Path:
-    """$DFLASH_PLAN_CONFIG_DIR, else the platform's user config folder for dflash-plan."""
-    if os.environ.get(CONFIG_DIR_ENV):
-        return Path(os.environ[CONFIG_DIR_ENV])
+def user_dir(env: str, xdg: str, linux_default: tuple[str, ...], kind: str) -> Path:
+    """$env, else the platform's user folder of this kind ("config", "state") for
+    dflash-plan: on Linux platformdirs' rule (the XDG variable, else the default under the
+    home folder) without importing it (the app looks for a recovery file at every start)."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
     if sys.platform.startswith("linux"):
-        # platformdirs' rule on Linux (XDG base directories), without importing it.
-        xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
-        return Path(xdg if xdg else Path.home() / ".config") / "dflash-plan"
+        base = os.environ.get(xdg, "").strip()
+        return Path(base if base else Path.home().joinpath(*linux_default)) / "dflash-plan"
     import platformdirs
 
-    return Path(platformdirs.user_config_dir("dflash-plan", appauthor=False))
+    return Path(getattr(platformdirs, f"user_{kind}_path")("dflash-plan", appauthor=False))
+
+
+def user_config_dir() -> Path:
+    """$DFLASH_PLAN_CONFIG_DIR, else the platform's user config folder for dflash-plan."""
+    return user_dir(CONFIG_DIR_ENV, "XDG_CONFIG_HOME", (".config",), "config")
 
 
 def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:

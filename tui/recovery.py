@@ -13,13 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..model.basics.errors import PlanError
 from ..model.basics.tomlfile import SaveError, read_toml, write_atomic
+from .config import user_dir
 
 STATE_DIR_ENV = "DFLASH_PLAN_STATE_DIR"
 SUFFIX = ".recovered"
@@ -28,16 +28,7 @@ BUILT_IN = "built-in-plan.toml"
 
 def user_state_dir() -> Path:
     """$DFLASH_PLAN_STATE_DIR, else the platform's user state folder for dflash-plan."""
-    if os.environ.get(STATE_DIR_ENV):
-        return Path(os.environ[STATE_DIR_ENV])
-    if sys.platform.startswith("linux"):
-        # platformdirs' rule on Linux (XDG base directories), without importing it (the
-        # app looks for a recovery file at every start).
-        xdg = os.environ.get("XDG_STATE_HOME", "").strip()
-        return Path(xdg if xdg else Path.home() / ".local" / "state") / "dflash-plan"
-    import platformdirs
-
-    return Path(platformdirs.user_state_path("dflash-plan", appauthor=False))
+    return user_dir(STATE_DIR_ENV, "XDG_STATE_HOME", (".local", "state"), "state")
 
 
 def beside(plan_path: Path) -> Path:
