@@ -1,4 +1,4 @@
-"""Fitted constants are computed from measurements.toml (model/fitting.py): each follows
+"""Fitted constants are computed from measurements.toml (model/physics/fitting.py): each follows
 its cases, and a leave-one-group-out fold never sees the group it leaves out."""
 
 from __future__ import annotations

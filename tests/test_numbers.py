@@ -1,4 +1,4 @@
-"""One reader for typed numbers (model/numbers.py): the app's fields and --set accept and
+"""One reader for typed numbers (model/basics/numbers.py): the app's fields and --set accept and
 refuse the same text with the same words."""
 
 from __future__ import annotations

@@ -508,9 +508,9 @@ COMMANDS: dict[str, Command] = {
     "validate": Command("the model against public measurements, cross-validated by source "
                         "group", _add_validate, _run_validate,
                         description="Predict every case of the validation set "
-                                    "(model/measurements.toml) at default settings and "
+                                    "(model/data/measurements.toml) at default settings and "
                                     "compare with the measured value. Every fitted constant "
-                                    "(model/fitting.py) is refitted with each source group "
+                                    "(model/physics/fitting.py) is refitted with each source group "
                                     "left out and that group's cases predicted: the "
                                     "headline."),
     "search": Command("search GPU types, counts, TP and splits: the (days, cost) front and "

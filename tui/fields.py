@@ -75,7 +75,7 @@ class FieldError(ValueError):
 
 def parse(spec: FieldSpec, text: str) -> Any:
     """The value typed into a field; None for an empty optional field. Numbers are read by
-    the same reader as the command line's `--set` (model/numbers.py)."""
+    the same reader as the command line's `--set` (model/basics/numbers.py)."""
     raw = text.strip()
     if spec.kind == "int":
         if not raw:

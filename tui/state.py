@@ -23,7 +23,7 @@ from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put
 
-# Edits that change the workload a measurement was taken on (model/calibration.py).
+# Edits that change the workload a measurement was taken on (model/core/calibration.py).
 WORKLOAD_KEYS = frozenset({"workload.target_model", "workload.avg_sample_tokens",
                            "workload.num_anchors", "drafter.batch_size"})
 
