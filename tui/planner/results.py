@@ -180,9 +180,11 @@ def side(p: Projection) -> Content:
     if p.fits and p.marginal_target_tokens_per_s is not None \
             and p.marginal_drafter_tokens_per_s is not None:
         unit = "replica" if p.plan.target.tp > 1 else "GPU"
+        more_target = p.marginal_target_tokens_per_s / 1e3
+        more_drafter = p.marginal_drafter_tokens_per_s / 1e3
         sections.append(("one more GPU", Text(
-            f"{'+1 target ' + unit:<19}{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s\n"
-            f"{'+1 drafter GPU':<19}{p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s")))
+            f"{'+1 target ' + unit:<19}{more_target:+,.1f} Ktok/s\n"
+            f"{'+1 drafter GPU':<19}{more_drafter:+,.1f} Ktok/s")))
     parts: list[Content | tuple[str, str]] = []
     for i, (title, body) in enumerate(sections):
         parts += [(("\n" if i else "") + title + "\n", "bold $accent"),
