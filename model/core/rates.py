@@ -39,7 +39,7 @@ from ..physics.roofline import (
 )
 from ..physics.work import DrafterWork, TargetWork, drafter_work, target_work
 from .calibration import measurements
-from .resolve import Resolved, resolve
+from .resolve import Resolved, workload_drafter
 from .scenarios import HIGH, LOW, Dim, Scenario, efficiency_band, factor_dim, family, reading_dim
 
 
@@ -394,8 +394,8 @@ def _works(r: Resolved, catalog: Catalog
         if key not in cache:
             shape = r.shape if w.target_model == plan.workload.target_model else None
             if shape is None:
-                sub = resolve(plan.model_copy(update={"workload": w}), catalog)
-                shape = sub.shape
+                # the measurement's own workload, on its own target model
+                shape = workload_drafter(w, catalog.model(w.target_model))[2]
             cache[key] = drafter_work(shape, w.num_anchors, float(w.avg_sample_tokens),
                                       plan.drafter.batch_size, plan.drafter.count)
         return drafter_roofline(cache[key], gpu, float(w.avg_sample_tokens))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..basics.errors import PlanError
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Plan
+from ..inputs.plan import Plan, Workload
 from ..inputs.targets import TargetModel
 from ..physics.work import DrafterShape, drafter_shape
 
@@ -71,6 +71,15 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     model = catalog.model(w.target_model)
     target_gpu = gpus[plan.target.gpu]
     check_tp(plan.target.tp, target_gpu)
+    layer_ids, block, shape = workload_drafter(w, model)
+    return Resolved(plan=plan, target_gpu=target_gpu, drafter_gpu=gpus[plan.drafter.gpu],
+                    model=model, layer_ids=layer_ids, block_size=block, shape=shape,
+                    gpus=gpus)
+
+
+def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], int, DrafterShape]:
+    """A workload's captured layers, block size and drafter shape on its target model, the
+    rules between them checked: a plan's workload, or the one a measurement was taken on."""
     if w.draft_layers > model.n_layers:
         raise PlanError(f"workload.draft_layers = {w.draft_layers}: more than the "
                         f"{model.n_layers} layers of {model.name}", "workload.draft_layers")
@@ -79,7 +88,4 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
         raise PlanError(f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
                         f"layers 0-{model.n_layers - 1}", "workload.target_layer_ids")
     block = w.block_size or model.default_block_size
-    shape = drafter_shape(model, w.draft_layers, block, len(layer_ids))
-    return Resolved(plan=plan, target_gpu=target_gpu, drafter_gpu=gpus[plan.drafter.gpu],
-                    model=model, layer_ids=tuple(layer_ids), block_size=block, shape=shape,
-                    gpus=gpus)
+    return tuple(layer_ids), block, drafter_shape(model, w.draft_layers, block, len(layer_ids))
