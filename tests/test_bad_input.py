@@ -312,3 +312,16 @@ def test_a_schema_error_carries_its_parts(tmp_path):
     with pytest.raises(PlanError) as caught:
         load_plan(path, ["target.count=-4"])
     assert str(caught.value) == f"--set target.count = -4: {caught.value.reason}"
+
+
+def test_a_rule_error_carries_its_parts(catalog, baseline):
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.core.resolve import resolve
+    from support import edit
+
+    with pytest.raises(PlanError) as caught:
+        resolve(edit(baseline, target={"tp": 3, "count": 3}), catalog)
+    err = caught.value
+    assert (err.key, err.value) == ("target.tp", "3")
+    assert err.reason is not None and err.reason.startswith("a TP group sits inside one node")
+    assert str(err) == f"target.tp = 3: {err.reason}"

@@ -24,6 +24,15 @@ class PlanError(ValueError):
         self.value = value
         self.reason = reason
 
+    @classmethod
+    def field(cls, key: str, value: str, reason: str, where: str | None = None, *,
+              shown: str | None = None) -> PlanError:
+        """The error of one field, `[where: ]key = value: reason`, with its parts (value as
+        the user wrote it; shown: the key as the message names it, a list's index kept)."""
+        head = f"{where}: " if where else ""
+        return cls(f"{head}{shown or key} = {value}: {reason}", key, where=where, value=value,
+                   reason=reason)
+
     @property
     def detail(self) -> str:
         """The message without its leading `where: ` (the same error said elsewhere)."""

@@ -47,9 +47,7 @@ def explain(err: ValidationError, where: str, text: str | None = None,
     reason = _message(first)
     if isinstance(value, dict):         # a rule between a table's keys: no single value
         return PlanError(f"{place}: {shown}: {reason}", key, where=place, reason=reason)
-    text = short_repr(value)
-    return PlanError(f"{place}: {shown} = {text}: {reason}", key, where=place, value=text,
-                     reason=reason)
+    return PlanError.field(key, short_repr(value), reason, place, shown=shown)
 
 
 def _is_tag(part: str) -> bool:

@@ -40,8 +40,9 @@ def require_same_gpu_type(plan: Plan, why: str) -> None:
     """Moving GPUs between roles (balance, the split keys, a colocated launch) needs one
     GPU type for both."""
     if plan.target.gpu != plan.drafter.gpu:
-        raise PlanError(f"{why}, so both roles must use the same GPU type (target "
-                        f"{plan.target.gpu}, drafter {plan.drafter.gpu})", "drafter.gpu")
+        reason = (f"{why}, so both roles must use the same GPU type (target "
+                  f"{plan.target.gpu}, drafter {plan.drafter.gpu})")
+        raise PlanError(reason, "drafter.gpu", reason=reason)
 
 
 def check_tp(tp: int, gpu: Gpu) -> None:
@@ -52,9 +53,9 @@ def check_tp(tp: int, gpu: Gpu) -> None:
     spans nodes, and an NVL72 rack is still 4-GPU trays to them."""
     if tp > gpu.gpus_per_node or gpu.gpus_per_node % tp:
         allowed = [n for n in range(1, gpu.gpus_per_node + 1) if gpu.gpus_per_node % n == 0]
-        raise PlanError(f"target.tp = {tp}: a TP group sits inside one node and tp must "
-                        f"divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
-                        f"{', '.join(map(str, allowed))}", "target.tp")
+        raise PlanError.field("target.tp", str(tp), f"a TP group sits inside one node and tp "
+                              f"must divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
+                              f"{', '.join(map(str, allowed))}")
 
 
 def resolve(plan: Plan, catalog: Catalog) -> Resolved:
@@ -81,11 +82,11 @@ def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], 
     """A workload's captured layers, block size and drafter shape on its target model, the
     rules between them checked: a plan's workload, or the one a measurement was taken on."""
     if w.draft_layers > model.n_layers:
-        raise PlanError(f"workload.draft_layers = {w.draft_layers}: more than the "
-                        f"{model.n_layers} layers of {model.name}", "workload.draft_layers")
+        raise PlanError.field("workload.draft_layers", str(w.draft_layers),
+                              f"more than the {model.n_layers} layers of {model.name}")
     layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
     if max(layer_ids) >= model.n_layers:
-        raise PlanError(f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
-                        f"layers 0-{model.n_layers - 1}", "workload.target_layer_ids")
+        raise PlanError.field("workload.target_layer_ids", str(list(layer_ids)),
+                              f"{model.name} has layers 0-{model.n_layers - 1}")
     block = w.block_size or model.default_block_size
     return tuple(layer_ids), block, drafter_shape(model, w.draft_layers, block, len(layer_ids))

@@ -71,6 +71,6 @@ class Catalog:
         try:
             return self.models[spec]
         except KeyError:
-            raise PlanError(f"workload.target_model = {spec!r}: not loaded (a preset: "
-                            f"{', '.join(PRESETS)}, or the path of a config.json)",
-                            "workload.target_model") from None
+            raise PlanError.field("workload.target_model", repr(spec),
+                                  f"not loaded (a preset: {', '.join(PRESETS)}, or the path "
+                                  f"of a config.json)") from None
