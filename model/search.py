@@ -5,6 +5,16 @@ Per-GPU rates depend only on GPU type, role, TP and the workload, so they are co
 once per combination (`rates.rates`); every split of counts is then one row of a numpy
 array through `pipeline.flow`. The plans returned are projected again with `project()`,
 so the figures a user sees are the projection's own.
+
+Pruning (issue 23). A search covers every split, but evaluates only the splits that can be
+on a front: `_band` gives, for a block of two different GPU types, the splits around
+balance, and every other split is proved dominated (its docstring has the argument). A
+proved-dominated split has, next to one evaluated split, days, cost, pessimistic days and
+pessimistic cost each no lower, as many nodes or more, a memory fit no better and more
+GPUs: it is on no front and wins nothing under any deadline, budget or `at`, so a sweep
+stays rankable for any constraints (the app re-ranks without a new sweep). Blocks of one
+GPU type (the roles share nodes, which couples the two sides) are evaluated whole.
+`brute=True` evaluates every split (the property tests and the benchmark compare both).
 """
 
 from __future__ import annotations
@@ -101,8 +111,8 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    evaluated: int                   # configurations evaluated
-    feasible: int                    # that fit in memory and meet every constraint
+    evaluated: int                   # configurations covered (evaluated + proved dominated)
+    feasible: int                    # of those evaluated, that fit and meet every constraint
     front: tuple[Candidate, ...]     # Pareto front of (days, cost), fastest first
     cheapest_within_deadline: Candidate | None
     fastest_within_budget: Candidate | None
@@ -114,6 +124,17 @@ class Result:
     prices: Prices | None = None     # the searched GPU types' prices
     # The searched GPU types whose price is not the plan's own (catalog, offer).
     borrowed_prices: tuple[Price, ...] = ()
+    evaluated_after_pruning: int | None = None    # None: every covered one was evaluated
+
+    @property
+    def covered(self) -> int:
+        return self.evaluated
+
+    @property
+    def evaluated_splits(self) -> int:
+        """Configurations whose figures were computed (the rest proved dominated)."""
+        return self.evaluated if self.evaluated_after_pruning is None \
+            else self.evaluated_after_pruning
 
     def to_json(self) -> dict[str, Any]:
         at = self.constraints.at
@@ -131,7 +152,10 @@ class Result:
                     "within_budget_pessimistic": c.within_budget_pessimistic,
                     "judged_days": days, "judged_cost": cost}
 
-        return {"evaluated": self.evaluated, "feasible": self.feasible,
+        return {"evaluated": self.evaluated, "covered": self.covered,
+                "evaluated_after_pruning": self.evaluated_splits,
+                "proved_dominated": self.covered - self.evaluated_splits,
+                "feasible": self.feasible,
                 "cost_unit": self.cost_unit, "why_none": self.why_none,
                 "rejected": self.rejected, "constraints": self.constraints.to_json(),
                 "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
@@ -171,6 +195,7 @@ class _Block:
     slow_cost: np.ndarray            # the cost at slow_days
     fits: np.ndarray
     nodes: np.ndarray
+    covered: int                     # splits of the block, evaluated or proved dominated
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +215,7 @@ def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
 
 
 def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int,
-           space: Space) -> _Block | None:
+           space: Space, brute: bool = False) -> _Block | None:
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -213,14 +238,43 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
                                hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
                                transport=w.transport)
 
-    central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
+    central_in = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s)
     # Pessimistic: the worst scenario of each split, which is the corner of both roles'
     # lowest rates and the slowest links (the pipeline is monotone in each: projection.py's
     # PlanScenarios), one vectorised call as for the central figures.
     slow_links = (link_share(f"link:{t_gpu.link.kind}", LOW),
                   link_share(f"link:{d_gpu.link.kind}", LOW))
-    slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links),
-                targets, drafters)
+    slow_in = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links)
+    # Memory: the target's does not depend on counts; the drafter's optimizer state is
+    # sharded over the drafters, so enough of them make it fit.
+    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
+    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
+                                               float(w.avg_sample_tokens),
+                                               plan.drafter.batch_size, 1),
+                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
+    state = dict(one.items_gb).get("optimizer state", 0.0)
+    fixed = one.needed_gb - state
+
+    def drafter_fits(drafters: np.ndarray) -> np.ndarray:
+        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1]
+                          <= d_gpu.memory_gb)
+
+    covered = targets.size
+    band = (None if brute or t_key == d_key
+            else _band(central_in, slow_in, tp, space.max_gpus, drafter_fits))
+    if band is not None:
+        central = flow(central_in, band[0], band[1])
+        slow = flow(slow_in, band[0], band[1])
+        # The form the pruning rests on, on every split evaluated; else the whole block.
+        if (np.array_equal(central.tokens_per_s, band[2])
+                and np.array_equal(slow.tokens_per_s, band[3])):
+            targets, drafters = band[0], band[1]
+        else:
+            band = None
+    if band is None:
+        central = flow(central_in, targets, drafters)
+        slow = flow(slow_in, targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
     # operations), so that a plan judged within a limit here is within it in its projection.
     billed_t, billed_d = billed(targets, drafters, t_key == d_key,
@@ -235,22 +289,83 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 
     days, cost = days_cost(central.tokens_per_s)
     slow_days, slow_cost = days_cost(slow.tokens_per_s)
-    # Memory: the target's does not depend on counts; the drafter's optimizer state is
-    # sharded over the drafters, so enough of them make it fit.
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
-    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
-                                               float(w.avg_sample_tokens),
-                                               plan.drafter.batch_size, 1),
-                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
-    state = dict(one.items_gb).get("optimizer state", 0.0)
-    fixed = one.needed_gb - state
-    # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
     t_mem = replace(t_mem, band=memory_band("target"))
-    drafter_fits = (fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb
-    fits = drafter_fits & t_mem.fits
+    fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,
-                  nodes)
+                  nodes, covered)
+
+
+# Counts no split reaches: a side's capacity with this many GPUs on the other side is that
+# side's own limit (the other side's terms of the minimum are far above it).
+_UNBOUNDED = 1 << 36
+
+
+def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
+          drafter_fits: Callable[[np.ndarray], np.ndarray]
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The (targets, drafters) of a block of two different GPU types that can be on a
+    front; every other split of the block is dominated by one of these. None when the
+    block does not have the form the argument needs (then every split is evaluated). With
+    them, min(F, G) of each: the tokens/s at both ends that `_block` checks `flow` gives.
+
+    The argument. With two GPU types the roles sit on nodes of their own: no hidden state
+    stays on its node (crossing share 1), the drafters' nodes depend on the drafters only,
+    so `flow` is the minimum of a target side F(T) (the replicas' capacity, the senders,
+    the targets' network) and a drafter side G(d) (the drafters with their all-reduce, the
+    receivers, the drafters' network): tokens(T, d) = min(F(T), G(d)), exactly (a minimum
+    of the same floats in another grouping; `min(a, b) / c == min(a / c, b / c)` as
+    rounding is monotone). F is obtained as flow(T, huge d) and G as flow(huge T, d), and
+    the form is checked on every evaluated split (the block is evaluated whole if it
+    ever fails). F grows with
+    T (replicas times a rate); G need not grow with d (the all-reduce across nodes).
+    Both hold at the central rates and at the pessimistic corner (F_c, G_c, F_s, G_s).
+
+    Cost per hour is billed_t(T) x price_t + billed_d(d) x price_d, each term of its own
+    count (whole rental units: billed counts never fall as the count grows), so it never
+    falls as T or d grows, in floating point too (a sum with a fixed term, products by
+    positive numbers: monotone rounding). Days = tokens / tokens/s / 86400, cost = cost
+    per hour x hours: each never falls when tokens/s falls or the cost per hour grows.
+    Nodes = ceil(T / node) + ceil(d / node) grow with each. Memory: the target's fit is
+    one for the block, the drafters' depends on d (the optimizer state is sharded over
+    them), so a dominating split must fit whenever the dominated one does.
+
+    Rule A (too many drafters): for targets T, let d*(T) be the fewest drafters that fit
+    with G_c(d*) >= F_c(T) and G_s(d*) >= F_s(T). Then (T, d*) runs at F(T), the most any
+    (T, d) can, at both ends; every d > d* has tokens no higher, cost per hour, nodes no
+    lower and more GPUs: dominated. d*(T) never falls as T grows (F grows).
+    Rule B (too many targets): for drafters d, let T*(d) be the fewest targets with
+    F_c(T*) >= G_c(d) and F_s(T*) >= G_s(d): (T*, d) runs at G(d), the most any (T, d)
+    can; every T > T* is dominated (the fit does not depend on T).
+    What is left is the band T <= T*(d) and d <= d*(T): the splits around balance at the
+    central rates, at the pessimistic ones and between the two."""
+    replicas = max_gpus // tp
+    t_all = np.arange(1, replicas + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    t_side = flow(central, t_all, _UNBOUNDED * tp), flow(slow, t_all, _UNBOUNDED * tp)
+    d_side = flow(central, _UNBOUNDED * tp, d_all), flow(slow, _UNBOUNDED * tp, d_all)
+    f_c, f_s = (np.minimum(f.target_tokens_per_s, f.link_tokens_per_s) for f in t_side)
+    g_c, g_s = (np.minimum(g.drafter_tokens_per_s, g.link_tokens_per_s) for g in d_side)
+    if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
+        return None
+    # Rule A: the T indices (a prefix, F grows) for which drafter count j is enough.
+    enough = np.minimum(np.searchsorted(f_c, g_c, "right"), np.searchsorted(f_s, g_s, "right"))
+    enough = np.where(drafter_fits(d_all), enough, 0)
+    # d*(T) as an index into d_all (len(d_all) when no drafter count is enough).
+    d_star = np.searchsorted(np.maximum.accumulate(enough), np.arange(replicas), "right")
+    # Rule B: T*(d) as an index into t_all (replicas when no target count is enough).
+    t_star = np.maximum(np.searchsorted(f_c, g_c, "left"), np.searchsorted(f_s, g_s, "left"))
+    # Per drafter count j: target indices from the first whose d* reaches j to T*(d), and
+    # within max_gpus.
+    j = np.arange(d_all.size)
+    low = np.searchsorted(d_star, j, "left")
+    high = np.minimum(np.minimum(t_star, replicas - 1), (max_gpus - d_all) // tp - 1)
+    count = np.maximum(high - low + 1, 0)
+    columns = np.repeat(j, count)
+    starts = np.repeat(low - (np.cumsum(count) - count), count)
+    rows = starts + np.arange(columns.size)
+    return (t_all[rows], d_all[columns], np.minimum(f_c[rows], g_c[columns]),
+            np.minimum(f_s[rows], g_s[columns]))
 
 
 def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
@@ -278,13 +393,20 @@ class Sweep:
 
     @property
     def evaluated(self) -> int:
+        """Splits whose figures were computed."""
         return sum(b.targets.size for b in self.blocks)
+
+    @property
+    def covered(self) -> int:
+        """Splits the sweep answers for: evaluated, or proved dominated by one evaluated."""
+        return sum(b.covered for b in self.blocks)
 
 
 def sweep(plan: Plan, catalog: Catalog, space: Space,
-          progress: Callable[[float], bool] | None = None) -> Sweep:
-    """Every GPU type per role x TP x split of the space. `progress(share_done)` may
-    return False to cancel (the sweep is then incomplete)."""
+          progress: Callable[[float], bool] | None = None, brute: bool = False) -> Sweep:
+    """Every GPU type per role x TP x split of the space: the splits that can be on a
+    front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
+    `progress(share_done)` may return False to cancel (the sweep is then incomplete)."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
         raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
                         f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
@@ -297,7 +419,7 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            block = _block(plan, catalog, shared, t_key, d_key, tp, space)
+            block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute)
             if block is not None:
                 blocks.append(block)
         if progress is not None and progress((i + 1) / len(pairs)) is False:
@@ -307,9 +429,9 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
 
 
 def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
-           progress: Callable[[float], bool] | None = None) -> Result:
+           progress: Callable[[float], bool] | None = None, brute: bool = False) -> Result:
     """The front and the winners. `progress(share_done)` may return False to cancel."""
-    return rank(sweep(plan, catalog, space, progress), constraints)
+    return rank(sweep(plan, catalog, space, progress, brute), constraints)
 
 
 def rank(swept: Sweep, constraints: Constraints) -> Result:
@@ -337,7 +459,8 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
         oks.append(ok)
-    evaluated = swept.evaluated
+    # Counts of the evaluated splits (a proved-dominated one is judged by its dominator).
+    evaluated, computed = swept.covered, swept.evaluated
     keys = tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
     view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
     borrowed = view.borrowed(keys)
@@ -346,7 +469,7 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
                       why_none="no GPU type with a price to search (set cost.ratio or "
                                "cost.usd_per_gpu_hour for the types to include)",
                       rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed)
+                      borrowed_prices=borrowed, evaluated_after_pruning=computed)
 
     def kept(column: Callable[[_Block], np.ndarray]) -> np.ndarray:
         return np.concatenate([column(b)[ok] for b, ok in zip(blocks, oks, strict=True)])
@@ -357,9 +480,9 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
         return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
                       why_none=f"no configuration meets the constraints "
                                f"{constraints.describe()}; most were stopped by {worst} "
-                               f"({rejected.get(worst, 0):,} of {evaluated:,})",
+                               f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
                       rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed)
+                      borrowed_prices=borrowed, evaluated_after_pruning=computed)
     slow_days, slow_cost = kept(lambda b: b.slow_days), kept(lambda b: b.slow_cost)
     gpus = kept(lambda b: b.targets + b.drafters)
     block_of = np.concatenate([np.full(int(ok.sum()), bi) for bi, ok in enumerate(oks)])
@@ -386,7 +509,7 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
                   cheapest if constraints.deadline_days is not None else None,
                   fastest if constraints.budget is not None else None, cheapest,
                   swept.cost_unit, rejected=rejected, constraints=constraints, prices=view,
-                  borrowed_prices=borrowed)
+                  borrowed_prices=borrowed, evaluated_after_pruning=computed)
 
 
 def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,
