@@ -20,7 +20,7 @@ GPU type (the roles share nodes, which couples the two sides) are evaluated whol
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -225,7 +225,6 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     t_rate, d_rate = shared.rates[t_key].target, shared.rates[d_key].drafter
     tw = shared.rates[t_key].target_work
     w = plan.workload
-    targets, drafters = _splits(space.max_gpus, tp)
 
     def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float,
                shares: tuple[float, float] = (1.0, 1.0)) -> PipelineInputs:
@@ -260,19 +259,20 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
         return np.asarray((fixed + state / drafters) * memory_band("drafter")[1]
                           <= d_gpu.memory_gb)
 
-    covered = targets.size
+    replicas = np.arange(1, space.max_gpus // tp + 1)
+    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
     band = (None if brute or t_key == d_key
             else _band(central_in, slow_in, tp, space.max_gpus, drafter_fits))
     if band is not None:
-        central = flow(central_in, band[0], band[1])
-        slow = flow(slow_in, band[0], band[1])
+        targets, drafters = band[0], band[1]
+        central = flow(central_in, targets, drafters)
+        slow = flow(slow_in, targets, drafters)
         # The form the pruning rests on, on every split evaluated; else the whole block.
-        if (np.array_equal(central.tokens_per_s, band[2])
+        if not (np.array_equal(central.tokens_per_s, band[2])
                 and np.array_equal(slow.tokens_per_s, band[3])):
-            targets, drafters = band[0], band[1]
-        else:
             band = None
     if band is None:
+        targets, drafters = _splits(space.max_gpus, tp)
         central = flow(central_in, targets, drafters)
         slow = flow(slow_in, targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
@@ -364,6 +364,10 @@ def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
     columns = np.repeat(j, count)
     starts = np.repeat(low - (np.cumsum(count) - count), count)
     rows = starts + np.arange(columns.size)
+    # In the order of `_splits` (targets, then drafters), so that of splits with equal
+    # figures the same one is kept as when every split is evaluated.
+    order = np.lexsort((columns, rows))
+    rows, columns = rows[order], columns[order]
     return (t_all[rows], d_all[columns], np.minimum(f_c[rows], g_c[columns]),
             np.minimum(f_s[rows], g_s[columns]))
 
@@ -402,11 +406,11 @@ class Sweep:
         return sum(b.covered for b in self.blocks)
 
 
-def sweep(plan: Plan, catalog: Catalog, space: Space,
-          progress: Callable[[float], bool] | None = None, brute: bool = False) -> Sweep:
-    """Every GPU type per role x TP x split of the space: the splits that can be on a
-    front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
-    `progress(share_done)` may return False to cancel (the sweep is then incomplete)."""
+def _blocks(plan: Plan, catalog: Catalog, space: Space,
+            progress: Callable[[float], bool] | None, brute: bool
+            ) -> Iterator[_Block | None]:
+    """The blocks of the space one at a time (None after each GPU-type pair, for the
+    progress); stops early when `progress(share_done)` returns False."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
         raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
                         f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
@@ -414,24 +418,45 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
              if space.mixed or t == d]
     shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus
                                                         + space.drafter_gpus)))
-    blocks: list[_Block] = []
-    complete = True
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
             block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute)
             if block is not None:
-                blocks.append(block)
+                yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
+            yield None
+            return
+
+
+def sweep(plan: Plan, catalog: Catalog, space: Space,
+          progress: Callable[[float], bool] | None = None, brute: bool = False) -> Sweep:
+    """Every GPU type per role x TP x split of the space: the splits that can be on a
+    front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
+    `progress(share_done)` may return False to cancel (the sweep is then incomplete).
+    What it keeps is what ranking again for any constraints needs: every evaluated split
+    (for the app, which ranks again as you type); `search` keeps only a running front."""
+    blocks: list[_Block] = []
+    complete = True
+    for block in _blocks(plan, catalog, space, progress, brute):
+        if block is None:
             complete = False
-            break
-    return Sweep(plan, catalog, space, tuple(blocks), shared.prices.unit, complete)
+        else:
+            blocks.append(block)
+    unit = prices(plan, dict(catalog.gpus), _keys(space), catalog.offers).unit
+    return Sweep(plan, catalog, space, tuple(blocks), unit, complete)
 
 
 def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
            progress: Callable[[float], bool] | None = None, brute: bool = False) -> Result:
-    """The front and the winners. `progress(share_done)` may return False to cancel."""
-    return rank(sweep(plan, catalog, space, progress, brute), constraints)
+    """The front and the winners. `progress(share_done)` may return False to cancel.
+    Block by block with a running front: memory is bounded by the front and one block,
+    not by the number of configurations."""
+    ranking = _Ranking(plan, catalog, space, constraints)
+    for block in _blocks(plan, catalog, space, progress, brute):
+        if block is not None:
+            ranking.add(block)
+    return ranking.result()
 
 
 def rank(swept: Sweep, constraints: Constraints) -> Result:
@@ -439,12 +464,45 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
     the budget are judged once, at `constraints.at`, and that one feasible set gives both
     the front and the winners: the fastest is the front's first plan, the cheapest its
     last (TIE_RULE)."""
-    plan, catalog, space = swept.plan, swept.catalog, swept.space
-    blocks = list(swept.blocks)
-    pessimistic = constraints.at == "pessimistic"
-    rejected: dict[str, int] = {}
-    oks = []
-    for b in blocks:
+    ranking = _Ranking(swept.plan, swept.catalog, swept.space, constraints)
+    for block in swept.blocks:
+        ranking.add(block)
+    return ranking.result()
+
+
+def _keys(space: Space) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
+
+
+# The running front is merged again when this many points wait beside it (each block's
+# own front is small: a few hundred points at most).
+_MERGE_AT = 50_000
+
+
+class _Ranking:
+    """A running Pareto front of feasible splits and the counts of what was rejected, fed
+    block by block. Of equal figures the first in block order (then split order) is kept,
+    as a single sort of every split would (np.lexsort is stable)."""
+
+    def __init__(self, plan: Plan, catalog: Catalog, space: Space,
+                 constraints: Constraints) -> None:
+        self.plan, self.catalog, self.space, self.constraints = plan, catalog, space, constraints
+        self.rejected: dict[str, int] = {}
+        self.feasible = 0
+        self.covered = 0
+        self.evaluated = 0
+        self.blocks = 0
+        self.kinds: list[tuple[str, str, int]] = []        # (t_gpu, d_gpu, tp) by index
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.waiting = 0
+
+    def add(self, b: _Block) -> None:
+        space, constraints = self.space, self.constraints
+        self.blocks += 1
+        self.covered += b.covered
+        self.evaluated += b.targets.size
+        rejected = self.rejected
+        pessimistic = constraints.at == "pessimistic"
         ok = b.fits.copy()
         rejected["memory"] = rejected.get("memory", 0) + int(b.targets.size - b.fits.sum())
         days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
@@ -458,58 +516,81 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
             if limit is not None:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
-        oks.append(ok)
-    # Counts of the evaluated splits (a proved-dominated one is judged by its dominator).
-    evaluated, computed = swept.covered, swept.evaluated
-    keys = tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
-    view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
-    borrowed = view.borrowed(keys)
-    if not blocks:
-        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
-                      why_none="no GPU type with a price to search (set cost.ratio or "
-                               "cost.usd_per_gpu_hour for the types to include)",
-                      rejected=rejected, constraints=constraints, prices=view,
+        rows = np.flatnonzero(ok)
+        self.feasible += rows.size
+        if rows.size == 0:
+            return
+        gpus = b.targets[rows] + b.drafters[rows]
+        rows = rows[np.sort(_pareto(b.days[rows], b.cost[rows], gpus))]
+        self.kinds.append((b.t_gpu, b.d_gpu, b.tp))
+        self.parts.append({"days": b.days[rows], "cost": b.cost[rows],
+                           "slow_days": b.slow_days[rows], "slow_cost": b.slow_cost[rows],
+                           "targets": b.targets[rows], "drafters": b.drafters[rows],
+                           "kind": np.full(rows.size, len(self.kinds) - 1)})
+        self.waiting += rows.size
+        if self.waiting > _MERGE_AT:
+            self._merge()
+
+    def _merge(self) -> dict[str, np.ndarray]:
+        """The running front as one set of columns (in block order, then split order)."""
+        if not self.parts:
+            return {}
+        both = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        keep = np.sort(_pareto(both["days"], both["cost"], both["targets"] + both["drafters"]))
+        front = {k: v[keep] for k, v in both.items()}
+        self.parts, self.waiting = [front], 0
+        return front
+
+    def result(self) -> Result:
+        plan, catalog, space, constraints = (self.plan, self.catalog, self.space,
+                                             self.constraints)
+        rejected = self.rejected
+        keys = _keys(space)
+        view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
+        borrowed = view.borrowed(keys)
+        # Counts of the evaluated splits (a proved-dominated one is judged by its
+        # dominator).
+        evaluated, computed = self.covered, self.evaluated
+        if not self.blocks:
+            return Result(evaluated, 0, (), None, None, None, view.unit,
+                          why_none="no GPU type with a price to search (set cost.ratio or "
+                                   "cost.usd_per_gpu_hour for the types to include)",
+                          rejected=rejected, constraints=constraints, prices=view,
+                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+        if not self.feasible:
+            worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
+            return Result(evaluated, 0, (), None, None, None, view.unit,
+                          why_none=f"no configuration meets the constraints "
+                                   f"{constraints.describe()}; most were stopped by {worst} "
+                                   f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
+                          rejected=rejected, constraints=constraints, prices=view,
+                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+        f = self._merge()
+
+        def candidate(k: int) -> Candidate:
+            t_gpu, d_gpu, tp = self.kinds[int(f["kind"][k])]
+            chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]),
+                              int(f["drafters"][k]))
+            p = project(chosen, catalog)
+            # The projection's own pessimistic figures (the sweep's equal them; tested).
+            slow_d = float(p.ranges.days[1]) if p.ranges else float(f["slow_days"][k])
+            slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
+                      else float(f["slow_cost"][k]))
+            deadline, budget = constraints.deadline_days, constraints.budget
+            return Candidate(chosen, p, slow_d, slow_c,
+                             None if deadline is None else slow_d <= deadline,
+                             None if budget is None else slow_c <= budget)
+
+        order = np.lexsort((f["targets"] + f["drafters"], f["cost"], f["days"]))
+        front = tuple(candidate(int(k)) for k in order)
+        # Every plan trains the same tokens, so the most tokens per unit of cost is the
+        # cheapest plan of the feasible set.
+        cheapest, fastest = front[-1], front[0]
+        return Result(evaluated, self.feasible, front,
+                      cheapest if constraints.deadline_days is not None else None,
+                      fastest if constraints.budget is not None else None, cheapest,
+                      view.unit, rejected=rejected, constraints=constraints, prices=view,
                       borrowed_prices=borrowed, evaluated_after_pruning=computed)
-
-    def kept(column: Callable[[_Block], np.ndarray]) -> np.ndarray:
-        return np.concatenate([column(b)[ok] for b, ok in zip(blocks, oks, strict=True)])
-
-    days, cost = kept(lambda b: b.days), kept(lambda b: b.cost)
-    if days.size == 0:
-        worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
-        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
-                      why_none=f"no configuration meets the constraints "
-                               f"{constraints.describe()}; most were stopped by {worst} "
-                               f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
-                      rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed, evaluated_after_pruning=computed)
-    slow_days, slow_cost = kept(lambda b: b.slow_days), kept(lambda b: b.slow_cost)
-    gpus = kept(lambda b: b.targets + b.drafters)
-    block_of = np.concatenate([np.full(int(ok.sum()), bi) for bi, ok in enumerate(oks)])
-    row_of = np.concatenate([np.flatnonzero(ok) for ok in oks])
-
-    def candidate(k: int) -> Candidate:
-        b, j = blocks[int(block_of[k])], int(row_of[k])
-        chosen = _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]))
-        p = project(chosen, catalog)
-        # The projection's own pessimistic figures (the sweep's equal them; tested).
-        slow_d = float(p.ranges.days[1]) if p.ranges else float(slow_days[k])
-        slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
-                  else float(slow_cost[k]))
-        deadline, budget = constraints.deadline_days, constraints.budget
-        return Candidate(chosen, p, slow_d, slow_c,
-                         None if deadline is None else slow_d <= deadline,
-                         None if budget is None else slow_c <= budget)
-
-    front = tuple(candidate(int(k)) for k in _pareto(days, cost, gpus))
-    # Every plan trains the same tokens, so the most tokens per unit of cost is the
-    # cheapest plan of the feasible set.
-    cheapest, fastest = front[-1], front[0]
-    return Result(evaluated, int(days.size), front,
-                  cheapest if constraints.deadline_days is not None else None,
-                  fastest if constraints.budget is not None else None, cheapest,
-                  swept.cost_unit, rejected=rejected, constraints=constraints, prices=view,
-                  borrowed_prices=borrowed, evaluated_after_pruning=computed)
 
 
 def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,
