@@ -261,15 +261,22 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 
     replicas = np.arange(1, space.max_gpus // tp + 1)
     covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
-    band = (None if brute or t_key == d_key
-            else _band(central_in, slow_in, tp, space.max_gpus, drafter_fits))
+    band: tuple[np.ndarray, ...] | None = None
+    if brute:
+        pass
+    elif t_key != d_key:
+        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
+    else:
+        band = _band_one_type(central_in, slow_in, tp, space.max_gpus, drafter_fits,
+                              view.by_gpu[t_key].unit_gpus)
     if band is not None:
         targets, drafters = band[0], band[1]
         central = flow(central_in, targets, drafters)
         slow = flow(slow_in, targets, drafters)
-        # The form the pruning rests on, on every split evaluated; else the whole block.
-        if not (np.array_equal(central.tokens_per_s, band[2])
-                and np.array_equal(slow.tokens_per_s, band[3])):
+        # The form the pruning of two types rests on, on every split evaluated; else the
+        # whole block.
+        if len(band) == 4 and not (np.array_equal(central.tokens_per_s, band[2])
+                                   and np.array_equal(slow.tokens_per_s, band[3])):
             band = None
     if band is None:
         targets, drafters = _splits(space.max_gpus, tp)
@@ -299,6 +306,110 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
 # side's own limit (the other side's terms of the minimum are far above it).
 _UNBOUNDED = 1 << 36
+
+
+def _relaxed(inputs: PipelineInputs) -> PipelineInputs:
+    """The inputs with each role on nodes of its own and no network limit: `flow` of them
+    is then min(F(T), G(d)) with F the targets and senders, G the drafters (on the fewest
+    nodes they can take) and receivers: upper bounds of each side with one GPU type."""
+    h = replace(inputs.hidden, target_network_bytes_per_s=math.inf,
+                drafter_network_bytes_per_s=math.inf)
+    return replace(inputs, same_gpu_type=False, hidden=h)
+
+
+def _sides(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int
+           ) -> tuple[np.ndarray, ...]:
+    """t_all, d_all and F_c, F_s (by targets), G_c, G_s (by drafters): each side's
+    capacity with the other side unbounded."""
+    t_all = np.arange(1, max_gpus // tp + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    t_side = flow(central, t_all, _UNBOUNDED * tp), flow(slow, t_all, _UNBOUNDED * tp)
+    d_side = flow(central, _UNBOUNDED * tp, d_all), flow(slow, _UNBOUNDED * tp, d_all)
+    f_c, f_s = (np.minimum(f.target_tokens_per_s, f.link_tokens_per_s) for f in t_side)
+    g_c, g_s = (np.minimum(g.drafter_tokens_per_s, g.link_tokens_per_s) for g in d_side)
+    return t_all, d_all, f_c, f_s, g_c, g_s
+
+
+def _first_enough(f_c: np.ndarray, f_s: np.ndarray, g_c: np.ndarray, g_s: np.ndarray,
+                  fits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """By target index, the first drafter index that fits with G >= F at both ends (len
+    when none); by drafter index, the first target index with F >= G at both ends
+    (len when none). F must not fall as T grows."""
+    enough = np.minimum(np.searchsorted(f_c, g_c, "right"), np.searchsorted(f_s, g_s, "right"))
+    enough = np.where(fits, enough, 0)
+    d_first = np.searchsorted(np.maximum.accumulate(enough), np.arange(f_c.size), "right")
+    t_first = np.maximum(np.searchsorted(f_c, g_c, "left"), np.searchsorted(f_s, g_s, "left"))
+    return d_first, t_first
+
+
+# How many drafter (target) counts from the first one the bounds allow are tried for the
+# split that reaches the bound.
+_TRIES = 8
+
+
+def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
+                   drafter_fits: Callable[[np.ndarray], np.ndarray], unit_gpus: int
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (targets, drafters) of a block of one GPU type that can be on a front; every
+    other split of the block is dominated by an evaluated one. None to evaluate all.
+
+    The argument. The roles share nodes, so `flow` does not split into two sides as in
+    `_band`; it has upper bounds that do not depend on the other count: tokens(T, d) <=
+    F(T) (the replicas and their senders) and tokens(T, d) <= G(d) (the drafters on the
+    fewest nodes they can take, whose all-reduce is then the cheapest, and the
+    receivers), from `flow` of `_relaxed` inputs. A split that reaches a bound at both
+    ends is found by evaluating it: for targets T, d*(T) is the first of `_TRIES` drafter
+    counts from the first that the bounds allow with tokens(T, d*) == F(T) at both ends
+    and a memory fit; for drafters d, T*(d) likewise with tokens(T*, d) == G(d).
+    Cost per hour is billed x price, billed = the GPUs in whole rental units of the one
+    pool, so it is the same for splits of one billed total (up to rounding: they are
+    kept) and larger by a whole unit's price for a larger total (far above rounding).
+    So every d > d*(T) of a larger billed total has tokens/s no higher, cost per hour
+    higher, nodes = ceil((T + d) / node) no fewer, more GPUs: dominated by (T, d*); every
+    T > T*(d) of a larger billed total likewise by (T*, d) (the fit does not depend on
+    T). A dominating split left out is itself dominated by one with fewer GPUs, so a
+    chain ends at an evaluated split. Counts with no such split are kept whole."""
+    t_all, d_all, f_c, f_s, g_c, g_s = _sides(_relaxed(central), _relaxed(slow), tp,
+                                              max_gpus)
+    if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
+        return None
+    fits = drafter_fits(d_all)
+    d_first, t_first = _first_enough(f_c, f_s, g_c, g_s, fits)
+    tries = np.arange(_TRIES)
+
+    def reached(rows: np.ndarray, columns: np.ndarray, bound_c: np.ndarray,
+                bound_s: np.ndarray) -> np.ndarray:
+        """Which of the splits (by index) reach the bounds at both ends, within max."""
+        inside = ((rows < t_all.size) & (columns < d_all.size))
+        rows, columns = np.minimum(rows, t_all.size - 1), np.minimum(columns, d_all.size - 1)
+        targets, drafters = t_all[rows], d_all[columns]
+        inside &= targets + drafters <= max_gpus
+        return (inside & (flow(central, targets, drafters).tokens_per_s == bound_c)
+                & (flow(slow, targets, drafters).tokens_per_s == bound_s))
+
+    def last_of_unit(total: np.ndarray) -> np.ndarray:
+        return -(-total // unit_gpus) * unit_gpus
+
+    # Rule A: d*(T) for each target count (rows x tries).
+    rows = np.repeat(np.arange(t_all.size), _TRIES)
+    columns = np.repeat(d_first, _TRIES) + np.tile(tries, t_all.size)
+    ok = reached(rows, columns, f_c[rows], f_s[rows])
+    ok &= fits[np.minimum(columns, d_all.size - 1)]
+    ok = ok.reshape(t_all.size, _TRIES)
+    found = ok.any(axis=1)
+    d_star = d_all[np.minimum(d_first + ok.argmax(axis=1), d_all.size - 1)]
+    d_limit = np.where(found, last_of_unit(t_all + d_star) - t_all, max_gpus)
+    # Rule B: T*(d) for each drafter count.
+    columns = np.repeat(np.arange(d_all.size), _TRIES)
+    rows = np.repeat(t_first, _TRIES) + np.tile(tries, d_all.size)
+    ok = reached(rows, columns, g_c[columns], g_s[columns]).reshape(d_all.size, _TRIES)
+    found = ok.any(axis=1)
+    t_star = t_all[np.minimum(t_first + ok.argmax(axis=1), t_all.size - 1)]
+    t_limit = np.where(found, last_of_unit(t_star + d_all) - d_all, max_gpus)
+    keep = ((d_all[None, :] <= d_limit[:, None]) & (t_all[:, None] <= t_limit[None, :])
+            & (t_all[:, None] + d_all[None, :] <= max_gpus))
+    rows, columns = np.nonzero(keep)          # in the order of `_splits`
+    return t_all[rows], d_all[columns]
 
 
 def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
