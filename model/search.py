@@ -384,8 +384,8 @@ def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_g
         rows, columns = np.minimum(rows, t_all.size - 1), np.minimum(columns, d_all.size - 1)
         targets, drafters = t_all[rows], d_all[columns]
         inside &= targets + drafters <= max_gpus
-        return (inside & (flow(central, targets, drafters).tokens_per_s == bound_c)
-                & (flow(slow, targets, drafters).tokens_per_s == bound_s))
+        return np.asarray(inside & (flow(central, targets, drafters).tokens_per_s == bound_c)
+                          & (flow(slow, targets, drafters).tokens_per_s == bound_s))
 
     def last_of_unit(total: np.ndarray) -> np.ndarray:
         return -(-total // unit_gpus) * unit_gpus
