@@ -450,22 +450,12 @@ def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
     can; every T > T* is dominated (the fit does not depend on T).
     What is left is the band T <= T*(d) and d <= d*(T): the splits around balance at the
     central rates, at the pessimistic ones and between the two."""
-    replicas = max_gpus // tp
-    t_all = np.arange(1, replicas + 1) * tp
-    d_all = np.arange(1, max_gpus - tp + 1)
-    t_side = flow(central, t_all, _UNBOUNDED * tp), flow(slow, t_all, _UNBOUNDED * tp)
-    d_side = flow(central, _UNBOUNDED * tp, d_all), flow(slow, _UNBOUNDED * tp, d_all)
-    f_c, f_s = (np.minimum(f.target_tokens_per_s, f.link_tokens_per_s) for f in t_side)
-    g_c, g_s = (np.minimum(g.drafter_tokens_per_s, g.link_tokens_per_s) for g in d_side)
+    t_all, d_all, f_c, f_s, g_c, g_s = _sides(central, slow, tp, max_gpus)
+    replicas = t_all.size
     if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
         return None
-    # Rule A: the T indices (a prefix, F grows) for which drafter count j is enough.
-    enough = np.minimum(np.searchsorted(f_c, g_c, "right"), np.searchsorted(f_s, g_s, "right"))
-    enough = np.where(drafter_fits(d_all), enough, 0)
-    # d*(T) as an index into d_all (len(d_all) when no drafter count is enough).
-    d_star = np.searchsorted(np.maximum.accumulate(enough), np.arange(replicas), "right")
-    # Rule B: T*(d) as an index into t_all (replicas when no target count is enough).
-    t_star = np.maximum(np.searchsorted(f_c, g_c, "left"), np.searchsorted(f_s, g_s, "left"))
+    # d*(T) and T*(d) as indices (len when none): rule A and rule B.
+    d_star, t_star = _first_enough(f_c, f_s, g_c, g_s, drafter_fits(d_all))
     # Per drafter count j: target indices from the first whose d* reaches j to T*(d), and
     # within max_gpus.
     j = np.arange(d_all.size)
