@@ -196,6 +196,18 @@ class _Block:
     fits: np.ndarray
     nodes: np.ndarray
     covered: int                     # splits of the block, evaluated or proved dominated
+    unfit: int = 0                   # evaluated splits left out as they do not fit
+
+    def fitting(self) -> _Block:
+        """The block with its fitting splits only (what ranking needs), counts in 32 bits:
+        the smaller copy a sweep keeps."""
+        keep = self.fits
+        small = {"targets": self.targets[keep].astype(np.int32),
+                 "drafters": self.drafters[keep].astype(np.int32),
+                 "nodes": np.asarray(self.nodes)[keep].astype(np.int32)}
+        return replace(self, **small, days=self.days[keep], cost=self.cost[keep],
+                       slow_days=self.slow_days[keep], slow_cost=self.slow_cost[keep],
+                       fits=self.fits[keep], unfit=self.unfit + int(keep.size - keep.sum()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +511,7 @@ class Sweep:
     @property
     def evaluated(self) -> int:
         """Splits whose figures were computed."""
-        return sum(b.targets.size for b in self.blocks)
+        return sum(b.targets.size + b.unfit for b in self.blocks)
 
     @property
     def covered(self) -> int:
@@ -535,15 +547,16 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
     """Every GPU type per role x TP x split of the space: the splits that can be on a
     front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
     `progress(share_done)` may return False to cancel (the sweep is then incomplete).
-    What it keeps is what ranking again for any constraints needs: every evaluated split
-    (for the app, which ranks again as you type); `search` keeps only a running front."""
+    What it keeps is what ranking again for any constraints needs (the app ranks again as
+    you type): every evaluated split that fits in memory, with the count of those that do
+    not; `search` keeps only a running front."""
     blocks: list[_Block] = []
     complete = True
     for block in _blocks(plan, catalog, space, progress, brute):
         if block is None:
             complete = False
         else:
-            blocks.append(block)
+            blocks.append(block.fitting())
     unit = prices(plan, dict(catalog.gpus), _keys(space), catalog.offers).unit
     return Sweep(plan, catalog, space, tuple(blocks), unit, complete)
 
@@ -601,11 +614,12 @@ class _Ranking:
         space, constraints = self.space, self.constraints
         self.blocks += 1
         self.covered += b.covered
-        self.evaluated += b.targets.size
+        self.evaluated += b.targets.size + b.unfit
         rejected = self.rejected
         pessimistic = constraints.at == "pessimistic"
         ok = b.fits.copy()
-        rejected["memory"] = rejected.get("memory", 0) + int(b.targets.size - b.fits.sum())
+        rejected["memory"] = (rejected.get("memory", 0) + b.unfit
+                              + int(b.targets.size - b.fits.sum()))
         days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
         for name, limit in (("nodes", (b.nodes <= space.max_nodes) if space.max_nodes
                              else None),
