@@ -497,9 +497,11 @@ def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """Every configuration of one plan and search space with its central and pessimistic
-    days, cost, memory fit and nodes: what constraints are applied to. Ranking a sweep
-    again for other constraints costs no second sweep (the app re-ranks as you type)."""
+    """The evaluated configurations of one plan and search space that fit in memory, with
+    their central and pessimistic days, cost and nodes: what constraints are applied to.
+    The pruning does not depend on the constraints (a split left out is dominated under
+    any deadline, budget and `at`), so ranking a sweep again for other constraints costs
+    no second sweep (the app re-ranks as you type)."""
 
     plan: Plan
     catalog: Catalog
