@@ -279,8 +279,14 @@ def test_search_and_compare_name_the_prices_the_plan_does_not_set(tmp_path, caps
     assert borrowed["b300"]["ratio"] == pytest.approx(3.5063, abs=1e-4)
     assert main(question) == 0
     text = " ".join(capsys.readouterr().out.split())
+    # A few GPU types are each named (H200's catalog ratio: $4.95 / $1.975 = 2.51x).
     assert ("prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog "
-            "default ratio); and 1 more searched GPU type(s)") in text
+            "default ratio), H200 SXM at 2.51x the RTX PRO 6000 price (catalog default "
+            "ratio)") in text
+    # Many: the ones on the front by name, the rest counted.
+    assert main(["search", "--deadline-days", "3", "--max-gpus", "16"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "more searched GPU type(s) not on the front (--json lists them)" in text
     base, b300 = _two_plans(tmp_path, capsys)
     assert main(["compare", str(base), str(b300)]) == 0
     text = " ".join(capsys.readouterr().out.split())
