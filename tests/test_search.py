@@ -174,7 +174,7 @@ def test_the_sweeps_figures_are_the_projections_bit_for_bit(catalog, baseline):
     swept = sweep(baseline, catalog, space)
     checked = 0
     for b in swept.blocks:
-        for j in np.flatnonzero(b.fits)[::37]:
+        for j in np.flatnonzero(b.fits)[::11]:
             p = project(_variant(baseline, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]),
                                  int(b.drafters[j])), catalog)
             assert (b.days[j], b.cost[j]) == (p.days, p.total_cost)
@@ -195,7 +195,7 @@ def _swept(gpus: tuple[str, ...], max_gpus: int, mixed: bool):
 
     plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
     return sweep(plan, catalog, default_space(plan, catalog, gpus, max_gpus=max_gpus,
-                                              mixed=mixed))
+                                              mixed=mixed), brute=True)
 
 
 def _pick(values: list[float], share: float | None) -> float | None:
@@ -279,8 +279,14 @@ def test_search_and_compare_name_the_prices_the_plan_does_not_set(tmp_path, caps
     assert borrowed["b300"]["ratio"] == pytest.approx(3.5063, abs=1e-4)
     assert main(question) == 0
     text = " ".join(capsys.readouterr().out.split())
+    # A few GPU types are each named (H200's catalog ratio: $4.95 / $1.975 = 2.51x).
     assert ("prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog "
-            "default ratio); and 1 more searched GPU type(s)") in text
+            "default ratio), H200 SXM at 2.51x the RTX PRO 6000 price (catalog default "
+            "ratio)") in text
+    # Many: the ones on the front by name, the rest counted.
+    assert main(["search", "--deadline-days", "3", "--max-gpus", "16"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "more searched GPU type(s) not on the front (--json lists them)" in text
     base, b300 = _two_plans(tmp_path, capsys)
     assert main(["compare", str(base), str(b300)]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -362,3 +368,90 @@ def test_compare_at_narrow_widths_cuts_no_number(tmp_path, monkeypatch, capsys, 
         assert not missing, f"{missing} not whole at {columns} columns:\n{text}"
     if columns == 60:        # what did not fit is named
         assert "left out at 60 columns: bottleneck" in " ".join(text.split())
+
+
+# -- pruning: the splits left out are proved dominated (issue 23) ---------------------------
+
+def _front_key(result) -> list[tuple]:
+    """Each front plan and the figures shown for it."""
+    return [(c.plan.target.gpu, c.plan.drafter.gpu, c.plan.target.tp, c.plan.target.count,
+             c.plan.drafter.count, c.days, c.cost, c.pessimistic_days, c.pessimistic_cost)
+            for c in result.front]
+
+
+def _winner_key(c) -> tuple | None:
+    return None if c is None else _front_key(type("R", (), {"front": (c,)}))[0]
+
+
+@functools.cache
+def _priced_plan(prices: tuple[tuple[str, float, int], ...], transport: str, batch: int):
+    from dflash_plan.model.catalog import Catalog
+    from dflash_plan.model.hardware import builtin_gpus
+    from dflash_plan.model.plan import default_plan
+
+    plan = edit(default_plan(),
+                cost={"usd_per_gpu_hour": {k: usd for k, usd, _ in prices},
+                      "unit_gpus": {k: unit for k, _, unit in prices}, "ratio": {}},
+                workload={"transport": transport}, drafter={"batch_size": batch})
+    return plan, Catalog(gpus=builtin_gpus())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gpus=st.lists(st.sampled_from((*PRICED, "l40s")), min_size=1, max_size=3,
+                    unique=True),
+       batch=st.sampled_from([2, 16, 64]),
+       usd=st.lists(st.sampled_from([0.5, 1.25, 2.0, 3.5, 6.99]), min_size=3, max_size=3),
+       units=st.lists(st.sampled_from([1, 1, 2, 8]), min_size=3, max_size=3),
+       transport=st.sampled_from(["mooncake", "direct"]), max_gpus=st.integers(2, 32),
+       mixed=st.booleans(), one_node=st.booleans(),
+       max_nodes=st.none() | st.integers(1, 4), at=st.sampled_from(AT_CHOICES),
+       deadline_share=st.none() | st.floats(0, 1), budget_share=st.none() | st.floats(0, 1))
+def test_pruned_search_is_the_brute_force_search(gpus, batch, usd, units, transport, max_gpus,
+                                                 mixed, one_node, max_nodes, at,
+                                                 deadline_share, budget_share):
+    # Drafter batches that make the memory fit depend on the drafter count (the optimizer
+    # state is sharded over the drafters).
+    plan, catalog = _priced_plan(tuple(zip(gpus, usd, units, strict=False)), transport, batch)
+    space = default_space(plan, catalog, tuple(gpus), max_gpus=max_gpus, mixed=mixed,
+                          one_node=one_node, max_nodes=max_nodes)
+    brute = sweep(plan, catalog, space, brute=True)
+    # Limits at the figures of evaluated splits themselves (boundaries too).
+    days_at, cost_at = (("slow_days", "slow_cost") if at == "pessimistic"
+                        else ("days", "cost"))
+    fitting = [(getattr(b, days_at)[b.fits], getattr(b, cost_at)[b.fits])
+               for b in brute.blocks]
+    deadline = _pick([float(x) for d, _ in fitting for x in d], deadline_share)
+    budget = _pick([float(x) for _, c in fitting for x in c], budget_share)
+    constraints = Constraints(deadline, budget, at=at)
+    want = rank(brute, constraints)
+    got = search(plan, catalog, space, constraints)
+    assert _front_key(got) == _front_key(want)
+    for name in ("cheapest_within_deadline", "fastest_within_budget",
+                 "most_tokens_per_cost"):
+        assert _winner_key(getattr(got, name)) == _winner_key(getattr(want, name)), name
+    assert (got.covered, got.why_none is None) == (want.evaluated, want.why_none is None)
+    assert got.evaluated_after_pruning <= want.evaluated
+    # The app's sweep keeps what ranking again needs: the same answer from it.
+    pruned = sweep(plan, catalog, space)
+    assert _front_key(rank(pruned, constraints)) == _front_key(want)
+    # The proof's claim itself, whatever the limits: each split left out has an evaluated
+    # split of its block no worse in any figure, nodes or fit, with fewer GPUs.
+    for b, p in zip(brute.blocks, pruned.blocks, strict=True):
+        assert (b.t_gpu, b.d_gpu, b.tp, b.covered) == (p.t_gpu, p.d_gpu, p.tp, p.covered)
+        evaluated = set(zip(p.targets.tolist(), p.drafters.tolist(), strict=True))
+        out = np.array([(t, d) not in evaluated
+                        for t, d in zip(b.targets.tolist(), b.drafters.tolist(), strict=True)],
+                       dtype=bool)
+        assert out.sum() == b.targets.size - p.targets.size
+        out &= b.fits           # the sweep keeps the fitting splits it evaluated
+
+        def column(block, name, rows=slice(None)):
+            return np.asarray(getattr(block, name) if name != "gpus"
+                              else block.targets + block.drafters)[rows]
+
+        no_worse = np.ones((int(out.sum()), p.targets.size), dtype=bool)
+        for name in ("days", "cost", "slow_days", "slow_cost", "nodes"):
+            no_worse &= column(p, name)[None, :] <= column(b, name, out)[:, None]
+        no_worse &= column(p, "fits")[None, :] >= column(b, "fits", out)[:, None]
+        no_worse &= column(p, "gpus")[None, :] < column(b, "gpus", out)[:, None]
+        assert no_worse.any(axis=1).all()

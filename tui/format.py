@@ -150,6 +150,10 @@ def break_even(p: Projection, ratios: dict[str, float]) -> str:
     return f"break-even: {' and '.join(parts)}{together}"
 
 
+# Prices not set in the plan are named one by one up to this many GPU types.
+BORROWED_NAMED = 4
+
+
 def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
     """The searched GPU types priced by the catalog or an offer rather than the plan: the
     ones in the results by name, the others counted (--json lists all); '' for none."""
@@ -159,9 +163,12 @@ def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
                                                          for c in result.front}
     shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
     named = [p for p in result.borrowed_prices if p.gpu in shown]
-    others = len(result.borrowed_prices) - len(named)
+    others = [p for p in result.borrowed_prices if p.gpu not in shown]
+    if len(others) <= BORROWED_NAMED:               # a few: each by name
+        named, others = named + others, []
     text = ", ".join(price_source(p, result.prices, names) for p in named)
     if others:
-        text += (("; and " if text else "") + f"{others} more searched GPU type(s) "
-                 f"(--json lists them)")
+        text += (("; and " if text else "") + f"{len(others)} "
+                 + ("more " if text else "") + "searched GPU type(s) not on the front "
+                 "(--json lists them)")
     return text

@@ -347,8 +347,11 @@ def search(result: SearchResult, catalog: Catalog) -> None:
               f"budget {fmt.cost(k.budget, result.cost_unit)}" if k.budget else ""]
     judged = (f" {k.describe()} ({', '.join(x for x in limits if x)})"
               if any(limits) else "")
-    console.print(f"searched {result.evaluated:,} configurations; {result.feasible:,} fit and "
-                  f"meet the constraints{escape(judged)}")
+    dominated = result.covered - result.evaluated_splits
+    console.print(f"searched {result.covered:,} configurations: {result.evaluated_splits:,} "
+                  f"evaluated, {dominated:,} proved dominated (on no front); "
+                  f"{result.feasible:,} of the evaluated fit and meet the "
+                  f"constraints{escape(judged)}")
     names = {key: g.name for key, g in catalog.gpus.items()}
     if result.why_none:
         console.print(f"[bold red]no plan[/bold red]: {escape(result.why_none)}")

@@ -330,8 +330,11 @@ class SearchScreen(Screen[None]):
                 f"{k.budget:g}" if k.budget is not None else "") if x) or "the limits"
             judged = ("" if limits == "the limits" else
                       " at worst" if k.at == "pessimistic" else " (central)")
-            text = (f"{result.evaluated:,} plans, {result.feasible:,} within {limits}{judged}, "
-                    f"{len(result.front)} on the front")
+            # Covered and evaluated apart: the splits left out are proved dominated.
+            pruned = (" (all evaluated)" if result.evaluated_splits == result.covered
+                      else f" ({result.evaluated_splits:,} evaluated, the rest dominated)")
+            text = (f"{result.covered:,} plans{pruned}, {result.feasible:,} within "
+                    f"{limits}{judged}, {len(result.front)} on the front")
             if judged == " (central)":
                 text += "; ✓: at worst too"
             names = {k: g.name for k, g in query.catalog.gpus.items()}

@@ -5,12 +5,22 @@ Per-GPU rates depend only on GPU type, role, TP and the workload, so they are co
 once per combination (`rates.rates`); every split of counts is then one row of a numpy
 array through `pipeline.flow`. The plans returned are projected again with `project()`,
 so the figures a user sees are the projection's own.
+
+Pruning (issue 23). A search covers every split, but evaluates only the splits that can be
+on a front: `_band` gives, for a block of two different GPU types, the splits around
+balance, and every other split is proved dominated (its docstring has the argument). A
+proved-dominated split has, next to one evaluated split, days, cost, pessimistic days and
+pessimistic cost each no lower, as many nodes or more, a memory fit no better and more
+GPUs: it is on no front and wins nothing under any deadline, budget or `at`, so a sweep
+stays rankable for any constraints (the app re-ranks without a new sweep). Blocks of one
+GPU type (the roles share nodes, which couples the two sides) are evaluated whole.
+`brute=True` evaluates every split (the property tests and the benchmark compare both).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -101,8 +111,8 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    evaluated: int                   # configurations evaluated
-    feasible: int                    # that fit in memory and meet every constraint
+    evaluated: int                   # configurations covered (evaluated + proved dominated)
+    feasible: int                    # of those evaluated, that fit and meet every constraint
     front: tuple[Candidate, ...]     # Pareto front of (days, cost), fastest first
     cheapest_within_deadline: Candidate | None
     fastest_within_budget: Candidate | None
@@ -114,6 +124,17 @@ class Result:
     prices: Prices | None = None     # the searched GPU types' prices
     # The searched GPU types whose price is not the plan's own (catalog, offer).
     borrowed_prices: tuple[Price, ...] = ()
+    evaluated_after_pruning: int | None = None    # None: every covered one was evaluated
+
+    @property
+    def covered(self) -> int:
+        return self.evaluated
+
+    @property
+    def evaluated_splits(self) -> int:
+        """Configurations whose figures were computed (the rest proved dominated)."""
+        return self.evaluated if self.evaluated_after_pruning is None \
+            else self.evaluated_after_pruning
 
     def to_json(self) -> dict[str, Any]:
         at = self.constraints.at
@@ -131,7 +152,10 @@ class Result:
                     "within_budget_pessimistic": c.within_budget_pessimistic,
                     "judged_days": days, "judged_cost": cost}
 
-        return {"evaluated": self.evaluated, "feasible": self.feasible,
+        return {"evaluated": self.evaluated, "covered": self.covered,
+                "evaluated_after_pruning": self.evaluated_splits,
+                "proved_dominated": self.covered - self.evaluated_splits,
+                "feasible": self.feasible,
                 "cost_unit": self.cost_unit, "why_none": self.why_none,
                 "rejected": self.rejected, "constraints": self.constraints.to_json(),
                 "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
@@ -171,6 +195,19 @@ class _Block:
     slow_cost: np.ndarray            # the cost at slow_days
     fits: np.ndarray
     nodes: np.ndarray
+    covered: int                     # splits of the block, evaluated or proved dominated
+    unfit: int = 0                   # evaluated splits left out as they do not fit
+
+    def fitting(self) -> _Block:
+        """The block with its fitting splits only (what ranking needs), counts in 32 bits:
+        the smaller copy a sweep keeps."""
+        keep = self.fits
+        small = {"targets": self.targets[keep].astype(np.int32),
+                 "drafters": self.drafters[keep].astype(np.int32),
+                 "nodes": np.asarray(self.nodes)[keep].astype(np.int32)}
+        return replace(self, **small, days=self.days[keep], cost=self.cost[keep],
+                       slow_days=self.slow_days[keep], slow_cost=self.slow_cost[keep],
+                       fits=self.fits[keep], unfit=self.unfit + int(keep.size - keep.sum()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +227,7 @@ def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
 
 
 def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int,
-           space: Space) -> _Block | None:
+           space: Space, brute: bool = False) -> _Block | None:
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -200,21 +237,57 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     t_rate, d_rate = shared.rates[t_key].target, shared.rates[d_key].drafter
     tw = shared.rates[t_key].target_work
     w = plan.workload
-    targets, drafters = _splits(space.max_gpus, tp)
 
     def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float,
                shares: tuple[float, float] = (1.0, 1.0)) -> PipelineInputs:
         return plan_inputs(r, tw, target_tokens_per_s, drafter_tokens_per_s,
                            link_scaled(t_gpu, shares[0]), link_scaled(d_gpu, shares[1]), tp)
 
-    central = flow(inputs(t_rate.tokens_per_s, d_rate.tokens_per_s), targets, drafters)
+    central_in = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s)
     # Pessimistic: the worst scenario of each split, which is the corner of both roles'
     # lowest rates and the slowest links (the pipeline is monotone in each: projection.py's
     # PlanScenarios), one vectorised call as for the central figures.
     slow_links = (link_share(f"link:{t_gpu.link.kind}", LOW),
                   link_share(f"link:{d_gpu.link.kind}", LOW))
-    slow = flow(inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links),
-                targets, drafters)
+    slow_in = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links)
+    # Memory: the target's does not depend on counts; the drafter's optimizer state is
+    # sharded over the drafters, so enough of them make it fit.
+    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
+    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
+                                               float(w.avg_sample_tokens),
+                                               plan.drafter.batch_size, 1),
+                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
+    state = dict(one.items_gb).get("optimizer state", 0.0)
+    fixed = one.needed_gb - state
+
+    def drafter_fits(drafters: np.ndarray) -> np.ndarray:
+        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1]
+                          <= d_gpu.memory_gb)
+
+    replicas = np.arange(1, space.max_gpus // tp + 1)
+    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    band: tuple[np.ndarray, ...] | None = None
+    if brute:
+        pass
+    elif t_key != d_key:
+        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
+    else:
+        band = _band_one_type(central_in, slow_in, tp, space.max_gpus, drafter_fits,
+                              view.by_gpu[t_key].unit_gpus)
+    if band is not None:
+        targets, drafters = band[0], band[1]
+        central = flow(central_in, targets, drafters)
+        slow = flow(slow_in, targets, drafters)
+        # The form the pruning of two types rests on, on every split evaluated; else the
+        # whole block.
+        if len(band) == 4 and not (np.array_equal(central.tokens_per_s, band[2])
+                                   and np.array_equal(slow.tokens_per_s, band[3])):
+            band = None
+    if band is None:
+        targets, drafters = _splits(space.max_gpus, tp)
+        central = flow(central_in, targets, drafters)
+        slow = flow(slow_in, targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
     # operations), so that a plan judged within a limit here is within it in its projection.
     billed_t, billed_d = billed(targets, drafters, t_key == d_key,
@@ -229,22 +302,181 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
 
     days, cost = days_cost(central.tokens_per_s)
     slow_days, slow_cost = days_cost(slow.tokens_per_s)
-    # Memory: the target's does not depend on counts; the drafter's optimizer state is
-    # sharded over the drafters, so enough of them make it fit.
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
-    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
-                                               float(w.avg_sample_tokens),
-                                               plan.drafter.batch_size, 1),
-                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
-    state = dict(one.items_gb).get("optimizer state", 0.0)
-    fixed = one.needed_gb - state
-    # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
     t_mem = replace(t_mem, band=memory_band("target"))
-    drafter_fits = (fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb
-    fits = drafter_fits & t_mem.fits
+    fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,
-                  nodes)
+                  nodes, covered)
+
+
+# Counts no split reaches: a side's capacity with this many GPUs on the other side is that
+# side's own limit (the other side's terms of the minimum are far above it).
+_UNBOUNDED = 1 << 36
+
+
+def _relaxed(inputs: PipelineInputs) -> PipelineInputs:
+    """The inputs with each role on nodes of its own and no network limit: `flow` of them
+    is then min(F(T), G(d)) with F the targets and senders, G the drafters (on the fewest
+    nodes they can take) and receivers: upper bounds of each side with one GPU type."""
+    h = replace(inputs.hidden, target_network_bytes_per_s=math.inf,
+                drafter_network_bytes_per_s=math.inf)
+    return replace(inputs, same_gpu_type=False, hidden=h)
+
+
+def _sides(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int
+           ) -> tuple[np.ndarray, ...]:
+    """t_all, d_all and F_c, F_s (by targets), G_c, G_s (by drafters): each side's
+    capacity with the other side unbounded."""
+    t_all = np.arange(1, max_gpus // tp + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    t_side = flow(central, t_all, _UNBOUNDED * tp), flow(slow, t_all, _UNBOUNDED * tp)
+    d_side = flow(central, _UNBOUNDED * tp, d_all), flow(slow, _UNBOUNDED * tp, d_all)
+    f_c, f_s = (np.minimum(f.target_tokens_per_s, f.link_tokens_per_s) for f in t_side)
+    g_c, g_s = (np.minimum(g.drafter_tokens_per_s, g.link_tokens_per_s) for g in d_side)
+    return t_all, d_all, f_c, f_s, g_c, g_s
+
+
+def _first_enough(f_c: np.ndarray, f_s: np.ndarray, g_c: np.ndarray, g_s: np.ndarray,
+                  fits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """By target index, the first drafter index that fits with G >= F at both ends (len
+    when none); by drafter index, the first target index with F >= G at both ends
+    (len when none). F must not fall as T grows."""
+    enough = np.minimum(np.searchsorted(f_c, g_c, "right"), np.searchsorted(f_s, g_s, "right"))
+    enough = np.where(fits, enough, 0)
+    d_first = np.searchsorted(np.maximum.accumulate(enough), np.arange(f_c.size), "right")
+    t_first = np.maximum(np.searchsorted(f_c, g_c, "left"), np.searchsorted(f_s, g_s, "left"))
+    return d_first, t_first
+
+
+# How many drafter (target) counts from the first one the bounds allow are tried for the
+# split that reaches the bound.
+_TRIES = 8
+
+
+def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
+                   drafter_fits: Callable[[np.ndarray], np.ndarray], unit_gpus: int
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (targets, drafters) of a block of one GPU type that can be on a front; every
+    other split of the block is dominated by an evaluated one. None to evaluate all.
+
+    The argument. The roles share nodes, so `flow` does not split into two sides as in
+    `_band`; it has upper bounds that do not depend on the other count: tokens(T, d) <=
+    F(T) (the replicas and their senders) and tokens(T, d) <= G(d) (the drafters on the
+    fewest nodes they can take, whose all-reduce is then the cheapest, and the
+    receivers), from `flow` of `_relaxed` inputs. A split that reaches a bound at both
+    ends is found by evaluating it: for targets T, d*(T) is the first of `_TRIES` drafter
+    counts from the first that the bounds allow with tokens(T, d*) == F(T) at both ends
+    and a memory fit; for drafters d, T*(d) likewise with tokens(T*, d) == G(d).
+    Cost per hour is billed x price, billed = the GPUs in whole rental units of the one
+    pool, so it is the same for splits of one billed total (up to rounding: they are
+    kept) and larger by a whole unit's price for a larger total (far above rounding).
+    So every d > d*(T) of a larger billed total has tokens/s no higher, cost per hour
+    higher, nodes = ceil((T + d) / node) no fewer, more GPUs: dominated by (T, d*); every
+    T > T*(d) of a larger billed total likewise by (T*, d) (the fit does not depend on
+    T). A dominating split left out is itself dominated by one with fewer GPUs, so a
+    chain ends at an evaluated split. Counts with no such split are kept whole."""
+    t_all, d_all, f_c, f_s, g_c, g_s = _sides(_relaxed(central), _relaxed(slow), tp,
+                                              max_gpus)
+    if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
+        return None
+    fits = drafter_fits(d_all)
+    d_first, t_first = _first_enough(f_c, f_s, g_c, g_s, fits)
+    tries = np.arange(_TRIES)
+
+    def reached(rows: np.ndarray, columns: np.ndarray, bound_c: np.ndarray,
+                bound_s: np.ndarray) -> np.ndarray:
+        """Which of the splits (by index) reach the bounds at both ends, within max."""
+        inside = ((rows < t_all.size) & (columns < d_all.size))
+        rows, columns = np.minimum(rows, t_all.size - 1), np.minimum(columns, d_all.size - 1)
+        targets, drafters = t_all[rows], d_all[columns]
+        inside &= targets + drafters <= max_gpus
+        return np.asarray(inside & (flow(central, targets, drafters).tokens_per_s == bound_c)
+                          & (flow(slow, targets, drafters).tokens_per_s == bound_s))
+
+    def last_of_unit(total: np.ndarray) -> np.ndarray:
+        return -(-total // unit_gpus) * unit_gpus
+
+    # Rule A: d*(T) for each target count (rows x tries).
+    rows = np.repeat(np.arange(t_all.size), _TRIES)
+    columns = np.repeat(d_first, _TRIES) + np.tile(tries, t_all.size)
+    ok = reached(rows, columns, f_c[rows], f_s[rows])
+    ok &= fits[np.minimum(columns, d_all.size - 1)]
+    ok = ok.reshape(t_all.size, _TRIES)
+    found = ok.any(axis=1)
+    d_star = d_all[np.minimum(d_first + ok.argmax(axis=1), d_all.size - 1)]
+    d_limit = np.where(found, last_of_unit(t_all + d_star) - t_all, max_gpus)
+    # Rule B: T*(d) for each drafter count.
+    columns = np.repeat(np.arange(d_all.size), _TRIES)
+    rows = np.repeat(t_first, _TRIES) + np.tile(tries, d_all.size)
+    ok = reached(rows, columns, g_c[columns], g_s[columns]).reshape(d_all.size, _TRIES)
+    found = ok.any(axis=1)
+    t_star = t_all[np.minimum(t_first + ok.argmax(axis=1), t_all.size - 1)]
+    t_limit = np.where(found, last_of_unit(t_star + d_all) - d_all, max_gpus)
+    keep = ((d_all[None, :] <= d_limit[:, None]) & (t_all[:, None] <= t_limit[None, :])
+            & (t_all[:, None] + d_all[None, :] <= max_gpus))
+    rows, columns = np.nonzero(keep)          # in the order of `_splits`
+    return t_all[rows], d_all[columns]
+
+
+def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
+          drafter_fits: Callable[[np.ndarray], np.ndarray]
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The (targets, drafters) of a block of two different GPU types that can be on a
+    front; every other split of the block is dominated by one of these. None when the
+    block does not have the form the argument needs (then every split is evaluated). With
+    them, min(F, G) of each: the tokens/s at both ends that `_block` checks `flow` gives.
+
+    The argument. With two GPU types the roles sit on nodes of their own: no hidden state
+    stays on its node (crossing share 1), the drafters' nodes depend on the drafters only,
+    so `flow` is the minimum of a target side F(T) (the replicas' capacity, the senders,
+    the targets' network) and a drafter side G(d) (the drafters with their all-reduce, the
+    receivers, the drafters' network): tokens(T, d) = min(F(T), G(d)), exactly (a minimum
+    of the same floats in another grouping; `min(a, b) / c == min(a / c, b / c)` as
+    rounding is monotone). F is obtained as flow(T, huge d) and G as flow(huge T, d), and
+    the form is checked on every evaluated split (the block is evaluated whole if it
+    ever fails). F grows with
+    T (replicas times a rate); G need not grow with d (the all-reduce across nodes).
+    Both hold at the central rates and at the pessimistic corner (F_c, G_c, F_s, G_s).
+
+    Cost per hour is billed_t(T) x price_t + billed_d(d) x price_d, each term of its own
+    count (whole rental units: billed counts never fall as the count grows), so it never
+    falls as T or d grows, in floating point too (a sum with a fixed term, products by
+    positive numbers: monotone rounding). Days = tokens / tokens/s / 86400, cost = cost
+    per hour x hours: each never falls when tokens/s falls or the cost per hour grows.
+    Nodes = ceil(T / node) + ceil(d / node) grow with each. Memory: the target's fit is
+    one for the block, the drafters' depends on d (the optimizer state is sharded over
+    them), so a dominating split must fit whenever the dominated one does.
+
+    Rule A (too many drafters): for targets T, let d*(T) be the fewest drafters that fit
+    with G_c(d*) >= F_c(T) and G_s(d*) >= F_s(T). Then (T, d*) runs at F(T), the most any
+    (T, d) can, at both ends; every d > d* has tokens no higher, cost per hour, nodes no
+    lower and more GPUs: dominated. d*(T) never falls as T grows (F grows).
+    Rule B (too many targets): for drafters d, let T*(d) be the fewest targets with
+    F_c(T*) >= G_c(d) and F_s(T*) >= G_s(d): (T*, d) runs at G(d), the most any (T, d)
+    can; every T > T* is dominated (the fit does not depend on T).
+    What is left is the band T <= T*(d) and d <= d*(T): the splits around balance at the
+    central rates, at the pessimistic ones and between the two."""
+    t_all, d_all, f_c, f_s, g_c, g_s = _sides(central, slow, tp, max_gpus)
+    replicas = t_all.size
+    if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
+        return None
+    # d*(T) and T*(d) as indices (len when none): rule A and rule B.
+    d_star, t_star = _first_enough(f_c, f_s, g_c, g_s, drafter_fits(d_all))
+    # Per drafter count j: target indices from the first whose d* reaches j to T*(d), and
+    # within max_gpus.
+    j = np.arange(d_all.size)
+    low = np.searchsorted(d_star, j, "left")
+    high = np.minimum(np.minimum(t_star, replicas - 1), (max_gpus - d_all) // tp - 1)
+    count = np.maximum(high - low + 1, 0)
+    columns = np.repeat(j, count)
+    starts = np.repeat(low - (np.cumsum(count) - count), count)
+    rows = starts + np.arange(columns.size)
+    # In the order of `_splits` (targets, then drafters), so that of splits with equal
+    # figures the same one is kept as when every split is evaluated.
+    order = np.lexsort((columns, rows))
+    rows, columns = rows[order], columns[order]
+    return (t_all[rows], d_all[columns], np.minimum(f_c[rows], g_c[columns]),
+            np.minimum(f_s[rows], g_s[columns]))
 
 
 def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
@@ -259,9 +491,11 @@ def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """Every configuration of one plan and search space with its central and pessimistic
-    days, cost, memory fit and nodes: what constraints are applied to. Ranking a sweep
-    again for other constraints costs no second sweep (the app re-ranks as you type)."""
+    """The evaluated configurations of one plan and search space that fit in memory, with
+    their central and pessimistic days, cost and nodes: what constraints are applied to.
+    The pruning does not depend on the constraints (a split left out is dominated under
+    any deadline, budget and `at`), so ranking a sweep again for other constraints costs
+    no second sweep (the app re-ranks as you type)."""
 
     plan: Plan
     catalog: Catalog
@@ -272,13 +506,20 @@ class Sweep:
 
     @property
     def evaluated(self) -> int:
-        return sum(b.targets.size for b in self.blocks)
+        """Splits whose figures were computed."""
+        return sum(b.targets.size + b.unfit for b in self.blocks)
+
+    @property
+    def covered(self) -> int:
+        """Splits the sweep answers for: evaluated, or proved dominated by one evaluated."""
+        return sum(b.covered for b in self.blocks)
 
 
-def sweep(plan: Plan, catalog: Catalog, space: Space,
-          progress: Callable[[float], bool] | None = None) -> Sweep:
-    """Every GPU type per role x TP x split of the space. `progress(share_done)` may
-    return False to cancel (the sweep is then incomplete)."""
+def _blocks(plan: Plan, catalog: Catalog, space: Space,
+            progress: Callable[[float], bool] | None, brute: bool
+            ) -> Iterator[_Block | None]:
+    """The blocks of the space one at a time (None after each GPU-type pair, for the
+    progress); stops early when `progress(share_done)` returns False."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
         raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
                         f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
@@ -286,24 +527,46 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
              if space.mixed or t == d]
     shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus
                                                         + space.drafter_gpus)))
-    blocks: list[_Block] = []
-    complete = True
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            block = _block(plan, catalog, shared, t_key, d_key, tp, space)
+            block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute)
             if block is not None:
-                blocks.append(block)
+                yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
+            yield None
+            return
+
+
+def sweep(plan: Plan, catalog: Catalog, space: Space,
+          progress: Callable[[float], bool] | None = None, brute: bool = False) -> Sweep:
+    """Every GPU type per role x TP x split of the space: the splits that can be on a
+    front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
+    `progress(share_done)` may return False to cancel (the sweep is then incomplete).
+    What it keeps is what ranking again for any constraints needs (the app ranks again as
+    you type): every evaluated split that fits in memory, with the count of those that do
+    not; `search` keeps only a running front."""
+    blocks: list[_Block] = []
+    complete = True
+    for block in _blocks(plan, catalog, space, progress, brute):
+        if block is None:
             complete = False
-            break
-    return Sweep(plan, catalog, space, tuple(blocks), shared.prices.unit, complete)
+        else:
+            blocks.append(block.fitting())
+    unit = prices(plan, dict(catalog.gpus), _keys(space), catalog.offers).unit
+    return Sweep(plan, catalog, space, tuple(blocks), unit, complete)
 
 
 def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
-           progress: Callable[[float], bool] | None = None) -> Result:
-    """The front and the winners. `progress(share_done)` may return False to cancel."""
-    return rank(sweep(plan, catalog, space, progress), constraints)
+           progress: Callable[[float], bool] | None = None, brute: bool = False) -> Result:
+    """The front and the winners. `progress(share_done)` may return False to cancel.
+    Block by block with a running front: memory is bounded by the front and one block,
+    not by the number of configurations."""
+    ranking = _Ranking(plan, catalog, space, constraints)
+    for block in _blocks(plan, catalog, space, progress, brute):
+        if block is not None:
+            ranking.add(block)
+    return ranking.result()
 
 
 def rank(swept: Sweep, constraints: Constraints) -> Result:
@@ -311,14 +574,48 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
     the budget are judged once, at `constraints.at`, and that one feasible set gives both
     the front and the winners: the fastest is the front's first plan, the cheapest its
     last (TIE_RULE)."""
-    plan, catalog, space = swept.plan, swept.catalog, swept.space
-    blocks = list(swept.blocks)
-    pessimistic = constraints.at == "pessimistic"
-    rejected: dict[str, int] = {}
-    oks = []
-    for b in blocks:
+    ranking = _Ranking(swept.plan, swept.catalog, swept.space, constraints)
+    for block in swept.blocks:
+        ranking.add(block)
+    return ranking.result()
+
+
+def _keys(space: Space) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
+
+
+# The running front is merged again when this many points wait beside it (each block's
+# own front is small: a few hundred points at most).
+_MERGE_AT = 50_000
+
+
+class _Ranking:
+    """A running Pareto front of feasible splits and the counts of what was rejected, fed
+    block by block. Of equal figures the first in block order (then split order) is kept,
+    as a single sort of every split would (np.lexsort is stable)."""
+
+    def __init__(self, plan: Plan, catalog: Catalog, space: Space,
+                 constraints: Constraints) -> None:
+        self.plan, self.catalog, self.space, self.constraints = plan, catalog, space, constraints
+        self.rejected: dict[str, int] = {}
+        self.feasible = 0
+        self.covered = 0
+        self.evaluated = 0
+        self.blocks = 0
+        self.kinds: list[tuple[str, str, int]] = []        # (t_gpu, d_gpu, tp) by index
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.waiting = 0
+
+    def add(self, b: _Block) -> None:
+        space, constraints = self.space, self.constraints
+        self.blocks += 1
+        self.covered += b.covered
+        self.evaluated += b.targets.size + b.unfit
+        rejected = self.rejected
+        pessimistic = constraints.at == "pessimistic"
         ok = b.fits.copy()
-        rejected["memory"] = rejected.get("memory", 0) + int(b.targets.size - b.fits.sum())
+        rejected["memory"] = (rejected.get("memory", 0) + b.unfit
+                              + int(b.targets.size - b.fits.sum()))
         days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
         for name, limit in (("nodes", (b.nodes <= space.max_nodes) if space.max_nodes
                              else None),
@@ -330,57 +627,81 @@ def rank(swept: Sweep, constraints: Constraints) -> Result:
             if limit is not None:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
-        oks.append(ok)
-    evaluated = swept.evaluated
-    keys = tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus))
-    view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
-    borrowed = view.borrowed(keys)
-    if not blocks:
-        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
-                      why_none="no GPU type with a price to search (set cost.ratio or "
-                               "cost.usd_per_gpu_hour for the types to include)",
-                      rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed)
+        rows = np.flatnonzero(ok)
+        self.feasible += rows.size
+        if rows.size == 0:
+            return
+        gpus = b.targets[rows] + b.drafters[rows]
+        rows = rows[np.sort(_pareto(b.days[rows], b.cost[rows], gpus))]
+        self.kinds.append((b.t_gpu, b.d_gpu, b.tp))
+        self.parts.append({"days": b.days[rows], "cost": b.cost[rows],
+                           "slow_days": b.slow_days[rows], "slow_cost": b.slow_cost[rows],
+                           "targets": b.targets[rows], "drafters": b.drafters[rows],
+                           "kind": np.full(rows.size, len(self.kinds) - 1)})
+        self.waiting += rows.size
+        if self.waiting > _MERGE_AT:
+            self._merge()
 
-    def kept(column: Callable[[_Block], np.ndarray]) -> np.ndarray:
-        return np.concatenate([column(b)[ok] for b, ok in zip(blocks, oks, strict=True)])
+    def _merge(self) -> dict[str, np.ndarray]:
+        """The running front as one set of columns (in block order, then split order)."""
+        if not self.parts:
+            return {}
+        both = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        keep = np.sort(_pareto(both["days"], both["cost"], both["targets"] + both["drafters"]))
+        front = {k: v[keep] for k, v in both.items()}
+        self.parts, self.waiting = [front], 0
+        return front
 
-    days, cost = kept(lambda b: b.days), kept(lambda b: b.cost)
-    if days.size == 0:
-        worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
-        return Result(evaluated, 0, (), None, None, None, swept.cost_unit,
-                      why_none=f"no configuration meets the constraints "
-                               f"{constraints.describe()}; most were stopped by {worst} "
-                               f"({rejected.get(worst, 0):,} of {evaluated:,})",
-                      rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed)
-    slow_days, slow_cost = kept(lambda b: b.slow_days), kept(lambda b: b.slow_cost)
-    gpus = kept(lambda b: b.targets + b.drafters)
-    block_of = np.concatenate([np.full(int(ok.sum()), bi) for bi, ok in enumerate(oks)])
-    row_of = np.concatenate([np.flatnonzero(ok) for ok in oks])
+    def result(self) -> Result:
+        plan, catalog, space, constraints = (self.plan, self.catalog, self.space,
+                                             self.constraints)
+        rejected = self.rejected
+        keys = _keys(space)
+        view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
+        borrowed = view.borrowed(keys)
+        # Counts of the evaluated splits (a proved-dominated one is judged by its
+        # dominator).
+        evaluated, computed = self.covered, self.evaluated
+        if not self.blocks:
+            return Result(evaluated, 0, (), None, None, None, view.unit,
+                          why_none="no GPU type with a price to search (set cost.ratio or "
+                                   "cost.usd_per_gpu_hour for the types to include)",
+                          rejected=rejected, constraints=constraints, prices=view,
+                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+        if not self.feasible:
+            worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
+            return Result(evaluated, 0, (), None, None, None, view.unit,
+                          why_none=f"no configuration meets the constraints "
+                                   f"{constraints.describe()}; most were stopped by {worst} "
+                                   f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
+                          rejected=rejected, constraints=constraints, prices=view,
+                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+        f = self._merge()
 
-    def candidate(k: int) -> Candidate:
-        b, j = blocks[int(block_of[k])], int(row_of[k])
-        chosen = _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]))
-        p = project(chosen, catalog)
-        # The projection's own pessimistic figures (the sweep's equal them; tested).
-        slow_d = float(p.ranges.days[1]) if p.ranges else float(slow_days[k])
-        slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
-                  else float(slow_cost[k]))
-        deadline, budget = constraints.deadline_days, constraints.budget
-        return Candidate(chosen, p, slow_d, slow_c,
-                         None if deadline is None else slow_d <= deadline,
-                         None if budget is None else slow_c <= budget)
+        def candidate(k: int) -> Candidate:
+            t_gpu, d_gpu, tp = self.kinds[int(f["kind"][k])]
+            chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]),
+                              int(f["drafters"][k]))
+            p = project(chosen, catalog)
+            # The projection's own pessimistic figures (the sweep's equal them; tested).
+            slow_d = float(p.ranges.days[1]) if p.ranges else float(f["slow_days"][k])
+            slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
+                      else float(f["slow_cost"][k]))
+            deadline, budget = constraints.deadline_days, constraints.budget
+            return Candidate(chosen, p, slow_d, slow_c,
+                             None if deadline is None else slow_d <= deadline,
+                             None if budget is None else slow_c <= budget)
 
-    front = tuple(candidate(int(k)) for k in _pareto(days, cost, gpus))
-    # Every plan trains the same tokens, so the most tokens per unit of cost is the
-    # cheapest plan of the feasible set.
-    cheapest, fastest = front[-1], front[0]
-    return Result(evaluated, int(days.size), front,
-                  cheapest if constraints.deadline_days is not None else None,
-                  fastest if constraints.budget is not None else None, cheapest,
-                  swept.cost_unit, rejected=rejected, constraints=constraints, prices=view,
-                  borrowed_prices=borrowed)
+        order = np.lexsort((f["targets"] + f["drafters"], f["cost"], f["days"]))
+        front = tuple(candidate(int(k)) for k in order)
+        # Every plan trains the same tokens, so the most tokens per unit of cost is the
+        # cheapest plan of the feasible set.
+        cheapest, fastest = front[-1], front[0]
+        return Result(evaluated, self.feasible, front,
+                      cheapest if constraints.deadline_days is not None else None,
+                      fastest if constraints.budget is not None else None, cheapest,
+                      view.unit, rejected=rejected, constraints=constraints, prices=view,
+                      borrowed_prices=borrowed, evaluated_after_pruning=computed)
 
 
 def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,

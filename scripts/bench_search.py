@@ -1,0 +1,107 @@
+"""Time and peak memory of `dflash-plan search --mixed --max-gpus N --json` before and after
+issue 23's pruning, and of one `project --json` for the "within 10x" target.
+
+Each case runs in a fresh process; wall time is measured around it and the peak resident
+memory is the child's own (`ru_maxrss` from wait4). "after" is the command itself. "before"
+is the search module as it was before the pruning (`model/search.py` at BEFORE_COMMIT,
+read from git and imported beside the package), run with the same plan and space and
+printing the same JSON; `--before brute` runs today's code with `brute=True` instead
+(every split evaluated, but ranked with the running front). The median of `--runs` runs
+is printed (before at 512 GPUs runs once: about 20 s and 5 GB).
+
+    python scripts/bench_search.py [--runs 3] [--gpus 64,128,512] [--before git|brute|none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The last commit before the pruning (issue 23): its search evaluates every split.
+BEFORE_COMMIT = "b336b47"
+RUNS = 3
+
+# Loads model/search.py as it was at a commit as dflash_plan.model._search_before (so
+# that its relative imports resolve), then searches as the CLI does and prints the JSON.
+BEFORE = """
+import importlib.util, json, subprocess, sys
+source = subprocess.run(["git", "-C", {root!r}, "show", {commit!r} + ":model/search.py"],
+                        check=True, capture_output=True, text=True).stdout
+import dflash_plan.model
+spec = importlib.util.spec_from_loader("dflash_plan.model._search_before", loader=None)
+module = importlib.util.module_from_spec(spec)
+module.__package__ = "dflash_plan.model"
+sys.modules[spec.name] = module
+exec(compile(source, "search.py@{commit}", "exec"), module.__dict__)
+from dflash_plan.model.catalog import Catalog
+from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.plan import default_plan
+plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
+space = module.default_space(plan, catalog, max_gpus={gpus}, mixed=True)
+result = module.search(plan, catalog, space, module.Constraints())
+json.dump(result.to_json(), sys.stdout)
+"""
+BRUTE = """
+import json, sys
+from dflash_plan.model import search as module
+from dflash_plan.model.catalog import Catalog
+from dflash_plan.model.hardware import builtin_gpus
+from dflash_plan.model.plan import default_plan
+plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
+space = module.default_space(plan, catalog, max_gpus={gpus}, mixed=True)
+result = module.search(plan, catalog, space, module.Constraints(), brute=True)
+json.dump(result.to_json(), sys.stdout)
+"""
+
+
+def run_once(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of one run of argv."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(argv)[:200]} exited {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_maxrss / 1024          # ru_maxrss is in KiB on Linux
+
+
+def median_of(argv: list[str], runs: int) -> tuple[float, float]:
+    results = [run_once(argv) for _ in range(runs)]
+    return (statistics.median(w for w, _ in results),
+            statistics.median(m for _, m in results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--gpus", default="64,128,512",
+                        help="max GPUs of each case, comma-separated")
+    parser.add_argument("--before", choices=("git", "brute", "none"), default="git")
+    args = parser.parse_args()
+    cli = [sys.executable, "-m", "dflash_plan.tui.cli"]
+    project_s, project_mb = median_of([*cli, "project", "--json"], max(args.runs, 5))
+    print(f"project --json: {project_s:.2f} s, {project_mb:.0f} MB peak "
+          f"(median of {max(args.runs, 5)})")
+    for gpus in (int(g) for g in args.gpus.split(",")):
+        after = median_of([*cli, "search", "--mixed", "--max-gpus", str(gpus), "--json"],
+                          args.runs)
+        line = (f"search --mixed --max-gpus {gpus}: after {after[0]:.2f} s "
+                f"({after[0] / project_s:.1f}x project), {after[1]:.0f} MB peak")
+        if args.before != "none":
+            code = (BEFORE.format(root=str(ROOT), commit=BEFORE_COMMIT, gpus=gpus)
+                    if args.before == "git" else BRUTE.format(gpus=gpus))
+            runs = 1 if gpus > 256 else args.runs
+            before = median_of([sys.executable, "-c", code], runs)
+            line += (f"; before ({args.before}) {before[0]:.2f} s, {before[1]:.0f} MB peak "
+                     f"(median of {runs})")
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
