@@ -27,21 +27,28 @@ ROOT = Path(__file__).resolve().parent.parent
 BEFORE_COMMIT = "b336b47"
 RUNS = 3
 
-# Loads model/search.py as it was at a commit as dflash_plan.model._search_before (so
-# that its relative imports resolve), then searches as the CLI does and prints the JSON.
+# Loads model/search.py as it was at a commit as dflash_plan.model._search_before, its
+# relative imports pointed at where those modules live now (model/ was split into layers
+# after it), then searches as the CLI does and prints the JSON.
 BEFORE = """
-import importlib.util, json, subprocess, sys
+import importlib.util, json, re, subprocess, sys
 source = subprocess.run(["git", "-C", {root!r}, "show", {commit!r} + ":model/search.py"],
                         check=True, capture_output=True, text=True).stdout
+moved = {{"catalog": "inputs.catalog", "cost": "core.cost", "economics": "core.economics",
+         "errors": "basics.errors", "memory": "physics.memory", "pipeline": "physics.pipeline",
+         "plan": "inputs.plan", "projection": "core.projection", "rates": "core.rates",
+         "resolve": "core.resolve", "scenarios": "core.scenarios", "work": "physics.work"}}
+source = re.sub(r"^( *)from [.](\\w+) import", lambda m: m[1] + "from dflash_plan.model."
+                + moved[m[2]] + " import", source, flags=re.M)
 import dflash_plan.model
 spec = importlib.util.spec_from_loader("dflash_plan.model._search_before", loader=None)
 module = importlib.util.module_from_spec(spec)
 module.__package__ = "dflash_plan.model"
 sys.modules[spec.name] = module
 exec(compile(source, "search.py@{commit}", "exec"), module.__dict__)
-from dflash_plan.model.catalog import Catalog
-from dflash_plan.model.hardware import builtin_gpus
-from dflash_plan.model.plan import default_plan
+from dflash_plan.model.inputs.catalog import Catalog
+from dflash_plan.model.inputs.plan import default_plan
+from dflash_plan.model.physics.fitting import builtin_gpus
 plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
 space = module.default_space(plan, catalog, max_gpus={gpus}, mixed=True)
 result = module.search(plan, catalog, space, module.Constraints())
@@ -49,10 +56,10 @@ json.dump(result.to_json(), sys.stdout)
 """
 BRUTE = """
 import json, sys
-from dflash_plan.model import search as module
-from dflash_plan.model.catalog import Catalog
-from dflash_plan.model.hardware import builtin_gpus
-from dflash_plan.model.plan import default_plan
+from dflash_plan.model.explore import search as module
+from dflash_plan.model.inputs.catalog import Catalog
+from dflash_plan.model.inputs.plan import default_plan
+from dflash_plan.model.physics.fitting import builtin_gpus
 plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
 space = module.default_space(plan, catalog, max_gpus={gpus}, mixed=True)
 result = module.search(plan, catalog, space, module.Constraints(), brute=True)

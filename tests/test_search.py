@@ -385,9 +385,9 @@ def _winner_key(c) -> tuple | None:
 
 @functools.cache
 def _priced_plan(prices: tuple[tuple[str, float, int], ...], transport: str, batch: int):
-    from dflash_plan.model.catalog import Catalog
-    from dflash_plan.model.hardware import builtin_gpus
-    from dflash_plan.model.plan import default_plan
+    from dflash_plan.model.inputs.catalog import Catalog
+    from dflash_plan.model.inputs.plan import default_plan
+    from dflash_plan.model.physics.fitting import builtin_gpus
 
     plan = edit(default_plan(),
                 cost={"usd_per_gpu_hour": {k: usd for k, usd, _ in prices},

@@ -5,7 +5,7 @@ reports its progress and stops when asked."""
 from __future__ import annotations
 
 from apphelp import planner, settle
-from dflash_plan.model.search import Constraints, default_space, rank, sweep
+from dflash_plan.model.explore.search import Constraints, default_space, rank, sweep
 from dflash_plan.tui import search as search_view
 from dflash_plan.tui.search import SearchScreen
 
