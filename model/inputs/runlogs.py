@@ -624,9 +624,17 @@ def read_own_log(path: Path, ctx: RunContext, progress: Progress | None = None,
         spread = steady([rate for _, rate in reports], warmup_share)
         assert spread is not None
         date = dt.datetime.fromtimestamp(reports[-1][0], dt.UTC).date().isoformat()
-        point = _point(role, gpu, spread.median, ctx, bound="exact",  # type: ignore[arg-type]
-                       source=f"{path.name}: own pipeline, {spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            role,  # type: ignore[arg-type]
+            gpu,
+            spread.median,
+            ctx,
+            bound="exact",
+            source=f"{path.name}: own pipeline, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     used = sum(len(r) for r in series.values())
     return LogReading(str(path), "own pipeline", tuple(points), used, skips.count,

@@ -136,8 +136,12 @@ class PlannerScreen(Screen[None]):
 
     AUTO_FOCUS = f"#{FIELDS[FIRST_FOCUS].widget_id}"     # what a plan is first changed by
 
-    view: reactive[View] = reactive(None, init=False, always_update=True,  # type: ignore[arg-type]
-                                    repaint=False)
+    view: reactive[View] = reactive(
+        None,  # type: ignore[arg-type]
+        init=False,
+        always_update=True,
+        repaint=False,
+    )
 
     def __init__(self, state: Planner, debounce_s: float) -> None:
         super().__init__()
