@@ -75,38 +75,46 @@ def run_once(argv: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"{' '.join(argv)[:200]} exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_maxrss / 1024          # ru_maxrss is in KiB on Linux
+    return wall, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
 def median_of(argv: list[str], runs: int) -> tuple[float, float]:
     results = [run_once(argv) for _ in range(runs)]
-    return (statistics.median(w for w, _ in results),
-            statistics.median(m for _, m in results))
+    return (statistics.median(w for w, _ in results), statistics.median(m for _, m in results))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--gpus", default="64,128,512",
-                        help="max GPUs of each case, comma-separated")
+    parser.add_argument(
+        "--gpus", default="64,128,512", help="max GPUs of each case, comma-separated"
+    )
     parser.add_argument("--before", choices=("git", "brute", "none"), default="git")
     args = parser.parse_args()
     cli = [sys.executable, "-m", "dflash_plan.tui.cli"]
     project_s, project_mb = median_of([*cli, "project", "--json"], max(args.runs, 5))
-    print(f"project --json: {project_s:.2f} s, {project_mb:.0f} MB peak "
-          f"(median of {max(args.runs, 5)})")
+    print(
+        f"project --json: {project_s:.2f} s, {project_mb:.0f} MB peak "
+        f"(median of {max(args.runs, 5)})"
+    )
     for gpus in (int(g) for g in args.gpus.split(",")):
-        after = median_of([*cli, "search", "--mixed", "--max-gpus", str(gpus), "--json"],
-                          args.runs)
-        line = (f"search --mixed --max-gpus {gpus}: after {after[0]:.2f} s "
-                f"({after[0] / project_s:.1f}x project), {after[1]:.0f} MB peak")
+        after = median_of([*cli, "search", "--mixed", "--max-gpus", str(gpus), "--json"], args.runs)
+        line = (
+            f"search --mixed --max-gpus {gpus}: after {after[0]:.2f} s "
+            f"({after[0] / project_s:.1f}x project), {after[1]:.0f} MB peak"
+        )
         if args.before != "none":
-            code = (BEFORE.format(root=str(ROOT), commit=BEFORE_COMMIT, gpus=gpus)
-                    if args.before == "git" else BRUTE.format(gpus=gpus))
+            code = (
+                BEFORE.format(root=str(ROOT), commit=BEFORE_COMMIT, gpus=gpus)
+                if args.before == "git"
+                else BRUTE.format(gpus=gpus)
+            )
             runs = 1 if gpus > 256 else args.runs
             before = median_of([sys.executable, "-c", code], runs)
-            line += (f"; before ({args.before}) {before[0]:.2f} s, {before[1]:.0f} MB peak "
-                     f"(median of {runs})")
+            line += (
+                f"; before ({args.before}) {before[0]:.2f} s, {before[1]:.0f} MB peak "
+                f"(median of {runs})"
+            )
         print(line, flush=True)
 
 

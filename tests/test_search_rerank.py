@@ -26,8 +26,12 @@ async def test_a_changed_constraint_ranks_the_kept_sweep_again(monkeypatch):
         await pilot.press("f5")
         screen = app.screen
         assert isinstance(screen, SearchScreen)
-        for widget, value in (("deadline", "3"), ("budget", "845"), ("gpus", USERS),
-                              ("max-gpus", "48")):
+        for widget, value in (
+            ("deadline", "3"),
+            ("budget", "845"),
+            ("gpus", USERS),
+            ("max-gpus", "48"),
+        ):
             screen.query_one(f"#search-{widget}").value = value
         await settle(pilot)
         first = screen.result
@@ -35,19 +39,20 @@ async def test_a_changed_constraint_ranks_the_kept_sweep_again(monkeypatch):
         count = len(sweeps)
         screen.query_one("#search-budget").value = "443"
         await settle(pilot)
-        assert len(sweeps) == count                       # ranked again, no new sweep
+        assert len(sweeps) == count  # ranked again, no new sweep
         again = rank(sweeps[-1], Constraints(3, 443))
         assert [c.plan for c in screen.result.front] == [c.plan for c in again.front]
         assert screen.result.front != first.front
         assert "evaluated" in str(screen.query_one("#search-status").content)
-        screen.query_one("#search-mixed").value = True      # another space: a new sweep
+        screen.query_one("#search-mixed").value = True  # another space: a new sweep
         await settle(pilot)
         assert len(sweeps) == count + 1
 
 
 def test_a_sweep_reports_progress_and_stops_when_asked(catalog, baseline):
-    space = default_space(baseline, catalog, ("b200", "h200", "rtx-pro-6000"), max_gpus=32,
-                          mixed=True)
+    space = default_space(
+        baseline, catalog, ("b200", "h200", "rtx-pro-6000"), max_gpus=32, mixed=True
+    )
     shares: list[float] = []
     whole = sweep(baseline, catalog, space, lambda share: shares.append(share) or True)
     assert whole.complete and shares[-1] == 1 and shares == sorted(shares)

@@ -16,8 +16,15 @@ class PlanError(ValueError):
     field shows beside the value it already shows).
     """
 
-    def __init__(self, message: str, key: str | None = None, *, where: str | None = None,
-                 value: str | None = None, reason: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        key: str | None = None,
+        *,
+        where: str | None = None,
+        value: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.key = key
         self.where = where
@@ -25,26 +32,37 @@ class PlanError(ValueError):
         self.reason = reason
 
     @classmethod
-    def field(cls, key: str, value: str, reason: str, where: str | None = None, *,
-              shown: str | None = None) -> PlanError:
+    def field(
+        cls,
+        key: str,
+        value: str,
+        reason: str,
+        where: str | None = None,
+        *,
+        shown: str | None = None,
+    ) -> PlanError:
         """The error of one field, `[where: ]key = value: reason`, with its parts (value as
         the user wrote it; shown: the key as the message names it, a list's index kept)."""
         head = f"{where}: " if where else ""
-        return cls(f"{head}{shown or key} = {value}: {reason}", key, where=where, value=value,
-                   reason=reason)
+        return cls(
+            f"{head}{shown or key} = {value}: {reason}",
+            key,
+            where=where,
+            value=value,
+            reason=reason,
+        )
 
     @property
     def detail(self) -> str:
         """The message without its leading `where: ` (the same error said elsewhere)."""
         message = str(self)
         if self.where is not None and message.startswith(self.where + ": "):
-            return message[len(self.where) + 2:]
+            return message[len(self.where) + 2 :]
         return message.split(": ", 1)[1] if ": " in message else message
 
     def moved(self, message: str) -> PlanError:
         """The same error, said with another message (its parts kept)."""
-        return PlanError(message, self.key, where=self.where, value=self.value,
-                         reason=self.reason)
+        return PlanError(message, self.key, where=self.where, value=self.value, reason=self.reason)
 
 
 def suggest(value: str, choices: Iterable[str]) -> str:

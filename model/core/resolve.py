@@ -20,10 +20,10 @@ class Resolved:
     target_gpu: Gpu
     drafter_gpu: Gpu
     model: TargetModel
-    layer_ids: tuple[int, ...]      # captured target layers
+    layer_ids: tuple[int, ...]  # captured target layers
     block_size: int
     shape: DrafterShape
-    gpus: dict[str, Gpu]            # every GPU the plan names (roles, prices, calibration)
+    gpus: dict[str, Gpu]  # every GPU the plan names (roles, prices, calibration)
 
     @property
     def same_gpu_type(self) -> bool:
@@ -40,8 +40,10 @@ def require_same_gpu_type(plan: Plan, why: str) -> None:
     """Moving GPUs between roles (balance, the split keys, a colocated launch) needs one
     GPU type for both."""
     if plan.target.gpu != plan.drafter.gpu:
-        reason = (f"{why}, so both roles must use the same GPU type (target "
-                  f"{plan.target.gpu}, drafter {plan.drafter.gpu})")
+        reason = (
+            f"{why}, so both roles must use the same GPU type (target "
+            f"{plan.target.gpu}, drafter {plan.drafter.gpu})"
+        )
         raise PlanError(reason, "drafter.gpu", reason=reason)
 
 
@@ -53,9 +55,13 @@ def check_tp(tp: int, gpu: Gpu) -> None:
     spans nodes, and an NVL72 rack is still 4-GPU trays to them."""
     if tp > gpu.gpus_per_node or gpu.gpus_per_node % tp:
         allowed = [n for n in range(1, gpu.gpus_per_node + 1) if gpu.gpus_per_node % n == 0]
-        raise PlanError.field("target.tp", str(tp), f"a TP group sits inside one node and tp "
-                              f"must divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
-                              f"{', '.join(map(str, allowed))}")
+        raise PlanError.field(
+            "target.tp",
+            str(tp),
+            f"a TP group sits inside one node and tp "
+            f"must divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
+            f"{', '.join(map(str, allowed))}",
+        )
 
 
 def resolve(plan: Plan, catalog: Catalog) -> Resolved:
@@ -73,20 +79,33 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     target_gpu = gpus[plan.target.gpu]
     check_tp(plan.target.tp, target_gpu)
     layer_ids, block, shape = workload_drafter(w, model)
-    return Resolved(plan=plan, target_gpu=target_gpu, drafter_gpu=gpus[plan.drafter.gpu],
-                    model=model, layer_ids=layer_ids, block_size=block, shape=shape,
-                    gpus=gpus)
+    return Resolved(
+        plan=plan,
+        target_gpu=target_gpu,
+        drafter_gpu=gpus[plan.drafter.gpu],
+        model=model,
+        layer_ids=layer_ids,
+        block_size=block,
+        shape=shape,
+        gpus=gpus,
+    )
 
 
 def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], int, DrafterShape]:
     """A workload's captured layers, block size and drafter shape on its target model, the
     rules between them checked: a plan's workload, or the one a measurement was taken on."""
     if w.draft_layers > model.n_layers:
-        raise PlanError.field("workload.draft_layers", str(w.draft_layers),
-                              f"more than the {model.n_layers} layers of {model.name}")
+        raise PlanError.field(
+            "workload.draft_layers",
+            str(w.draft_layers),
+            f"more than the {model.n_layers} layers of {model.name}",
+        )
     layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
     if max(layer_ids) >= model.n_layers:
-        raise PlanError.field("workload.target_layer_ids", str(list(layer_ids)),
-                              f"{model.name} has layers 0-{model.n_layers - 1}")
+        raise PlanError.field(
+            "workload.target_layer_ids",
+            str(list(layer_ids)),
+            f"{model.name} has layers 0-{model.n_layers - 1}",
+        )
     block = w.block_size or model.default_block_size
     return tuple(layer_ids), block, drafter_shape(model, w.draft_layers, block, len(layer_ids))

@@ -49,8 +49,10 @@ At = Literal["pessimistic", "central"]
 AT_CHOICES: tuple[str, ...] = get_args(At)
 # Stated with every result: how a winner is picked among equal figures. Figures are
 # compared exactly (no tolerance), so a plan a cent cheaper is cheaper.
-TIE_RULE = ("figures compared exactly, no tolerance; among equally cheap plans the faster "
-            "wins, among equally fast plans the cheaper, then the one with fewer GPUs")
+TIE_RULE = (
+    "figures compared exactly, no tolerance; among equally cheap plans the faster "
+    "wins, among equally fast plans the cheaper, then the one with fewer GPUs"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +63,15 @@ class Space:
     drafter_gpus: tuple[str, ...]
     max_gpus: int = 64
     max_nodes: int | None = None
-    mixed: bool = False              # the two roles may use different GPU types
-    one_node: bool = False           # the pipeline needs both roles on one node
+    mixed: bool = False  # the two roles may use different GPU types
+    one_node: bool = False  # the pipeline needs both roles on one node
 
 
 @dataclass(frozen=True, slots=True)
 class Constraints:
     deadline_days: float | None = None
-    budget: float | None = None      # in the plan's cost unit
-    at: At = "pessimistic"           # which end of the range both are judged at
+    budget: float | None = None  # in the plan's cost unit
+    at: At = "pessimistic"  # which end of the range both are judged at
 
     def __post_init__(self) -> None:
         if self.at not in AT_CHOICES:
@@ -77,22 +79,25 @@ class Constraints:
 
     def describe(self) -> str:
         """'at the pessimistic end' / 'at the central estimate'."""
-        return ("at the pessimistic end" if self.at == "pessimistic"
-                else "at the central estimate")
+        return "at the pessimistic end" if self.at == "pessimistic" else "at the central estimate"
 
     def to_json(self) -> dict[str, Any]:
-        return {"deadline_days": self.deadline_days, "budget": self.budget, "at": self.at,
-                "tie_rule": TIE_RULE}
+        return {
+            "deadline_days": self.deadline_days,
+            "budget": self.budget,
+            "at": self.at,
+            "tie_rule": TIE_RULE,
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     plan: Plan
     projection: Projection
-    pessimistic_days: float          # at the low end of the rates (the projection's range)
-    pessimistic_cost: float          # the cost at pessimistic_days
-    meets_deadline_pessimistic: bool | None    # None without a deadline
-    within_budget_pessimistic: bool | None     # None without a budget
+    pessimistic_days: float  # at the low end of the rates (the projection's range)
+    pessimistic_cost: float  # the cost at pessimistic_days
+    meets_deadline_pessimistic: bool | None  # None without a deadline
+    within_budget_pessimistic: bool | None  # None without a budget
 
     @property
     def days(self) -> float:
@@ -111,20 +116,20 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    evaluated: int                   # configurations covered (evaluated + proved dominated)
-    feasible: int                    # of those evaluated, that fit and meet every constraint
-    front: tuple[Candidate, ...]     # Pareto front of (days, cost), fastest first
+    evaluated: int  # configurations covered (evaluated + proved dominated)
+    feasible: int  # of those evaluated, that fit and meet every constraint
+    front: tuple[Candidate, ...]  # Pareto front of (days, cost), fastest first
     cheapest_within_deadline: Candidate | None
     fastest_within_budget: Candidate | None
     most_tokens_per_cost: Candidate | None
     cost_unit: str
-    why_none: str | None = None      # what stopped every configuration, when none is left
+    why_none: str | None = None  # what stopped every configuration, when none is left
     rejected: dict[str, int] = field(default_factory=dict)
     constraints: Constraints = Constraints()
-    prices: Prices | None = None     # the searched GPU types' prices
+    prices: Prices | None = None  # the searched GPU types' prices
     # The searched GPU types whose price is not the plan's own (catalog, offer).
     borrowed_prices: tuple[Price, ...] = ()
-    evaluated_after_pruning: int | None = None    # None: every covered one was evaluated
+    evaluated_after_pruning: int | None = None  # None: every covered one was evaluated
 
     @property
     def covered(self) -> int:
@@ -133,8 +138,9 @@ class Result:
     @property
     def evaluated_splits(self) -> int:
         """Configurations whose figures were computed (the rest proved dominated)."""
-        return self.evaluated if self.evaluated_after_pruning is None \
-            else self.evaluated_after_pruning
+        return (
+            self.evaluated if self.evaluated_after_pruning is None else self.evaluated_after_pruning
+        )
 
     def to_json(self) -> dict[str, Any]:
         at = self.constraints.at
@@ -145,30 +151,42 @@ class Result:
             from ..inputs.plan import plan_to_dict
 
             days, cost = c.judged(at)
-            return {"plan": plan_to_dict(c.plan), "projection": c.projection.to_json(),
-                    "pessimistic_days": c.pessimistic_days,
-                    "pessimistic_cost": c.pessimistic_cost,
-                    "meets_deadline_pessimistic": c.meets_deadline_pessimistic,
-                    "within_budget_pessimistic": c.within_budget_pessimistic,
-                    "judged_days": days, "judged_cost": cost}
+            return {
+                "plan": plan_to_dict(c.plan),
+                "projection": c.projection.to_json(),
+                "pessimistic_days": c.pessimistic_days,
+                "pessimistic_cost": c.pessimistic_cost,
+                "meets_deadline_pessimistic": c.meets_deadline_pessimistic,
+                "within_budget_pessimistic": c.within_budget_pessimistic,
+                "judged_days": days,
+                "judged_cost": cost,
+            }
 
-        return {"evaluated": self.evaluated, "covered": self.covered,
-                "evaluated_after_pruning": self.evaluated_splits,
-                "proved_dominated": self.covered - self.evaluated_splits,
-                "feasible": self.feasible,
-                "cost_unit": self.cost_unit, "why_none": self.why_none,
-                "rejected": self.rejected, "constraints": self.constraints.to_json(),
-                "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
-                "front": [one(c) for c in self.front],
-                "cheapest_within_deadline": one(self.cheapest_within_deadline),
-                "fastest_within_budget": one(self.fastest_within_budget),
-                "most_tokens_per_cost": one(self.most_tokens_per_cost)}
+        return {
+            "evaluated": self.evaluated,
+            "covered": self.covered,
+            "evaluated_after_pruning": self.evaluated_splits,
+            "proved_dominated": self.covered - self.evaluated_splits,
+            "feasible": self.feasible,
+            "cost_unit": self.cost_unit,
+            "why_none": self.why_none,
+            "rejected": self.rejected,
+            "constraints": self.constraints.to_json(),
+            "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
+            "front": [one(c) for c in self.front],
+            "cheapest_within_deadline": one(self.cheapest_within_deadline),
+            "fastest_within_budget": one(self.fastest_within_budget),
+            "most_tokens_per_cost": one(self.most_tokens_per_cost),
+        }
 
 
 def _variant(plan: Plan, t_gpu: str, d_gpu: str, tp: int, targets: int, drafters: int) -> Plan:
-    return plan.model_copy(update={
-        "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
-        "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters})})
+    return plan.model_copy(
+        update={
+            "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
+            "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters}),
+        }
+    )
 
 
 def _splits(max_gpus: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,23 +209,32 @@ class _Block:
     drafters: np.ndarray
     days: np.ndarray
     cost: np.ndarray
-    slow_days: np.ndarray            # at the low end of both roles' rates
-    slow_cost: np.ndarray            # the cost at slow_days
+    slow_days: np.ndarray  # at the low end of both roles' rates
+    slow_cost: np.ndarray  # the cost at slow_days
     fits: np.ndarray
     nodes: np.ndarray
-    covered: int                     # splits of the block, evaluated or proved dominated
-    unfit: int = 0                   # evaluated splits left out as they do not fit
+    covered: int  # splits of the block, evaluated or proved dominated
+    unfit: int = 0  # evaluated splits left out as they do not fit
 
     def fitting(self) -> _Block:
         """The block with its fitting splits only (what ranking needs), counts in 32 bits:
         the smaller copy a sweep keeps."""
         keep = self.fits
-        small = {"targets": self.targets[keep].astype(np.int32),
-                 "drafters": self.drafters[keep].astype(np.int32),
-                 "nodes": np.asarray(self.nodes)[keep].astype(np.int32)}
-        return replace(self, **small, days=self.days[keep], cost=self.cost[keep],
-                       slow_days=self.slow_days[keep], slow_cost=self.slow_cost[keep],
-                       fits=self.fits[keep], unfit=self.unfit + int(keep.size - keep.sum()))
+        small = {
+            "targets": self.targets[keep].astype(np.int32),
+            "drafters": self.drafters[keep].astype(np.int32),
+            "nodes": np.asarray(self.nodes)[keep].astype(np.int32),
+        }
+        return replace(
+            self,
+            **small,
+            days=self.days[keep],
+            cost=self.cost[keep],
+            slow_days=self.slow_days[keep],
+            slow_cost=self.slow_cost[keep],
+            fits=self.fits[keep],
+            unfit=self.unfit + int(keep.size - keep.sum()),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +243,7 @@ class _Shared:
 
     resolved: Resolved
     prices: Prices
-    rates: dict[str, Rates]          # by GPU type: both roles' rates on that type
+    rates: dict[str, Rates]  # by GPU type: both roles' rates on that type
 
 
 def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
@@ -226,8 +253,16 @@ def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
     return _Shared(r, view, by_gpu)
 
 
-def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int,
-           space: Space, brute: bool = False) -> _Block | None:
+def _block(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    space: Space,
+    brute: bool = False,
+) -> _Block | None:
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -238,32 +273,49 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     tw = shared.rates[t_key].target_work
     w = plan.workload
 
-    def inputs(target_tokens_per_s: float, drafter_tokens_per_s: float,
-               shares: tuple[float, float] = (1.0, 1.0)) -> PipelineInputs:
-        return plan_inputs(r, tw, target_tokens_per_s, drafter_tokens_per_s,
-                           link_scaled(t_gpu, shares[0]), link_scaled(d_gpu, shares[1]), tp)
+    def inputs(
+        target_tokens_per_s: float,
+        drafter_tokens_per_s: float,
+        shares: tuple[float, float] = (1.0, 1.0),
+    ) -> PipelineInputs:
+        return plan_inputs(
+            r,
+            tw,
+            target_tokens_per_s,
+            drafter_tokens_per_s,
+            link_scaled(t_gpu, shares[0]),
+            link_scaled(d_gpu, shares[1]),
+            tp,
+        )
 
     central_in = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s)
     # Pessimistic: the worst scenario of each split, which is the corner of both roles'
     # lowest rates and the slowest links (the pipeline is monotone in each: projection.py's
     # PlanScenarios), one vectorised call as for the central figures.
-    slow_links = (link_share(f"link:{t_gpu.link.kind}", LOW),
-                  link_share(f"link:{d_gpu.link.kind}", LOW))
+    slow_links = (
+        link_share(f"link:{t_gpu.link.kind}", LOW),
+        link_share(f"link:{d_gpu.link.kind}", LOW),
+    )
     slow_in = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links)
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
     t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
-    one = drafter_memory(r.shape, drafter_work(r.shape, w.num_anchors,
-                                               float(w.avg_sample_tokens),
-                                               plan.drafter.batch_size, 1),
-                         float(w.max_length), plan.drafter.batch_size, 1, d_gpu.memory_gb)
+    one = drafter_memory(
+        r.shape,
+        drafter_work(
+            r.shape, w.num_anchors, float(w.avg_sample_tokens), plan.drafter.batch_size, 1
+        ),
+        float(w.max_length),
+        plan.drafter.batch_size,
+        1,
+        d_gpu.memory_gb,
+    )
     state = dict(one.items_gb).get("optimizer state", 0.0)
     fixed = one.needed_gb - state
 
     def drafter_fits(drafters: np.ndarray) -> np.ndarray:
         # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
-        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1]
-                          <= d_gpu.memory_gb)
+        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb)
 
     replicas = np.arange(1, space.max_gpus // tp + 1)
     covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
@@ -273,16 +325,19 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     elif t_key != d_key:
         band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
     else:
-        band = _band_one_type(central_in, slow_in, tp, space.max_gpus, drafter_fits,
-                              view.by_gpu[t_key].unit_gpus)
+        band = _band_one_type(
+            central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
+        )
     if band is not None:
         targets, drafters = band[0], band[1]
         central = flow(central_in, targets, drafters)
         slow = flow(slow_in, targets, drafters)
         # The form the pruning of two types rests on, on every split evaluated; else the
         # whole block.
-        if len(band) == 4 and not (np.array_equal(central.tokens_per_s, band[2])
-                                   and np.array_equal(slow.tokens_per_s, band[3])):
+        if len(band) == 4 and not (
+            np.array_equal(central.tokens_per_s, band[2])
+            and np.array_equal(slow.tokens_per_s, band[3])
+        ):
             band = None
     if band is None:
         targets, drafters = _splits(space.max_gpus, tp)
@@ -290,14 +345,26 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
         slow = flow(slow_in, targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
     # operations), so that a plan judged within a limit here is within it in its projection.
-    billed_t, billed_d = billed(targets, drafters, t_key == d_key,
-                                view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
+    billed_t, billed_d = billed(
+        targets,
+        drafters,
+        t_key == d_key,
+        view.by_gpu[t_key].unit_gpus,
+        view.by_gpu[d_key].unit_gpus,
+    )
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
     total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
 
     def days_cost(tokens_per_s: Any) -> tuple[np.ndarray, np.ndarray]:
-        econ = economics(np.asarray(tokens_per_s, float), total_tokens, targets, drafters,
-                         role_prices, billed_t, billed_d)
+        econ = economics(
+            np.asarray(tokens_per_s, float),
+            total_tokens,
+            targets,
+            drafters,
+            role_prices,
+            billed_t,
+            billed_d,
+        )
         return np.asarray(econ.days, float), np.asarray(econ.total_cost, float)
 
     days, cost = days_cost(central.tokens_per_s)
@@ -305,8 +372,9 @@ def _block(plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
-    return _Block(t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits,
-                  nodes, covered)
+    return _Block(
+        t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits, nodes, covered
+    )
 
 
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
@@ -318,13 +386,15 @@ def _relaxed(inputs: PipelineInputs) -> PipelineInputs:
     """The inputs with each role on nodes of its own and no network limit: `flow` of them
     is then min(F(T), G(d)) with F the targets and senders, G the drafters (on the fewest
     nodes they can take) and receivers: upper bounds of each side with one GPU type."""
-    h = replace(inputs.hidden, target_network_bytes_per_s=math.inf,
-                drafter_network_bytes_per_s=math.inf)
+    h = replace(
+        inputs.hidden, target_network_bytes_per_s=math.inf, drafter_network_bytes_per_s=math.inf
+    )
     return replace(inputs, same_gpu_type=False, hidden=h)
 
 
-def _sides(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int
-           ) -> tuple[np.ndarray, ...]:
+def _sides(
+    central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int
+) -> tuple[np.ndarray, ...]:
     """t_all, d_all and F_c, F_s (by targets), G_c, G_s (by drafters): each side's
     capacity with the other side unbounded."""
     t_all = np.arange(1, max_gpus // tp + 1) * tp
@@ -336,8 +406,9 @@ def _sides(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int
     return t_all, d_all, f_c, f_s, g_c, g_s
 
 
-def _first_enough(f_c: np.ndarray, f_s: np.ndarray, g_c: np.ndarray, g_s: np.ndarray,
-                  fits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_enough(
+    f_c: np.ndarray, f_s: np.ndarray, g_c: np.ndarray, g_s: np.ndarray, fits: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """By target index, the first drafter index that fits with G >= F at both ends (len
     when none); by drafter index, the first target index with F >= G at both ends
     (len when none). F must not fall as T grows."""
@@ -353,9 +424,14 @@ def _first_enough(f_c: np.ndarray, f_s: np.ndarray, g_c: np.ndarray, g_s: np.nda
 _TRIES = 8
 
 
-def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
-                   drafter_fits: Callable[[np.ndarray], np.ndarray], unit_gpus: int
-                   ) -> tuple[np.ndarray, np.ndarray] | None:
+def _band_one_type(
+    central: PipelineInputs,
+    slow: PipelineInputs,
+    tp: int,
+    max_gpus: int,
+    drafter_fits: Callable[[np.ndarray], np.ndarray],
+    unit_gpus: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The (targets, drafters) of a block of one GPU type that can be on a front; every
     other split of the block is dominated by an evaluated one. None to evaluate all.
 
@@ -375,23 +451,26 @@ def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_g
     T > T*(d) of a larger billed total likewise by (T*, d) (the fit does not depend on
     T). A dominating split left out is itself dominated by one with fewer GPUs, so a
     chain ends at an evaluated split. Counts with no such split are kept whole."""
-    t_all, d_all, f_c, f_s, g_c, g_s = _sides(_relaxed(central), _relaxed(slow), tp,
-                                              max_gpus)
+    t_all, d_all, f_c, f_s, g_c, g_s = _sides(_relaxed(central), _relaxed(slow), tp, max_gpus)
     if np.any(np.diff(f_c) < 0) or np.any(np.diff(f_s) < 0):
         return None
     fits = drafter_fits(d_all)
     d_first, t_first = _first_enough(f_c, f_s, g_c, g_s, fits)
     tries = np.arange(_TRIES)
 
-    def reached(rows: np.ndarray, columns: np.ndarray, bound_c: np.ndarray,
-                bound_s: np.ndarray) -> np.ndarray:
+    def reached(
+        rows: np.ndarray, columns: np.ndarray, bound_c: np.ndarray, bound_s: np.ndarray
+    ) -> np.ndarray:
         """Which of the splits (by index) reach the bounds at both ends, within max."""
-        inside = ((rows < t_all.size) & (columns < d_all.size))
+        inside = (rows < t_all.size) & (columns < d_all.size)
         rows, columns = np.minimum(rows, t_all.size - 1), np.minimum(columns, d_all.size - 1)
         targets, drafters = t_all[rows], d_all[columns]
         inside &= targets + drafters <= max_gpus
-        return np.asarray(inside & (flow(central, targets, drafters).tokens_per_s == bound_c)
-                          & (flow(slow, targets, drafters).tokens_per_s == bound_s))
+        return np.asarray(
+            inside
+            & (flow(central, targets, drafters).tokens_per_s == bound_c)
+            & (flow(slow, targets, drafters).tokens_per_s == bound_s)
+        )
 
     def last_of_unit(total: np.ndarray) -> np.ndarray:
         return -(-total // unit_gpus) * unit_gpus
@@ -412,15 +491,22 @@ def _band_one_type(central: PipelineInputs, slow: PipelineInputs, tp: int, max_g
     found = ok.any(axis=1)
     t_star = t_all[np.minimum(t_first + ok.argmax(axis=1), t_all.size - 1)]
     t_limit = np.where(found, last_of_unit(t_star + d_all) - d_all, max_gpus)
-    keep = ((d_all[None, :] <= d_limit[:, None]) & (t_all[:, None] <= t_limit[None, :])
-            & (t_all[:, None] + d_all[None, :] <= max_gpus))
-    rows, columns = np.nonzero(keep)          # in the order of `_splits`
+    keep = (
+        (d_all[None, :] <= d_limit[:, None])
+        & (t_all[:, None] <= t_limit[None, :])
+        & (t_all[:, None] + d_all[None, :] <= max_gpus)
+    )
+    rows, columns = np.nonzero(keep)  # in the order of `_splits`
     return t_all[rows], d_all[columns]
 
 
-def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
-          drafter_fits: Callable[[np.ndarray], np.ndarray]
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def _band(
+    central: PipelineInputs,
+    slow: PipelineInputs,
+    tp: int,
+    max_gpus: int,
+    drafter_fits: Callable[[np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The (targets, drafters) of a block of two different GPU types that can be on a
     front; every other split of the block is dominated by one of these. None when the
     block does not have the form the argument needs (then every split is evaluated). With
@@ -475,8 +561,12 @@ def _band(central: PipelineInputs, slow: PipelineInputs, tp: int, max_gpus: int,
     # figures the same one is kept as when every split is evaluated.
     order = np.lexsort((columns, rows))
     rows, columns = rows[order], columns[order]
-    return (t_all[rows], d_all[columns], np.minimum(f_c[rows], g_c[columns]),
-            np.minimum(f_s[rows], g_s[columns]))
+    return (
+        t_all[rows],
+        d_all[columns],
+        np.minimum(f_c[rows], g_c[columns]),
+        np.minimum(f_s[rows], g_s[columns]),
+    )
 
 
 def _pareto(days: np.ndarray, cost: np.ndarray, gpus: np.ndarray) -> np.ndarray:
@@ -502,7 +592,7 @@ class Sweep:
     space: Space
     blocks: tuple[_Block, ...]
     cost_unit: str
-    complete: bool                   # False when cancelled part way
+    complete: bool  # False when cancelled part way
 
     @property
     def evaluated(self) -> int:
@@ -515,18 +605,22 @@ class Sweep:
         return sum(b.covered for b in self.blocks)
 
 
-def _blocks(plan: Plan, catalog: Catalog, space: Space,
-            progress: Callable[[float], bool] | None, brute: bool
-            ) -> Iterator[_Block | None]:
+def _blocks(
+    plan: Plan,
+    catalog: Catalog,
+    space: Space,
+    progress: Callable[[float], bool] | None,
+    brute: bool,
+) -> Iterator[_Block | None]:
     """The blocks of the space one at a time (None after each GPU-type pair, for the
     progress); stops early when `progress(share_done)` returns False."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
-        raise PlanError(f"--max-gpus {space.max_gpus}: a search covers 2 to "
-                        f"{MAX_SEARCH_GPUS} GPUs", "search.max_gpus")
-    pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus
-             if space.mixed or t == d]
-    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus
-                                                        + space.drafter_gpus)))
+        raise PlanError(
+            f"--max-gpus {space.max_gpus}: a search covers 2 to {MAX_SEARCH_GPUS} GPUs",
+            "search.max_gpus",
+        )
+    pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]
+    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus)))
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
@@ -538,8 +632,13 @@ def _blocks(plan: Plan, catalog: Catalog, space: Space,
             return
 
 
-def sweep(plan: Plan, catalog: Catalog, space: Space,
-          progress: Callable[[float], bool] | None = None, brute: bool = False) -> Sweep:
+def sweep(
+    plan: Plan,
+    catalog: Catalog,
+    space: Space,
+    progress: Callable[[float], bool] | None = None,
+    brute: bool = False,
+) -> Sweep:
     """Every GPU type per role x TP x split of the space: the splits that can be on a
     front evaluated, the others proved dominated (`_band`; `brute` evaluates all).
     `progress(share_done)` may return False to cancel (the sweep is then incomplete).
@@ -557,8 +656,14 @@ def sweep(plan: Plan, catalog: Catalog, space: Space,
     return Sweep(plan, catalog, space, tuple(blocks), unit, complete)
 
 
-def search(plan: Plan, catalog: Catalog, space: Space, constraints: Constraints,
-           progress: Callable[[float], bool] | None = None, brute: bool = False) -> Result:
+def search(
+    plan: Plan,
+    catalog: Catalog,
+    space: Space,
+    constraints: Constraints,
+    progress: Callable[[float], bool] | None = None,
+    brute: bool = False,
+) -> Result:
     """The front and the winners. `progress(share_done)` may return False to cancel.
     Block by block with a running front: memory is bounded by the front and one block,
     not by the number of configurations."""
@@ -594,15 +699,16 @@ class _Ranking:
     block by block. Of equal figures the first in block order (then split order) is kept,
     as a single sort of every split would (np.lexsort is stable)."""
 
-    def __init__(self, plan: Plan, catalog: Catalog, space: Space,
-                 constraints: Constraints) -> None:
+    def __init__(
+        self, plan: Plan, catalog: Catalog, space: Space, constraints: Constraints
+    ) -> None:
         self.plan, self.catalog, self.space, self.constraints = plan, catalog, space, constraints
         self.rejected: dict[str, int] = {}
         self.feasible = 0
         self.covered = 0
         self.evaluated = 0
         self.blocks = 0
-        self.kinds: list[tuple[str, str, int]] = []        # (t_gpu, d_gpu, tp) by index
+        self.kinds: list[tuple[str, str, int]] = []  # (t_gpu, d_gpu, tp) by index
         self.parts: list[dict[str, np.ndarray]] = []
         self.waiting = 0
 
@@ -614,16 +720,21 @@ class _Ranking:
         rejected = self.rejected
         pessimistic = constraints.at == "pessimistic"
         ok = b.fits.copy()
-        rejected["memory"] = (rejected.get("memory", 0) + b.unfit
-                              + int(b.targets.size - b.fits.sum()))
+        rejected["memory"] = (
+            rejected.get("memory", 0) + b.unfit + int(b.targets.size - b.fits.sum())
+        )
         days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
-        for name, limit in (("nodes", (b.nodes <= space.max_nodes) if space.max_nodes
-                             else None),
-                            ("one node", (b.nodes == 1) if space.one_node else None),
-                            ("deadline", (days_at <= constraints.deadline_days)
-                             if constraints.deadline_days is not None else None),
-                            ("budget", (cost_at <= constraints.budget)
-                             if constraints.budget is not None else None)):
+        for name, limit in (
+            ("nodes", (b.nodes <= space.max_nodes) if space.max_nodes else None),
+            ("one node", (b.nodes == 1) if space.one_node else None),
+            (
+                "deadline",
+                (days_at <= constraints.deadline_days)
+                if constraints.deadline_days is not None
+                else None,
+            ),
+            ("budget", (cost_at <= constraints.budget) if constraints.budget is not None else None),
+        ):
             if limit is not None:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
@@ -634,10 +745,17 @@ class _Ranking:
         gpus = b.targets[rows] + b.drafters[rows]
         rows = rows[np.sort(_pareto(b.days[rows], b.cost[rows], gpus))]
         self.kinds.append((b.t_gpu, b.d_gpu, b.tp))
-        self.parts.append({"days": b.days[rows], "cost": b.cost[rows],
-                           "slow_days": b.slow_days[rows], "slow_cost": b.slow_cost[rows],
-                           "targets": b.targets[rows], "drafters": b.drafters[rows],
-                           "kind": np.full(rows.size, len(self.kinds) - 1)})
+        self.parts.append(
+            {
+                "days": b.days[rows],
+                "cost": b.cost[rows],
+                "slow_days": b.slow_days[rows],
+                "slow_cost": b.slow_cost[rows],
+                "targets": b.targets[rows],
+                "drafters": b.drafters[rows],
+                "kind": np.full(rows.size, len(self.kinds) - 1),
+            }
+        )
         self.waiting += rows.size
         if self.waiting > _MERGE_AT:
             self._merge()
@@ -653,8 +771,7 @@ class _Ranking:
         return front
 
     def result(self) -> Result:
-        plan, catalog, space, constraints = (self.plan, self.catalog, self.space,
-                                             self.constraints)
+        plan, catalog, space, constraints = (self.plan, self.catalog, self.space, self.constraints)
         rejected = self.rejected
         keys = _keys(space)
         view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
@@ -663,49 +780,88 @@ class _Ranking:
         # dominator).
         evaluated, computed = self.covered, self.evaluated
         if not self.blocks:
-            return Result(evaluated, 0, (), None, None, None, view.unit,
-                          why_none="no GPU type with a price to search (set cost.ratio or "
-                                   "cost.usd_per_gpu_hour for the types to include)",
-                          rejected=rejected, constraints=constraints, prices=view,
-                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+            return Result(
+                evaluated,
+                0,
+                (),
+                None,
+                None,
+                None,
+                view.unit,
+                why_none="no GPU type with a price to search (set cost.ratio or "
+                "cost.usd_per_gpu_hour for the types to include)",
+                rejected=rejected,
+                constraints=constraints,
+                prices=view,
+                borrowed_prices=borrowed,
+                evaluated_after_pruning=computed,
+            )
         if not self.feasible:
             worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
-            return Result(evaluated, 0, (), None, None, None, view.unit,
-                          why_none=f"no configuration meets the constraints "
-                                   f"{constraints.describe()}; most were stopped by {worst} "
-                                   f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
-                          rejected=rejected, constraints=constraints, prices=view,
-                          borrowed_prices=borrowed, evaluated_after_pruning=computed)
+            return Result(
+                evaluated,
+                0,
+                (),
+                None,
+                None,
+                None,
+                view.unit,
+                why_none=f"no configuration meets the constraints "
+                f"{constraints.describe()}; most were stopped by {worst} "
+                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
+                rejected=rejected,
+                constraints=constraints,
+                prices=view,
+                borrowed_prices=borrowed,
+                evaluated_after_pruning=computed,
+            )
         f = self._merge()
 
         def candidate(k: int) -> Candidate:
             t_gpu, d_gpu, tp = self.kinds[int(f["kind"][k])]
-            chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]),
-                              int(f["drafters"][k]))
+            chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]), int(f["drafters"][k]))
             p = project(chosen, catalog)
             # The projection's own pessimistic figures (the sweep's equal them; tested).
             slow_d = float(p.ranges.days[1]) if p.ranges else float(f["slow_days"][k])
-            slow_c = (float(p.ranges.total_cost[1]) if p.ranges and p.ranges.total_cost
-                      else float(f["slow_cost"][k]))
+            slow_c = (
+                float(p.ranges.total_cost[1])
+                if p.ranges and p.ranges.total_cost
+                else float(f["slow_cost"][k])
+            )
             deadline, budget = constraints.deadline_days, constraints.budget
-            return Candidate(chosen, p, slow_d, slow_c,
-                             None if deadline is None else slow_d <= deadline,
-                             None if budget is None else slow_c <= budget)
+            return Candidate(
+                chosen,
+                p,
+                slow_d,
+                slow_c,
+                None if deadline is None else slow_d <= deadline,
+                None if budget is None else slow_c <= budget,
+            )
 
         order = np.lexsort((f["targets"] + f["drafters"], f["cost"], f["days"]))
         front = tuple(candidate(int(k)) for k in order)
         # Every plan trains the same tokens, so the most tokens per unit of cost is the
         # cheapest plan of the feasible set.
         cheapest, fastest = front[-1], front[0]
-        return Result(evaluated, self.feasible, front,
-                      cheapest if constraints.deadline_days is not None else None,
-                      fastest if constraints.budget is not None else None, cheapest,
-                      view.unit, rejected=rejected, constraints=constraints, prices=view,
-                      borrowed_prices=borrowed, evaluated_after_pruning=computed)
+        return Result(
+            evaluated,
+            self.feasible,
+            front,
+            cheapest if constraints.deadline_days is not None else None,
+            fastest if constraints.budget is not None else None,
+            cheapest,
+            view.unit,
+            rejected=rejected,
+            constraints=constraints,
+            prices=view,
+            borrowed_prices=borrowed,
+            evaluated_after_pruning=computed,
+        )
 
 
-def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None,
-                  **limits: Any) -> Space:
+def default_space(
+    plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = None, **limits: Any
+) -> Space:
     """All GPU types with a price (or the ones given) for both roles."""
     if gpus is None:
         view = prices(plan, dict(catalog.gpus), tuple(catalog.gpus))
@@ -713,4 +869,3 @@ def default_space(plan: Plan, catalog: Catalog, gpus: tuple[str, ...] | None = N
     for key in gpus:
         catalog.gpu(key, "search.gpus")
     return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)
-

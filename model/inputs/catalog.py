@@ -54,23 +54,27 @@ class Catalog:
     today: dt.date | None = None
 
     def with_model(self, spec: str, model: TargetModel) -> Catalog:
-        return Catalog(gpus=self.gpus, models={**self.models, spec: model}, offers=self.offers,
-                       today=self.today)
+        return Catalog(
+            gpus=self.gpus,
+            models={**self.models, spec: model},
+            offers=self.offers,
+            today=self.today,
+        )
 
     def gpu(self, key: str, plan_key: str) -> Gpu:
         """The GPU `key`, named by the plan at `plan_key`."""
         try:
             return self.gpus[key]
         except KeyError:
-            reason = (f"unknown GPU {key!r}{suggest(key, self.gpus)}; "
-                      f"known: {', '.join(self.gpus)}")
-            raise PlanError(f"{plan_key}: {reason}", plan_key, value=key,
-                            reason=reason) from None
+            reason = f"unknown GPU {key!r}{suggest(key, self.gpus)}; known: {', '.join(self.gpus)}"
+            raise PlanError(f"{plan_key}: {reason}", plan_key, value=key, reason=reason) from None
 
     def model(self, spec: str) -> TargetModel:
         try:
             return self.models[spec]
         except KeyError:
-            raise PlanError.field("workload.target_model", repr(spec),
-                                  f"not loaded (a preset: {', '.join(PRESETS)}, or the path "
-                                  f"of a config.json)") from None
+            raise PlanError.field(
+                "workload.target_model",
+                repr(spec),
+                f"not loaded (a preset: {', '.join(PRESETS)}, or the path of a config.json)",
+            ) from None
