@@ -26,6 +26,10 @@ def main() -> int:
     ruff = [sys.executable, "-m", "ruff", "check", *folders]
     if subprocess.run(ruff, cwd=ROOT).returncode:
         failed.append("ruff")
+    # The tree is as `ruff format` writes it (run it to fix; pre-commit does).
+    formatted = [sys.executable, "-m", "ruff", "format", "--check", *folders]
+    if subprocess.run(formatted, cwd=ROOT).returncode:
+        failed.append("ruff format")
     with tempfile.TemporaryDirectory() as tmp:
         package = Path(tmp) / "dflash_plan"
         package.mkdir()
@@ -49,7 +53,7 @@ def main() -> int:
     if failed:
         print(f"lint: failed: {', '.join(failed)}", file=sys.stderr)
         return 1
-    print("lint: ruff, mypy and the import contracts pass")
+    print("lint: ruff, ruff format, mypy and the import contracts pass")
     return 0
 
 
