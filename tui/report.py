@@ -87,6 +87,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                      f"{fmt.pct(p.link_utilization)} of the link")
     console.print(escape(f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f}"
                          f" KB/token{link_load} ({p.link.description})"))
+    for line in offline_lines(p):
+        console.print(escape(line))
     if p.fits and p.marginal_target_tokens_per_s is not None \
             and p.marginal_drafter_tokens_per_s is not None:
         console.print(f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
@@ -123,8 +125,42 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             console.print("  " + escape(even))
         for line in c.why:
             console.print(f"  because {escape(line)}")
-    for warning in p.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    for d in p.diagnostics:
+        label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
+        console.print(f"{label} {escape(d.message)}")
+
+
+def offline_lines(p: Projection) -> list[str]:
+    """The online/offline decision: the storage offline needs, its days and cost beside the
+    online pipeline's, and the break-even epochs."""
+    o = p.offline
+    if o is None:
+        return []
+    fits = "" if o.tb_available is None else (
+        f" of {o.tb_available:,.1f} TB" + ("" if o.fits else " (DOES NOT FIT)"))
+    read = ("storage reads not bounded" if o.storage_tokens_per_s is None else
+            f"storage feeds {fmt.ktok(o.storage_tokens_per_s)}")
+    lines = [f"{'offline (this plan)' if p.mode == 'offline' else 'offline instead'}: "
+             f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
+             f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
+             f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
+             f"{fmt.duration(o.train_days_per_epoch)} per epoch at "
+             f"{fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound; {read})"]
+    cost = "" if o.cost is None or o.online_cost is None else (
+        f"; cost {fmt.cost(o.cost, o.cost_unit)} offline vs {fmt.cost(o.online_cost, o.cost_unit)}"
+        f" online ({o.billing} billing)")
+    storage = ""
+    if o.storage_usd is not None:
+        storage = f"; storage ${o.storage_usd:,.0f}" + ("" if o.storage_in_cost
+                                                       else " (not in the GPU cost unit)")
+    even = [f"{name} from {e:,.2f} epochs" if e is not None else f"{name} never"
+            for name, e in (("cheaper", o.break_even_epochs),
+                            ("faster", o.break_even_epochs_days))
+            if not (name == "cheaper" and o.cost is None)]
+    lines.append(f"  {p.epochs} epochs: {fmt.duration(o.days)} offline vs "
+                 f"{fmt.duration(o.online_days)} online{cost}{storage}; offline is "
+                 + ", ".join(even))
+    return lines
 
 
 def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str:

@@ -27,10 +27,11 @@ class Diagnostic:
     key: str | None
     message: str
     values: dict[str, Any] = field(default_factory=dict)
+    level: str = "warning"           # "error": the plan cannot run as written
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "key": self.key, "message": self.message,
-                "values": self.values}
+                "values": self.values, "level": self.level}
 
 
 def _pct(x: float) -> str:

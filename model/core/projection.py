@@ -41,6 +41,7 @@ from .diagnostics import (
     range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
+from .offline import Offline, offline, offline_checks
 from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
@@ -291,6 +292,12 @@ class Projection:
     diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
     scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
+    # The offline run beside the online pipeline (when the plan fits), whichever the mode.
+    offline: Offline | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.plan.workload.mode
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -377,6 +384,8 @@ class Projection:
                              "source": p.source}
                        for key, p in self.prices.by_gpu.items()},
             "reference_gpu": self.prices.reference_gpu,
+            "mode": self.mode,
+            "storage": self.offline.to_json(self.mode) if self.offline else None,
         }
 
 
@@ -480,6 +489,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                           "launch_format": plan.launch.format}))
 
     econ: Economics | None = None
+    off: Offline | None = None
     ranges = narrowing = None
     marginal_t = marginal_d = None
     bneck = None
@@ -503,6 +513,11 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                             {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
         for rate in (t, d):
             diagnostics += range_note(rate)
+        off = offline(plan, r.model.hidden, len(r.layer_ids), tokens_per_epoch,
+                      float(f.target_tokens_per_s), float(f.drafter_tokens_per_s), throughput,
+                      r.drafter_gpu.gpus_per_node, role_prices, view.unit, view.in_usd,
+                      (billed_t, billed_d), (unit_t, unit_d))
+        diagnostics += offline_checks(off, w.mode)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
@@ -564,7 +579,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
         marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
         ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
-        assumptions=assumptions, scenarios=scen if fits else None)
+        assumptions=assumptions, scenarios=scen if fits else None, offline=off)
 
 
 def _link_description(r: Resolved, f: Flow) -> str:
