@@ -128,3 +128,51 @@ def test_online_stays_the_default(capsys):
     doc = storage(capsys)
     assert doc["mode"] == "online"
     assert default_plan().workload.mode == "online"
+
+
+# --- the Mooncake store in host memory ------------------------------------------------------
+
+@pytest.mark.parametrize("fmt,sets", [
+    ("specforge", {}),
+    ("specforge", {"target": {"gpu": "b200", "count": 6, "tp": 2},
+                   "drafter": {"gpu": "b200", "count": 2, "batch_size": 4}}),
+    ("speculators", {"target": {"gpu": "b200", "count": 6, "tp": 1},
+                     "drafter": {"gpu": "b200", "count": 2, "batch_size": 2}}),
+])
+def test_store_memory_is_what_the_launch_writes(catalog, fmt, sets):
+    from dflash_plan.model.launch import specforge, speculators
+    from dflash_plan.model.launch.common import context
+
+    plan = edit(default_plan(), launch={"format": fmt}, **sets)
+    p = project(plan, catalog)
+    ctx = context(plan, catalog)
+    launched = (specforge.server_segment_gib(ctx) if fmt == "specforge"
+                else speculators.vllm_segment_gib(ctx))
+    assert p.store_memory is not None and p.store_memory.segment_gib == launched
+    # At the longest sample: 5 captured layers + the last x 4,096 x 2 bytes x max_length.
+    assert p.store_memory.sample_bytes == 6 * 4096 * 2 * plan.workload.max_length
+
+
+def test_store_memory_at_the_longest_sample_over_host_ram(capsys):
+    # B200 nodes (DGX B200: 2 TB host RAM), 6 TP1 capture servers + 2 trainer ranks on one
+    # node, 131,072-token samples of 6 GiB (6 layers x 4,096 x 2 bytes x 131,072): each
+    # segment holds the producer's 256 in flight over 6 servers = 43 samples x 1.25 = 323
+    # GiB; 6 x (323 + 1) + 2 x 25 = 1,994 GiB = 2,141 GB > 2,000 GB.
+    base = ["target.gpu=b200", "drafter.gpu=b200", "target.count=6", "drafter.count=2",
+            "workload.avg_sample_tokens=2000"]
+    doc = storage(capsys, *base, "workload.max_length=131072")
+    mem = doc["store_memory"]
+    assert mem["host_memory_gb"] == 2000 and mem["fits"] is False
+    assert mem["busiest_node_gib"] * 2**30 / 1e9 > 2000
+    err = [d for d in doc["diagnostics"] if d["code"] == "store-memory"]
+    assert err and err[0]["level"] == "error"
+    # The mean sample is the same, the longest 8x shorter: it fits.
+    doc = storage(capsys, *base, "workload.max_length=16384")
+    assert doc["store_memory"]["fits"] is True
+    assert "store-memory" not in [d["code"] for d in doc["diagnostics"]]
+
+
+def test_host_memory_unknown_is_not_checked(capsys):
+    doc = storage(capsys, "workload.max_length=131072")
+    assert doc["store_memory"]["host_memory_gb"] is None
+    assert doc["store_memory"]["fits"] is None

@@ -89,6 +89,14 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                          f" KB/token{link_load} ({p.link.description})"))
     for line in offline_lines(p):
         console.print(escape(line))
+    if (m := p.store_memory) is not None:
+        host = ("" if m.host_memory_gb is None else
+                f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)"))
+        console.print(escape(
+            f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
+            f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
+            f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
+            f"{m.node_gib:,.0f} GiB of host memory{host}"))
     if p.fits and p.marginal_target_tokens_per_s is not None \
             and p.marginal_drafter_tokens_per_s is not None:
         console.print(f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "

@@ -176,6 +176,7 @@ NVLINK_DOMAIN_GPUS = Bound(1, 100_000, "GPUs")
 TDP_W = Bound(1, 100_000, "W", integer=False)
 EFFICIENCY = Bound(0.001, 1, "of the dense peak", integer=False)
 SOFTMAX_SPEEDUP = Bound(1, 100, "x", integer=False)
+HOST_MEMORY_GB = Bound(1, 1_000_000, "GB per node", integer=False)
 # Target models (config.json).
 MODEL_LAYERS = Bound(1, 10_000, "layers")
 MODEL_WIDTH = Bound(1, 1_048_576)            # hidden and FFN widths

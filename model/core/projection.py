@@ -16,6 +16,7 @@ from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
+from ..physics import store
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
@@ -294,6 +295,7 @@ class Projection:
     scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
     # The offline run beside the online pipeline (when the plan fits), whichever the mode.
     offline: Offline | None = None
+    store_memory: store.StoreMemory | None = None   # the Mooncake store in host memory
 
     @property
     def mode(self) -> str:
@@ -386,6 +388,7 @@ class Projection:
             "reference_gpu": self.prices.reference_gpu,
             "mode": self.mode,
             "storage": self.offline.to_json(self.mode) if self.offline else None,
+            "store_memory": self.store_memory.to_json() if self.store_memory else None,
         }
 
 
@@ -479,6 +482,19 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         diagnostics += measurement_checks(role_name, dict(measured), r.gpus, defaults)
     diagnostics += memory_checks((r.target_gpu, t_mem), (r.drafter_gpu, d_mem))
     diagnostics += anchors_check(w.num_anchors, recipe.NUM_ANCHORS)
+    store_mem = _store_memory(r)
+    if store_mem.fits is False:
+        diagnostics.append(Diagnostic(
+            "store-memory", "workload.max_length",
+            f"the Mooncake store needs {store_mem.node_gib:,.0f} GiB of host memory on its "
+            f"busiest node ({store_mem.node_servers} capture server(s) x "
+            f"{store_mem.segment_gib} GiB segment + {store_mem.local_buffer_gib:g} GiB buffer, "
+            f"{store_mem.node_ranks} trainer rank(s) x {store_mem.rank_gib:,.1f} GiB, at "
+            f"{w.max_length:,}-token samples of {store_mem.sample_bytes / 2**30:,.2f} GiB) "
+            f"but the node has {store_mem.host_memory_gb:,.0f} GB: shorten max_length, "
+            f"spread the targets over more nodes or use nodes with more RAM",
+            {"node_gib": store_mem.node_gib, "host_memory_gb": store_mem.host_memory_gb},
+            level="error"))
     if w.transport == "direct" and plan.launch.format in ("specforge", "slurm", "speculators"):
         diagnostics.append(Diagnostic(
             "transport-differs-from-launch", "workload.transport",
@@ -579,7 +595,30 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
         marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
         ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
-        assumptions=assumptions, scenarios=scen if fits else None, offline=off)
+        assumptions=assumptions, scenarios=scen if fits else None, offline=off,
+        store_memory=store_mem)
+
+
+def _store_memory(r: Resolved) -> store.StoreMemory:
+    """The Mooncake store of the launched run, sized by the functions the launch scripts
+    use: SpecForge's segments hold the producer's high watermark spread over the capture
+    servers; speculators' hold every trainer rank's batches in flight."""
+    plan, w = r.plan, r.plan.workload
+    T, D, tp, batch = plan.target.count, plan.drafter.count, plan.target.tp, \
+        plan.drafter.batch_size
+    fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
+    sample = store.sample_feature_bytes(r.model.hidden, len(r.layer_ids), w.max_length)
+    servers = plan.target.replicas
+    if fmt == "speculators":
+        samples: float = store.speculators_segment_samples(batch, D, servers)
+    else:
+        high, _ = store.in_flight_watermarks(D * batch)
+        samples = store.specforge_segment_samples(high, servers)
+    nodes = store.nodes_of_split(T, D, tp, r.target_gpu.gpus_per_node,
+                                 r.drafter_gpu.gpus_per_node, r.same_gpu_type)
+    return store.store_memory(fmt, sample, store.segment_gib(sample, samples), batch, nodes,
+                              {"target": r.target_gpu.host_memory_gb,
+                               "drafter": r.drafter_gpu.host_memory_gb})
 
 
 def _link_description(r: Resolved, f: Flow) -> str:

@@ -27,6 +27,7 @@ Tflops = Annotated[float, v.TFLOPS.before, v.TFLOPS.field("dense, per GPU")]
 MemoryGb = Annotated[float, v.MEMORY_GB.before, v.MEMORY_GB.field("usable memory")]
 MemoryTbPerS = Annotated[float, v.MEMORY_TB_PER_S.before,
                          v.MEMORY_TB_PER_S.field("memory bandwidth")]
+HostMemoryGb = Annotated[float, v.HOST_MEMORY_GB.before, v.HOST_MEMORY_GB.field("host RAM")]
 LinkGbPerS = Annotated[float, v.LINK_GB_PER_S.before,
                        v.LINK_GB_PER_S.field("one direction, per GPU")]
 NetworkGbitPerS = Annotated[float, v.NETWORK_GBIT_PER_S.before,
@@ -102,6 +103,9 @@ class Gpu(BaseModel):
     host_link_gb_per_s: LinkGbPerS | None = Field(
         None, description="GPU-host copy bandwidth, one direction, GB/s; default: the GPU "
                           "link when it is PCIe")
+    host_memory_gb: HostMemoryGb | None = Field(
+        None, description="host RAM of one node, GB (the Mooncake store's segments and "
+                          "buffers live there); None: unknown, not checked")
     arch: str = Field("", description="kernel family (e.g. sm100, sm120, sm90): a measured "
                                       "shortfall may belong to it")
     source: str = Field("", max_length=v.TEXT_CHARS)
