@@ -176,3 +176,47 @@ def test_host_memory_unknown_is_not_checked(capsys):
     doc = storage(capsys, "workload.max_length=131072")
     assert doc["store_memory"]["host_memory_gb"] is None
     assert doc["store_memory"]["fits"] is None
+
+
+# The README's online/offline table, row by row: the --set of each offline row.
+README_ROWS = {
+    "offline, bf16": [],
+    "offline, fp8 storage": ["workload.storage_dtype=fp8"],
+    "offline, the 4 GPUs rented for both phases": ["storage.billing=whole-run"],
+    "offline, storage read at 0.5 GB/s": ["storage.read_gb_per_s_per_node=0.5"],
+    "offline at $1.97/GPU-h and $20/TB-month": ["cost.usd_per_gpu_hour.rtx-pro-6000=1.97",
+                                                "storage.usd_per_tb_month=20"],
+}
+
+
+def _first_number(cell: str) -> float | None:
+    import re
+
+    found = re.search(r"[\d,]+(?:\.\d+)?", cell)
+    return None if found is None or cell.strip() == "never" else float(
+        found.group().replace(",", ""))
+
+
+def _shown(cell: str, value: float | None) -> bool:
+    shown = _first_number(cell)
+    if value is None or shown is None:
+        return shown is None and (value is None or cell.strip() == "")
+    decimals = len(str(shown).split(".")[1]) if "." in cell.split()[0] else 0
+    return abs(shown - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def test_readme_offline_table_is_what_the_model_prints(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    rows = {cells[1].strip(): [c.strip() for c in cells[2:-1]]
+            for line in text.splitlines() if line.startswith("| offline")
+            for cells in [line.split("|")]}
+    for label, sets in README_ROWS.items():
+        tb, days, cost, cheaper, faster = rows[label]
+        s = storage(capsys, "workload.mode=offline", *[f"{x}" for x in sets])["storage"]
+        assert _shown(tb, s["tb"]), (label, tb, s["tb"])
+        assert _shown(days, s["days"]), (label, days, s["days"])
+        assert _shown(cost.lstrip("$"), s["cost"]), (label, cost, s["cost"])
+        assert _shown(cheaper, s["break_even_epochs"]), (label, cheaper)
+        assert _shown(faster, s["break_even_epochs_days"]), (label, faster)
