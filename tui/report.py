@@ -87,16 +87,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                      f"{fmt.pct(p.link_utilization)} of the link")
     console.print(escape(f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f}"
                          f" KB/token{link_load} ({p.link.description})"))
-    for line in offline_lines(p):
+    for line in [*offline_lines(p), *store_lines(p)]:
         console.print(escape(line))
-    if (m := p.store_memory) is not None:
-        host = ("" if m.host_memory_gb is None else
-                f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)"))
-        console.print(escape(
-            f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
-            f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
-            f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
-            f"{m.node_gib:,.0f} GiB of host memory{host}"))
     if p.fits and p.marginal_target_tokens_per_s is not None \
             and p.marginal_drafter_tokens_per_s is not None:
         console.print(f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
@@ -136,6 +128,19 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     for d in p.diagnostics:
         label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
         console.print(f"{label} {escape(d.message)}")
+
+
+def store_lines(p: Projection) -> list[str]:
+    """The Mooncake store's host memory at the longest sample."""
+    m = p.store_memory
+    if m is None:
+        return []
+    host = ("" if m.host_memory_gb is None else
+            f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)"))
+    return [f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
+            f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
+            f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
+            f"{m.node_gib:,.0f} GiB of host memory{host}"]
 
 
 def offline_lines(p: Projection) -> list[str]:

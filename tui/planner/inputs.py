@@ -59,7 +59,7 @@ class FieldInput(Input):
 
 
 class FieldSelect(Picker):
-    """A GPU or model picker."""
+    """A GPU, model or choice picker."""
 
     def __init__(self, spec: FieldSpec, options: list[tuple[str, str]], value: Any) -> None:
         # The reference GPU may be unset (prices then come from the catalog).
@@ -256,7 +256,8 @@ class InputsPanel(VerticalScroll):
         for title, fields in SECTIONS:
             for index, spec in enumerate(fields):
                 options = (self.gpu_options if spec.kind == "gpu" else
-                           list(self._models) if spec.kind == "model" else None)
+                           list(self._models) if spec.kind == "model" else
+                           [(c, c) for c in spec.choices] if spec.kind == "choice" else None)
                 row = self.rows[spec.key] = FieldRow(spec, options, self.first.values.get(spec.key),
                                                      title if index == 0 else "")
                 yield row
