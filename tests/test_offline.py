@@ -220,3 +220,19 @@ def test_readme_offline_table_is_what_the_model_prints(capsys):
         assert _shown(cost.lstrip("$"), s["cost"]), (label, cost, s["cost"])
         assert _shown(cheaper, s["break_even_epochs"]), (label, cheaper)
         assert _shown(faster, s["break_even_epochs_days"]), (label, faster)
+
+
+def test_compare_shows_storage_of_offline_plans(capsys, tmp_path):
+    online, offline = tmp_path / "online.toml", tmp_path / "offline.toml"
+    assert main(["new", str(online)]) == 0
+    text = online.read_text()
+    offline.write_text(text.replace('transport = "direct"',
+                                    'transport = "direct"\nmode = "offline"'))
+    capsys.readouterr()
+    assert main(["compare", "--csv", str(online), str(offline)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(",offline")
+    assert lines[1].endswith(",—") and "76.8 TB" in lines[2]
+    # All online: no offline column.
+    assert main(["compare", "--csv", str(online), str(online)]) == 0
+    assert "offline" not in capsys.readouterr().out.splitlines()[0]

@@ -494,6 +494,17 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
             _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
             ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH])
+    # Offline plans: their storage, days and cost beside the online figures (a column only
+    # when some plan runs offline, so all-online comparisons read as before).
+    if any(p.mode == "offline" for _, p, _ in rows):
+        headers.append("offline")
+        for row, (_, p, _) in zip(body, rows, strict=True):
+            o = p.offline
+            even = ("never" if o is None or o.break_even_epochs is None
+                    else f"{o.break_even_epochs:.2f} epochs")
+            row.append(fmt.DASH if o is None or p.mode != "offline" else
+                       f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
+                       f"cheaper from {even}")
     if style == "csv":
         import csv
 
@@ -514,8 +525,8 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
     shown = {"cost/epoch": "per epoch", "break-even": "break even"}
     drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
-    columns = [_Column(shown.get(h, h), h not in ("plan", "bottleneck"), drop=drops.get(h, 0),
-                       fold=h == "plan") for h in headers]
+    columns = [_Column(shown.get(h, h), h not in ("plan", "bottleneck", "offline"),
+                       drop=drops.get(h, 0), fold=h in ("plan", "offline")) for h in headers]
     unit_words = ("" if one_unit in (None, "USD") else f"; cost in {one_unit}")
     _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
                   [[escape(cell) for cell in row] for row in body])
