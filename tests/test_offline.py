@@ -236,3 +236,9 @@ def test_compare_shows_storage_of_offline_plans(capsys, tmp_path):
     # All online: no offline column.
     assert main(["compare", "--csv", str(online), str(online)]) == 0
     assert "offline" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_offline_mode_says_the_launch_is_online(capsys):
+    doc = storage(capsys, "workload.mode=offline")
+    assert "mode-differs-from-launch" in [d["code"] for d in doc["diagnostics"]]
+    assert "mode-differs-from-launch" not in [d["code"] for d in storage(capsys)["diagnostics"]]

@@ -56,6 +56,14 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                                 + _range(p, "days", fmt.duration))
         summary.add_row("total cost", escape(_cost_line(p))
                         + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)))
+        if p.mode == "offline" and (o := p.offline) is not None:
+            # The figures above are the online pipeline's (ranges, scenarios, search);
+            # this plan runs offline.
+            cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
+            summary.add_row("offline run", escape(
+                f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
+                f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
+                f"the figures above are the online pipeline's"))
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
             summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")

@@ -504,6 +504,15 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             f"project the launched run", {"transport": w.transport,
                                           "launch_format": plan.launch.format}))
 
+    if w.mode == "offline" and plan.launch.format != "template":
+        # No format writes the capture-then-train pair yet: say so rather than let a
+        # launch script of the online pipeline pass for the offline run.
+        diagnostics.append(Diagnostic(
+            "mode-differs-from-launch", "workload.mode",
+            f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
+            f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
+            f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
+            {"mode": w.mode, "launch_format": plan.launch.format}))
     econ: Economics | None = None
     off: Offline | None = None
     ranges = narrowing = None

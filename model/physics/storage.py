@@ -25,13 +25,14 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {
-    # DFlash conditions on the captured layers only; SpecForge's offline samples hold the
-    # token ids and the loss mask as int64 tensors beside them (its EAGLE3 offline format;
-    # the dflash strategy of prepare_hidden_states.py writes the same keys: an assumption,
-    # its file was not read).
+    # SpecForge's DFlash offline reader reads input_ids, loss_mask and hidden_states (the
+    # captured layers) per sample, no last hidden state (build_offline_reader in
+    # specforge/algorithms/common/dflash_family_data.py, the specforge 0.2.0 wheel); the
+    # ids and mask are taken as int64 (torch's default for token ids: the writer,
+    # scripts/prepare_hidden_states.py, was not read), 16 bytes of 40,976 per token.
     "specforge": Format("specforge", 0, 8 + 8,
-                        "SpecForge scripts/prepare_hidden_states.py (pipelines.md 1.6): "
-                        "captured layers, input_ids and loss_mask (int64)"),
+                        "SpecForge 0.2.0 dflash_family_data.build_offline_reader: "
+                        "input_ids, loss_mask (int64 assumed), hidden_states"),
     # speculators' trainer reads the last captured layer as the target's final hidden state:
     # launch_vllm.py appends layer n to the ids training is given (pipelines.md 0, 3.1); its
     # training guide's 268 MB per 8,192-token Llama-3.1-8B sample is 4 layers x 4,096 x 2
