@@ -242,3 +242,15 @@ def test_offline_mode_says_the_launch_is_online(capsys):
     doc = storage(capsys, "workload.mode=offline")
     assert "mode-differs-from-launch" in [d["code"] for d in doc["diagnostics"]]
     assert "mode-differs-from-launch" not in [d["code"] for d in storage(capsys)["diagnostics"]]
+
+
+def test_offline_drafters_read_storage_not_the_mooncake_store(capsys):
+    # Through the store a B200 drafter waits for its Mooncake fetch (30.8 Ktok/s online);
+    # offline it reads from storage: its compute-bound capacity (82 K), as with direct.
+    gpus = ["target.gpu=b200", "drafter.gpu=b200", "workload.mode=offline"]
+    store = storage(capsys, *gpus, "workload.transport=mooncake")
+    direct = storage(capsys, *gpus, "workload.transport=direct")
+    assert store["drafter"]["capacity_tokens_per_s"] < 0.5 * direct["drafter"][
+        "capacity_tokens_per_s"]
+    assert store["storage"]["train_tokens_per_s"] == pytest.approx(
+        direct["drafter"]["capacity_tokens_per_s"])

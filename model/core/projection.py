@@ -405,7 +405,8 @@ def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
 
 
 def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
-            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None) -> PipelineInputs:
+            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None,
+            transport: str | None = None) -> PipelineInputs:
     p = r.plan
     return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
                            p.target.tp, target_rate, drafter_rate,
@@ -414,7 +415,7 @@ def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float
                            batch_size=p.drafter.batch_size,
                            sample_tokens=float(p.workload.avg_sample_tokens),
                            hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-                           transport=p.workload.transport)
+                           transport=transport or p.workload.transport)
 
 
 def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
@@ -538,8 +539,13 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                                             {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
         for rate in (t, d):
             diagnostics += range_note(rate)
+        # Offline, the drafters read from storage, not through the Mooncake store: their
+        # capacity without its fetch wait (storage's own bound is applied in offline()).
+        from_disk = f if w.transport == "direct" else flow(
+            _inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
         off = offline(plan, r.model.hidden, len(r.layer_ids), tokens_per_epoch,
-                      float(f.target_tokens_per_s), float(f.drafter_tokens_per_s), throughput,
+                      float(f.target_tokens_per_s), float(from_disk.drafter_tokens_per_s),
+                      throughput,
                       r.drafter_gpu.gpus_per_node, role_prices, view.unit, view.in_usd,
                       (billed_t, billed_d), (unit_t, unit_d))
         diagnostics += offline_checks(off, w.mode)
