@@ -254,3 +254,38 @@ def test_offline_drafters_read_storage_not_the_mooncake_store(capsys):
         "capacity_tokens_per_s"]
     assert store["storage"]["train_tokens_per_s"] == pytest.approx(
         direct["drafter"]["capacity_tokens_per_s"])
+
+
+def test_comparison_view_rows_of_an_offline_scenario(catalog):
+    from dflash_plan.tui.scenarios import OFFLINE_ROWS, offline_column
+
+    online = project(default_plan(), catalog)
+    offline = project(edit(default_plan(), workload={"mode": "offline"}), catalog)
+    assert offline_column(online) == ["—"] * len(OFFLINE_ROWS)
+    tb, days, cost, even = offline_column(offline)
+    assert tb == "76.8" and days == "8.07" and cost == "264" and even == "0.92 ep"
+
+
+async def test_comparison_view_shows_the_offline_rows():
+    from apphelp import choose, planner
+    from dflash_plan.tui.scenarios import OFFLINE_ROWS, ROWS, ScenariosScreen
+    from textual.widgets import DataTable
+
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f6")
+        await pilot.pause()
+        table = app.screen.query_one("#scenarios-table", DataTable)
+        assert table.row_count == len(ROWS)             # all online: as before
+        await pilot.press("escape")
+        await pilot.pause()
+        await choose(pilot, "workload.mode", "offline")
+        await pilot.press("f6")
+        await pilot.pause()
+        assert isinstance(app.screen, ScenariosScreen)
+        table = app.screen.query_one("#scenarios-table", DataTable)
+        assert table.row_count == len(ROWS) + len(OFFLINE_ROWS)
+        now = [str(v) for v in table.get_column_at(2)]
+        assert now[len(ROWS)] == "76.8" and now[-1] == "0.92 ep"
+        assert [str(v) for v in table.get_column_at(1)][len(ROWS)] == "—"   # the baseline
