@@ -72,9 +72,14 @@ def terminal_paint_ms(argv: list[str], marker: bytes) -> float:
     columns, rows = TERMINAL
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True,
-                            env={**os.environ, "TERM": "xterm-256color"})
+    proc = subprocess.Popen(
+        argv,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
     os.close(slave)
     seen, found = b"", None
     try:
@@ -84,7 +89,7 @@ def terminal_paint_ms(argv: list[str], marker: bytes) -> float:
                     chunk = os.read(master, 65536)
                 except OSError:
                     break
-                seen = seen[-len(marker):] + chunk
+                seen = seen[-len(marker) :] + chunk
                 if marker in seen:
                     found = (time.perf_counter() - start) * 1e3
     finally:
@@ -138,24 +143,24 @@ async def keystrokes(runs: int) -> dict[str, list[float]]:
             field.select_all()
             before, shown = screen.recompute_count, str(figures.render())
             start = time.perf_counter()
-            await pilot.press(str(1 + i % 4))           # 1..4 targets: the figure changes
+            await pilot.press(str(1 + i % 4))  # 1..4 targets: the figure changes
             while screen.recompute_count == before:
                 await asyncio.sleep(0.001)
-            await pilot.pause()                           # let the new text render
+            await pilot.pause()  # let the new text render
             times["pilot"].append((time.perf_counter() - start) * 1e3)
             assert str(figures.render()) != shown
         displayed: list[float] = []
         display = app._display
 
         def timed_display(*args: object) -> None:
-            display(*args)                                # type: ignore[arg-type]
+            display(*args)  # type: ignore[arg-type]
             displayed.append(time.perf_counter())
 
-        app._display = timed_display                      # type: ignore[method-assign]
+        app._display = timed_display  # type: ignore[method-assign]
         for name, first in (("1-4", 1), ("4-7", 4)):
             for i in range(runs + 1):
                 field.select_all()
-                await pilot.pause(0.05)                   # a quiet spell, as between keys
+                await pilot.pause(0.05)  # a quiet spell, as between keys
                 before = screen.recompute_count
                 start = time.perf_counter()
                 digit = str(first + (i + 1) % 4)
@@ -165,7 +170,7 @@ async def keystrokes(runs: int) -> dict[str, list[float]]:
                 done = time.perf_counter()
                 while not displayed or displayed[-1] < done:
                     await asyncio.sleep(0.001)
-                if i:                                     # the first moves into the range
+                if i:  # the first moves into the range
                     times[name].append((displayed[-1] - start) * 1e3)
         for _ in range(runs):
             start = time.perf_counter()
@@ -189,17 +194,20 @@ def main() -> None:
     for package in (dflash_plan.model, dflash_plan.tui):
         compileall.compile_dir(Path(str(package.__file__)).parent, quiet=1)
     hello_ms, frame_ms, hello_cpu, frame_cpu = [], [], [], []
-    for _ in range(args.runs):                 # interleaved: both see the same machine load
-        for code, walls, cpus in ((HELLO_FRAME, hello_ms, hello_cpu),
-                                  (FIRST_FRAME, frame_ms, frame_cpu)):
+    for _ in range(args.runs):  # interleaved: both see the same machine load
+        for code, walls, cpus in (
+            (HELLO_FRAME, hello_ms, hello_cpu),
+            (FIRST_FRAME, frame_ms, frame_cpu),
+        ):
             wall, cpu = first_frame_ms(code)
             walls.append(wall)
             cpus.append(cpu)
     hello_tty, planner_tty = [], []
     for _ in range(args.runs):
         hello_tty.append(terminal_paint_ms([sys.executable, "-c", HELLO_RUN], b"hello"))
-        planner_tty.append(terminal_paint_ms(
-            [sys.executable, "-m", "dflash_plan.tui.cli"], b"Ktok/s"))
+        planner_tty.append(
+            terminal_paint_ms([sys.executable, "-m", "dflash_plan.tui.cli"], b"Ktok/s")
+        )
     times = asyncio.run(keystrokes(args.runs))
     from dflash_plan.tui.app import DEBOUNCE_S
 
@@ -210,8 +218,7 @@ def main() -> None:
         ("  the same, CPU time of the process: dflash-plan", frame_cpu),
         ("in a terminal (pty 120x40): the minimal app, launch to first paint", hello_tty),
         ("in a terminal: `dflash-plan`, launch to the figures painted", planner_tty),
-        (f"keystroke to numbers, Pilot.press (debounce {DEBOUNCE_S * 1e3:.0f} ms)",
-         times["pilot"]),
+        (f"keystroke to numbers, Pilot.press (debounce {DEBOUNCE_S * 1e3:.0f} ms)", times["pilot"]),
         ("key event to numbers on screen, 1-4 targets (layout changes)", times["1-4"]),
         ("key event to numbers on screen, 4-7 targets (layout stays)", times["4-7"]),
         ("one recompute: validate + project + show", times["recompute"]),
@@ -219,15 +226,19 @@ def main() -> None:
     width = max(len(name) for name, _ in rows)
     print(f"{'measurement':<{width}}  {'median ms':>9}  {'min':>7}  {'max':>7}  runs")
     for name, values in rows:
-        print(f"{name:<{width}}  {statistics.median(values):9.1f}  {min(values):7.1f}  "
-              f"{max(values):7.1f}  {len(values)}")
+        print(
+            f"{name:<{width}}  {statistics.median(values):9.1f}  {min(values):7.1f}  "
+            f"{max(values):7.1f}  {len(values)}"
+        )
     ratio = statistics.median(frame_ms) / statistics.median(hello_ms)
     cpu_ratio = statistics.median(frame_cpu) / statistics.median(hello_cpu)
     tty_ratio = statistics.median(planner_tty) / statistics.median(hello_tty)
-    print(f"first frame: {ratio:.2f}x the minimal app in wall time, {cpu_ratio:.2f}x in CPU "
-          f"time, {tty_ratio:.2f}x in a terminal (target: within 2x); key event to "
-          f"numbers on screen: {statistics.median(times['1-4']):.0f} ms with a new layout, "
-          f"{statistics.median(times['4-7']):.0f} ms without (target: under 50 ms)")
+    print(
+        f"first frame: {ratio:.2f}x the minimal app in wall time, {cpu_ratio:.2f}x in CPU "
+        f"time, {tty_ratio:.2f}x in a terminal (target: within 2x); key event to "
+        f"numbers on screen: {statistics.median(times['1-4']):.0f} ms with a new layout, "
+        f"{statistics.median(times['4-7']):.0f} ms without (target: under 50 ms)"
+    )
 
 
 if __name__ == "__main__":

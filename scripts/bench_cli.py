@@ -76,8 +76,10 @@ def main() -> None:
     base_cpu = statistics.median(cpu["import pydantic"])
     for name in COMMANDS:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
-        print(f"{name:>18}: wall {w * 1e3:6.1f} ms ({w / base_wall:.2f}x), "
-              f"CPU {c * 1e3:6.1f} ms ({c / base_cpu:.2f}x)  median of {runs}")
+        print(
+            f"{name:>18}: wall {w * 1e3:6.1f} ms ({w / base_wall:.2f}x), "
+            f"CPU {c * 1e3:6.1f} ms ({c / base_cpu:.2f}x)  median of {runs}"
+        )
 
 
 if __name__ == "__main__":

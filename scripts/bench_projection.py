@@ -29,7 +29,7 @@ from dflash_plan.model.physics.pipeline import flow
 def per_call_us(fn, seconds: float, repeats: int = 7) -> float:
     """Median over `repeats` batches of the mean microseconds per call."""
     calls = 1
-    while True:                                   # size a batch to ~seconds / repeats
+    while True:  # size a batch to ~seconds / repeats
         start = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -54,9 +54,16 @@ def llm_analysis_us(seconds: float) -> float | None:
         return None
 
     def one() -> None:
-        train(model_name="facebook_opt-1.3b", gpu_name="a100-sxm-80gb", total_num_tokens=int(1e9),
-              batch_size_per_gpu=4, seq_len=2048, total_num_gpus=8, flops_efficiency=0.5,
-              log_level="CRITICAL")
+        train(
+            model_name="facebook_opt-1.3b",
+            gpu_name="a100-sxm-80gb",
+            total_num_tokens=int(1e9),
+            batch_size_per_gpu=4,
+            seq_len=2048,
+            total_num_gpus=8,
+            flops_efficiency=0.5,
+            log_level="CRITICAL",
+        )
 
     return per_call_us(one, seconds)
 
@@ -69,38 +76,66 @@ def main() -> None:
     plans: dict[str, Plan] = {
         "built-in plan (3+1 RTX PRO 6000)": default_plan(),
         "4x B200, calibrated carry-over": load_plan(None, ["target.gpu=b200", "drafter.gpu=b200"]),
-        "Llama-70B, 6+2 B200 TP2": load_plan(None, [
-            "workload.target_model=llama-3.3-70b-instruct", "target.gpu=b200", "target.count=6",
-            "target.tp=2", "drafter.gpu=b200", "drafter.count=2"]),
+        "Llama-70B, 6+2 B200 TP2": load_plan(
+            None,
+            [
+                "workload.target_model=llama-3.3-70b-instruct",
+                "target.gpu=b200",
+                "target.count=6",
+                "target.tp=2",
+                "drafter.gpu=b200",
+                "drafter.count=2",
+            ],
+        ),
     }
     doc = default_plan().model_dump()
     projection = project(default_plan(), catalog)
-    rows = [(f"project(): {name}", per_call_us(lambda p=plan: project(p, catalog), args.seconds))
-            for name, plan in plans.items()]
+    rows = [
+        (f"project(): {name}", per_call_us(lambda p=plan: project(p, catalog), args.seconds))
+        for name, plan in plans.items()
+    ]
     from dflash_plan.model.explore.compare import compare
 
     # What the app does per keystroke with a baseline: project the edited plan, compare it
     # with the baseline under every joint scenario (the baseline's figures stay memoised).
     b200 = project(plans["4x B200, calibrated carry-over"], catalog)
     b300_plan = load_plan(None, ["target.gpu=b300", "drafter.gpu=b300"])
-    rows.append(("project() + compare(): 4x B300 vs 4x B200",
-                 per_call_us(lambda: compare(project(b300_plan, catalog), b200), args.seconds)))
-    rows.append(("balance(): 8 GPUs, 7 splits",
-                 per_call_us(lambda: balance(plans["built-in plan (3+1 RTX PRO 6000)"], catalog),
-                             args.seconds)))
+    rows.append(
+        (
+            "project() + compare(): 4x B300 vs 4x B200",
+            per_call_us(lambda: compare(project(b300_plan, catalog), b200), args.seconds),
+        )
+    )
+    rows.append(
+        (
+            "balance(): 8 GPUs, 7 splits",
+            per_call_us(
+                lambda: balance(plans["built-in plan (3+1 RTX PRO 6000)"], catalog), args.seconds
+            ),
+        )
+    )
     inputs = projection.inputs
-    rows.append(("flow(): one split (scalars)", per_call_us(lambda: flow(inputs, 3, 1),
-                                                             args.seconds)))
+    rows.append(
+        ("flow(): one split (scalars)", per_call_us(lambda: flow(inputs, 3, 1), args.seconds))
+    )
     import numpy as np
 
     targets = np.arange(1, 1_000_001) % 4096 + 1
     drafters = np.arange(1_000_000) % 512 + 1
     million = per_call_us(lambda: flow(inputs, targets, drafters), args.seconds, repeats=3)
     rows.append(("flow(): 1,000,000 splits in one call, per split", million / 1e6))
-    rows.append(("baseline: Plan.model_validate (reading the input)",
-                 per_call_us(lambda: Plan.model_validate(doc), args.seconds)))
-    rows.append(("baseline: json.dumps(projection.to_json())",
-                 per_call_us(lambda: json.dumps(projection.to_json()), args.seconds)))
+    rows.append(
+        (
+            "baseline: Plan.model_validate (reading the input)",
+            per_call_us(lambda: Plan.model_validate(doc), args.seconds),
+        )
+    )
+    rows.append(
+        (
+            "baseline: json.dumps(projection.to_json())",
+            per_call_us(lambda: json.dumps(projection.to_json()), args.seconds),
+        )
+    )
     reference = llm_analysis_us(args.seconds)
     if reference is not None:
         rows.append(("reference: llm-analysis train() (one configuration)", reference))

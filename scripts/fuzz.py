@@ -32,24 +32,31 @@ from hypothesis import strategies as st  # noqa: E402
 CATEGORIES: dict[str, tuple[int, Any, Any]] = {
     "plan files": (1000, props.plan_docs(), props.plan_file_property),
     "--set values": (2000, props.SETS, props.set_property),
-    "hardware files": (1000, st.tuples(props.GPU_KEY, props.GPU_TABLE),
-                       lambda kt: props.hardware_property(*kt)),
+    "hardware files": (
+        1000,
+        st.tuples(props.GPU_KEY, props.GPU_TABLE),
+        lambda kt: props.hardware_property(*kt),
+    ),
     "config.json files": (500, props.CONFIG, props.config_property),
-    "cost vs price": (1000, st.tuples(props.plan_docs(hostile=False),
-                                      props.log_floats(1.0001, 1000)),
-                      lambda df: props.cost_property(*df)),
+    "cost vs price": (
+        1000,
+        st.tuples(props.plan_docs(hostile=False), props.log_floats(1.0001, 1000)),
+        lambda df: props.cost_property(*df),
+    ),
     "capacity +1 GPU": (1000, props.plan_docs(hostile=False), props.capacity_property),
 }
 OUTCOMES = {0: "exit 0", 2: "exit 2 (bad input)", 3: "exit 3 (does not fit)"}
 
 
-def fuzz(name: str, examples: int, strategy: Any, check: Any, seed_value: int
-         ) -> tuple[collections.Counter[str], str | None]:
+def fuzz(
+    name: str, examples: int, strategy: Any, check: Any, seed_value: int
+) -> tuple[collections.Counter[str], str | None]:
     counts: collections.Counter[str] = collections.Counter()
 
     @seed(seed_value)
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(strategy)
     def run(value: Any) -> None:
         counts["inputs"] += 1
@@ -58,7 +65,7 @@ def fuzz(name: str, examples: int, strategy: Any, check: Any, seed_value: int
 
     try:
         run()
-    except Exception:                   # a property failed: hypothesis shrank it
+    except Exception:  # a property failed: hypothesis shrank it
         return counts, traceback.format_exc(limit=6)
     return counts, None
 
@@ -75,13 +82,11 @@ def main() -> int:
         if args.only and args.only not in name:
             continue
         start = time.perf_counter()
-        counts, failure = fuzz(name, max(1, int(examples * args.scale)), strategy, check,
-                               args.seed)
+        counts, failure = fuzz(name, max(1, int(examples * args.scale)), strategy, check, args.seed)
         inputs = counts.pop("inputs", 0)
         outcome = ", ".join(f"{label} {n}" for label, n in sorted(counts.items()))
         status = "0 defects" if failure is None else "DEFECT"
-        print(f"{name:<20} {inputs:>7}  {outcome}; {status} "
-              f"({time.perf_counter() - start:.0f} s)")
+        print(f"{name:<20} {inputs:>7}  {outcome}; {status} ({time.perf_counter() - start:.0f} s)")
         if failure is not None:
             defects += 1
             print(failure)

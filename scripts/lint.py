@@ -38,9 +38,12 @@ def main() -> int:
         mypy = [sys.executable, "-m", "mypy", "--config-file", config, "-p", "dflash_plan"]
         if subprocess.run(mypy, cwd=tmp, env=env).returncode:
             failed.append("mypy")
-        contracts = [sys.executable, "-c",
-                     "import sys; from importlinter.cli import lint_imports_command as c; "
-                     "sys.exit(c())", config]
+        contracts = [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())",
+            config,
+        ]
         if subprocess.run(contracts, cwd=tmp, env=env).returncode:
             failed.append("import contracts")
     if failed:

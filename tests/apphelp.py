@@ -59,9 +59,11 @@ async def choose(pilot, key: str, value: str) -> None:
     planner = pilot.app.planner
     for _ in range(50):
         view = planner.view
-        if ((spec is None or view.values.get(spec.key) == value)
-                and planner.query_one(InputsPanel).rows["name"].placeholder == view.name
-                and view.name in text(pilot.app, "title-bar")):
+        if (
+            (spec is None or view.values.get(spec.key) == value)
+            and planner.query_one(InputsPanel).rows["name"].placeholder == view.name
+            and view.name in text(pilot.app, "title-bar")
+        ):
             break
         await pilot.pause()
 
@@ -80,7 +82,7 @@ def text(app, widget: str) -> str:
     """The plain text a widget shows (a Static's content as laid out at its width, an
     Input's value, a TextArea's text)."""
     found = app.screen.query(f"#{widget}")
-    if not found:                           # a plan field whose editor is not open
+    if not found:  # a plan field whose editor is not open
         return app.screen.query_one(f"#row-{widget}").text
     node = found.first()
     if isinstance(node, Input):
@@ -116,8 +118,14 @@ def scene_extension(prefix: str) -> type:
     return Scenes
 
 
-async def snap_scenes(snapshot: Any, prefix: str, size_name: str, size: tuple[int, int],
-                      scenes: dict[str, Any], fresh: Any) -> list[str]:
+async def snap_scenes(
+    snapshot: Any,
+    prefix: str,
+    size_name: str,
+    size: tuple[int, int],
+    scenes: dict[str, Any],
+    fresh: Any,
+) -> list[str]:
     """Run every scene in one app (starting an app is most of a snapshot's cost) and
     compare each screen with its file; the names of the scenes that changed.
     `scenes` maps a name to `scene` or `(scene, start_fresh)`; `fresh(pilot)` resets."""

@@ -35,12 +35,17 @@ def baseline() -> Plan:
     return default_plan()
 
 
-
 # The modules whose tests each run an app for seconds: handed out to the workers first, so
 # that the many short tests fill the end of the run instead of one worker idling while
 # the other finishes a snapshot sweep.
-LONG_FIRST = ("test_snapshots", "test_snapshots_search", "test_app", "test_search_app",
-              "test_properties", "test_escaping")
+LONG_FIRST = (
+    "test_snapshots",
+    "test_snapshots_search",
+    "test_app",
+    "test_search_app",
+    "test_properties",
+    "test_escaping",
+)
 
 
 def pytest_configure(config):

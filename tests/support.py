@@ -5,10 +5,31 @@ from __future__ import annotations
 from dflash_plan.model.inputs.plan import Plan
 
 # The JSON contract of `project --json` (README): keys that stay (additions only).
-CONTRACT = {"tokens_per_s", "ktok_per_s", "samples_per_s", "days", "epochs", "gpu_hours",
-            "total_cost", "cost_unit", "bottleneck", "warnings", "target", "drafter"}
-ROLE_CONTRACT = {"gpu", "count", "capacity_tokens_per_s", "utilization", "efficiency",
-                 "source", "memory_gb_needed", "memory_gb_available", "fits"}
+CONTRACT = {
+    "tokens_per_s",
+    "ktok_per_s",
+    "samples_per_s",
+    "days",
+    "epochs",
+    "gpu_hours",
+    "total_cost",
+    "cost_unit",
+    "bottleneck",
+    "warnings",
+    "target",
+    "drafter",
+}
+ROLE_CONTRACT = {
+    "gpu",
+    "count",
+    "capacity_tokens_per_s",
+    "utilization",
+    "efficiency",
+    "source",
+    "memory_gb_needed",
+    "memory_gb_available",
+    "fits",
+}
 
 
 def edit(plan: Plan, **sections: dict) -> Plan:

@@ -24,7 +24,7 @@ from textual import events
 from textual.widgets import Input
 
 SIZE = (120, 40)
-MEASURED_DAYS = 800_000 * 2344 * 6 / (3 * 4933.3) / 86_400     # 8.8 days
+MEASURED_DAYS = 800_000 * 2344 * 6 / (3 * 4933.3) / 86_400  # 8.8 days
 SMALL = (80, 24)
 
 
@@ -33,30 +33,30 @@ async def test_opens_on_the_measured_run_with_a_visible_first_focus():
     async with app.run_test(size=SIZE) as pilot:
         figures = text(app, "figures")
         assert "14.8 Ktok/s  measured" in figures and "8.8 days  for 6 epochs" in figures
-        assert "845 RTX PRO 6000-h" in figures          # 3 + 1 GPUs x 8.8 days x 24 h
+        assert "845 RTX PRO 6000-h" in figures  # 3 + 1 GPUs x 8.8 days x 24 h
         focused = app.focused
         assert focused is not None and focused.id == "target-count"
         other = await field(pilot, "drafter.count")
-        assert focused.styles.background != other.styles.background   # focus you can see
+        assert focused.styles.background != other.styles.background  # focus you can see
         await pilot.press("f4")
         assert app.screen.query_one(TabbedView).active == "launch"
         await pilot.press("f3")
         assert app.screen.query_one(TabbedView).active == "results"
-        await pilot.click(TabBar, offset=(len(" Projection  L"), 0))   # the Launch label
+        await pilot.click(TabBar, offset=(len(" Projection  L"), 0))  # the Launch label
         await pilot.pause()
         assert app.screen.query_one(TabbedView).active == "launch"
         assert app.screen.query_one("#launch").display and "-launch" in app.screen.classes
         app.screen.query_one(TabBar).focus()
-        await pilot.press("left")                       # the tabs, focused, step with arrows
+        await pilot.press("left")  # the tabs, focused, step with arrows
         assert app.screen.query_one(TabbedView).active == "results"
 
 
 async def test_typing_updates_the_numbers():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")                           # into the focused target count
-        await pilot.press("tab", "tab", "tab")            # tp, the drafter GPU, its count
-        await pilot.press("2")                           # typed as the field opens
+        await pilot.press("6")  # into the focused target count
+        await pilot.press("tab", "tab", "tab")  # tp, the drafter GPU, its count
+        await pilot.press("2")  # typed as the field opens
         await pilot.pause()
         # 6 measured targets x 4,933.3 tok/s; two drafters keep up with them.
         assert "29.6 Ktok/s" in text(app, "figures")
@@ -67,28 +67,28 @@ async def test_a_field_is_drawn_by_its_row_until_focused_and_keeps_keys_typed_me
 
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
-        assert not app.screen.query("#target-tp")        # no editor until it is needed
+        assert not app.screen.query("#target-tp")  # no editor until it is needed
         assert text(app, "target-tp") == "1"
-        await pilot.click("#row-workload-epochs", offset=(12, 0))   # a click opens one
+        await pilot.click("#row-workload-epochs", offset=(12, 0))  # a click opens one
         await pilot.pause()
         assert app.focused.id == "workload-epochs"
-        await pilot.press("3")                           # its text was selected: replaced
+        await pilot.press("3")  # its text was selected: replaced
         await pilot.pause()
         assert app.state.plan.workload.epochs == 3
-        app.screen.query_one("#row-target-tp").focus()   # as tab does, and at once a key,
-        app.post_message(events.Key("2", "2"))           # before the editor has the focus
+        app.screen.query_one("#row-target-tp").focus()  # as tab does, and at once a key,
+        app.post_message(events.Key("2", "2"))  # before the editor has the focus
         await pilot.pause()
         await pilot.pause()
         assert app.focused.id == "target-tp" and text(app, "target-tp") == "2"
 
 
 async def test_a_burst_of_keys_is_one_recompute():
-    app = PlannerApp()                                   # the real debounce
+    app = PlannerApp()  # the real debounce
     async with app.run_test(size=SIZE) as pilot:
         samples = await field(pilot, "workload.samples")
         before = app.planner.recompute_count
         for typed in ("1", "16", "160", "1600", "16000", "160000", "1600000"):
-            samples.value = typed                          # as fast as a paste
+            samples.value = typed  # as fast as a paste
         deadline = time.monotonic() + 5
         while app.planner.recompute_count == before and time.monotonic() < deadline:
             await pilot.pause(DEBOUNCE_S)
@@ -97,7 +97,7 @@ async def test_a_burst_of_keys_is_one_recompute():
         # burst (one more when a loaded machine spreads the burst's messages over more
         # than one debounce interval).
         assert before + 2 <= app.planner.recompute_count <= before + 3
-        assert "17.6 days" in text(app, "figures")       # twice the samples: 2 x 8.8 days
+        assert "17.6 days" in text(app, "figures")  # twice the samples: 2 x 8.8 days
 
 
 async def test_split_keys_move_a_gpu_even_from_a_number_field():
@@ -105,11 +105,11 @@ async def test_split_keys_move_a_gpu_even_from_a_number_field():
     async with app.run_test(size=SIZE) as pilot:
         assert app.focused.id == "target-count"
         await pilot.press("<")
-        assert text(app, "target-count") == "2"          # not "3<"
+        assert text(app, "target-count") == "2"  # not "3<"
         assert (app.state.plan.target.count, app.state.plan.drafter.count) == (2, 2)
         await pilot.press(">", ">")
         assert (app.state.plan.target.count, app.state.plan.drafter.count) == (3, 1)
-        await pilot.press("ctrl+o")                      # in a dialog, < and > are text
+        await pilot.press("ctrl+o")  # in a dialog, < and > are text
         await pilot.pause()
         await pilot.press("<", ">")
         assert app.screen.query_one("#path-input", Input).value.endswith("<>")
@@ -120,14 +120,14 @@ async def test_a_paste_into_a_number_field_is_projected_whole():
     async with app.run_test(size=SIZE) as pilot:
         count = app.focused
         assert count.id == "target-count"
-        count.post_message(events.Paste("6"))             # 3 is selected: replaced
+        count.post_message(events.Paste("6"))  # 3 is selected: replaced
         await pilot.pause()
         assert count.value == "6" and app.state.plan.target.count == 6
-        count.post_message(events.Paste("7\n"))           # the cursor at the end: still 7,
-        await pilot.pause()                               # never 67
+        count.post_message(events.Paste("7\n"))  # the cursor at the end: still 7,
+        await pilot.pause()  # never 67
         assert count.value == "7" and app.state.plan.target.count == 7
         assert "7 targets" in text(app, "title-bar")
-        count.post_message(events.Paste("12\n34"))        # two values: said, not one taken
+        count.post_message(events.Paste("12\n34"))  # two values: said, not one taken
         await pilot.pause()
         assert "'12 34' is not a whole number" in error(app, "target.count")
         assert app.state.plan.target.count == 7
@@ -144,42 +144,42 @@ async def test_question_mark_opens_help_from_a_number_field_and_types_in_text():
         await pilot.press("escape")
         await pilot.pause()
         (await field(pilot, "name")).focus()
-        await pilot.press("question_mark")                # a name may hold a '?'
+        await pilot.press("question_mark")  # a name may hold a '?'
         assert text(app, "name") == "?"
 
 
 async def test_a_picker_opens_searches_picks_and_closes(monkeypatch):
     import dflash_plan.tui.picker as picker_module
 
-    now = [0.0]                                          # the picker's clock, stepped here
+    now = [0.0]  # the picker's clock, stepped here
     monkeypatch.setattr(picker_module, "monotonic", lambda: now[0])
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         picker = app.screen.query_one("#target-gpu", Picker)
-        assert not picker.children                      # its list is built when opened
+        assert not picker.children  # its list is built when opened
         picker.focus()
-        await pilot.press("<")                           # split keys work here too
+        await pilot.press("<")  # split keys work here too
         assert (app.state.plan.target.count, app.state.plan.drafter.count) == (2, 2)
         await pilot.press(">", "enter")
         listing = picker.query_one(PickerList)
-        assert app.focused is listing and listing.region.height == 12   # over the fields
-        assert listing.highlighted == 0                  # the current value, RTX PRO 6000
-        await pilot.press("h", "2")                      # typed: the first name with "h2"
+        assert app.focused is listing and listing.region.height == 12  # over the fields
+        assert listing.highlighted == 0  # the current value, RTX PRO 6000
+        await pilot.press("h", "2")  # typed: the first name with "h2"
         assert picker.entries[listing.highlighted][1] == "h200"
-        now[0] += picker_module.SEARCH_PAUSE_S           # a pause starts a new search
-        await pilot.press("b", "2", "enter")             # "b2": B200 before GB200
+        now[0] += picker_module.SEARCH_PAUSE_S  # a pause starts a new search
+        await pilot.press("b", "2", "enter")  # "b2": B200 before GB200
         assert picker.value == "b200" and app.state.plan.target.gpu == "b200"
         assert app.focused is picker and not picker.is_open
-        await pilot.press("down", "escape")              # escape: closed, nothing changed
+        await pilot.press("down", "escape")  # escape: closed, nothing changed
         assert picker.value == "b200" and app.focused is picker and not picker.is_open
-        await pilot.click("#target-gpu")                 # a click opens it
+        await pilot.click("#target-gpu")  # a click opens it
         assert picker.is_open
         await pilot.press("home")
-        await pilot.click(listing, offset=(2, 1))        # the first row under the border
+        await pilot.click(listing, offset=(2, 1))  # the first row under the border
         assert picker.value == "rtx-pro-6000" and not picker.is_open
         assert app.state.plan.target.gpu == "rtx-pro-6000"
         reference = app.screen.query_one("#cost-reference_gpu", Picker)
-        reference.focus()                                # optional: its list starts blank
+        reference.focus()  # optional: its list starts blank
         await pilot.press("enter", "home", "enter")
         assert reference.value is None and app.state.plan.cost.reference_gpu is None
         assert "catalog prices" in reference.render().plain
@@ -189,7 +189,7 @@ async def test_balance_runs_off_the_ui_thread():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await put(pilot, "target.count", "7")
-        assert "drafter" in text(app, "figures")         # one drafter cannot keep up
+        assert "drafter" in text(app, "figures")  # one drafter cannot keep up
         await pilot.press("ctrl+b")
         await settle(pilot)
         # 6 targets supply 6 x 4,933.3 = 29.6 Ktok/s, which 2 drafters absorb.
@@ -200,9 +200,9 @@ async def test_balance_runs_off_the_ui_thread():
 BAD_VALUES = [
     ("target.count", "abc", "'abc' is not a whole number"),
     ("target.count", "0", "must be at least 1"),
-    ("target.count", "999999", "100,000"),                 # the model's documented bound
+    ("target.count", "999999", "100,000"),  # the model's documented bound
     ("target.tp", "2", "not a multiple of tp 2"),
-    ("measured.target", "5e-324", "from 1 to"),            # a denormal rate
+    ("measured.target", "5e-324", "from 1 to"),  # a denormal rate
     # A decimal comma: refused with the command line's words, never read as 34.
     ("price.target.ratio", "3,4", "'3,4' has a comma: use a dot for a decimal point"),
 ]
@@ -214,13 +214,18 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
         for key, typed, reason in BAD_VALUES:
             start = time.perf_counter()
             await put(pilot, key, typed)
-            assert time.perf_counter() - start < 5       # no freeze (a guard, not a speed)
+            assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
             shown = error(app, key)
             assert reason in shown and "Input should" not in shown and "{" not in shown
             assert text(app, "banner").startswith("STALE")
             assert "14.8 Ktok/s" in text(app, "figures")  # the last valid projection
-            await put(pilot, key, {"target.tp": "1", "measured.target": "4933.3",
-                                   "price.target.ratio": "1"}.get(key, "3"))
+            await put(
+                pilot,
+                key,
+                {"target.tp": "1", "measured.target": "4933.3", "price.target.ratio": "1"}.get(
+                    key, "3"
+                ),
+            )
             assert error(app, key) == "" and not app.screen.query_one("#banner").display
 
 
@@ -234,8 +239,10 @@ async def test_a_plan_that_stops_fitting_is_stale_one_that_never_fitted_is_not(t
         assert text(app, "banner").startswith("STALE")
         assert "14.8 Ktok/s" in text(app, "figures")
     path = tmp_path / "big.toml"
-    path.write_text('[workload]\ntarget_model = "llama-3.3-70b-instruct"\n'
-                    '[target]\ngpu = "rtx-4090"\n[drafter]\ngpu = "rtx-4090"\n')
+    path.write_text(
+        '[workload]\ntarget_model = "llama-3.3-70b-instruct"\n'
+        '[target]\ngpu = "rtx-4090"\n[drafter]\ngpu = "rtx-4090"\n'
+    )
     app = planner(path)
     async with app.run_test(size=SIZE):
         assert "does not fit" in text(app, "banner") and "STALE" not in text(app, "banner")
@@ -257,9 +264,9 @@ def _hostile_config(tmp_path):
 
 
 BAD_PLANS = [
-    '[target]\ngpu = "b2000"\n',                        # unknown GPU
-    "[workload]\ntarget_layer_ids = [1, 99]\n",         # Qwen3-8B has 36 layers
-    "[target]\ntp = 16\ncount = 16\n",                  # an RTX PRO 6000 node has 8 GPUs
+    '[target]\ngpu = "b2000"\n',  # unknown GPU
+    "[workload]\ntarget_layer_ids = [1, 99]\n",  # Qwen3-8B has 36 layers
+    "[target]\ntp = 16\ncount = 16\n",  # an RTX PRO 6000 node has 8 GPUs
     _hostile_config,
 ]
 
@@ -283,12 +290,15 @@ async def test_open_and_new_refresh_the_focused_field(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(json.dumps(QWEN3_8B_CONFIG))
     path = tmp_path / "five.toml"
-    path.write_text(load_plan(None, ["target.count=5", "drafter.count=2",
-                                     'workload.target_model="m/config.json"']).to_toml())
+    path.write_text(
+        load_plan(
+            None, ["target.count=5", "drafter.count=2", 'workload.target_model="m/config.json"']
+        ).to_toml()
+    )
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         assert app.focused.id == "target-count"
-        await _open(pilot, path)                         # a config.json target opens
+        await _open(pilot, path)  # a config.json target opens
         assert text(app, "target-count") == "5" and app.focused.id == "target-count"
         model = app.screen.query_one("#workload-target_model", Picker)
         assert model.value == "m/config.json"
@@ -311,12 +321,12 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
         measured = app.state.name
         await choose(pilot, "target.gpu", "b200")
         await choose(pilot, "drafter.gpu", "b200")
-        await pilot.pause()              # the name is shown in the frame after the figures
+        await pilot.pause()  # the name is shown in the frame after the figures
         name_row = app.screen.query_one("#row-name", FieldRow)
         assert name_row.placeholder == "3 targets + 1 drafter, B200, Qwen3-8B"
-        assert "3 targets + 1 drafter, B200" in name_row.render().plain   # shown, dim
-        assert name_row.placeholder in text(app, "title-bar")   # the title bar names it
-        assert (await field(pilot, "name")).placeholder == name_row.placeholder   # opened
+        assert "3 targets + 1 drafter, B200" in name_row.render().plain  # shown, dim
+        assert name_row.placeholder in text(app, "title-bar")  # the title bar names it
+        assert (await field(pilot, "name")).placeholder == name_row.placeholder  # opened
         # Against the baseline, named as it was opened (the figures are the model's:
         # test_projection.py derives them).
         b200 = project(app.state.plan, app.state.catalog)
@@ -348,14 +358,14 @@ async def test_80x24_cuts_nothing():
         figures = text(app, "figures")
         for shown in ("14.8 Ktok/s", "for 6 epochs", "845 GPU-h", "~$", "100 % busy"):
             assert shown in figures
-        assert text(app, "side").count("Ktok/s") >= 3      # target, drafter and link rows
+        assert text(app, "side").count("Ktok/s") >= 3  # target, drafter and link rows
         await pilot.pause()
         line = app.screen.query_one(KeysFooter).line
-        assert line.startswith("f1 Help") and line.endswith("^p palette")   # nothing covered
+        assert line.startswith("f1 Help") and line.endswith("^p palette")  # nothing covered
         await pilot.click("#workload-target_model")
         await pilot.pause()
         overlay = app.screen.query_one("#workload-target_model PickerList")
-        assert overlay.region.width >= len("Llama-3.3-70B-Instruct") + 2   # no wrapped names
+        assert overlay.region.width >= len("Llama-3.3-70B-Instruct") + 2  # no wrapped names
         await pilot.press("escape", "f4")
         await settle(pilot)
         assert app.screen.query_one("#launch-command").region.width >= 78
@@ -364,7 +374,7 @@ async def test_80x24_cuts_nothing():
 @pytest.mark.parametrize("width", [60, 48])
 async def test_narrow_terminals_wrap_figures_between_words(width):
     app = planner()
-    async with app.run_test(size=SIZE) as pilot:            # opened wide, then narrowed
+    async with app.run_test(size=SIZE) as pilot:  # opened wide, then narrowed
         await pilot.resize_terminal(width, 20)
         await pilot.pause()
         await pilot.pause()
@@ -380,12 +390,12 @@ async def test_huge_counts_do_not_freeze_and_launch_text_waits_for_its_tab():
     async with app.run_test(size=SIZE) as pilot:
         start = time.perf_counter()
         await put(pilot, "target.count", "20000")
-        assert time.perf_counter() - start < 5         # no freeze (a guard, not a speed)
+        assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
         # Typed far from balance: the warnings say why the targets wait, not only 0 %.
         assert "19,996 wait" in text(app, "warnings").replace("\n", " ")
         await put(pilot, "drafter.count", "20000")
-        assert time.perf_counter() - start < 5         # no freeze (a guard, not a speed)
-        assert not app.screen.query_one("#launch").children   # nothing built off-tab
+        assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
+        assert not app.screen.query_one("#launch").children  # nothing built off-tab
         await pilot.press("f4")
         await settle(pilot)
         assert "launch" in text(app, "launch-command")
@@ -411,7 +421,7 @@ async def test_launch_format_template_copy_export(tmp_path):
         await choose(pilot, "launch-format", "template")
         await put(pilot, "launch-template", "go {target_devices}")
         await settle(pilot)
-        assert "go 0,1,2" in text(app, "launch-command")   # the 3 target GPUs, devices 0-2
+        assert "go 0,1,2" in text(app, "launch-command")  # the 3 target GPUs, devices 0-2
         assert app.state.plan.launch.template == "go {target_devices}"
         await pilot.press("ctrl+y")
         await settle(pilot)
@@ -421,7 +431,7 @@ async def test_launch_format_template_copy_export(tmp_path):
         await put(pilot, "path-input", str(out))
         await pilot.press("enter")
         await pilot.pause()
-        assert isinstance(app.screen, ConfirmDialog)      # the file exists: asks first
+        assert isinstance(app.screen, ConfirmDialog)  # the file exists: asks first
         await pilot.click("#answer-overwrite")
         await settle(pilot)
         assert out.read_text() == app.clipboard
@@ -432,7 +442,7 @@ async def test_save_open_and_unsaved_changes(tmp_path):
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await put(pilot, "target.count", "5")
-        await pilot.press("ctrl+q")                      # unsaved: asks
+        await pilot.press("ctrl+q")  # unsaved: asks
         await pilot.pause()
         assert isinstance(app.screen, ConfirmDialog)
         await pilot.click("#answer-cancel")
@@ -440,7 +450,7 @@ async def test_save_open_and_unsaved_changes(tmp_path):
         assert app.is_running
         await pilot.press("ctrl+q")
         await pilot.pause()
-        await pilot.click("#answer-save")                # no file yet: asks where
+        await pilot.click("#answer-save")  # no file yet: asks where
         await pilot.pause()
         await put(pilot, "path-input", str(path))
         await pilot.press("enter")
@@ -453,7 +463,7 @@ async def test_save_open_and_unsaved_changes(tmp_path):
         assert app.theme == "textual-light"
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape", "ctrl+q")            # nothing unsaved: quits at once
+        await pilot.press("escape", "ctrl+q")  # nothing unsaved: quits at once
         await pilot.pause()
     assert app.return_code == 0
 
@@ -462,13 +472,25 @@ async def test_the_palette_has_every_action_in_plain_words():
     app = planner()
     async with app.run_test(size=SIZE):
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
-        for title in ("Save", "Save as", "Open", "New", "GPU→drafter", "GPU→target", "Balance",
-                      "Pin baseline", "Projection", "Launch", "Copy launch", "Export launch",
-                      "Help", "Light/dark"):
+        for title in (
+            "Save",
+            "Save as",
+            "Open",
+            "New",
+            "GPU→drafter",
+            "GPU→target",
+            "Balance",
+            "Pin baseline",
+            "Projection",
+            "Launch",
+            "Copy launch",
+            "Export launch",
+            "Help",
+            "Light/dark",
+        ):
             assert title in commands
         assert commands["Save as"] == "Save the plan to a new file"
         assert not any("`" in help or "then" in help for help in commands.values())
-
 
 
 async def test_the_footer_shows_the_keys_that_work_here_and_a_click_presses_one():
@@ -478,15 +500,15 @@ async def test_the_footer_shows_the_keys_that_work_here_and_a_click_presses_one(
         assert footer.line.startswith("f1 Help ^s Save") and footer.line.endswith("^p palette")
         await pilot.hover(KeysFooter, offset=(1, 0))
         assert footer.tooltip == "What each number means, the keys"
-        await pilot.press("f5")                           # search: tall, no table/chart keys
+        await pilot.press("f5")  # search: tall, no table/chart keys
         await pilot.pause()
         footer = app.screen.query_one(KeysFooter)
         assert footer.line.startswith("esc Back ^o Open")  # one key per action (not f5)
         assert "Chart" not in footer.line
-        await pilot.resize_terminal(*SMALL)               # short: the keys to switch them
+        await pilot.resize_terminal(*SMALL)  # short: the keys to switch them
         await pilot.pause()
         assert "f3 Table f4 Chart" in footer.line
-        await pilot.click(KeysFooter, offset=(1, 0))      # "esc Back", clicked
+        await pilot.click(KeysFooter, offset=(1, 0))  # "esc Back", clicked
         await pilot.pause()
         assert app.screen is app.planner
 
@@ -497,13 +519,12 @@ async def test_the_collector_waits_for_the_first_frame_and_is_restored_on_exit()
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert gc.isenabled()                    # running again once the screen is up
-        assert gc.get_freeze_count() > 0         # the start-up's objects are skipped
+        assert gc.isenabled()  # running again once the screen is up
+        assert gc.get_freeze_count() > 0  # the start-up's objects are skipped
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
-async def test_a_keystroke_and_its_figures_are_painted_together_and_nothing_stays_held(
-        monkeypatch):
+async def test_a_keystroke_and_its_figures_are_painted_together_and_nothing_stays_held(monkeypatch):
     import dflash_plan.tui.planner.screen as screen_module
     from textual import events
 
@@ -525,15 +546,15 @@ async def test_a_keystroke_and_its_figures_are_painted_together_and_nothing_stay
         # The order of frames, not the time limit, is under test: a loaded machine may take
         # longer than HOLD_S to project.
         monkeypatch.setattr(screen_module, "HOLD_S", 10.0)
-        app.post_message(events.Key("4", "4"))          # as the terminal driver does
+        app.post_message(events.Key("4", "4"))  # as the terminal driver does
         await pilot.pause()
         # The first frame after the key already has 4 targets' figures (19.7 Ktok/s: one
         # drafter absorbs 4 x 4,933 = 19.7 K tokens/s), not the measured run's 14.8.
         assert painted and "19.7 Ktok/s" in painted[0]
-        assert app._batch_count == 0                     # the frames are released
+        assert app._batch_count == 0  # the frames are released
         monkeypatch.setattr(screen_module, "HOLD_S", 0.05)
         field.cursor_position = 0
-        await pilot.press("backspace")                   # an edit key that changes nothing
+        await pilot.press("backspace")  # an edit key that changes nothing
         deadline = time.monotonic() + 5
         while app._batch_count and time.monotonic() < deadline:
             await pilot.pause(0.01)

@@ -43,22 +43,42 @@ def test_good_plan_passes_check(tmp_path, capsys):
     assert "ok" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("old, new, expected", [
-    ("count = 3", "cuont = 3", [":6: unknown key 'target.cuont' (did you mean 'count'?)"]),
-    ("count = 3", 'count = "three"', [":6: target.count = 'three'", "whole number",
-                                      "from 1 to 100,000 GPUs"]),
-    ("count = 3", "count = 0", [":6: target.count = 0", "greater than 0"]),
-    ("count = 3", "count = -2", ["target.count = -2", "greater than 0"]),
-    ("count = 3", "count = 3\ntp = 2", ["target", "count 3 is not a multiple of tp 2"]),
-    ('gpu = "rtx-pro-6000"\ncount = 3', 'gpu = "b20"\ncount = 3',
-     ["target.gpu: unknown GPU 'b20' (did you mean 'b200'?)"]),
-    ('"qwen3-8b"', '"qwen3-8"', ["workload.target_model = 'qwen3-8'", "did you mean 'qwen3-8b'"]),
-    ("[drafter]", "[drafter", ["not valid TOML", "line 7"]),
-    ("schema_version = 1", "schema_version = 2", ["schema_version = 2", "reads schema_version 1"]),
-    ("[workload]", "[workload]\navg_sample_tokens = 5000",
-     ["avg_sample_tokens (5000) exceeds max_length (3072)"]),
-    ("[workload]", "[workloads]", ["unknown key 'workloads' (did you mean 'workload'?)"]),
-])
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("count = 3", "cuont = 3", [":6: unknown key 'target.cuont' (did you mean 'count'?)"]),
+        (
+            "count = 3",
+            'count = "three"',
+            [":6: target.count = 'three'", "whole number", "from 1 to 100,000 GPUs"],
+        ),
+        ("count = 3", "count = 0", [":6: target.count = 0", "greater than 0"]),
+        ("count = 3", "count = -2", ["target.count = -2", "greater than 0"]),
+        ("count = 3", "count = 3\ntp = 2", ["target", "count 3 is not a multiple of tp 2"]),
+        (
+            'gpu = "rtx-pro-6000"\ncount = 3',
+            'gpu = "b20"\ncount = 3',
+            ["target.gpu: unknown GPU 'b20' (did you mean 'b200'?)"],
+        ),
+        (
+            '"qwen3-8b"',
+            '"qwen3-8"',
+            ["workload.target_model = 'qwen3-8'", "did you mean 'qwen3-8b'"],
+        ),
+        ("[drafter]", "[drafter", ["not valid TOML", "line 7"]),
+        (
+            "schema_version = 1",
+            "schema_version = 2",
+            ["schema_version = 2", "reads schema_version 1"],
+        ),
+        (
+            "[workload]",
+            "[workload]\navg_sample_tokens = 5000",
+            ["avg_sample_tokens (5000) exceeds max_length (3072)"],
+        ),
+        ("[workload]", "[workloads]", ["unknown key 'workloads' (did you mean 'workload'?)"]),
+    ],
+)
 def test_bad_plan_files(tmp_path, capsys, old, new, expected):
     path = write(tmp_path, GOOD.replace(old, new, 1))
     for command in (["check", path], ["project", path]):
@@ -129,11 +149,14 @@ training_efficiency = 0.375
 """
 
 
-@pytest.mark.parametrize("text, expected", [
-    (f"x = {DEEP}", "nested too deeply"),
-    (DEEP, "not valid TOML"),
-    (f"x = {HUGE_INT}", "more than 4,300 digits"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (f"x = {DEEP}", "nested too deeply"),
+        (DEEP, "not valid TOML"),
+        (f"x = {HUGE_INT}", "more than 4,300 digits"),
+    ],
+)
 def test_toml_that_python_cannot_parse(tmp_path, capsys, text, expected):
     plan = write(tmp_path, text)
     assert expected in fail(capsys, ["check", plan])
@@ -148,48 +171,55 @@ def test_set_values_python_cannot_parse(capsys, value):
     assert "from 1 to 100,000 GPUs" in line
 
 
-@pytest.mark.parametrize("key, value, expected", [
-    ("workload.epochs", "1" + "0" * 400, "from 1 to 1,000 epochs"),
-    ("target.count", str(10 ** 19), "from 1 to 100,000 GPUs"),
-    ("target.count", str(3 * 10 ** 7), "from 1 to 100,000 GPUs"),
-    ("drafter.count", str(10 ** 6), "from 1 to 100,000 GPUs"),
-    ("workload.samples", str(10 ** 11), "from 1 to 10,000,000,000 samples"),
-    ("workload.max_length", str(10 ** 7), "from 1 to 1,048,576 tokens"),
-    ("workload.num_anchors", "0", "greater than 0"),
-    ("workload.block_size", "1000", "from 1 to 256 tokens"),
-    ("workload.draft_layers", "300", "from 1 to 256 layers"),
-    ("workload.target_layer_ids", "[1, 100000]", "from 0 to 9,999"),
-    ("drafter.batch_size", "100000", "from 1 to 4,096 samples"),
-    ("target.tp", "true", "whole number"),
-    ("calibration.target.rtx-pro-6000", "5e-324", "from 1 to 100,000,000 tokens/s per GPU"),
-    ("calibration.target.rtx-pro-6000", "inf", "finite number"),
-    ("calibration.drafter.rtx-pro-6000", "1e308", "from 1 to 100,000,000 tokens/s per GPU"),
-    ("calibration.drafter.rtx-pro-6000", "nan", "finite number"),
-    ("cost.usd_per_gpu_hour.rtx-pro-6000", "inf", "from 0.001 to 1,000 USD per GPU-hour"),
-    ("cost.usd_per_gpu_hour.rtx-pro-6000", "1e-300", "from 0.001 to 1,000 USD per GPU-hour"),
-    ("cost.ratio.b200", "1e308", "from 0.001 to 1,000"),
-    ("name", '"a\\nb"', "one line"),
-])
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("workload.epochs", "1" + "0" * 400, "from 1 to 1,000 epochs"),
+        ("target.count", str(10**19), "from 1 to 100,000 GPUs"),
+        ("target.count", str(3 * 10**7), "from 1 to 100,000 GPUs"),
+        ("drafter.count", str(10**6), "from 1 to 100,000 GPUs"),
+        ("workload.samples", str(10**11), "from 1 to 10,000,000,000 samples"),
+        ("workload.max_length", str(10**7), "from 1 to 1,048,576 tokens"),
+        ("workload.num_anchors", "0", "greater than 0"),
+        ("workload.block_size", "1000", "from 1 to 256 tokens"),
+        ("workload.draft_layers", "300", "from 1 to 256 layers"),
+        ("workload.target_layer_ids", "[1, 100000]", "from 0 to 9,999"),
+        ("drafter.batch_size", "100000", "from 1 to 4,096 samples"),
+        ("target.tp", "true", "whole number"),
+        ("calibration.target.rtx-pro-6000", "5e-324", "from 1 to 100,000,000 tokens/s per GPU"),
+        ("calibration.target.rtx-pro-6000", "inf", "finite number"),
+        ("calibration.drafter.rtx-pro-6000", "1e308", "from 1 to 100,000,000 tokens/s per GPU"),
+        ("calibration.drafter.rtx-pro-6000", "nan", "finite number"),
+        ("cost.usd_per_gpu_hour.rtx-pro-6000", "inf", "from 0.001 to 1,000 USD per GPU-hour"),
+        ("cost.usd_per_gpu_hour.rtx-pro-6000", "1e-300", "from 0.001 to 1,000 USD per GPU-hour"),
+        ("cost.ratio.b200", "1e308", "from 0.001 to 1,000"),
+        ("name", '"a\\nb"', "one line"),
+    ],
+)
 def test_every_number_has_a_documented_bound(capsys, key, value, expected):
     line = fail(capsys, ["project", "--set", f"{key}={value}"])
     assert f"--set {key}" in line and expected in line, line
 
 
-@pytest.mark.parametrize("field, value, expected", [
-    ("bf16_tflops", "1e-310", "from 0.1 to 100,000 TFLOPS"),
-    ("bf16_tflops", "5e-324", "from 0.1 to 100,000 TFLOPS"),
-    ("bf16_tflops", "inf", "finite number"),
-    ("memory_gb", "5e-324", "from 1 to 100,000 GB"),
-    ("mem_bw_tb_s", "nan", "finite number"),
-    ("gpus_per_node", "100000", "from 1 to 1,024 GPUs"),
-    ("tdp_w", "1e400", "finite number"),
-    ("prefill_efficiency", "1e-300", "from 0.001 to 1"),
-    ("usd_per_gpu_hour", "inf", "finite number"),
-    ("name", '"[/bold]\\u0007"', "one line"),
-])
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("bf16_tflops", "1e-310", "from 0.1 to 100,000 TFLOPS"),
+        ("bf16_tflops", "5e-324", "from 0.1 to 100,000 TFLOPS"),
+        ("bf16_tflops", "inf", "finite number"),
+        ("memory_gb", "5e-324", "from 1 to 100,000 GB"),
+        ("mem_bw_tb_s", "nan", "finite number"),
+        ("gpus_per_node", "100000", "from 1 to 1,024 GPUs"),
+        ("tdp_w", "1e400", "finite number"),
+        ("prefill_efficiency", "1e-300", "from 0.001 to 1"),
+        ("usd_per_gpu_hour", "inf", "finite number"),
+        ("name", '"[/bold]\\u0007"', "one line"),
+    ],
+)
 def test_hardware_figures_are_finite_and_in_range(tmp_path, capsys, field, value, expected):
-    text = "\n".join(f"{field} = {value}" if line.startswith(f"{field} =") else line
-                     for line in HW.splitlines())
+    text = "\n".join(
+        f"{field} = {value}" if line.startswith(f"{field} =") else line for line in HW.splitlines()
+    )
     hw = write(tmp_path, text, "hw.toml")
     line = fail(capsys, ["project", "--hardware", hw, "--set", "target.gpu=my-gpu"])
     assert f"my-gpu.{field} = " in line and expected in line, line
@@ -216,8 +246,15 @@ def test_catalog_keys_are_restricted(tmp_path, capsys, key):
 @pytest.mark.parametrize("text", ["[/bold]", "[red]x", "[link=file:///etc]a[/link]", "\\[x]"])
 def test_markup_in_user_text_is_printed_as_text(tmp_path, capsys, text):
     hw = write(tmp_path, HW.replace('"My GPU"', json.dumps(text)), "hw.toml")
-    argv = ["project", "--hardware", hw, "--set", "target.gpu=my-gpu",
-            "--set", f"name={json.dumps(text)}"]
+    argv = [
+        "project",
+        "--hardware",
+        hw,
+        "--set",
+        "target.gpu=my-gpu",
+        "--set",
+        f"name={json.dumps(text)}",
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(text)
@@ -236,30 +273,37 @@ def test_project_text_for_a_gpu_without_a_price(capsys):
 def _raise(code):
     def broken(*args, **kwargs):
         raise OSError(code, os.strerror(code))
+
     return broken
 
 
-@pytest.mark.parametrize("code, reason", [
-    (errno.EROFS, "read-only file system"),
-    (errno.ENOSPC, "no space left on device"),
-    (errno.EACCES, "permission denied"),
-])
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        (errno.EROFS, "read-only file system"),
+        (errno.ENOSPC, "no space left on device"),
+        (errno.EACCES, "permission denied"),
+    ],
+)
 @pytest.mark.parametrize("where", ["mkstemp", "fsync", "replace"])
 def test_new_and_launch_cannot_write(tmp_path, capsys, monkeypatch, code, reason, where):
-    target = {"mkstemp": (tempfile, "mkstemp"), "fsync": (os, "fsync"),
-              "replace": (os, "replace")}[where]
+    target = {"mkstemp": (tempfile, "mkstemp"), "fsync": (os, "fsync"), "replace": (os, "replace")}[
+        where
+    ]
     monkeypatch.setattr(*target, _raise(code))
-    for argv in (["new", str(tmp_path / "plan.toml")],
-                 ["launch", "-o", str(tmp_path / "run.sh")]):
+    for argv in (["new", str(tmp_path / "plan.toml")], ["launch", "-o", str(tmp_path / "run.sh")]):
         line = fail(capsys, argv)
         assert f"cannot write: {reason}" in line
-    assert list(tmp_path.iterdir()) == []          # nothing half-written, no temp file
+    assert list(tmp_path.iterdir()) == []  # nothing half-written, no temp file
 
 
-@pytest.mark.parametrize("make, expected", [
-    (lambda p: p / "no" / "such" / "plan.toml", "does not exist"),
-    (lambda p: (p / "folder").mkdir() or p / "folder", "is a folder"),
-])
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda p: p / "no" / "such" / "plan.toml", "does not exist"),
+        (lambda p: (p / "folder").mkdir() or p / "folder", "is a folder"),
+    ],
+)
 def test_new_and_launch_bad_targets(tmp_path, capsys, make, expected):
     path = str(make(tmp_path))
     assert expected in fail(capsys, ["new", path])
@@ -288,8 +332,9 @@ def test_limits_doc_lists_every_bound():
         assert bound.describe() in text, (name, bound.describe())
 
 
-@pytest.mark.parametrize("sets", [["target=0", "target.count=\r"], ["name=a\nb"],
-                                  ["na\nme=x"], ["target.count\r\n"]])
+@pytest.mark.parametrize(
+    "sets", [["target=0", "target.count=\r"], ["name=a\nb"], ["na\nme=x"], ["target.count\r\n"]]
+)
 def test_user_text_with_line_breaks_stays_one_line(capsys, sets):
     """Found by scripts/fuzz.py: a carriage return in --set made a second stderr line."""
     argv = ["project"]

@@ -15,15 +15,20 @@ def test_a_measured_rate_follows_its_workload_not_the_plan(catalog, baseline):
     bound = bind_to_workload(baseline)
     m = bound.calibration.target["rtx-pro-6000"]
     assert isinstance(m, Measurement) and m.target_model == "qwen3-8b"
-    seventy = edit(bound, workload={"target_model": "llama-3.3-70b-instruct"},
-                   target={"count": 2, "tp": 2}, drafter={"count": 2})
+    seventy = edit(
+        bound,
+        workload={"target_model": "llama-3.3-70b-instruct"},
+        target={"count": 2, "tp": 2},
+        drafter={"count": 2},
+    )
     p = project(seventy, catalog)
     # Same GPU, another model: the measured efficiency is kept and the rate follows the
     # FLOPs per token, so it falls by the ratio of the two models' work per token.
     qwen = project(baseline, catalog).target_work
     rtx = catalog.gpus["rtx-pro-6000"]
-    ratio = (target_roofline(p.target_work, rtx).tokens_per_s
-             / target_roofline(qwen, rtx).tokens_per_s)
+    ratio = (
+        target_roofline(p.target_work, rtx).tokens_per_s / target_roofline(qwen, rtx).tokens_per_s
+    )
     assert p.target.per_gpu_tokens_per_s == pytest.approx(4933.3 * ratio, rel=1e-6)
     assert p.target.source == "estimated" and "rescaled" in p.target.basis
     assert any("another target model" in note for note in rebound(baseline, seventy))
@@ -31,8 +36,11 @@ def test_a_measured_rate_follows_its_workload_not_the_plan(catalog, baseline):
 
 def test_an_unbound_rate_means_this_plans_workload(catalog, baseline):
     # Without binding, a bare rate is measured on whatever the plan's workload is.
-    plan = edit(baseline, calibration={"target": {"rtx-pro-6000": 4933.3}, "drafter": {}},
-                workload={"avg_sample_tokens": 1000})
+    plan = edit(
+        baseline,
+        calibration={"target": {"rtx-pro-6000": 4933.3}, "drafter": {}},
+        workload={"avg_sample_tokens": 1000},
+    )
     assert project(plan, catalog).target.source == "measured"
 
 
@@ -40,8 +48,10 @@ def test_a_drafter_that_kept_up_bounds_the_estimate_from_below(catalog, baseline
     # A drafter known to keep up at 18 Ktok/s (above the low end of its efficiency band):
     # the low end of its range is that, in every scenario.
     bound = {"rtx-pro-6000": {"tokens_per_s": 18_000, "bound": "at_least"}}
-    p = project(edit(baseline, calibration={"target": baseline.calibration.target,
-                                            "drafter": bound}), catalog)
+    p = project(
+        edit(baseline, calibration={"target": baseline.calibration.target, "drafter": bound}),
+        catalog,
+    )
     assert p.drafter.rate.low_tokens_per_s == pytest.approx(18_000)
     assert p.drafter.rate.low_reading == "kept up"
     model = p.drafter.rate.model
@@ -60,10 +70,18 @@ def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):
         x = 1 / (target_roofline(work, catalog.gpus[key]).tokens_per_s * efficiency)
         return 1 / (x / 0.5 + 50e-6)
 
-    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
-                calibration={"target": {"rtx-pro-6000": truth("rtx-pro-6000", 0.45),
-                                        "h100-sxm": truth("h100-sxm", 0.50)},
-                             "drafter": {}})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+        calibration={
+            "target": {
+                "rtx-pro-6000": truth("rtx-pro-6000", 0.45),
+                "h100-sxm": truth("h100-sxm", 0.50),
+            },
+            "drafter": {},
+        },
+    )
     rate = project(plan, catalog).target.rate
     assert rate.fitted_overhead_s_per_token == pytest.approx(50e-6, rel=1e-6)
     assert rate.tokens_per_s == pytest.approx(truth("b200", 0.40), rel=1e-6)

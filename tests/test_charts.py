@@ -21,7 +21,7 @@ from dflash_plan.tui.charts import (
 )
 from support import edit
 
-SIZES = ((78, 17), (118, 31))          # the chart's room in an 80x24 and a 120x40 terminal
+SIZES = ((78, 17), (118, 31))  # the chart's room in an 80x24 and a 120x40 terminal
 
 
 def drawn(draw, size) -> list[str]:
@@ -40,13 +40,16 @@ def test_pareto_marks_front_current_baseline_and_limits(catalog, baseline, size)
     space = default_space(baseline, catalog, ("b200", "rtx-pro-6000"), max_gpus=16)
     result = search(baseline, catalog, space, Constraints(deadline_days=3))
     current = project(edit(baseline, target={"count": 6}, drafter={"count": 2}), catalog)
-    lines = drawn(lambda plt: draw_pareto(plt, result.front, current,
-                                          project(baseline, catalog), result.cost_unit, 3),
-                  size)
+    lines = drawn(
+        lambda plt: draw_pareto(
+            plt, result.front, current, project(baseline, catalog), result.cost_unit, 3
+        ),
+        size,
+    )
     text = "\n".join(lines)
     assert f"front ({len(result.front)} plans)" in text
     assert "◆ current" in text and "■ baseline" in text
-    assert text.count("●") >= min(len(result.front), 3)     # points may share a cell
+    assert text.count("●") >= min(len(result.front), 3)  # points may share a cell
     assert "days (log scale)" in text and len(lines) == size[1]
     assert all(len(line) <= size[0] for line in lines)
 
@@ -66,9 +69,8 @@ def test_tornado_lists_the_inputs_largest_first(catalog, baseline, size):
     p = project(edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}), catalog)
     bars = tornado(p, catalog)
     lines = drawn(lambda plt: draw_tornado(plt, bars, p), size)
-    order = [next(i for i, line in enumerate(lines) if b.name.split(" (")[0] in line)
-             for b in bars]
-    assert order == sorted(order)                    # top to bottom: largest first
+    order = [next(i for i, line in enumerate(lines) if b.name.split(" (")[0] in line) for b in bars]
+    assert order == sorted(order)  # top to bottom: largest first
     assert "% change from the central plan" in "\n".join(lines)
 
 
@@ -78,8 +80,9 @@ def front_of(catalog, baseline):
 
 
 def with_days(candidate, days: float):
-    return dataclasses.replace(candidate, projection=dataclasses.replace(
-        candidate.projection, days=days))
+    return dataclasses.replace(
+        candidate, projection=dataclasses.replace(candidate.projection, days=days)
+    )
 
 
 @pytest.mark.parametrize("days", [-1.115, 0.0, math.nan, math.inf])
@@ -97,14 +100,18 @@ def test_any_error_of_a_draw_and_a_tiny_terminal_are_one_line_too(catalog, basel
         raise ZeroDivisionError("float division by zero")
 
     assert drawn(broken, SIZES[0]) == [
-        "No chart: cannot draw this chart (ZeroDivisionError: float division by zero)"]
+        "No chart: cannot draw this chart (ZeroDivisionError: float division by zero)"
+    ]
     p = project(baseline, catalog)
     assert drawn(lambda plt: draw_tornado(plt, [], p), SIZES[0]) == [
-        "No chart: no uncertain input to show"]
+        "No chart: no uncertain input to show"
+    ]
     assert drawn(lambda plt: draw_pareto(plt, [], None, None, "USD"), SIZES[0]) == [
-        "No chart: no plan to show"]
-    tiny = drawn(lambda plt: draw_pareto(plt, front_of(catalog, baseline), None, None, "USD"),
-                 (20, 5))
+        "No chart: no plan to show"
+    ]
+    tiny = drawn(
+        lambda plt: draw_pareto(plt, front_of(catalog, baseline), None, None, "USD"), (20, 5)
+    )
     assert len(tiny) == 1 and tiny[0].startswith("No chart: it needs 24x6 cells, it has 20x5")
 
 
@@ -124,12 +131,13 @@ def test_the_pareto_legend_covers_no_point(catalog, baseline, size):
     # The old legend sat in the plot's top-left corner, where the fast, costly plans are.
     front = front_of(catalog, baseline)
     current = project(edit(baseline, target={"count": 6}, drafter={"count": 2}), catalog)
-    lines = drawn(lambda plt: draw_pareto(plt, front, current, project(baseline, catalog),
-                                          "USD", 3), size)
-    bottom = max(i for i, line in enumerate(lines) if "└" in line)   # the plot's lower edge
+    lines = drawn(
+        lambda plt: draw_pareto(plt, front, current, project(baseline, catalog), "USD", 3), size
+    )
+    bottom = max(i for i, line in enumerate(lines) if "└" in line)  # the plot's lower edge
     legend = [i for i, line in enumerate(lines) if "front (" in line]
     assert legend and all(i > bottom for i in legend)
-    plot = lines[:bottom + 1]
-    for marker in "●■◆":                         # every point is drawn in the plot
+    plot = lines[: bottom + 1]
+    for marker in "●■◆":  # every point is drawn in the plot
         assert any(marker in line for line in plot)
     assert lines[-1].startswith("● front (4 plans)  ■ baseline  ◆ current")

@@ -26,8 +26,18 @@ def test_project_json_default(capsys):
 
 
 def test_project_json_against_the_baseline(capsys):
-    doc = run_json(capsys, ["project", "--json", "--set", "target.gpu=b200",
-                            "--set", "drafter.gpu=b200", "--baseline"])
+    doc = run_json(
+        capsys,
+        [
+            "project",
+            "--json",
+            "--set",
+            "target.gpu=b200",
+            "--set",
+            "drafter.gpu=b200",
+            "--baseline",
+        ],
+    )
     # The low end: the measured shortfall carried over, 3.97x per target GPU
     # (tests/test_projection.py derives the central figure and the high end).
     low = (2250 / 504) * (0.40 / 0.45)
@@ -90,8 +100,13 @@ def test_version(capsys):
 
 def test_check_exit_code_for_a_plan_that_does_not_fit(tmp_path, capsys, baseline):
     path = tmp_path / "big.toml"
-    path.write_text(edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
-                         target={"gpu": "rtx-4090", "count": 1}).to_toml())
+    path.write_text(
+        edit(
+            baseline,
+            workload={"target_model": "llama-3.3-70b-instruct"},
+            target={"gpu": "rtx-4090", "count": 1},
+        ).to_toml()
+    )
     assert main(["check", str(path)]) == 3
     out = capsys.readouterr().out
     assert "does NOT fit" in out and "ok" not in out and "target does not fit: needs" in out
@@ -115,10 +130,13 @@ def test_check_help_documents_the_exit_codes(capsys):
 
 
 @pytest.mark.parametrize("columns", ["40", "80"])
-@pytest.mark.parametrize("command, keys", [
-    ("gpus", ["rtx-pro-6000", "h100-sxm", "a100-80g", "mi355x"]),
-    ("models", ["llama-3.3-70b-instruct", "llama-3.1-8b-instruct", "qwen3-30b-a3b"]),
-])
+@pytest.mark.parametrize(
+    "command, keys",
+    [
+        ("gpus", ["rtx-pro-6000", "h100-sxm", "a100-80g", "mi355x"]),
+        ("models", ["llama-3.3-70b-instruct", "llama-3.1-8b-instruct", "qwen3-30b-a3b"]),
+    ],
+)
 def test_listings_never_cut_the_key_column(capsys, monkeypatch, columns, command, keys):
     """Piped (as under pytest) or at a narrow terminal, every key is printed whole."""
     monkeypatch.setenv("COLUMNS", columns)
@@ -143,9 +161,19 @@ def test_the_workload_from_a_specforge_config_and_a_dataset(tmp_path, capsys):
     # and says where each came from.
     data = Path(__file__).parent / "data"
     plan = tmp_path / "plan.toml"
-    assert main(["new", str(plan), "--from-config",
-                 str(data / "runconfig" / "specforge_disaggregated.yaml"),
-                 "--from-dataset", str(data / "dataset" / "mixed.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "new",
+                str(plan),
+                "--from-config",
+                str(data / "runconfig" / "specforge_disaggregated.yaml"),
+                "--from-dataset",
+                str(data / "dataset" / "mixed.jsonl"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "training.num_anchors" in err and "mixed.jsonl" in err
     doc = tomllib.loads(plan.read_text())
@@ -155,8 +183,7 @@ def test_the_workload_from_a_specforge_config_and_a_dataset(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("user_value", [None, "logfire"])
-def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, capsys,
-                                                                    user_value):
+def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, capsys, user_value):
     # Looking for them reads the metadata of every installed package (tui/cli.py).
     if user_value is None:
         monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
@@ -165,23 +192,50 @@ def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, c
     assert main(["gpus"]) == 0
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == (user_value or "__all__")
     monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
-    assert import_app().__name__ == "PlannerApp"      # the app's path sets it too
+    assert import_app().__name__ == "PlannerApp"  # the app's path sets it too
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
 
 
 def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
-    doc = run_json(capsys, ["project", "--json", "--set", "target.gpu=b200",
-                            "--set", "drafter.gpu=b200", "--baseline"])
+    doc = run_json(
+        capsys,
+        [
+            "project",
+            "--json",
+            "--set",
+            "target.gpu=b200",
+            "--set",
+            "drafter.gpu=b200",
+            "--baseline",
+        ],
+    )
     assert doc["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
-    assert doc["baseline"]["name"].startswith("measured baseline")     # the two differ
+    assert doc["baseline"]["name"].startswith("measured baseline")  # the two differ
     # Unchanged, or named by the user: the name stays.
     assert run_json(capsys, ["project", "--json"])["name"].startswith("measured baseline")
-    assert run_json(capsys, ["project", "--json", "--set", "name=mine",
-                             "--set", "target.count=7"])["name"] == "mine"
+    assert (
+        run_json(capsys, ["project", "--json", "--set", "name=mine", "--set", "target.count=7"])[
+            "name"
+        ]
+        == "mine"
+    )
     # `new` takes --set the same way.
     path = tmp_path / "b200.toml"
-    assert main(["new", str(path), "--set", "target.gpu=b200", "--set", "drafter.gpu=b200",
-                 "--set", "workload.samples=1e6"]) == 0
+    assert (
+        main(
+            [
+                "new",
+                str(path),
+                "--set",
+                "target.gpu=b200",
+                "--set",
+                "drafter.gpu=b200",
+                "--set",
+                "workload.samples=1e6",
+            ]
+        )
+        == 0
+    )
     written = tomllib.loads(path.read_text())
     assert written["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
     assert written["workload"]["samples"] == 1_000_000

@@ -14,16 +14,32 @@ from support import edit
 
 # The fields of Qwen/Qwen3-8B's config.json that the model reads (values from the model card).
 QWEN3_8B_CONFIG = {
-    "architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "intermediate_size": 12288,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-    "num_hidden_layers": 36, "vocab_size": 151936, "tie_word_embeddings": False,
-    "sliding_window": None, "max_window_layers": 36, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen3ForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "num_hidden_layers": 36,
+    "vocab_size": 151936,
+    "tie_word_embeddings": False,
+    "sliding_window": None,
+    "max_window_layers": 36,
+    "torch_dtype": "bfloat16",
 }
 GPT_OSS_20B_CONFIG = {
-    "hidden_size": 2880, "intermediate_size": 2880, "num_attention_heads": 64,
-    "num_key_value_heads": 8, "head_dim": 64, "num_hidden_layers": 24, "vocab_size": 201088,
-    "num_local_experts": 32, "num_experts_per_tok": 4, "sliding_window": 128,
-    "layer_types": ["sliding_attention", "full_attention"] * 12, "tie_word_embeddings": False,
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_hidden_layers": 24,
+    "vocab_size": 201088,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "tie_word_embeddings": False,
 }
 
 
@@ -56,7 +72,8 @@ def test_plan_with_config_path_projects_like_the_preset(tmp_path, capsys, catalo
     ref = json.loads(capsys.readouterr().out)
     assert doc["tokens_per_s"] == pytest.approx(ref["tokens_per_s"])
     assert doc["drafter"]["capacity_tokens_per_s"] == pytest.approx(
-        ref["drafter"]["capacity_tokens_per_s"])
+        ref["drafter"]["capacity_tokens_per_s"]
+    )
 
 
 def test_config_missing_a_field(tmp_path):
@@ -75,6 +92,7 @@ def test_config_not_json(tmp_path):
 
 # -- issue 10: a hostile or broken config.json is a one-line error ------------------------
 
+
 def _write(tmp_path, data: bytes | str):
     path = tmp_path / "config.json"
     path.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -85,29 +103,34 @@ def _with(**fields):
     return json.dumps({**QWEN3_8B_CONFIG, **fields})
 
 
-@pytest.mark.parametrize("data, expected", [
-    (b"\xff\xfe{}", "not UTF-8 text"),
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ('"just a string"', "expected a JSON object, got str"),
-    ("[1, 2]", "expected a JSON object, got list"),
-    (_with(hidden_size="4096"), "hidden_size = '4096': must be a whole number"),
-    (_with(hidden_size=[4096]), "hidden_size = [4096]: must be a whole number"),
-    (_with(hidden_size=True), "hidden_size = true: must be a whole number"),
-    (_with(hidden_size=4096.5), "hidden_size = 4096.5: must be a whole number"),
-    (_with(num_attention_heads=0), "num_attention_heads = 0: must be greater than 0"),
-    (_with(num_hidden_layers=10 ** 9), "num_hidden_layers = 1000000000: must be a whole "
-                                       "number from 1 to 10,000 layers"),
-    (_with(vocab_size=-1), "vocab_size = -1"),
-    (_with(head_dim=10 ** 6), "head_dim = 1000000: must be a whole number from 1 to 4,096"),
-    (_with(num_experts=8, num_experts_per_tok=9), "more than the 8 experts"),
-    (_with(tie_word_embeddings="yes"), "tie_word_embeddings = 'yes': must be true or false"),
-    (_with(sliding_window=128, layer_types="sliding"), "layer_types: must be a list"),
-    ('{"hidden_size": NaN}', "not valid JSON: NaN is not a number JSON allows"),
-    ('{"hidden_size": Infinity}', "not valid JSON: Infinity is not a number JSON allows"),
-    ('{"hidden_size": 1e400}', "hidden_size = inf: must be a whole number"),
-    ('{"hidden_size": ' + "1" * 5000 + "}", "more than 4,300 digits"),
-    (b"{" + b" " * 2_000_000 + b"}", "larger than 1,048,576 bytes"),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('"just a string"', "expected a JSON object, got str"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        (_with(hidden_size="4096"), "hidden_size = '4096': must be a whole number"),
+        (_with(hidden_size=[4096]), "hidden_size = [4096]: must be a whole number"),
+        (_with(hidden_size=True), "hidden_size = true: must be a whole number"),
+        (_with(hidden_size=4096.5), "hidden_size = 4096.5: must be a whole number"),
+        (_with(num_attention_heads=0), "num_attention_heads = 0: must be greater than 0"),
+        (
+            _with(num_hidden_layers=10**9),
+            "num_hidden_layers = 1000000000: must be a whole number from 1 to 10,000 layers",
+        ),
+        (_with(vocab_size=-1), "vocab_size = -1"),
+        (_with(head_dim=10**6), "head_dim = 1000000: must be a whole number from 1 to 4,096"),
+        (_with(num_experts=8, num_experts_per_tok=9), "more than the 8 experts"),
+        (_with(tie_word_embeddings="yes"), "tie_word_embeddings = 'yes': must be true or false"),
+        (_with(sliding_window=128, layer_types="sliding"), "layer_types: must be a list"),
+        ('{"hidden_size": NaN}', "not valid JSON: NaN is not a number JSON allows"),
+        ('{"hidden_size": Infinity}', "not valid JSON: Infinity is not a number JSON allows"),
+        ('{"hidden_size": 1e400}', "hidden_size = inf: must be a whole number"),
+        ('{"hidden_size": ' + "1" * 5000 + "}", "more than 4,300 digits"),
+        (b"{" + b" " * 2_000_000 + b"}", "larger than 1,048,576 bytes"),
+    ],
+)
 def test_hostile_config_json(tmp_path, data, expected):
     with pytest.raises(PlanError) as err:
         load_config_json(_write(tmp_path, data))

@@ -31,12 +31,11 @@ MIXED = Path(__file__).parent / "data" / "dataset" / "mixed.jsonl"
 def test_formats_lengths_and_bad_lines():
     stats = measure(MIXED)
     assert stats.samples == 5
-    assert stats.mean_tokens == pytest.approx(147 / 5)      # 5 + 7 + 10 + 25 + 100
+    assert stats.mean_tokens == pytest.approx(147 / 5)  # 5 + 7 + 10 + 25 + 100
     # Nearest rank: p50 is the ceil(0.5 x 5) = 3rd length, p99 the ceil(4.95) = 5th.
     assert (stats.p50_tokens, stats.p99_tokens, stats.max_tokens) == (10, 100, 100)
-    assert stats.mean_turns == pytest.approx(10 / 5)        # 2 + 2 + 3 + 1 + 2
-    assert stats.formats == {"conversations": 2, "messages": 1, "text": 1,
-                             "prompt/response": 1}
+    assert stats.mean_turns == pytest.approx(10 / 5)  # 2 + 2 + 3 + 1 + 2
+    assert stats.formats == {"conversations": 2, "messages": 1, "text": 1, "prompt/response": 1}
     assert stats.bad_lines == 4
     assert stats.first_bad.startswith("mixed.jsonl:3: not JSON")
     assert "4 characters per token" in stats.basis and "OpenAI" in stats.basis
@@ -48,7 +47,7 @@ def test_truncation_at_max_length_and_template_tokens():
     # min(length, 20): 5, 7, 10, 20, 20 -> 62 / 5; two samples are cut.
     assert stats.mean_tokens_truncated == pytest.approx(62 / 5)
     assert stats.over_max_length == 2
-    assert stats.workload_updates()["workload.avg_sample_tokens"][0] == 12   # round(12.4)
+    assert stats.workload_updates()["workload.avg_sample_tokens"][0] == 12  # round(12.4)
     # 5 template tokens per turn: 25 + 10, 5 + 10, 7 + 15, 100 + 5, 10 + 10.
     stats = measure(MIXED, tokens_per_turn=5)
     assert stats.mean_tokens == pytest.approx((35 + 15 + 22 + 105 + 20) / 5)
@@ -58,8 +57,9 @@ def test_a_tokenizer_function_counts_exactly(tmp_path):
     # One sample of k words for k = 1..100, counted by a word-splitting "tokenizer":
     # mean 50.5; p50 the 50th length = 50; p99 the 99th = 99; max 100.
     path = tmp_path / "words.jsonl"
-    path.write_text("".join(json.dumps({"text": " ".join(["w"] * k)}) + "\n"
-                            for k in range(100, 0, -1)))
+    path.write_text(
+        "".join(json.dumps({"text": " ".join(["w"] * k)}) + "\n" for k in range(100, 0, -1))
+    )
 
     def words(text: str) -> int:
         return len(text.split())
@@ -70,7 +70,7 @@ def test_a_tokenizer_function_counts_exactly(tmp_path):
     assert stats.basis == "counted with tokenizer words"
     updates = stats.workload_updates()
     assert updates["workload.samples"][0] == 100
-    assert updates["workload.avg_sample_tokens"][0] == 50      # round(50.5): banker's, 50
+    assert updates["workload.avg_sample_tokens"][0] == 50  # round(50.5): banker's, 50
 
 
 def test_progress_reaches_the_file_size():
@@ -89,14 +89,20 @@ def test_a_record_over_the_limit_is_skipped_unread(tmp_path, monkeypatch):
     assert stats.first_bad == "big.jsonl:1: longer than 1 MiB"
 
 
-@pytest.mark.parametrize("record, why", [
-    ({"conversations": "hi"}, "'conversations' is not a list of turns"),
-    ({"messages": [{"role": "user"}]}, "'messages'[0] has no 'value' or 'content'"),
-    ({"messages": ["hi"]}, "'messages'[0] is not an object"),
-    ({"text": ["a", "b"]}, "'text' is a list, not text"),
-    ({"id": 1, "input": "x"}, "no conversations, messages, text or prompt key (keys: id, input)"),
-    (7, "a JSON int, not an object"),
-])
+@pytest.mark.parametrize(
+    "record, why",
+    [
+        ({"conversations": "hi"}, "'conversations' is not a list of turns"),
+        ({"messages": [{"role": "user"}]}, "'messages'[0] has no 'value' or 'content'"),
+        ({"messages": ["hi"]}, "'messages'[0] is not an object"),
+        ({"text": ["a", "b"]}, "'text' is a list, not text"),
+        (
+            {"id": 1, "input": "x"},
+            "no conversations, messages, text or prompt key (keys: id, input)",
+        ),
+        (7, "a JSON int, not an object"),
+    ],
+)
 def test_sample_texts_says_what_was_expected(record, why):
     with pytest.raises(ValueError) as err:
         sample_texts(record)
@@ -132,7 +138,7 @@ def test_cache_next_to_the_plan(tmp_path):
     first = measure_cached(data, plan)
     assert not first.from_cache and cache_path(plan) == tmp_path / ".plan.toml.datasets.json"
     again = measure_cached(data, plan)
-    assert again.from_cache and again.mean_tokens == first.mean_tokens == 2   # 8 chars / 4
+    assert again.from_cache and again.mean_tokens == first.mean_tokens == 2  # 8 chars / 4
     # Another size: measured again (12 characters: 3 tokens).
     data.write_text('{"text": "abcdefghijkl"}\n')
     changed = measure_cached(data, plan)

@@ -34,30 +34,99 @@ from hypothesis import strategies as st
 
 MARKS = ("MARK1", "MARK2", "MARK3")
 # Pieces a hostile value is made of; the terminators also stand on lines of their own.
-PIECES = ["$(touch MARK1)", "`touch MARK2`", "'; touch MARK3; '", '"; touch MARK3; "',
-          "${HOME}", "$HOME", "${PATH:0:1}", "$((1+1))", "'", '"', "\\", "\\'", "\n", "\r\n",
-          "\t", ";", "&&", "||", "|", "&", "#", "*", "?", "~", "!", "{", "}", "%", "%j", "=",
-          "-", "--x", " ", "é", "日本語", "\u2028", "\x7f", "\x01", "\U0001f600",
-          HEREDOC, "DFLASH_PROBE_EOF", "DFLASH_PROBE_PY", f"{HEREDOC}_1",
-          f"\n{HEREDOC}\n", "\nDFLASH_PROBE_PY\n", "\n---\n", ": x", "- y", "null", "yes",
-          "1e3", "0x10", "[a]", "{b: c}", '"""', "'''"]
+PIECES = [
+    "$(touch MARK1)",
+    "`touch MARK2`",
+    "'; touch MARK3; '",
+    '"; touch MARK3; "',
+    "${HOME}",
+    "$HOME",
+    "${PATH:0:1}",
+    "$((1+1))",
+    "'",
+    '"',
+    "\\",
+    "\\'",
+    "\n",
+    "\r\n",
+    "\t",
+    ";",
+    "&&",
+    "||",
+    "|",
+    "&",
+    "#",
+    "*",
+    "?",
+    "~",
+    "!",
+    "{",
+    "}",
+    "%",
+    "%j",
+    "=",
+    "-",
+    "--x",
+    " ",
+    "é",
+    "日本語",
+    "\u2028",
+    "\x7f",
+    "\x01",
+    "\U0001f600",
+    HEREDOC,
+    "DFLASH_PROBE_EOF",
+    "DFLASH_PROBE_PY",
+    f"{HEREDOC}_1",
+    f"\n{HEREDOC}\n",
+    "\nDFLASH_PROBE_PY\n",
+    "\n---\n",
+    ": x",
+    "- y",
+    "null",
+    "yes",
+    "1e3",
+    "0x10",
+    "[a]",
+    "{b: c}",
+    '"""',
+    "'''",
+]
 CHARS = st.characters(exclude_categories=("Cs",), exclude_characters="\0")
-TEXT = st.lists(st.one_of(st.sampled_from(PIECES), st.text(CHARS, max_size=3)),
-                min_size=1, max_size=5).map("".join).filter(bool)
+TEXT = (
+    st.lists(st.one_of(st.sampled_from(PIECES), st.text(CHARS, max_size=3)), min_size=1, max_size=5)
+    .map("".join)
+    .filter(bool)
+)
 # Names (plan name, run_id, hosts, GPU keys and names) are one line by the plan's rules.
 LINE = TEXT.map(lambda s: "".join(c for c in s if ord(c) >= 32 and ord(c) != 127)).filter(bool)
-NODE_TOOLS = ["python", "python3", "specforge", "torchrun", "mooncake_master", "curl", "srun",
-              "speculators", "go", "nvidia-smi"]
-ENV = ("MOONCAKE_LOCAL_HOSTNAME", "MC_TCP_BIND_ADDRESS", "MOONCAKE_MASTER_SERVER_ADDR",
-       "CUDA_VISIBLE_DEVICES", "NODE_RANK")
-PER_NODE = 2            # the sandbox's GPU: two per node, so two nodes stay small
+NODE_TOOLS = [
+    "python",
+    "python3",
+    "specforge",
+    "torchrun",
+    "mooncake_master",
+    "curl",
+    "srun",
+    "speculators",
+    "go",
+    "nvidia-smi",
+]
+ENV = (
+    "MOONCAKE_LOCAL_HOSTNAME",
+    "MC_TCP_BIND_ADDRESS",
+    "MOONCAKE_MASTER_SERVER_ADDR",
+    "CUDA_VISIBLE_DEVICES",
+    "NODE_RANK",
+)
+PER_NODE = 2  # the sandbox's GPU: two per node, so two nodes stay small
 
 
 @dataclass
 class Case:
     plan: Plan
     catalog: Catalog
-    path: str                          # the model path the commands must receive
+    path: str  # the model path the commands must receive
     nodes: int
     hosts: tuple[str, ...] = field(default_factory=tuple)
 
@@ -70,32 +139,52 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
     key, gpu_name, model = draw(LINE), draw(LINE), draw(TEXT)
     model_path = draw(st.none() | TEXT)
     hosts = tuple(draw(st.lists(LINE, min_size=n, max_size=n)))
-    gpu = builtin_gpus()["b200"].model_copy(update={"key": key, "name": gpu_name,
-                                                     "gpus_per_node": PER_NODE})
+    gpu = builtin_gpus()["b200"].model_copy(
+        update={"key": key, "name": gpu_name, "gpus_per_node": PER_NODE}
+    )
     # A config.json target: the model folder comes from the path the user typed.
     target = PRESETS["qwen3-8b"].model_copy(update={"key": model, "path": model, "hf_id": None})
     catalog = Catalog(gpus={**builtin_gpus(), key: gpu}, models={**PRESETS, model: target})
-    plan = Plan.model_validate({
-        "name": draw(LINE),
-        "workload": {"target_model": model},
-        "target": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
-        "drafter": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
-        # Text that never reaches a script, there to show it does not.
-        "cost": {"ratio": {key: 1.5}, "reference_gpu": key},
-        "calibration": {"target": {key: {"tokens_per_s": 5000.0, "source": draw(TEXT),
-                                         "target_model": model, "date": draw(TEXT)}}},
-        "launch": {"run_id": draw(LINE), "train_data_path": draw(TEXT),
-                   "output_dir": draw(st.none() | TEXT), "target_model_path": model_path,
-                   "chat_template": draw(st.none() | TEXT), "hosts": list(hosts),
-                   "template": TEMPLATE}})
+    plan = Plan.model_validate(
+        {
+            "name": draw(LINE),
+            "workload": {"target_model": model},
+            "target": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
+            "drafter": {"gpu": key, "count": 1 if n == 1 else PER_NODE},
+            # Text that never reaches a script, there to show it does not.
+            "cost": {"ratio": {key: 1.5}, "reference_gpu": key},
+            "calibration": {
+                "target": {
+                    key: {
+                        "tokens_per_s": 5000.0,
+                        "source": draw(TEXT),
+                        "target_model": model,
+                        "date": draw(TEXT),
+                    }
+                }
+            },
+            "launch": {
+                "run_id": draw(LINE),
+                "train_data_path": draw(TEXT),
+                "output_dir": draw(st.none() | TEXT),
+                "target_model_path": model_path,
+                "chat_template": draw(st.none() | TEXT),
+                "hosts": list(hosts),
+                "template": TEMPLATE,
+            },
+        }
+    )
     return Case(plan, catalog, model_path or model, n, hosts)
 
 
 # Every placeholder as a word of its own after its name; one in a comment, and the
 # placeholders whose values need no quoting also inside double quotes.
-TEMPLATE = ("go " + " ".join(f"{k} {{{k}}}" for k in TEMPLATE_PLACEHOLDERS)
-            + "\n# note: {target_model} {train_data_path} {output_dir} {chat_template} {host}"
-            + '\ngo quoted "{tp}" "{node_rank}"')
+TEMPLATE = (
+    "go "
+    + " ".join(f"{k} {{{k}}}" for k in TEMPLATE_PLACEHOLDERS)
+    + "\n# note: {target_model} {train_data_path} {output_dir} {chat_template} {host}"
+    + '\ngo quoted "{tp}" "{node_rank}"'
+)
 
 
 def stubs(root: Path) -> Path:
@@ -103,20 +192,26 @@ def stubs(root: Path) -> Path:
     succeed (the trainer also prints a SpecForge step line for the probe to read)."""
     bin_dir = root / "bin"
     bin_dir.mkdir()
-    step = ("step 10: {'loss': 2.0, 'perf/optimizer_step_time_s': 0.7, "
-            "'perf/data_wait_time_s': 0.5, 'perf/train_compute_time_s': 0.125, "
-            "'perf/durable_ack_time_s': 0.0, 'perf/global_samples_per_second': 20.0}")
+    step = (
+        "step 10: {'loss': 2.0, 'perf/optimizer_step_time_s': 0.7, "
+        "'perf/data_wait_time_s': 0.5, 'perf/train_compute_time_s': 0.125, "
+        "'perf/durable_ack_time_s': 0.0, 'perf/global_samples_per_second': 20.0}"
+    )
     for name in NODE_TOOLS:
         # The trainer runs out of memory at batch 2: the probe's ceiling search stops there.
-        extra = (f'echo "{step}"\nfor a in "$@"; do [ "$a" != training.batch_size=2 ] || '
-                 'exit 1; done\n' if name == "specforge" else "")
+        extra = (
+            f'echo "{step}"\nfor a in "$@"; do [ "$a" != training.batch_size=2 ] || exit 1; done\n'
+            if name == "specforge"
+            else ""
+        )
         extra += "echo '0, 100, 980.0, 1000.0'\n" if name == "nvidia-smi" else ""
         (bin_dir / name).write_text(
             '#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/' + name + '.${EPOCHREALTIME/./}.$$"\n'
             'printf "%s\\0" "$@" > "$f.args"\n'
             # the environment the checks read, with builtins only (a stub starts often)
             f'for v in {" ".join(ENV)}; do printf "%s=%s\\0" "$v" "${{!v-}}"; done '
-            '> "$f.env"\n' + extra)
+            '> "$f.env"\n' + extra
+        )
     (bin_dir / "scontrol").write_text("#!/bin/bash\nprintf 'h0\\nh1\\nh2\\n'\n")
     for path in bin_dir.iterdir():
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -129,8 +224,7 @@ class Call:
     env: dict[str, str]
 
 
-def run(root: Path, text: str, node_rank: int | None = None, **extra: str
-        ) -> dict[str, list[Call]]:
+def run(root: Path, text: str, node_rank: int | None = None, **extra: str) -> dict[str, list[Call]]:
     """Run the script in root/work; the calls of each stub, in order."""
     work, log = root / "work", root / "log"
     for folder in (work, log):
@@ -138,15 +232,25 @@ def run(root: Path, text: str, node_rank: int | None = None, **extra: str
     # The legacy format runs from a SpecForge checkout that has its trainer.
     (work / "scripts").mkdir(exist_ok=True)
     (work / "scripts" / "train_dflash.py").touch()
-    env = {"PATH": f"{root / 'bin'}:/usr/bin:/bin", "STUB_LOG": str(log),
-           "HOME": str(root / "home"), "SLURM_JOB_NODELIST": "h[0-2]",
-           "DFLASH_FABRIC_IP": fabric(node_rank or 0), **extra}
+    env = {
+        "PATH": f"{root / 'bin'}:/usr/bin:/bin",
+        "STUB_LOG": str(log),
+        "HOME": str(root / "home"),
+        "SLURM_JOB_NODELIST": "h[0-2]",
+        "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+        **extra,
+    }
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill`; here it waits for them, so
     # that every stub finishes its record.
-    result = subprocess.run(["bash", "-c", "kill() { wait; }\n" + text + "\nwait\n"],
-                            cwd=work, env=env, capture_output=True, timeout=60)
+    result = subprocess.run(
+        ["bash", "-c", "kill() { wait; }\n" + text + "\nwait\n"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     ran = [p for p in root.rglob("*") if p.name in MARKS]
     assert not ran, f"a hostile value ran as a command: {ran}"
@@ -155,7 +259,8 @@ def run(root: Path, text: str, node_rank: int | None = None, **extra: str
         env_file = args.with_suffix(".env")
         pairs = (item.partition("=") for item in env_file.read_bytes().decode().split("\0"))
         calls.setdefault(args.name.split(".")[0], []).append(
-            Call(args.read_bytes().decode().split("\0")[:-1], {k: v for k, _, v in pairs}))
+            Call(args.read_bytes().decode().split("\0")[:-1], {k: v for k, _, v in pairs})
+        )
         args.unlink()
         env_file.unlink()
     return calls
@@ -183,8 +288,9 @@ def expected_out(plan: Plan) -> str:
     return plan.launch.output_dir or f"./outputs/{plan.launch.run_id}"
 
 
-def check_specforge_yaml(doc: dict[str, Any], case: Case, run_id: str, out: str,
-                         train: str) -> None:
+def check_specforge_yaml(
+    doc: dict[str, Any], case: Case, run_id: str, out: str, train: str
+) -> None:
     plan = case.plan
     assert doc["model"]["target_model_path"] == case.path
     assert doc["data"]["train_data_path"] == train
@@ -193,8 +299,13 @@ def check_specforge_yaml(doc: dict[str, Any], case: Case, run_id: str, out: str,
     assert doc["deployment"]["disaggregated"]["control_dir"] == f"{out}/control"
 
 
-SANDBOX = settings(max_examples=15, deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SANDBOX = settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -212,14 +323,16 @@ def test_every_launch_format_keeps_hostile_values_inert_and_exact(fmt, case):
             check_one_run(fmt, case, script.text, root, run(root, script.text), out, train)
         else:
             for rank in range(case.nodes):
-                check_node(fmt, case, root, run(root, script.text, node_rank=rank), rank,
-                           out, train)
+                check_node(
+                    fmt, case, root, run(root, script.text, node_rank=rank), rank, out, train
+                )
         if fmt in ("specforge", "slurm"):
             assert read_yaml(root) == yaml.safe_load(script.files["run.yaml"])
 
 
-def check_one_run(fmt: str, case: Case, text: str, root: Path, calls: dict[str, list[Call]],
-                  out: str, train: str) -> None:
+def check_one_run(
+    fmt: str, case: Case, text: str, root: Path, calls: dict[str, list[Call]], out: str, train: str
+) -> None:
     plan = case.plan
     if fmt == "specforge":
         check_specforge_yaml(read_yaml(root), case, plan.launch.run_id, out, train)
@@ -243,34 +356,41 @@ def check_one_run(fmt: str, case: Case, text: str, root: Path, calls: dict[str, 
         check_template(calls, case, node=0)
 
 
-def check_node(fmt: str, case: Case, root: Path, calls: dict[str, list[Call]], node: int,
-               out: str, train: str) -> None:
+def check_node(
+    fmt: str, case: Case, root: Path, calls: dict[str, list[Call]], node: int, out: str, train: str
+) -> None:
     """One node of a two-node run: node 0 holds the targets, node 1 the drafters."""
     plan, head = case.plan, case.hosts[1]
     if fmt == "specforge":
         doc = read_yaml(root)
         check_specforge_yaml(doc, case, plan.launch.run_id, out, train)
         dis = doc["deployment"]["disaggregated"]
-        assert dis["server_urls"] == [f"http://{case.hosts[0]}:{30000 + i}"
-                                      for i in range(PER_NODE)]
+        assert dis["server_urls"] == [
+            f"http://{case.hosts[0]}:{30000 + i}" for i in range(PER_NODE)
+        ]
         assert dis["mooncake_master_server_addr"] == f"{head}:35551"
         assert dis["consumer_state_dir"] == f"/tmp/specforge/{plan.launch.run_id}/consumer-state"
-        every = [c for name in ("python", "specforge", "mooncake_master") for c in
-                 calls.get(name, [])]
-        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
-                             == c.env["MC_TCP_BIND_ADDRESS"] for c in every)
+        every = [
+            c for name in ("python", "specforge", "mooncake_master") for c in calls.get(name, [])
+        ]
+        assert every and all(
+            c.env["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node) == c.env["MC_TCP_BIND_ADDRESS"]
+            for c in every
+        )
         assert all(c.env["MOONCAKE_MASTER_SERVER_ADDR"] == f"{head}:35551" for c in every)
         if node == 0:
             assert [after(c.argv, "--model-path") for c in calls["python"]] == [case.path] * 2
-            assert calls["curl"][0].argv[-1] == f"http://{head}:35880/metadata?key=" \
-                                                "dflash-plan-health-check"
+            assert (
+                calls["curl"][0].argv[-1] == f"http://{head}:35880/metadata?key="
+                "dflash-plan-health-check"
+            )
         else:
             urls = [c.argv[-1] for c in calls["curl"]]
-            assert urls == [f"http://{case.hosts[0]}:{30000 + i}/health"
-                            for i in range(PER_NODE)]
+            assert urls == [f"http://{case.hosts[0]}:{30000 + i}/health" for i in range(PER_NODE)]
             consumers = [c for c in calls["specforge"] if "consumer" in c.argv]
             assert [c.argv for c in consumers] == [
-                ["train", "-c", f"run-node{node}.yaml", "--role", "consumer", "--node-rank", "0"]]
+                ["train", "-c", f"run-node{node}.yaml", "--role", "consumer", "--node-rank", "0"]
+            ]
             assert consumers[0].env["NODE_RANK"] == "0"
     elif fmt == "specforge-legacy":
         (trainer,) = calls["torchrun"]
@@ -291,8 +411,9 @@ def check_legacy(argv: list[str], case: Case, out: str, train: str) -> None:
     assert after(argv, "--output-dir") == out
 
 
-def check_speculators(calls: dict[str, list[Call]], case: Case, out: str, train: str,
-                      node: int) -> None:
+def check_speculators(
+    calls: dict[str, list[Call]], case: Case, out: str, train: str, node: int
+) -> None:
     head = case.hosts[0]
     if node == 0:
         (vllm,) = calls["python"]
@@ -342,13 +463,13 @@ def test_the_probe_keeps_hostile_values_inert_and_exact(case, role):
         assert doc["data"]["chat_template"] == (plan.launch.chat_template or "qwen")
         assert calls["specforge"][0].argv[:3] == ["train", "-c", "run.yaml"]
         reading = read_probe_dir(out)
-        assert {p.measurement.target_model for p in reading.points} == {
-            plan.workload.target_model}
+        assert {p.measurement.target_model for p in reading.points} == {plan.workload.target_model}
         result = tomllib.loads((out / "probe.toml").read_text())
         assert result["gpu"] == gpu
 
 
 # --- the escaping layer's own rules ------------------------------------------------------
+
 
 @settings(max_examples=50, deadline=None)
 @given(value=TEXT)
@@ -375,22 +496,30 @@ def test_yaml_and_toml_read_back_any_text(value):
     assert json.loads(json.dumps(value)) == value
 
 
-@pytest.mark.parametrize("template, where", [
-    ('go "{target_model}"', "inside double quotes"),
-    ("go '{target_model}'", "inside single quotes"),
-    ("go `echo {target_model}`", "inside backquotes"),
-    ("go \\{target_model}", "after a backslash"),
-    ("go ${target_model}", "after a $"),
-    ("cat <<EOF\n{target_model}\nEOF", "inside a heredoc"),
-])
-def test_a_placeholder_the_template_quotes_itself_is_refused(catalog, baseline, template,
-                                                             where):
+@pytest.mark.parametrize(
+    "template, where",
+    [
+        ('go "{target_model}"', "inside double quotes"),
+        ("go '{target_model}'", "inside single quotes"),
+        ("go `echo {target_model}`", "inside backquotes"),
+        ("go \\{target_model}", "after a backslash"),
+        ("go ${target_model}", "after a $"),
+        ("cat <<EOF\n{target_model}\nEOF", "inside a heredoc"),
+    ],
+)
+def test_a_placeholder_the_template_quotes_itself_is_refused(catalog, baseline, template, where):
     # `"{target_model}"` filled with 'x $(touch X)' would run touch: the shell drops the
     # single quotes inside double quotes.
-    plan = baseline.model_copy(update={"launch": baseline.launch.model_copy(update={
-        "template": template, "target_model_path": "m $(touch X)"})})
-    with pytest.raises(PlanError, match=f"placeholder {{target_model}} sits {re.escape(where)}"
-                       ) as err:
+    plan = baseline.model_copy(
+        update={
+            "launch": baseline.launch.model_copy(
+                update={"template": template, "target_model_path": "m $(touch X)"}
+            )
+        }
+    )
+    with pytest.raises(
+        PlanError, match=f"placeholder {{target_model}} sits {re.escape(where)}"
+    ) as err:
         generate(plan, catalog, "template")
     assert len(str(err.value).splitlines()) == 1 and err.value.key == "launch.template"
 
@@ -398,16 +527,25 @@ def test_a_placeholder_the_template_quotes_itself_is_refused(catalog, baseline, 
 PATH_WITH_QUOTES = "m/$(touch MARK1) 'q'\nz"
 
 
-@pytest.mark.parametrize("template, argv", [
-    ('go "{tp}" \'{target_devices}\'', ["1", "0,1,2"]),     # values that need no quoting
-    ('go "$(dirname {target_model})"', ["m"]),         # a command substitution quotes afresh
-    ("cat <<'EOF'\n\"{{x}}\" '\nEOF\ngo {target_model}", [PATH_WITH_QUOTES]),
-    ("go {target_model} # {target_model}", [PATH_WITH_QUOTES]),
-])
-def test_a_placeholder_where_its_quoting_holds_is_filled(tmp_path, catalog, baseline, template,
-                                                        argv):
-    plan = baseline.model_copy(update={"launch": baseline.launch.model_copy(update={
-        "template": template, "target_model_path": PATH_WITH_QUOTES})})
+@pytest.mark.parametrize(
+    "template, argv",
+    [
+        ("go \"{tp}\" '{target_devices}'", ["1", "0,1,2"]),  # values that need no quoting
+        ('go "$(dirname {target_model})"', ["m"]),  # a command substitution quotes afresh
+        ("cat <<'EOF'\n\"{{x}}\" '\nEOF\ngo {target_model}", [PATH_WITH_QUOTES]),
+        ("go {target_model} # {target_model}", [PATH_WITH_QUOTES]),
+    ],
+)
+def test_a_placeholder_where_its_quoting_holds_is_filled(
+    tmp_path, catalog, baseline, template, argv
+):
+    plan = baseline.model_copy(
+        update={
+            "launch": baseline.launch.model_copy(
+                update={"template": template, "target_model_path": PATH_WITH_QUOTES}
+            )
+        }
+    )
     text = generate(plan, catalog, "template").text
     stubs(tmp_path)
     (go,) = run(tmp_path, text)["go"]

@@ -79,8 +79,7 @@ def test_a_case_needing_a_constant_fitted_on_its_own_group_alone_is_set_apart(re
     # SpecForge's trainer memory rests on the activation multiple and the trainer
     # reserve, both fitted on SpecForge alone: not cross-validatable, not in the headline.
     case = "specforge-domino-qwen3-8b-h200-trainer-memory-b8"
-    assert result.needs_own_group[case] == ("ACTIVATION_IO_MULTIPLE",
-                                            "TRAINER_RUNTIME_RESERVE_GIB")
+    assert result.needs_own_group[case] == ("ACTIVATION_IO_MULTIPLE", "TRAINER_RUNTIME_RESERVE_GIB")
     assert case not in result.cv_rows
     assert case in result.cross_validated["strong/model"].not_cross_validatable
     # SpecForge's single-GPU drafter rate uses no fitted constant: cross-validated.
@@ -89,7 +88,9 @@ def test_a_case_needing_a_constant_fitted_on_its_own_group_alone_is_set_apart(re
     # measurement of the same GPU can.
     assert result.needs_own_group["stas00-mamf-b200-bf16"] == ("B200_MATMUL_CEILING",)
     assert result.needs_own_group["stas00-mamf-ratio-b300-over-b200-bf16"] == (
-        "B200_MATMUL_CEILING", "B300_MATMUL_CEILING")
+        "B200_MATMUL_CEILING",
+        "B300_MATMUL_CEILING",
+    )
     assert "zzc-b200-bf16-matmul" in result.cv_rows
     single = {c.name for c in result.constants if not c.cross_validatable}
     assert "A100_TRAINING_EFFICIENCY" not in single
@@ -102,9 +103,15 @@ def test_the_set_covers_what_the_issue_asks_for():
     assert len({c["source_group"] for c in cases}) >= 5
     assert len({c["gpu"] for c in cases}) >= 4
     quantities = {c["quantity"] for c in cases}
-    assert quantities >= {"target_tokens_per_s_per_gpu", "drafter_samples_per_s_per_gpu",
-                          "pipeline_samples_per_s", "drafter_memory_gb", "target_memory_gb",
-                          "hidden_state_bytes_per_s", "gpu_ratio"}
+    assert quantities >= {
+        "target_tokens_per_s_per_gpu",
+        "drafter_samples_per_s_per_gpu",
+        "pipeline_samples_per_s",
+        "drafter_memory_gb",
+        "target_memory_gb",
+        "hidden_state_bytes_per_s",
+        "gpu_ratio",
+    }
     assert quantities <= set(PREDICTORS)
     for c in cases:
         assert c["source"] and c["quote"] and c["half"] in ("fit", "check"), c["id"]
@@ -130,27 +137,56 @@ def test_validate_json_contract(capsys):
     assert main(["validate", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     case = doc["cases"][0]
-    assert set(case) >= {"id", "source", "gpu", "quantity", "measured", "predicted", "low",
-                         "high", "error", "half", "tier", "group", "cross_validated",
-                         "cv_predicted", "cv_error"}
-    assert set(doc["summary"]) >= {"median_abs_error", "worst_abs_error", "range_coverage",
-                                   "cross_validated"}
+    assert set(case) >= {
+        "id",
+        "source",
+        "gpu",
+        "quantity",
+        "measured",
+        "predicted",
+        "low",
+        "high",
+        "error",
+        "half",
+        "tier",
+        "group",
+        "cross_validated",
+        "cv_predicted",
+        "cv_error",
+    }
+    assert set(doc["summary"]) >= {
+        "median_abs_error",
+        "worst_abs_error",
+        "range_coverage",
+        "cross_validated",
+    }
     assert doc["summary"]["groups"]["fit"]["cases"] + doc["summary"]["groups"]["check"][
-        "cases"] == len(doc["cases"])
+        "cases"
+    ] == len(doc["cases"])
     cv = doc["summary"]["cross_validated"]
     assert set(cv) >= {"strong/model", "strong", "weak", "all"}
-    assert set(cv["strong/model"]) >= {"cases", "median_abs_error", "worst_abs_error",
-                                       "range_coverage", "not_cross_validatable"}
+    assert set(cv["strong/model"]) >= {
+        "cases",
+        "median_abs_error",
+        "worst_abs_error",
+        "range_coverage",
+        "not_cross_validatable",
+    }
     assert cv["all"]["cases"] + len(cv["all"]["not_cross_validatable"]) == len(doc["cases"])
     constants = {c["name"]: c for c in doc["constants"]}
-    assert set(constants) >= {"RUNTIME_RESERVE_GIB", "ACTIVATION_IO_MULTIPLE",
-                              "TRAINER_RUNTIME_RESERVE_GIB", "MOE_EFFICIENCY_FACTOR",
-                              "NETWORK_EFFICIENCY", "CAPTURE_SINK_BYTES_PER_S",
-                              "TRAINER_FETCH_BYTES_PER_S", "A100_TRAINING_EFFICIENCY"}
+    assert set(constants) >= {
+        "RUNTIME_RESERVE_GIB",
+        "ACTIVATION_IO_MULTIPLE",
+        "TRAINER_RUNTIME_RESERVE_GIB",
+        "MOE_EFFICIENCY_FACTOR",
+        "NETWORK_EFFICIENCY",
+        "CAPTURE_SINK_BYTES_PER_S",
+        "TRAINER_FETCH_BYTES_PER_S",
+        "A100_TRAINING_EFFICIENCY",
+    }
     groups = {c["group"] for c in doc["cases"]}
     for c in constants.values():
-        assert set(c) >= {"name", "value", "range", "fitted_on", "groups", "applies_when",
-                          "folds"}
+        assert set(c) >= {"name", "value", "range", "fitted_on", "groups", "applies_when", "folds"}
         low, high = c["range"]
         assert low <= c["value"] <= high, c["name"]
         assert c["fitted_on"] and c["applies_when"], c["name"]

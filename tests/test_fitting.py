@@ -46,10 +46,12 @@ def test_network_efficiency_is_the_measured_share_of_the_nic_rate(cases):
 def test_capture_sink_is_the_midpoint_of_the_quoted_samples_per_s(cases):
     # 44-57 samples/s of 550-token samples: 50.5 x 550 x 40,960 bytes/s.
     assert fitting.fit_all(cases)["CAPTURE_SINK_BYTES_PER_S"] == pytest.approx(
-        50.5 * 550 * BYTES_PER_TOKEN)
+        50.5 * 550 * BYTES_PER_TOKEN
+    )
     cases[SINK]["sink_samples_per_s"] = [40, 60]
     assert fitting.fit_all(cases)["CAPTURE_SINK_BYTES_PER_S"] == pytest.approx(
-        50 * 550 * BYTES_PER_TOKEN)
+        50 * 550 * BYTES_PER_TOKEN
+    )
 
 
 def test_trainer_fetch_is_a_least_squares_rate_through_the_origin(cases):
@@ -57,11 +59,12 @@ def test_trainer_fetch_is_a_least_squares_rate_through_the_origin(cases):
     # rate = sum(b^2) / sum(b t).
     b2, b8 = 2 * 550 * BYTES_PER_TOKEN, 8 * 550 * BYTES_PER_TOKEN
     rate = fitting.fit_all(cases)["TRAINER_FETCH_BYTES_PER_S"]
-    assert rate == pytest.approx((b2 ** 2 + b8 ** 2) / (b2 * 0.020 + b8 * 0.090))
+    assert rate == pytest.approx((b2**2 + b8**2) / (b2 * 0.020 + b8 * 0.090))
     assert rate == pytest.approx(2.0157e9, rel=1e-4)
     cases[FETCH_B8]["fetch_ms"] = 80
     assert fitting.fit_all(cases)["TRAINER_FETCH_BYTES_PER_S"] == pytest.approx(
-        (b2 ** 2 + b8 ** 2) / (b2 * 0.020 + b8 * 0.080))
+        (b2**2 + b8**2) / (b2 * 0.020 + b8 * 0.080)
+    )
 
 
 def test_capture_reserve_is_what_the_server_held_beyond_its_static_pool(cases):
@@ -79,7 +82,8 @@ def test_activation_multiple_reproduces_its_case(cases):
         fit = fitting.case_drafter_memory(cases[MICRO_B8], h200, m, 0.0)
         assert fit.needed_gb * BYTES_PER_GIB / 1e9 == pytest.approx(gb)
     assert fitting.fit_all(cases)["ACTIVATION_IO_MULTIPLE"] > fitting.value(
-        "ACTIVATION_IO_MULTIPLE")
+        "ACTIVATION_IO_MULTIPLE"
+    )
 
 
 def test_trainer_reserve_follows_its_case_gib_for_gib(cases):
@@ -96,11 +100,9 @@ def test_moe_factor_is_measured_over_the_dense_prediction(cases):
 
 def test_a100_efficiency_is_the_mean_of_two_groups(cases):
     # torchtitan 58.2 % and llm-foundry 54.47 % MFU.
-    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
-        (0.582 + 0.5447) / 2)
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx((0.582 + 0.5447) / 2)
     cases[FOUNDRY]["value"] = 0.5
-    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
-        (0.582 + 0.5) / 2)
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx((0.582 + 0.5) / 2)
 
 
 def test_module_constants_are_the_fits():
@@ -111,8 +113,7 @@ def test_module_constants_are_the_fits():
     assert fitting.value("CAPTURE_SINK_BYTES_PER_S") == pipeline.CAPTURE_SINK_BYTES_PER_S
     assert fitting.value("TRAINER_FETCH_BYTES_PER_S") == pipeline.TRAINER_FETCH_BYTES_PER_S
     assert fitting.value("MOE_EFFICIENCY_FACTOR") == roofline.MOE_EFFICIENCY_FACTOR
-    assert builtin_gpus()["a100-80g"].training_efficiency == pytest.approx(
-        (0.582 + 0.5447) / 2)
+    assert builtin_gpus()["a100-80g"].training_efficiency == pytest.approx((0.582 + 0.5447) / 2)
 
 
 def test_a_fold_never_sees_the_group_it_leaves_out(cases):
@@ -122,8 +123,7 @@ def test_a_fold_never_sees_the_group_it_leaves_out(cases):
     assert fold == pytest.approx(0.5447)
     cases[TITAN]["value"] = 0.9
     assert fitting.fit_all(cases, leave_out="torchtitan")["A100_TRAINING_EFFICIENCY"] == fold
-    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx(
-        (0.9 + 0.5447) / 2)
+    assert fitting.fit_all(cases)["A100_TRAINING_EFFICIENCY"] == pytest.approx((0.9 + 0.5447) / 2)
     # A constant fitted on one group alone cannot be refitted without it; a constant it
     # needs is missing too.
     without = fitting.fit_all(cases, leave_out="specforge")
@@ -140,8 +140,9 @@ def test_range_spans_what_the_cases_of_its_kind_imply(cases):
     low, _ = fitting.span(fitting.BY_NAME["TRAINER_RUNTIME_RESERVE_GIB"], cases, values)
     assert low == pytest.approx(78 - 0.5 * 141)
     # The sink's range is the quoted 44-57 samples/s.
-    assert fitting.span(fitting.BY_NAME["CAPTURE_SINK_BYTES_PER_S"], cases, values) == \
-        pytest.approx((44 * 550 * BYTES_PER_TOKEN, 57 * 550 * BYTES_PER_TOKEN))
+    assert fitting.span(
+        fitting.BY_NAME["CAPTURE_SINK_BYTES_PER_S"], cases, values
+    ) == pytest.approx((44 * 550 * BYTES_PER_TOKEN, 57 * 550 * BYTES_PER_TOKEN))
 
 
 def test_matmul_ceilings_are_the_measured_matmul_over_the_dense_peak(cases):
@@ -150,8 +151,11 @@ def test_matmul_ceilings_are_the_measured_matmul_over_the_dense_peak(cases):
     assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1745 / 2250)
     gpus = builtin_gpus()
     assert gpus["b200"].matmul_ceiling == pytest.approx(1745 / 2250)
-    assert gpus["h200"].matmul_ceiling == gpus["h100-pcie"].matmul_ceiling == pytest.approx(
-        794.5 / 989)
+    assert (
+        gpus["h200"].matmul_ceiling
+        == gpus["h100-pcie"].matmul_ceiling
+        == pytest.approx(794.5 / 989)
+    )
     cases["stas00-mamf-b200-bf16"]["value"] = 1800
     assert fitting.fit_all(cases)["B200_MATMUL_CEILING"] == pytest.approx(1800 / 2250)
 

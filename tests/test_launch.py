@@ -26,35 +26,104 @@ from support import edit
 # --- SpecForge's schema, as docs/launch.md lists it (extra keys are rejected) --------
 SGLANG = "sglang_"
 ALLOWED = {
-    (): {"model", "data", "training", "tracking", "profiling", "runtime", "deployment",
-         "run_id", "output_dir"},
-    ("model",): {"target_model_path", "draft_model_config", "draft_num_hidden_layers",
-                 "draft_block_size", "target_backend", "trust_remote_code", "torch_dtype",
-                 "cache_dir", "mask_token_id"},
-    ("data",): {"train_data_path", "prompts_path", "hidden_states_path", "max_length",
-                "chat_template", "build_dataset_num_proc", "cache_dir"},
-    ("training",): {"strategy", "num_epochs", "max_steps", "total_steps", "batch_size",
-                    "accumulation_steps", "learning_rate", "warmup_ratio", "max_grad_norm",
-                    "fsdp_sharding", "attention_backend", "tp_size", "sp_ulysses_size",
-                    "sp_ring_size", "num_anchors", "loss_decay_gamma", "save_interval",
-                    "log_interval", "dist_timeout", "resume_from", "role"},
+    (): {
+        "model",
+        "data",
+        "training",
+        "tracking",
+        "profiling",
+        "runtime",
+        "deployment",
+        "run_id",
+        "output_dir",
+    },
+    ("model",): {
+        "target_model_path",
+        "draft_model_config",
+        "draft_num_hidden_layers",
+        "draft_block_size",
+        "target_backend",
+        "trust_remote_code",
+        "torch_dtype",
+        "cache_dir",
+        "mask_token_id",
+    },
+    ("data",): {
+        "train_data_path",
+        "prompts_path",
+        "hidden_states_path",
+        "max_length",
+        "chat_template",
+        "build_dataset_num_proc",
+        "cache_dir",
+    },
+    ("training",): {
+        "strategy",
+        "num_epochs",
+        "max_steps",
+        "total_steps",
+        "batch_size",
+        "accumulation_steps",
+        "learning_rate",
+        "warmup_ratio",
+        "max_grad_norm",
+        "fsdp_sharding",
+        "attention_backend",
+        "tp_size",
+        "sp_ulysses_size",
+        "sp_ring_size",
+        "num_anchors",
+        "loss_decay_gamma",
+        "save_interval",
+        "log_interval",
+        "dist_timeout",
+        "resume_from",
+        "role",
+    },
     ("deployment",): {"mode", "trainer", "disaggregated"},
-    ("deployment", "trainer"): {"nnodes", "nproc_per_node", "node_rank", "master_addr",
-                                "master_port"},
+    ("deployment", "trainer"): {
+        "nnodes",
+        "nproc_per_node",
+        "node_rank",
+        "master_addr",
+        "master_port",
+    },
     ("deployment", "disaggregated"): {
-        "control_dir", "backend", "consumer_state_dir", "inbox_server_url", "store_root",
-        "store_id", "server_urls", "mooncake_metadata_server", "mooncake_master_server_addr",
-        "mooncake_local_hostname", "mooncake_protocol", "mooncake_rdma_devices",
-        "producer_segment_size", "idle_timeout_s", "peer_wait_timeout_s", "managed_local"},
-    ("deployment", "disaggregated", "managed_local"): {"trainer_cuda_visible_devices",
-                                                       "mooncake", "capture_servers"},
-    ("capture_server",): {"port", "cuda_visible_devices", "tp_size", "mem_fraction_static",
-                          "attention_backend"},
+        "control_dir",
+        "backend",
+        "consumer_state_dir",
+        "inbox_server_url",
+        "store_root",
+        "store_id",
+        "server_urls",
+        "mooncake_metadata_server",
+        "mooncake_master_server_addr",
+        "mooncake_local_hostname",
+        "mooncake_protocol",
+        "mooncake_rdma_devices",
+        "producer_segment_size",
+        "idle_timeout_s",
+        "peer_wait_timeout_s",
+        "managed_local",
+    },
+    ("deployment", "disaggregated", "managed_local"): {
+        "trainer_cuda_visible_devices",
+        "mooncake",
+        "capture_servers",
+    },
+    ("capture_server",): {
+        "port",
+        "cuda_visible_devices",
+        "tp_size",
+        "mem_fraction_static",
+        "attention_backend",
+    },
 }
 
 
 def check_specforge_yaml(doc: dict) -> None:
     """Every key one SpecForge accepts, every required key present, its rules kept."""
+
     def walk(node: dict, path: tuple[str, ...]) -> None:
         for key, value in node.items():
             if path == ("model",) and key.startswith(SGLANG):
@@ -62,15 +131,18 @@ def check_specforge_yaml(doc: dict) -> None:
             assert key in ALLOWED[path], f"{'.'.join((*path, key))} is not a SpecForge key"
             if isinstance(value, dict) and (*path, key) in ALLOWED:
                 walk(value, (*path, key))
+
     walk(doc, ())
     assert doc["model"]["target_model_path"]
-    assert sum(k in doc["data"] for k in ("train_data_path", "prompts_path",
-                                          "hidden_states_path")) == 1
+    assert (
+        sum(k in doc["data"] for k in ("train_data_path", "prompts_path", "hidden_states_path"))
+        == 1
+    )
     assert doc["training"]["strategy"] == "dflash"
     dep = doc["deployment"]
     assert dep["mode"] == "disaggregated"
     dis = dep["disaggregated"]
-    assert dis["control_dir"] and dis["backend"] == "mooncake"   # online requires mooncake
+    assert dis["control_dir"] and dis["backend"] == "mooncake"  # online requires mooncake
     trainer = dep["trainer"]
     if "managed_local" in dis:
         ml = dis["managed_local"]
@@ -100,7 +172,7 @@ def assign_devices(plan: Plan, catalog):
 def yaml_in(text: str) -> dict:
     """The run.yaml a script writes with its heredoc."""
     start = text.index("<<'DFLASH_PLAN_EOF'\n") + len("<<'DFLASH_PLAN_EOF'\n")
-    return yaml.safe_load(text[start:text.index("\nDFLASH_PLAN_EOF", start)])
+    return yaml.safe_load(text[start : text.index("\nDFLASH_PLAN_EOF", start)])
 
 
 def bash_syntax_ok(text: str) -> None:
@@ -109,8 +181,9 @@ def bash_syntax_ok(text: str) -> None:
 
 @pytest.fixture
 def b200_6_2(baseline) -> Plan:
-    return edit(baseline, target={"gpu": "b200", "count": 6, "tp": 2},
-                drafter={"gpu": "b200", "count": 2})
+    return edit(
+        baseline, target={"gpu": "b200", "count": 6, "tp": 2}, drafter={"gpu": "b200", "count": 2}
+    )
 
 
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "template"])
@@ -155,10 +228,12 @@ def test_mem_fraction_comes_from_the_memory_model(catalog, baseline):
 
 def test_mem_fraction_on_a_small_gpu_leaves_the_headroom(catalog, baseline):
     small = min(catalog.gpus.values(), key=lambda g: g.memory_gb)
-    plan = edit(baseline, target={"gpu": small.key, "count": 1},
-                drafter={"gpu": small.key, "count": 1},
-                workload={"target_model": "qwen3-4b", "max_length": 2048,
-                          "avg_sample_tokens": 1024})
+    plan = edit(
+        baseline,
+        target={"gpu": small.key, "count": 1},
+        drafter={"gpu": small.key, "count": 1},
+        workload={"target_model": "qwen3-4b", "max_length": 2048, "avg_sample_tokens": 1024},
+    )
     memory = context(plan, catalog).memory
     headroom = memory.activations_gib + memory.capture_gib + memory.runtime_gib
     assert memory.fraction <= 1 - headroom / memory.gpu_gib + 1e-9 or not memory.fits
@@ -191,8 +266,12 @@ def section(text: str, node: int) -> str:
 
 
 def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
-                launch={"hosts": ["gpu-a", "gpu-b"]})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 8},
+        drafter={"gpu": "b200", "count": 8},
+        launch={"hosts": ["gpu-a", "gpu-b"]},
+    )
     script = generate(plan, catalog, "specforge")
     bash_syntax_ok(script.text)
     doc = yaml_in(script.text)
@@ -209,15 +288,19 @@ def test_two_nodes_capture_on_one_trainers_on_the_other(catalog, baseline):
     node0, node1 = section(script.text, 0), section(script.text, 1)
     assert node0.count("sglang.launch_server") == 8 and "--role consumer" not in node0
     # Every node publishes its own fabric address, found on the node (the route to the head).
-    fabric = ('fabric_addr="$(fabric_ip gpu-b)"\n    export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" '
-              'MC_TCP_BIND_ADDRESS="$fabric_addr"')
+    fabric = (
+        'fabric_addr="$(fabric_ip gpu-b)"\n    export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" '
+        'MC_TCP_BIND_ADDRESS="$fabric_addr"'
+    )
     assert fabric in node0 and fabric in node1
     assert "MOONCAKE_GLOBAL_SEGMENT_SIZE=" in node0
     assert "--enable_http_metadata_server=true" in node1
     assert "--http_metadata_server_host=0.0.0.0" in node1
     # The consumer's workers inherit NODE_RANK: it is the trainer rank, as --node-rank.
-    assert ("NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run-node1.yaml "
-            "--role consumer --node-rank 0") in node1
+    assert (
+        "NODE_RANK=0 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 specforge train -c run-node1.yaml "
+        "--role consumer --node-rank 0"
+    ) in node1
     assert "CUDA_VISIBLE_DEVICES='' specforge train -c run-node1.yaml --role producer" in node1
     assert "sglang.launch_server" not in node1
     assert "export MOONCAKE_METADATA_SERVER=http://gpu-b:35880/metadata" in script.text
@@ -271,8 +354,9 @@ def test_uneven_drafters_are_refused(catalog, baseline):
 
 
 def test_roles_on_different_gpu_types_use_separate_machines(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 4},
-                drafter={"gpu": "h100-sxm", "count": 2})
+    plan = edit(
+        baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "h100-sxm", "count": 2}
+    )
     layout = assign_devices(plan, catalog)
     assert layout.nodes == 2 and layout.drafters == {1: (0, 1)}
     with pytest.raises(PlanError, match="same GPUs"):
@@ -281,14 +365,19 @@ def test_roles_on_different_gpu_types_use_separate_machines(catalog, baseline):
 
 
 def test_too_few_hosts(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
-                launch={"hosts": ["only-one"]})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 8},
+        drafter={"gpu": "b200", "count": 8},
+        launch={"hosts": ["only-one"]},
+    )
     with pytest.raises(PlanError, match=r"launch\.hosts names 1 host") as err:
         generate(plan, catalog)
     assert err.value.key == "launch.hosts"
 
 
 # --- validation as the projection does it, layers, size --------------------------------------
+
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_launch_validates_like_the_projection(catalog, baseline, fmt):
@@ -316,16 +405,23 @@ def test_custom_layers_only_where_the_format_can_express_them(catalog, baseline)
 
 
 def test_captured_layers_follow_the_drafter_layer_count(catalog, baseline):
-    plan = edit(baseline, workload={"draft_layers": 3}, target={"gpu": "b200", "count": 8},
-                drafter={"gpu": "b200", "count": 8})
+    plan = edit(
+        baseline,
+        workload={"draft_layers": 3},
+        target={"gpu": "b200", "count": 8},
+        drafter={"gpu": "b200", "count": 8},
+    )
     text = generate(plan, catalog, "specforge").text
     assert "--spec-capture-aux-layer-ids 1 17 33" in text
     assert yaml_in(text)["model"]["draft_num_hidden_layers"] == 3
 
 
 def test_huge_plans_are_refused_at_once(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 100_000},
-                drafter={"gpu": "b200", "count": 100_000})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 100_000},
+        drafter={"gpu": "b200", "count": 100_000},
+    )
     start = time.perf_counter()
     with pytest.raises(PlanError, match="launch scripts are written for up to 256 nodes"):
         generate(plan, catalog, "speculators")
@@ -335,9 +431,12 @@ def test_huge_plans_are_refused_at_once(catalog, baseline):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
     per_node = catalog.gpus["b200"].gpus_per_node
-    plan = edit(baseline, target={"gpu": "b200", "count": 128 * per_node},
-                drafter={"gpu": "b200", "count": 128 * per_node},
-                launch={"template": "go {node_rank} {target_devices}"})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 128 * per_node},
+        drafter={"gpu": "b200", "count": 128 * per_node},
+        launch={"template": "go {node_rank} {target_devices}"},
+    )
     start = time.perf_counter()
     script = generate(plan, catalog, fmt)
     # A guard against a hang (a layout quadratic in nodes), not a speed measurement: a
@@ -347,6 +446,7 @@ def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
 
 
 # --- speculators ------------------------------------------------------------------------------
+
 
 def test_speculators_flags_follow_upstream(catalog, baseline):
     text = generate(baseline, catalog, "speculators").text
@@ -365,8 +465,12 @@ def test_speculators_flags_follow_upstream(catalog, baseline):
 
 
 def test_speculators_across_nodes_names_each_node(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
-                launch={"hosts": ["gpu-a", "gpu-b"]})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 8},
+        drafter={"gpu": "b200", "count": 8},
+        launch={"hosts": ["gpu-a", "gpu-b"]},
+    )
     text = generate(plan, catalog, "speculators").text
     bash_syntax_ok(text)
     for node in (0, 1):
@@ -377,11 +481,18 @@ def test_speculators_across_nodes_names_each_node(catalog, baseline):
 
 # --- template ---------------------------------------------------------------------------------
 
+
 def test_template_master_addr_is_node_rank_0(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8},
-                launch={"hosts": ["gpu-a", "gpu-b"], "template":
-                        "torchrun --nnodes {nnodes} --node_rank {node_rank} "
-                        "--master_addr {master_addr} train.py"})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 8},
+        drafter={"gpu": "b200", "count": 8},
+        launch={
+            "hosts": ["gpu-a", "gpu-b"],
+            "template": "torchrun --nnodes {nnodes} --node_rank {node_rank} "
+            "--master_addr {master_addr} train.py",
+        },
+    )
     text = generate(plan, catalog, "template").text
     assert "torchrun --nnodes 2 --node_rank 0 --master_addr gpu-a" in text
     assert "torchrun --nnodes 2 --node_rank 1 --master_addr gpu-a" in text
@@ -389,9 +500,9 @@ def test_template_master_addr_is_node_rank_0(catalog, baseline):
 
 # --- hostile strings ------------------------------------------------------------------------
 
-HOSTILE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` $HOME\nrm -rf ~ ; y"
+HOSTILE = 'x\'; touch PWNED; echo "$(touch PWNED2)" `touch PWNED3` $HOME\nrm -rf ~ ; y'
 # Names (run_id, hosts, GPU keys in a plan) are one line by the plan's rules.
-HOSTILE_LINE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` $HOME ; y"
+HOSTILE_LINE = 'x\'; touch PWNED; echo "$(touch PWNED2)" `touch PWNED3` $HOME ; y'
 
 
 def stub_bin(tmp_path: Path, names: list[str]) -> Path:
@@ -401,8 +512,10 @@ def stub_bin(tmp_path: Path, names: list[str]) -> Path:
     for name in names:
         path = bin_dir / name
         # One file per call: background calls must not interleave their records.
-        path.write_text('#!/bin/bash\ntrap "" TERM\nprintf "%s\\0" "$@" '
-                        f'> "$STUB_LOG/{name}.${{EPOCHREALTIME/./}}.$$.args"\n')
+        path.write_text(
+            '#!/bin/bash\ntrap "" TERM\nprintf "%s\\0" "$@" '
+            f'> "$STUB_LOG/{name}.${{EPOCHREALTIME/./}}.$$.args"\n'
+        )
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     scontrol = bin_dir / "scontrol"
     scontrol.write_text("#!/bin/bash\nprintf 'h0\\nh1\\nh2\\n'\n")
@@ -410,18 +523,34 @@ def stub_bin(tmp_path: Path, names: list[str]) -> Path:
     return bin_dir
 
 
-def run_script(tmp_path: Path, text: str,
-               node_rank: int | None = None) -> dict[str, list[list[str]]]:
+def run_script(
+    tmp_path: Path, text: str, node_rank: int | None = None
+) -> dict[str, list[list[str]]]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     log = tmp_path / "log"
     log.mkdir(exist_ok=True)
     bin_dir = tmp_path / "bin"
     if not bin_dir.exists():
-        stub_bin(tmp_path, ["python", "specforge", "torchrun", "mooncake_master", "curl", "srun",
-                            "speculators", "go"])
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
-           "SLURM_JOB_NODELIST": "h[0-2]"}
+        stub_bin(
+            tmp_path,
+            [
+                "python",
+                "specforge",
+                "torchrun",
+                "mooncake_master",
+                "curl",
+                "srun",
+                "speculators",
+                "go",
+            ],
+        )
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "STUB_LOG": str(log),
+        "HOME": str(tmp_path),
+        "SLURM_JOB_NODELIST": "h[0-2]",
+    }
     # The legacy format runs from a SpecForge checkout that has its trainer.
     (work / "scripts").mkdir(exist_ok=True)
     (work / "scripts" / "train_dflash.py").touch()
@@ -429,8 +558,14 @@ def run_script(tmp_path: Path, text: str,
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
     # for them instead, so that every stub finishes its record.
-    subprocess.run(["bash", "-c", "kill() { wait; }\n" + text + "\nwait\n"], cwd=work, env=env,
-                   check=True, timeout=60, capture_output=True)
+    subprocess.run(
+        ["bash", "-c", "kill() { wait; }\n" + text + "\nwait\n"],
+        cwd=work,
+        env=env,
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
     for mark in ("PWNED", "PWNED2", "PWNED3"):
         assert not (work / mark).exists(), "a hostile value ran as a command"
     calls: dict[str, list[list[str]]] = {}
@@ -442,10 +577,17 @@ def run_script(tmp_path: Path, text: str,
 
 
 def hostile_plan(plan: Plan, **sections) -> Plan:
-    return edit(plan, name=HOSTILE_LINE,
-                launch={"run_id": HOSTILE_LINE, "target_model_path": HOSTILE,
-                        "train_data_path": HOSTILE, "hosts": [HOSTILE_LINE, "b; reboot"]},
-                **sections)
+    return edit(
+        plan,
+        name=HOSTILE_LINE,
+        launch={
+            "run_id": HOSTILE_LINE,
+            "target_model_path": HOSTILE,
+            "train_data_path": HOSTILE,
+            "hosts": [HOSTILE_LINE, "b; reboot"],
+        },
+        **sections,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["specforge", "speculators", "specforge-legacy"])
@@ -470,8 +612,9 @@ def test_hostile_strings_stay_inert_on_one_node(tmp_path, catalog, baseline, fmt
 
 
 def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
-    plan = hostile_plan(baseline, target={"gpu": "b200", "count": 8},
-                        drafter={"gpu": "b200", "count": 8})
+    plan = hostile_plan(
+        baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8}
+    )
     text = generate(plan, catalog, "specforge").text
     calls = run_script(tmp_path, text, node_rank=0)
     assert len(calls["python"]) == 8
@@ -484,10 +627,11 @@ def test_hostile_strings_stay_inert_across_nodes(tmp_path, catalog, baseline):
 
 
 def test_hostile_strings_stay_inert_in_slurm(tmp_path, catalog, baseline):
-    plan = hostile_plan(baseline, target={"gpu": "b200", "count": 8},
-                        drafter={"gpu": "b200", "count": 8})
+    plan = hostile_plan(
+        baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8}
+    )
     text = generate(plan, catalog, "slurm").text
-    assert "\n#SBATCH --job-name=x___touch_PWNED" in text     # directives cannot be quoted
+    assert "\n#SBATCH --job-name=x___touch_PWNED" in text  # directives cannot be quoted
     calls = run_script(tmp_path, text)
     steps = calls["srun"]
     servers = [s for s in steps if "sglang.launch_server" in s]
@@ -511,9 +655,13 @@ def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt)
     # Loading a hardware file refuses such a key; a catalog built in code still must not
     # turn it into a command.
     key = "b200;touch PWNED;$(touch PWNED2)"
-    plan = edit(baseline, name=HOSTILE_LINE,
-                target={"gpu": key, "count": 8}, drafter={"gpu": key, "count": 8},
-                launch={"template": "go {target_gpu} {drafter_gpu} {host}"})
+    plan = edit(
+        baseline,
+        name=HOSTILE_LINE,
+        target={"gpu": key, "count": 8},
+        drafter={"gpu": key, "count": 8},
+        launch={"template": "go {target_gpu} {drafter_gpu} {host}"},
+    )
     text = generate(plan, hostile_catalog(catalog, key), fmt).text
     bash_syntax_ok(text)
     for line in text.splitlines():
@@ -524,23 +672,38 @@ def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt)
 
 # --- templates --------------------------------------------------------------------------------
 
+
 def test_template_fills_quoted_placeholders(catalog, baseline):
-    template = ("my-launcher --targets {target_devices} --drafters {drafter_devices} "
-                "--model {target_model} --epochs {epochs} --anchors {num_anchors} "
-                "--nodes {nnodes} --run {run_id}")
+    template = (
+        "my-launcher --targets {target_devices} --drafters {drafter_devices} "
+        "--model {target_model} --epochs {epochs} --anchors {num_anchors} "
+        "--nodes {nnodes} --run {run_id}"
+    )
     plan = edit(baseline, launch={"template": template, "run_id": HOSTILE_LINE})
     text = generate(plan, catalog, "template").text
     bash_syntax_ok(text)
     words = shlex.split(text.split("set -euo pipefail\n\n")[1])
-    assert words[:9] == ["my-launcher", "--targets", "0,1,2", "--drafters", "3", "--model",
-                         "Qwen/Qwen3-8B", "--epochs", "6"]
+    assert words[:9] == [
+        "my-launcher",
+        "--targets",
+        "0,1,2",
+        "--drafters",
+        "3",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "--epochs",
+        "6",
+    ]
     assert words[-1] == HOSTILE_LINE
 
 
 def test_template_per_node(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 10}, drafter={"gpu": "b200", "count": 6},
-                launch={"template": "run --node {node_rank} --t {target_devices} "
-                                    "--d {drafter_devices}"})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 10},
+        drafter={"gpu": "b200", "count": 6},
+        launch={"template": "run --node {node_rank} --t {target_devices} --d {drafter_devices}"},
+    )
     text = generate(plan, catalog, "template").text
     assert "run --node 0 --t 0,1,2,3,4,5,6,7 --d ''" in text
     assert "run --node 1 --t 0,1 --d 2,3,4,5,6,7" in text
@@ -548,8 +711,11 @@ def test_template_per_node(catalog, baseline):
 
 def test_unknown_placeholder_is_a_clear_error(catalog, baseline):
     plan = edit(baseline, launch={"template": "go {target_devicez}"})
-    with pytest.raises(PlanError, match=r"unknown placeholder \{target_devicez\}; known: "
-                                        r"\{target_devices\}"):
+    with pytest.raises(
+        PlanError,
+        match=r"unknown placeholder \{target_devicez\}; known: "
+        r"\{target_devices\}",
+    ):
         generate(plan, catalog, "template")
 
 
@@ -566,6 +732,7 @@ def test_missing_template(capsys):
 
 
 # --- the command ------------------------------------------------------------------------------
+
 
 def test_launch_output_file_is_atomic_and_not_overwritten(tmp_path, capsys):
     out = tmp_path / "go.sh"
@@ -600,9 +767,11 @@ def test_the_registry_is_the_one_list_of_formats():
 
 
 def test_importing_the_formats_list_loads_no_format():
-    code = ("import sys; from dflash_plan.model.launch import FORMATS; "
-            "assert 'yaml' not in sys.modules and "
-            "'dflash_plan.model.launch.specforge' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys; from dflash_plan.model.launch import FORMATS; "
+        "assert 'yaml' not in sys.modules and "
+        "'dflash_plan.model.launch.specforge' not in sys.modules, sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -623,10 +792,14 @@ def projected(capsys, sets: list[str]) -> str:
         low, high = (f"{v / scale:,.{digits}f}" for v in pair)
         return "" if low == high else f" (range {low}-{high})"
 
-    return (f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s" + spread(ranges["tokens_per_s"], 1e3)
-            + f", {doc['days']:,.1f} days to {doc['epochs']} epochs" + spread(ranges["days"])
-            + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
-            + spread(ranges["total_cost"], digits=0))
+    return (
+        f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s"
+        + spread(ranges["tokens_per_s"], 1e3)
+        + f", {doc['days']:,.1f} days to {doc['epochs']} epochs"
+        + spread(ranges["days"])
+        + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
+        + spread(ranges["total_cost"], digits=0)
+    )
 
 
 @pytest.mark.parametrize("fmt", ["specforge", "slurm", "speculators", "template"])
@@ -640,16 +813,21 @@ def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
     own = projected(capsys, sets)
     if fmt == "template":
         # A template runs the plan's own path.
-        assert (f"# projection of this run (hidden states device to device, "
-                f"workload.transport = direct): {own}\n") in text
+        assert (
+            f"# projection of this run (hidden states device to device, "
+            f"workload.transport = direct): {own}\n"
+        ) in text
         return
     launched = projected(capsys, [*sets, "--set", "workload.transport=mooncake"])
     assert launched != own
-    assert (f"# projection of this run (hidden states host-staged through a Mooncake store, "
-            f"workload.transport = mooncake): {launched}\n") in text
-    assert (f"# the plan's own figures are for hidden states device to device "
-            f"(workload.transport = direct): {own}; this launch does not run that path: "
-            ) in text
+    assert (
+        f"# projection of this run (hidden states host-staged through a Mooncake store, "
+        f"workload.transport = mooncake): {launched}\n"
+    ) in text
+    assert (
+        f"# the plan's own figures are for hidden states device to device "
+        f"(workload.transport = direct): {own}; this launch does not run that path: "
+    ) in text
     # With the launched path in the plan, the header gives one projection.
     assert main(["launch", "--format", fmt, *sets, "--set", "workload.transport=mooncake"]) == 0
     text = capsys.readouterr().out
@@ -662,12 +840,26 @@ def test_a_header_never_prints_a_zero_wide_range(capsys):
     # the fetch binds at every scenario, so the throughput has no spread to show.
     import re
 
-    sets = ["--set", "workload.target_model=llama-3.3-70b-instruct", "--set",
-            "target.gpu=h100-sxm", "--set", "target.tp=8", "--set", "target.count=16",
-            "--set", "drafter.gpu=h100-sxm", "--set", "drafter.count=8"]
+    sets = [
+        "--set",
+        "workload.target_model=llama-3.3-70b-instruct",
+        "--set",
+        "target.gpu=h100-sxm",
+        "--set",
+        "target.tp=8",
+        "--set",
+        "target.count=16",
+        "--set",
+        "drafter.gpu=h100-sxm",
+        "--set",
+        "drafter.count=8",
+    ]
     assert main(["launch", "--format", "specforge", *sets]) == 0
-    header = "".join(line for line in capsys.readouterr().out.splitlines()
-                     if line.startswith("# projection of this run"))
+    header = "".join(
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("# projection of this run")
+    )
     assert header and " Ktok/s" in header
     for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)\)", header):
         assert low != high, header
@@ -675,21 +867,27 @@ def test_a_header_never_prints_a_zero_wide_range(capsys):
 
 def test_the_legacy_header_says_no_projection_describes_it(catalog, baseline):
     text = generate(baseline, catalog, "specforge-legacy").text
-    assert "# projection: none for this run: the legacy trainer runs target and drafter " \
-           "colocated" in text
+    assert (
+        "# projection: none for this run: the legacy trainer runs target and drafter "
+        "colocated" in text
+    )
 
 
 def test_project_says_which_launch_its_figures_describe(capsys):
     assert main(["project", *FOUR_B200]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert ("launch: these figures are for hidden states device to device (workload.transport "
-            "= direct), which the specforge launch does not run: SpecForge stages hidden "
-            "states through its Mooncake store; --set workload.transport=mooncake projects "
-            "the launched run") in out
+    assert (
+        "launch: these figures are for hidden states device to device (workload.transport "
+        "= direct), which the specforge launch does not run: SpecForge stages hidden "
+        "states through its Mooncake store; --set workload.transport=mooncake projects "
+        "the launched run"
+    ) in out
     assert main(["project", *FOUR_B200, "--set", "workload.transport=mooncake"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert ("launch: these figures describe the specforge launch (hidden states host-staged "
-            "through a Mooncake store, workload.transport = mooncake)") in out
+    assert (
+        "launch: these figures describe the specforge launch (hidden states host-staged "
+        "through a Mooncake store, workload.transport = mooncake)"
+    ) in out
 
 
 def test_the_launch_tab_shows_the_same_header(catalog, baseline):
@@ -697,18 +895,26 @@ def test_the_launch_tab_shows_the_same_header(catalog, baseline):
 
     plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
     tab = write_launch(plan, catalog, "specforge", None)
-    header = [line for line in generate(plan, catalog, "specforge").text.splitlines()
-              if line.startswith("# projection of this run")]
+    header = [
+        line
+        for line in generate(plan, catalog, "specforge").text.splitlines()
+        if line.startswith("# projection of this run")
+    ]
     assert len(header) == 1 and header[0] in tab.splitlines()
 
 
 # --- issue 21: smaller items ----------------------------------------------------------------
 
+
 def test_run_id_follows_the_model(catalog, baseline):
     doc = yaml_in(generate(baseline, catalog, "specforge").text)
     assert doc["run_id"] == "qwen3-8b-dflash"
-    llama = edit(baseline, workload={"target_model": "llama-3.1-8b-instruct"},
-                 target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    llama = edit(
+        baseline,
+        workload={"target_model": "llama-3.1-8b-instruct"},
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+    )
     doc = yaml_in(generate(llama, catalog, "specforge").text)
     assert doc["run_id"] == "llama-3.1-8b-instruct-dflash"
     assert doc["output_dir"] == "./outputs/llama-3.1-8b-instruct-dflash"
@@ -721,8 +927,9 @@ def test_placeholder_hosts_are_said_to_be_placeholders(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
     for fmt in ("specforge", "speculators", "specforge-legacy"):
         text = generate(plan, catalog, fmt).text
-        assert "# note: host names node0-node1 are placeholders: set the plan's launch.hosts" \
-            in text, fmt
+        assert (
+            "# note: host names node0-node1 are placeholders: set the plan's launch.hosts" in text
+        ), fmt
         named = edit(plan, launch={"hosts": ["gpu-a", "gpu-b"]})
         assert "placeholders" not in generate(named, catalog, fmt).text
     # Slurm takes the allocation's hosts.
@@ -734,7 +941,7 @@ def test_node_sections_are_indented(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
     for fmt in ("specforge", "speculators"):
         text = generate(plan, catalog, fmt).text
-        block = text[text.rindex('case "$node_rank" in\n'):].splitlines()[1:-1]
+        block = text[text.rindex('case "$node_rank" in\n') :].splitlines()[1:-1]
         assert "for url in" in text or fmt == "speculators"
         assert all(line.startswith("  ") for line in block), fmt
 
@@ -744,7 +951,7 @@ def test_trainer_nodes_wait_for_the_servers_and_the_rendezvous_waits_long(catalo
     text = generate(plan, catalog, "specforge").text
     for node in (1, 2):
         part = section(text, node)
-        assert "until curl -sf \"$url/health\"" in part
+        assert 'until curl -sf "$url/health"' in part
         assert part.index("/health") < part.index("--role consumer")
         # torchrun's static rendezvous gives up after 600 s unless told otherwise.
         assert f"PET_RDZV_CONF=timeout=10800 specforge train -c run-node{node}.yaml" in part
@@ -758,14 +965,16 @@ def test_vllm_trusts_remote_code_and_segments_are_per_engine(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 8})
     text = generate(plan, catalog, "speculators").text
     words = shlex.split(section(text, 0).replace("\\\n", " "), comments=True)
-    serve = words[words.index("--") + 1:]
-    assert "--trust-remote-code" in serve[:serve.index(">")]
+    serve = words[words.index("--") + 1 :]
+    assert "--trust-remote-code" in serve[: serve.index(">")]
     # 12 batches of 2 in flight for each of 8 trainer ranks: 192 samples of 151 MB spread
     # over the 8 engines, each registering its own segment.
     segment = int(words[words.index("--mooncake-global-segment-gib") + 1])
     assert segment == 5
-    assert f"registers a segment of {segment} GiB of host memory (up to 8 engine(s) = " \
-           f"{8 * segment} GiB on a node)" in text
+    assert (
+        f"registers a segment of {segment} GiB of host memory (up to 8 engine(s) = "
+        f"{8 * segment} GiB on a node)" in text
+    )
 
 
 def test_slurm_asks_memory_and_cpus(catalog, baseline):
@@ -776,6 +985,7 @@ def test_slurm_asks_memory_and_cpus(catalog, baseline):
     mem = int(text.split("#SBATCH --mem=")[1].split("G")[0])
     ctx = context(baseline, catalog)
     from dflash_plan.model.launch.specforge import server_segment_gib
+
     assert mem >= 3 * (server_segment_gib(ctx) + ctx.memory.weights_gib)
     whole = edit(baseline, target={"gpu": "b200", "count": 4}, drafter={"gpu": "b200", "count": 4})
     text = generate(whole, catalog, "slurm").text
@@ -788,16 +998,21 @@ def test_the_fabric_address_is_found_on_the_node(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in {
-            "ip": 'echo "10.1.2.3 via 192.168.0.1 dev ib0 src $SRC uid 0"',
-            "getent": 'echo "10.1.2.3   STREAM head"',
-            "hostname": 'echo "192.168.7.7 10.1.2.9"'}.items():
+        "ip": 'echo "10.1.2.3 via 192.168.0.1 dev ib0 src $SRC uid 0"',
+        "getent": 'echo "10.1.2.3   STREAM head"',
+        "hostname": 'echo "192.168.7.7 10.1.2.9"',
+    }.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(0o755)
 
     def found(**env: str) -> str:
-        result = subprocess.run(["bash", "-c", FABRIC_IP_FUNCTION + "\nfabric_ip head"],
-                                env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
-                                capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            ["bash", "-c", FABRIC_IP_FUNCTION + "\nfabric_ip head"],
+            env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return result.stdout.strip()
 
     # The source address of the route to the head, not the host name's address.
@@ -821,13 +1036,22 @@ def test_legacy_is_pinned_to_the_last_commit_with_its_trainer(tmp_path, catalog,
 
     assert PINNED_COMMIT.startswith("40d8feff")
     text = generate(baseline, catalog, "specforge-legacy").text
-    assert ("# note: pinned to sgl-project/SpecForge 40d8feff, the last commit with "
-            "scripts/train_dflash.py (removed in d5883d5b") in text
-    assert "git clone https://github.com/sgl-project/SpecForge && cd SpecForge && git checkout " \
-           "40d8feff && pip install -e ." in text
+    assert (
+        "# note: pinned to sgl-project/SpecForge 40d8feff, the last commit with "
+        "scripts/train_dflash.py (removed in d5883d5b"
+    ) in text
+    assert (
+        "git clone https://github.com/sgl-project/SpecForge && cd SpecForge && git checkout "
+        "40d8feff && pip install -e ." in text
+    )
     # Run anywhere else, it stops at once with one line saying where to run it.
-    result = subprocess.run(["bash", "-c", text], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        ["bash", "-c", text],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "SpecForge checkout at 40d8feff" in result.stderr
 
@@ -839,8 +1063,11 @@ def test_the_apps_launch_follows_the_plan_as_edited():
     from dflash_plan.tui.state import Planner
 
     state = Planner(load_catalog())
-    for key, value in (("target.gpu", "b200"), ("drafter.gpu", "b200"),
-                       ("workload.target_model", "qwen3-4b")):
+    for key, value in (
+        ("target.gpu", "b200"),
+        ("drafter.gpu", "b200"),
+        ("workload.target_model", "qwen3-4b"),
+    ):
         assert state.edit(key, value)
     state.recompute()
     text = write_launch(*state.launch_input())

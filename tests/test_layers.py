@@ -36,8 +36,14 @@ def graph(tmp_path_factory) -> dict[str, list[str]]:
         (package / root_file.name).symlink_to(root_file)
     for name in ("model", "tui"):
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
-    out = subprocess.run([sys.executable, "-c", GRAPH], cwd=tmp, capture_output=True,
-                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(tmp)})
+    out = subprocess.run(
+        [sys.executable, "-c", GRAPH],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tmp)},
+    )
     edges: dict[str, list[str]] = json.loads(out.stdout)
     return edges
 

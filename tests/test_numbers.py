@@ -16,10 +16,21 @@ from hypothesis import strategies as st
 CLI = [sys.executable, "-m", "dflash_plan.tui.cli"]
 
 
-@pytest.mark.parametrize(("typed", "value"), [
-    ("7", 7), (" 800_000 ", 800_000), ("1e6", 1_000_000), ("1.5e3", 1500), ("7.0", 7),
-    ("2.5", 2.5), ("-3", -3), (".5", 0.5), ("1E-3", 0.001), ("3.", 3),
-])
+@pytest.mark.parametrize(
+    ("typed", "value"),
+    [
+        ("7", 7),
+        (" 800_000 ", 800_000),
+        ("1e6", 1_000_000),
+        ("1.5e3", 1500),
+        ("7.0", 7),
+        ("2.5", 2.5),
+        ("-3", -3),
+        (".5", 0.5),
+        ("1E-3", 0.001),
+        ("3.", 3),
+    ],
+)
 def test_numbers_read_exactly(typed, value):
     got = parse_number(typed)
     assert got == value and type(got) is type(value)
@@ -56,14 +67,19 @@ def test_whole_numbers_round_trip_in_every_spelling(n):
 def test_the_app_and_the_command_line_say_the_same():
     with pytest.raises(FieldError) as field_err:
         parse(FIELDS["price.target.ratio"], "3,4")
-    cli = subprocess.run([*CLI, "project", "--set", "cost.ratio.b200=3,4"],
-                         capture_output=True, text=True)
+    cli = subprocess.run(
+        [*CLI, "project", "--set", "cost.ratio.b200=3,4"], capture_output=True, text=True
+    )
     assert cli.returncode == 2 and str(field_err.value) in cli.stderr
     assert len(cli.stderr.strip().splitlines()) == 1
     # Scientific notation for a whole number: the app's field and --set.
     assert parse(FIELDS["workload.samples"], "1e6") == 1_000_000
-    out = subprocess.run([*CLI, "project", "--json", "--set", "workload.samples=1e6"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [*CLI, "project", "--json", "--set", "workload.samples=1e6"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     doc = json.loads(out)
     # 1e6 samples x 2,344 tokens = 2.344 G tokens per epoch.
     assert doc["tokens_per_epoch"] == 1_000_000 * 2344

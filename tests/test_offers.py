@@ -19,9 +19,12 @@ from support import edit
 
 
 def _on(plan, provider: str, **cost):
-    return edit(plan, cost={"reference_gpu": "rtx-pro-6000", "provider": provider, "ratio": {},
-                            **cost},
-                target={"gpu": "b200"}, drafter={"gpu": "b200"})
+    return edit(
+        plan,
+        cost={"reference_gpu": "rtx-pro-6000", "provider": provider, "ratio": {}, **cost},
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+    )
 
 
 def test_the_shipped_table_is_dated_and_sourced():
@@ -42,8 +45,9 @@ def test_a_whole_node_offer_bills_the_node(catalog, baseline):
 
 
 def test_the_plans_own_price_and_unit_win(catalog, baseline):
-    p = project(_on(baseline, "lambda", usd_per_gpu_hour={"b200": 5.0},
-                    unit_gpus={"b200": 1}), catalog)
+    p = project(
+        _on(baseline, "lambda", usd_per_gpu_hour={"b200": 5.0}, unit_gpus={"b200": 1}), catalog
+    )
     assert p.prices.by_gpu["b200"].usd_per_gpu_hour == 5.0 and p.billed_gpus == 4
 
 
@@ -53,8 +57,11 @@ def test_a_provider_rents_its_smallest_unit_first():
 
 
 def test_prices_are_judged_by_age(baseline):
-    lambda_b200 = next(o for o in builtin_offers() if o.provider == "lambda"
-                       and o.gpu == "b200" and o.unit_gpus == 8)
+    lambda_b200 = next(
+        o
+        for o in builtin_offers()
+        if o.provider == "lambda" and o.gpu == "b200" and o.unit_gpus == 8
+    )
     assert lambda_b200.date == "2026-07-17"
     seen = dt.date(2026, 7, 17)
     assert not lambda_b200.stale(seen + dt.timedelta(days=PRICE_MAX_AGE_DAYS))
@@ -62,39 +69,43 @@ def test_prices_are_judged_by_age(baseline):
     from dflash_plan.model.physics.fitting import builtin_gpus
 
     late = Catalog(gpus=builtin_gpus(), offers=builtin_offers(), today=dt.date(2027, 6, 1))
-    p = project(_on(baseline, "lambda"), late)            # lambda's 1x B200 is undated
+    p = project(_on(baseline, "lambda"), late)  # lambda's 1x B200 is undated
     assert any(d.code == "price-stale" and "undated" in d.message for d in p.diagnostics)
-    vast = project(_on(baseline, "vast"), late)          # seen 2026-06: 365 days by then
-    assert any(d.code == "price-stale" and "365 days old" in d.message
-               for d in vast.diagnostics)
+    vast = project(_on(baseline, "vast"), late)  # seen 2026-06: 365 days by then
+    assert any(d.code == "price-stale" and "365 days old" in d.message for d in vast.diagnostics)
 
 
 def test_a_users_offer_replaces_the_shipped_one(tmp_path):
     mine = tmp_path / "offers.toml"
-    mine.write_text('[[offer]]\nprovider = "lambda"\ngpu = "b200"\nkind = "on-demand"\n'
-                    'usd_per_gpu_hour = 4.0\nunit_gpus = 1\ndate = "2026-11-01"\n')
+    mine.write_text(
+        '[[offer]]\nprovider = "lambda"\ngpu = "b200"\nkind = "on-demand"\n'
+        'usd_per_gpu_hour = 4.0\nunit_gpus = 1\ndate = "2026-11-01"\n'
+    )
     offers = load_offer_file(mine, builtin_offers())
     assert find(offers, "lambda", "b200", "on-demand").usd_per_gpu_hour == 4.0
-    assert sum(o.provider == "lambda" and o.gpu == "b200" and o.kind == "on-demand"
-               for o in offers) == 1
+    assert (
+        sum(o.provider == "lambda" and o.gpu == "b200" and o.kind == "on-demand" for o in offers)
+        == 1
+    )
 
 
-def test_a_bad_user_offer_file_stops_the_commands_that_read_offers(tmp_path, monkeypatch,
-                                                                   capsys):
+def test_a_bad_user_offer_file_stops_the_commands_that_read_offers(tmp_path, monkeypatch, capsys):
     """Offers are read on first use: a plan without a provider never needs them (and
     `project` does not pay for parsing them); a command that does names the file."""
     from dflash_plan.tui.cli import main
 
     (tmp_path / "offers.toml").write_text(
-        '[[offer]]\nprovider = "x"\ngpu = "b200"\nusd_per_gpu_hour = -1\ndate = "2026-01"\n')
+        '[[offer]]\nprovider = "x"\ngpu = "b200"\nusd_per_gpu_hour = -1\ndate = "2026-01"\n'
+    )
     monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
     assert main(["project", "--json"]) == 0
     capsys.readouterr()
     for argv in (["prices"], ["project", "--set", "cost.provider=lambda"]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
-        assert err.endswith("offers.toml: offer.0.usd_per_gpu_hour = -1: must be greater "
-                            "than 0.0"), err
+        assert err.endswith(
+            "offers.toml: offer.0.usd_per_gpu_hour = -1: must be greater than 0.0"
+        ), err
         assert "\n" not in err
 
 
@@ -110,7 +121,8 @@ def test_an_old_price_is_flagged_in_words_through_a_pipe(tmp_path, monkeypatch, 
         f'[[offer]]\nprovider = "fresh-co"\ngpu = "b200"\nusd_per_gpu_hour = 5.0\n'
         f'date = "{fresh}"\n'
         f'[[offer]]\nprovider = "old-co"\ngpu = "b200"\nusd_per_gpu_hour = 4.0\n'
-        f'date = "{old}"\n')
+        f'date = "{old}"\n'
+    )
     monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["prices", "--gpu", "b200"]) == 0

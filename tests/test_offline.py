@@ -38,10 +38,17 @@ def test_speculators_268_mb_per_8k_llama_sample(catalog):
     # Llama-3.1-8B sample = 4 layers (the default target_layer_ids [2, n//2, n-3] of
     # src/speculators/train/config/schema.py plus the last layer launch_vllm.py appends,
     # c05b95b3) x 4,096 x 2 bytes x 8,192 tokens = 268.4e6 bytes.
-    plan = edit(default_plan(), workload={"target_model": "llama-3.1-8b-instruct",
-                                          "target_layer_ids": (2, 16, 29), "draft_layers": 3,
-                                          "mode": "offline", "max_length": 8192},
-                launch={"format": "speculators"})
+    plan = edit(
+        default_plan(),
+        workload={
+            "target_model": "llama-3.1-8b-instruct",
+            "target_layer_ids": (2, 16, 29),
+            "draft_layers": 3,
+            "mode": "offline",
+            "max_length": 8192,
+        },
+        launch={"format": "speculators"},
+    )
     p = project(plan, catalog)
     assert p.offline is not None and p.offline.format.name == "speculators"
     per_sample = p.offline.bytes_per_token * 8192
@@ -58,10 +65,16 @@ def test_deepspec_qwen3_4b_sample_matches_its_estimator(catalog):
     # follows from the regenerated open-perfectblend set's token count, which is not
     # published (38e12 / 30,726 bytes = 1.24e9 tokens): the per-sample figure is what its
     # own config fixes.
-    plan = edit(default_plan(), workload={"target_model": "qwen3-4b",
-                                          "target_layer_ids": (1, 9, 17, 25, 33),
-                                          "mode": "offline", "max_length": 4096},
-                storage={"format": "deepspec"})
+    plan = edit(
+        default_plan(),
+        workload={
+            "target_model": "qwen3-4b",
+            "target_layer_ids": (1, 9, 17, 25, 33),
+            "mode": "offline",
+            "max_length": 4096,
+        },
+        storage={"format": "deepspec"},
+    )
     p = project(plan, catalog)
     assert p.offline is not None
     assert p.offline.bytes_per_token * 4096 == pytest.approx(125_853_696, rel=1e-9)
@@ -76,40 +89,52 @@ def test_storage_read_bandwidth_binds_the_trainers(capsys):
     assert s["train_tokens_per_s"] == pytest.approx(0.2e9 / s["bytes_per_token"])
     assert s["train_tokens_per_s"] < doc["drafter"]["capacity_tokens_per_s"]
     assert s["train_days_per_epoch"] == pytest.approx(
-        doc["tokens_per_epoch"] / s["train_tokens_per_s"] / 86_400)
+        doc["tokens_per_epoch"] / s["train_tokens_per_s"] / 86_400
+    )
     assert "storage-read-bound" in [d["code"] for d in doc["diagnostics"]]
 
 
-@pytest.mark.parametrize("sets", [
-    (),
-    ("storage.billing=whole-run",),
-    ("cost.usd_per_gpu_hour.rtx-pro-6000=1.8", "storage.usd_per_tb_month=20"),
-])
+@pytest.mark.parametrize(
+    "sets",
+    [
+        (),
+        ("storage.billing=whole-run",),
+        ("cost.usd_per_gpu_hour.rtx-pro-6000=1.8", "storage.usd_per_tb_month=20"),
+    ],
+)
 def test_break_even_epochs_equal_the_closed_form(capsys, sets):
     s = storage(capsys, "workload.mode=offline", *sets)["storage"]
     # docs/model.md: E* = (C_cap + s t_cap) / (a - b - s t_tr), s the storage USD per day.
     per_day = (s["storage_usd"] / s["days"]) if s["storage_in_cost"] else 0.0
-    closed = ((s["capture_cost"] + per_day * s["capture_days"])
-              / (s["online_cost_per_epoch"] - s["train_cost_per_epoch"]
-                 - per_day * s["train_days_per_epoch"]))
+    closed = (s["capture_cost"] + per_day * s["capture_days"]) / (
+        s["online_cost_per_epoch"] - s["train_cost_per_epoch"] - per_day * s["train_days_per_epoch"]
+    )
     assert s["break_even_epochs"] == pytest.approx(closed)
     # At E*, offline and online cost the same.
     e = s["break_even_epochs"]
-    offline_at = (s["capture_cost"] + per_day * s["capture_days"]
-                  + e * (s["train_cost_per_epoch"] + per_day * s["train_days_per_epoch"]))
+    offline_at = (
+        s["capture_cost"]
+        + per_day * s["capture_days"]
+        + e * (s["train_cost_per_epoch"] + per_day * s["train_days_per_epoch"])
+    )
     assert offline_at == pytest.approx(e * s["online_cost_per_epoch"])
     days_closed = s["capture_days"] / (s["online_days"] / 6 - s["train_days_per_epoch"])
     assert s["break_even_epochs_days"] == pytest.approx(days_closed)
     if "storage.usd_per_tb_month=20" in sets:
         assert s["storage_in_cost"] and s["storage_usd"] == pytest.approx(
-            s["tb"] * 20 * s["days"] / (365.25 / 12))
+            s["tb"] * 20 * s["days"] / (365.25 / 12)
+        )
 
 
 def test_dear_storage_never_breaks_even(capsys):
     # 76.8 TB at 150 USD per TB-month is ~380 USD a day, more than the 4 GPUs' ~170:
     # every epoch costs more offline (a <= b + s t_tr), so there is no break-even.
-    s = storage(capsys, "workload.mode=offline", "cost.usd_per_gpu_hour.rtx-pro-6000=1.8",
-                "storage.usd_per_tb_month=150")["storage"]
+    s = storage(
+        capsys,
+        "workload.mode=offline",
+        "cost.usd_per_gpu_hour.rtx-pro-6000=1.8",
+        "storage.usd_per_tb_month=150",
+    )["storage"]
     assert s["storage_in_cost"] and s["break_even_epochs"] is None
     assert s["cost"] > s["online_cost"]
 
@@ -132,13 +157,27 @@ def test_online_stays_the_default(capsys):
 
 # --- the Mooncake store in host memory ------------------------------------------------------
 
-@pytest.mark.parametrize("fmt,sets", [
-    ("specforge", {}),
-    ("specforge", {"target": {"gpu": "b200", "count": 6, "tp": 2},
-                   "drafter": {"gpu": "b200", "count": 2, "batch_size": 4}}),
-    ("speculators", {"target": {"gpu": "b200", "count": 6, "tp": 1},
-                     "drafter": {"gpu": "b200", "count": 2, "batch_size": 2}}),
-])
+
+@pytest.mark.parametrize(
+    "fmt,sets",
+    [
+        ("specforge", {}),
+        (
+            "specforge",
+            {
+                "target": {"gpu": "b200", "count": 6, "tp": 2},
+                "drafter": {"gpu": "b200", "count": 2, "batch_size": 4},
+            },
+        ),
+        (
+            "speculators",
+            {
+                "target": {"gpu": "b200", "count": 6, "tp": 1},
+                "drafter": {"gpu": "b200", "count": 2, "batch_size": 2},
+            },
+        ),
+    ],
+)
 def test_store_memory_is_what_the_launch_writes(catalog, fmt, sets):
     from dflash_plan.model.launch import specforge, speculators
     from dflash_plan.model.launch.common import context
@@ -146,8 +185,11 @@ def test_store_memory_is_what_the_launch_writes(catalog, fmt, sets):
     plan = edit(default_plan(), launch={"format": fmt}, **sets)
     p = project(plan, catalog)
     ctx = context(plan, catalog)
-    launched = (specforge.server_segment_gib(ctx) if fmt == "specforge"
-                else speculators.vllm_segment_gib(ctx))
+    launched = (
+        specforge.server_segment_gib(ctx)
+        if fmt == "specforge"
+        else speculators.vllm_segment_gib(ctx)
+    )
     assert p.store_memory is not None and p.store_memory.segment_gib == launched
     # At the longest sample: 5 captured layers + the last x 4,096 x 2 bytes x max_length.
     assert p.store_memory.sample_bytes == 6 * 4096 * 2 * plan.workload.max_length
@@ -158,8 +200,13 @@ def test_store_memory_at_the_longest_sample_over_host_ram(capsys):
     # node, 131,072-token samples of 6 GiB (6 layers x 4,096 x 2 bytes x 131,072): each
     # segment holds the producer's 256 in flight over 6 servers = 43 samples x 1.25 = 323
     # GiB; 6 x (323 + 1) + 2 x 25 = 1,994 GiB = 2,141 GB > 2,000 GB.
-    base = ["target.gpu=b200", "drafter.gpu=b200", "target.count=6", "drafter.count=2",
-            "workload.avg_sample_tokens=2000"]
+    base = [
+        "target.gpu=b200",
+        "drafter.gpu=b200",
+        "target.count=6",
+        "drafter.count=2",
+        "workload.avg_sample_tokens=2000",
+    ]
     doc = storage(capsys, *base, "workload.max_length=131072")
     mem = doc["store_memory"]
     assert mem["host_memory_gb"] == 2000 and mem["fits"] is False
@@ -184,8 +231,10 @@ README_ROWS = {
     "offline, fp8 storage": ["workload.storage_dtype=fp8"],
     "offline, the 4 GPUs rented for both phases": ["storage.billing=whole-run"],
     "offline, storage read at 0.5 GB/s": ["storage.read_gb_per_s_per_node=0.5"],
-    "offline at $1.97/GPU-h and $20/TB-month": ["cost.usd_per_gpu_hour.rtx-pro-6000=1.97",
-                                                "storage.usd_per_tb_month=20"],
+    "offline at $1.97/GPU-h and $20/TB-month": [
+        "cost.usd_per_gpu_hour.rtx-pro-6000=1.97",
+        "storage.usd_per_tb_month=20",
+    ],
 }
 
 
@@ -193,8 +242,9 @@ def _first_number(cell: str) -> float | None:
     import re
 
     found = re.search(r"[\d,]+(?:\.\d+)?", cell)
-    return None if found is None or cell.strip() == "never" else float(
-        found.group().replace(",", ""))
+    return (
+        None if found is None or cell.strip() == "never" else float(found.group().replace(",", ""))
+    )
 
 
 def _shown(cell: str, value: float | None) -> bool:
@@ -202,16 +252,19 @@ def _shown(cell: str, value: float | None) -> bool:
     if value is None or shown is None:
         return shown is None and (value is None or cell.strip() == "")
     decimals = len(str(shown).split(".")[1]) if "." in cell.split()[0] else 0
-    return abs(shown - value) <= 0.5 * 10 ** -decimals + 1e-9
+    return abs(shown - value) <= 0.5 * 10**-decimals + 1e-9
 
 
 def test_readme_offline_table_is_what_the_model_prints(capsys):
     from pathlib import Path
 
     text = (Path(__file__).parent.parent / "README.md").read_text()
-    rows = {cells[1].strip(): [c.strip() for c in cells[2:-1]]
-            for line in text.splitlines() if line.startswith("| offline")
-            for cells in [line.split("|")]}
+    rows = {
+        cells[1].strip(): [c.strip() for c in cells[2:-1]]
+        for line in text.splitlines()
+        if line.startswith("| offline")
+        for cells in [line.split("|")]
+    }
     for label, sets in README_ROWS.items():
         tb, days, cost, cheaper, faster = rows[label]
         s = storage(capsys, "workload.mode=offline", *[f"{x}" for x in sets])["storage"]
@@ -226,8 +279,9 @@ def test_compare_shows_storage_of_offline_plans(capsys, tmp_path):
     online, offline = tmp_path / "online.toml", tmp_path / "offline.toml"
     assert main(["new", str(online)]) == 0
     text = online.read_text()
-    offline.write_text(text.replace('transport = "direct"',
-                                    'transport = "direct"\nmode = "offline"'))
+    offline.write_text(
+        text.replace('transport = "direct"', 'transport = "direct"\nmode = "offline"')
+    )
     capsys.readouterr()
     assert main(["compare", "--csv", str(online), str(offline)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -250,10 +304,12 @@ def test_offline_drafters_read_storage_not_the_mooncake_store(capsys):
     gpus = ["target.gpu=b200", "drafter.gpu=b200", "workload.mode=offline"]
     store = storage(capsys, *gpus, "workload.transport=mooncake")
     direct = storage(capsys, *gpus, "workload.transport=direct")
-    assert store["drafter"]["capacity_tokens_per_s"] < 0.5 * direct["drafter"][
-        "capacity_tokens_per_s"]
+    assert (
+        store["drafter"]["capacity_tokens_per_s"] < 0.5 * direct["drafter"]["capacity_tokens_per_s"]
+    )
     assert store["storage"]["train_tokens_per_s"] == pytest.approx(
-        direct["drafter"]["capacity_tokens_per_s"])
+        direct["drafter"]["capacity_tokens_per_s"]
+    )
 
 
 def test_comparison_view_rows_of_an_offline_scenario(catalog):
@@ -277,7 +333,7 @@ async def test_comparison_view_shows_the_offline_rows():
         await pilot.press("f6")
         await pilot.pause()
         table = app.screen.query_one("#scenarios-table", DataTable)
-        assert table.row_count == len(ROWS)             # all online: as before
+        assert table.row_count == len(ROWS)  # all online: as before
         await pilot.press("escape")
         await pilot.pause()
         await choose(pilot, "workload.mode", "offline")
@@ -288,4 +344,4 @@ async def test_comparison_view_shows_the_offline_rows():
         assert table.row_count == len(ROWS) + len(OFFLINE_ROWS)
         now = [str(v) for v in table.get_column_at(2)]
         assert now[len(ROWS)] == "76.8" and now[-1] == "0.92 ep"
-        assert [str(v) for v in table.get_column_at(1)][len(ROWS)] == "—"   # the baseline
+        assert [str(v) for v in table.get_column_at(1)][len(ROWS)] == "—"  # the baseline

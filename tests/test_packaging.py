@@ -21,14 +21,20 @@ SOURCES = ("pyproject.toml", "README.md", "hardware.toml", "dflash_plan", "model
 
 
 def modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return set(out.split())
 
 
 def test_model_imports_no_ui_library():
-    loaded = modules_after("import dflash_plan.model.core.projection, dflash_plan.model.explore.compare, "
-                           "dflash_plan.model.inputs.plan")
+    loaded = modules_after(
+        "import dflash_plan.model.core.projection, dflash_plan.model.explore.compare, "
+        "dflash_plan.model.inputs.plan"
+    )
     assert "dflash_plan.model.core.projection" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich")}
 
@@ -38,7 +44,8 @@ def test_headless_cli_imports_no_textual():
         "import contextlib, io\n"
         "from dflash_plan.tui.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    main(['project', '--json']); main(['project']); main(['gpus']); main(['models'])")
+        "    main(['project', '--json']); main(['project']); main(['gpus']); main(['models'])"
+    )
     assert "dflash_plan.tui.report" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "textual"}
 
@@ -49,12 +56,30 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                ROOT / name,
+                source / name,
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         else:
             shutil.copy2(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out), str(source)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("dflash_plan-*.whl"))
 
 
@@ -70,7 +95,7 @@ def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
         for init in (ROOT / folder).rglob("__init__.py"):
             relative = init.relative_to(ROOT / folder).as_posix()
             assert f"dflash_plan/{folder}/{relative}" in names, relative
-    assert not any(n.startswith(("model/", "tui/")) for n in names)   # one namespace only
+    assert not any(n.startswith(("model/", "tui/")) for n in names)  # one namespace only
     text = zipfile.ZipFile(wheel).read("dflash_plan/model/data/hardware.toml").decode()
     assert text == (ROOT / "hardware.toml").read_text()
 
@@ -78,16 +103,23 @@ def test_wheel_carries_the_catalog_and_the_default_plan(wheel):
 def test_installed_wheel_finds_its_catalog(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "import dflash_plan.model.physics.fitting as h, dflash_plan.model.inputs.plan as p\n"
-            "assert h.__file__.startswith(sys.argv[1]), h.__file__\n"
-            "print(len(h.builtin_gpus()), p.default_plan().target.count)")
-    out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import dflash_plan.model.physics.fitting as h, dflash_plan.model.inputs.plan as p\n"
+        "assert h.__file__.startswith(sys.argv[1]), h.__file__\n"
+        "print(len(h.builtin_gpus()), p.default_plan().target.count)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(site)], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["14", "3"]
 
 
 def test_python_dash_m_runs_the_command():
-    out = subprocess.run([sys.executable, "-m", "dflash_plan", "--version"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "dflash_plan", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.startswith("dflash-plan ")

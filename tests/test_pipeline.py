@@ -10,8 +10,9 @@ from dflash_plan.model.physics.pipeline import flow, placement
 from support import edit
 
 
-def _brute_placement(targets: int, drafters: int, per_node: int, same: bool
-                     ) -> tuple[float, int, int]:
+def _brute_placement(
+    targets: int, drafters: int, per_node: int, same: bool
+) -> tuple[float, int, int]:
     """Place GPU by GPU: targets fill nodes first, drafters follow (same type) or take
     nodes of their own; count target-drafter pairs that share a node."""
     t_nodes = [slot // per_node for slot in range(targets)]
@@ -31,20 +32,21 @@ def test_closed_form_placement_matches_gpu_by_gpu_placement(catalog, baseline, s
         for drafters in range(1, 20):
             crossing, nodes, d_nodes, _ = placement(inputs, targets, drafters)
             assert (crossing, nodes, d_nodes) == pytest.approx(
-                _brute_placement(targets, drafters, 8, same)), (targets, drafters)
+                _brute_placement(targets, drafters, 8, same)
+            ), (targets, drafters)
 
 
 def test_arrays_of_splits_equal_one_split_at_a_time(catalog, baseline):
-    inputs = project(edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}),
-                     catalog).inputs
+    inputs = project(
+        edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"}), catalog
+    ).inputs
     targets = np.arange(1, 40)
     drafters = np.arange(39, 0, -1)
     many = flow(inputs, targets, drafters)
     for i, (t, d) in enumerate(zip(targets, drafters, strict=True)):
         one = flow(inputs, int(t), int(d))
         assert float(many.tokens_per_s[i]) == pytest.approx(float(one.tokens_per_s))
-        assert float(many.drafter_tokens_per_s[i]) == pytest.approx(
-            float(one.drafter_tokens_per_s))
+        assert float(many.drafter_tokens_per_s[i]) == pytest.approx(float(one.drafter_tokens_per_s))
 
 
 def test_a_projection_is_the_pipeline_of_its_split(catalog, baseline):
@@ -58,21 +60,28 @@ def test_balance_is_the_best_split_project_finds(catalog, baseline):
     plan = edit(baseline, target={"count": 7}, drafter={"count": 1})
     best = balance(plan, catalog)
     assert best.target.count + best.drafter.count == 8
-    rates = {t: project(edit(plan, target={"count": t}, drafter={"count": 8 - t}),
-                        catalog).tokens_per_s for t in range(1, 8)}
+    rates = {
+        t: project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog).tokens_per_s
+        for t in range(1, 8)
+    }
     assert project(best, catalog).tokens_per_s == pytest.approx(max(rates.values()))
     # 6 targets + 2 drafters: 6 x 4,933.3 = 29.6 Ktok/s, the drafters keep up.
     assert best.target.count == 6
 
 
 def test_balance_of_thousands_of_gpus_is_one_vectorised_call(catalog, baseline):
-    plan = edit(baseline, target={"count": 3000}, drafter={"count": 1000},
-                calibration={"target": {}, "drafter": {}})
+    plan = edit(
+        baseline,
+        target={"count": 3000},
+        drafter={"count": 1000},
+        calibration={"target": {}, "drafter": {}},
+    )
     best = balance(plan, catalog)
-    rates = [project(edit(plan, target={"count": t}, drafter={"count": 4000 - t}),
-                     catalog).tokens_per_s or 0 for t in (best.target.count - 1,
-                                                          best.target.count,
-                                                          best.target.count + 1)]
+    rates = [
+        project(edit(plan, target={"count": t}, drafter={"count": 4000 - t}), catalog).tokens_per_s
+        or 0
+        for t in (best.target.count - 1, best.target.count, best.target.count + 1)
+    ]
     assert rates[1] >= max(rates[0], rates[2]) * (1 - 1e-9)
 
 

@@ -20,8 +20,12 @@ from support import edit
 
 
 def test_toml_round_trip(tmp_path, baseline):
-    plan = edit(baseline, target={"gpu": "b200", "count": 6, "tp": 2},
-                workload={"target_layer_ids": (1, 5, 9)}, cost={"usd_per_gpu_hour": {"b200": 6.1}})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 6, "tp": 2},
+        workload={"target_layer_ids": (1, 5, 9)},
+        cost={"usd_per_gpu_hour": {"b200": 6.1}},
+    )
     path = tmp_path / "plan.toml"
     save_plan(plan, path)
     assert load_plan(path) == plan
@@ -47,7 +51,7 @@ def test_save_is_atomic_and_keeps_the_old_file_on_failure(tmp_path, baseline, mo
     with pytest.raises(OSError):
         save_plan(changed, path)
     assert path.read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.toml"]   # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.toml"]  # no temp file left
 
 
 def test_save_keeps_the_file_mode(tmp_path, baseline):
@@ -59,21 +63,35 @@ def test_save_keeps_the_file_mode(tmp_path, baseline):
 
 
 def test_set_edits_dotted_keys():
-    plan = load_plan(None, ["target.count=7", "target.gpu=b200", "cost.ratio.b200=3.4",
-                            "calibration.drafter.rtx-pro-6000=40000", "name=my plan"])
+    plan = load_plan(
+        None,
+        [
+            "target.count=7",
+            "target.gpu=b200",
+            "cost.ratio.b200=3.4",
+            "calibration.drafter.rtx-pro-6000=40000",
+            "name=my plan",
+        ],
+    )
     assert plan.target.count == 7 and plan.target.gpu == "b200"
     assert plan.cost.ratio["b200"] == 3.4
     assert plan.calibration.drafter["rtx-pro-6000"] == 40000
     assert plan.name == "my plan"
 
 
-@pytest.mark.parametrize("sets, message", [
-    (["target.count=0"], "--set target.count = 0: must be greater than 0 (a whole number "
-                         "from 1 to 100,000 GPUs)"),
-    (["target.cuont=3"], "unknown key 'target.cuont' (did you mean 'count'?)"),
-    (["target.count"], "expected KEY=VALUE"),
-    (["target.count.x=1"], "'target.count' is a value, not a table"),
-])
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (
+            ["target.count=0"],
+            "--set target.count = 0: must be greater than 0 (a whole number "
+            "from 1 to 100,000 GPUs)",
+        ),
+        (["target.cuont=3"], "unknown key 'target.cuont' (did you mean 'count'?)"),
+        (["target.count"], "expected KEY=VALUE"),
+        (["target.count.x=1"], "'target.count' is a value, not a table"),
+    ],
+)
 def test_set_errors(sets, message):
     with pytest.raises(PlanError) as err:
         load_plan(None, sets)
@@ -92,6 +110,7 @@ def test_new_plan_toml_text_is_readable(baseline):
 
 # -- issue 10: saving ---------------------------------------------------------------------
 
+
 def test_save_through_a_symlink_keeps_the_link(tmp_path, baseline):
     (tmp_path / "real").mkdir()
     real = tmp_path / "real" / "plan.toml"
@@ -108,9 +127,9 @@ def test_save_through_a_symlink_keeps_the_link(tmp_path, baseline):
 def test_stray_temporary_files_are_recognisable_and_cleaned(tmp_path, baseline):
     path = tmp_path / "plan.toml"
     # What a save killed between writing and renaming leaves (pid 2**22 + 1 is never alive).
-    stray = tmp_path / f".plan.toml.dflash-plan-{2 ** 22 + 1}-abc123.tmp"
+    stray = tmp_path / f".plan.toml.dflash-plan-{2**22 + 1}-abc123.tmp"
     stray.write_text("half")
-    other = tmp_path / ".other.toml.dflash-plan-4194305-x.tmp"   # another file's: kept
+    other = tmp_path / ".other.toml.dflash-plan-4194305-x.tmp"  # another file's: kept
     other.write_text("x")
     save_plan(baseline, path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "plan.toml"]
@@ -184,13 +203,22 @@ def test_saving_keeps_comments_order_and_spelling(tmp_path):
     path = tmp_path / "plan.toml"
     path.write_text(USER_PLAN)
     plan = load_plan(path)
-    changed = edit(plan, target={"count": 7}, workload={"epochs": 3},
-                   calibration={"target": {}, "drafter": {"b200": 30_000.0}})
+    changed = edit(
+        plan,
+        target={"count": 7},
+        workload={"epochs": 3},
+        calibration={"target": {}, "drafter": {"b200": 30_000.0}},
+    )
     save_plan(changed, path)
     text = path.read_text()
     assert load_plan(path) == changed
-    for kept in ("# my cluster plan", "# drafters first: I care about them", "# the fast one",
-                 "# tp stays at 1 for now", "samples = 1_000_000   # after dedup"):
+    for kept in (
+        "# my cluster plan",
+        "# drafters first: I care about them",
+        "# the fast one",
+        "# tp stays at 1 for now",
+        "samples = 1_000_000   # after dedup",
+    ):
         assert kept in text
     assert text.index("[drafter]") < text.index("[target]") < text.index("[workload]")
     assert "count = 7" in text and "epochs = 3" in text
@@ -218,18 +246,27 @@ def test_a_fresh_document_when_asked_or_when_the_old_file_is_not_a_plan(tmp_path
     assert "#" not in path.read_text()
 
 
-@pytest.mark.parametrize("sets, message", [
-    (["workload.avg_sample_tokens=5000"],
-     "--set workload: avg_sample_tokens (5000) exceeds max_length (3072)"),
-    (["target.tp=2"], "--set target: count 3 is not a multiple of tp 2"),
-    (["calibration.target.b200={tokens_per_s=-3}"],
-     "--set calibration.target.b200.tokens_per_s = -3: must be a number from 1 to "
-     "100,000,000 tokens/s per GPU"),
-    (["workload.target_layer_ids=[1, 10000]"],
-     "--set workload.target_layer_ids[1] = 10000: must be a whole number from 0 to 9,999"),
-    (["launch.format=x"], "--set launch.format = 'x': choose one of specforge, "),
-    (["name=true"], "--set name = true: must be text (in quotes)"),
-])
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (
+            ["workload.avg_sample_tokens=5000"],
+            "--set workload: avg_sample_tokens (5000) exceeds max_length (3072)",
+        ),
+        (["target.tp=2"], "--set target: count 3 is not a multiple of tp 2"),
+        (
+            ["calibration.target.b200={tokens_per_s=-3}"],
+            "--set calibration.target.b200.tokens_per_s = -3: must be a number from 1 to "
+            "100,000,000 tokens/s per GPU",
+        ),
+        (
+            ["workload.target_layer_ids=[1, 10000]"],
+            "--set workload.target_layer_ids[1] = 10000: must be a whole number from 0 to 9,999",
+        ),
+        (["launch.format=x"], "--set launch.format = 'x': choose one of specforge, "),
+        (["name=true"], "--set name = true: must be text (in quotes)"),
+    ],
+)
 def test_set_errors_name_the_key_and_the_range(sets, message):
     with pytest.raises(PlanError) as err:
         load_plan(None, sets)

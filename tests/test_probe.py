@@ -50,20 +50,21 @@ def probe_run(tmp_path_factory) -> tuple[Path, Path]:
     plan = work / "plan.toml"
     assert main(["new", str(plan), "--force"]) == 0
     # The user's question on B200, at 3.4x the price: plan the 4x B200 run.
-    plan.write_text(plan.read_text().replace('gpu = "rtx-pro-6000"\ncount = 3',
-                                             'gpu = "b200"\ncount = 3')
-                    .replace('gpu = "rtx-pro-6000"\ncount = 1', 'gpu = "b200"\ncount = 1'))
+    plan.write_text(
+        plan.read_text()
+        .replace('gpu = "rtx-pro-6000"\ncount = 3', 'gpu = "b200"\ncount = 3')
+        .replace('gpu = "rtx-pro-6000"\ncount = 1', 'gpu = "b200"\ncount = 1')
+    )
     script = work / "probe.sh"
-    assert main(["probe", str(plan), "--gpu", "b200", "--minutes", "1", "-o",
-                 str(script)]) == 0
+    assert main(["probe", str(plan), "--gpu", "b200", "--minutes", "1", "-o", str(script)]) == 0
     stubs = work / "bin"
     stubs.mkdir()
     _stub(stubs, "specforge", SPECFORGE)
     _stub(stubs, "nvidia-smi", NVIDIA_SMI)
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}",
-           "PROBE_OUT": str(work / "out")}
-    result = subprocess.run(["bash", str(script)], cwd=work, env=env, capture_output=True,
-                            text=True, timeout=120)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "PROBE_OUT": str(work / "out")}
+    result = subprocess.run(
+        ["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return plan, work / "out"
 
@@ -98,7 +99,7 @@ def test_calibrating_from_the_probe_narrows_the_b200_answer(probe_run, capsys):
     assert after.drafter.source == "measured"
     assert after.drafter.per_gpu_tokens_per_s == pytest.approx(16 * 2344)
     assert after.target.rate.low_tokens_per_s >= 20 * 2344
-    width = lambda p: p.ranges.days[1] - p.ranges.days[0]   # noqa: E731
+    width = lambda p: p.ranges.days[1] - p.ranges.days[0]  # noqa: E731
     assert width(after) < width(before)
     text = capsys.readouterr().out
     assert "before:" in text and "after:" in text
@@ -118,29 +119,52 @@ def _catalog():
 
 # Issue 18: the manifest went through an unquoted heredoc, so a model path holding
 # `$(touch X)` ran that command on the node and the manifest recorded something else.
-CONFIG_JSON = ('{"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, '
-               '"num_hidden_layers": 36, "intermediate_size": 12288, "vocab_size": 151936}')
+CONFIG_JSON = (
+    '{"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, '
+    '"num_hidden_layers": 36, "intermediate_size": 12288, "vocab_size": 151936}'
+)
 
 
 def test_a_hostile_model_path_runs_nothing_and_is_recorded_exactly(tmp_path):
     from dflash_plan.model.launch.probe import read_probe_dir
 
-    model = tmp_path / 'models' / 'm $(touch X) `touch Y` "q" \\ ${HOME}'
+    model = tmp_path / "models" / 'm $(touch X) `touch Y` "q" \\ ${HOME}'
     model.mkdir(parents=True)
     (model / "config.json").write_text(CONFIG_JSON)
     script = tmp_path / "probe.sh"
-    assert main(["probe", "--set", f"workload.target_model={json.dumps(str(model))}",
-                 "--gpu", "b200", "--role", "target", "--minutes", "1", "-o", str(script)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--set",
+                f"workload.target_model={json.dumps(str(model))}",
+                "--gpu",
+                "b200",
+                "--role",
+                "target",
+                "--minutes",
+                "1",
+                "-o",
+                str(script),
+            ]
+        )
+        == 0
+    )
     stubs = tmp_path / "bin"
     stubs.mkdir()
     _stub(stubs, "specforge", SPECFORGE)
     _stub(stubs, "nvidia-smi", NVIDIA_SMI)
     (tmp_path / "data.jsonl").write_text("{}\n")
     out = tmp_path / "out"
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "PROBE_OUT": str(out),
-           "PROBE_DATASET": str(tmp_path / "data.jsonl")}
-    result = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=60)
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:{os.environ['PATH']}",
+        "PROBE_OUT": str(out),
+        "PROBE_DATASET": str(tmp_path / "data.jsonl"),
+    }
+    result = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert not [p for p in tmp_path.rglob("*") if p.name in ("X", "Y")], "the path ran"
     manifest = tomllib.loads((out / "manifest.toml").read_text())
@@ -148,11 +172,17 @@ def test_a_hostile_model_path_runs_nothing_and_is_recorded_exactly(tmp_path):
     assert read_probe_dir(out).points[0].measurement.target_model == str(model)
 
 
-@pytest.mark.parametrize(("role", "gpus", "minutes"), [
-    # A node of 8 B200: the target probe is 8 GPUs for the 10-minute budget; a drafter
-    # probe is 1 target + 1 drafter GPU for the budget plus six one-minute memory-ceiling
-    # runs (batches 1 to 32); `both` is 8 GPUs for the 16 minutes.
-    ("target", 8, 10), ("drafter", 2, 16), ("both", 8, 16)])
+@pytest.mark.parametrize(
+    ("role", "gpus", "minutes"),
+    [
+        # A node of 8 B200: the target probe is 8 GPUs for the 10-minute budget; a drafter
+        # probe is 1 target + 1 drafter GPU for the budget plus six one-minute memory-ceiling
+        # runs (batches 1 to 32); `both` is 8 GPUs for the 16 minutes.
+        ("target", 8, 10),
+        ("drafter", 2, 16),
+        ("both", 8, 16),
+    ],
+)
 def test_the_probe_says_how_long_it_runs(tmp_path, capsys, role, gpus, minutes):
     from dflash_plan.model.inputs.plan import default_plan
     from dflash_plan.model.launch.probe import probe_script
@@ -163,4 +193,5 @@ def test_the_probe_says_how_long_it_runs(tmp_path, capsys, role, gpus, minutes):
     assert f"about {minutes} minutes on one node" in probe.text.splitlines()[1]
     assert main(["probe", "--gpu", "b200", "--role", role, "-o", str(tmp_path / "p.sh")]) == 0
     assert f"for about {minutes} minutes, {gpus * minutes / 60:.2f} GPU-hours" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )

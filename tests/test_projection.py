@@ -31,9 +31,11 @@ def test_default_plan_reproduces_the_measured_run(catalog, baseline):
 
 
 def test_seven_targets_with_a_measured_drafter(catalog, baseline):
-    plan = edit(baseline, target={"count": 7},
-                calibration={"target": {"rtx-pro-6000": 4933.3},
-                             "drafter": {"rtx-pro-6000": 40_000}})
+    plan = edit(
+        baseline,
+        target={"count": 7},
+        calibration={"target": {"rtx-pro-6000": 4933.3}, "drafter": {"rtx-pro-6000": 40_000}},
+    )
     p = project(plan, catalog)
     # the hand projection (docs/workload.md): 14.8 x 7/3 = 34.5 Ktok/s, about 3.8 days.
     assert p.ktok_per_s == pytest.approx(34.5, rel=0.02)
@@ -51,7 +53,7 @@ def test_seven_targets_with_the_single_estimated_drafter_says_it_binds(catalog, 
 
 
 def test_marginal_gains_inside_and_beyond_one_node(catalog, baseline):
-    six = project(edit(baseline, target={"count": 6}), catalog)      # 6 + 1: drafter-bound
+    six = project(edit(baseline, target={"count": 6}), catalog)  # 6 + 1: drafter-bound
     assert six.bottleneck == "drafter" and six.marginal_target_tokens_per_s == 0
     # A second drafter in the same 8-GPU node lifts the rate to the targets' 6 x 4,933.
     assert six.marginal_drafter_tokens_per_s == pytest.approx(6 * 4933.3 - six.tokens_per_s)
@@ -95,8 +97,12 @@ def test_a_measurement_carried_to_another_gpu_spans_its_readings(catalog, baseli
 
 
 def test_without_gpu_busy_a_host_bound_reading_stays_open(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
-                calibration={"target": {"rtx-pro-6000": 4933.3}})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+        calibration={"target": {"rtx-pro-6000": 4933.3}},
+    )
     rate = project(plan, catalog).target.rate
     # host time per token = measured time - device time at default efficiency.
     work = project(baseline, catalog).target_work
@@ -111,7 +117,7 @@ def test_the_users_question_four_b200_at_3_4x(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
     new, base = project(plan, catalog), project(baseline, catalog)
     c = compare(new, base)
-    per_gpu_low = (2250 / 504) * (0.40 / 0.45)            # 3.97x per target GPU
+    per_gpu_low = (2250 / 504) * (0.40 / 0.45)  # 3.97x per target GPU
     # Central: the single B200 drafter binds; low end: the "workload" reading of the
     # targets (3.97x, the old point estimate).
     assert new.bottleneck == "drafter"
@@ -121,11 +127,11 @@ def test_the_users_question_four_b200_at_3_4x(catalog, baseline):
     # Same GPU count, 3.4x the price per GPU-hour: cost ratio = 3.4 / speedup.
     assert c.cost_ratio == pytest.approx(3.4 / c.speedup, rel=1e-6)
     assert c.cost_ratio_range[1] == pytest.approx(3.4 / per_gpu_low, rel=1e-3)
-    assert c.cost_ratio_range[1] < 1                      # cheaper even at the low end
+    assert c.cost_ratio_range[1] < 1  # cheaper even at the low end
     # Break-even: the B200 price (in RTX PRO 6000s) at which it costs the same: 4 GPUs
     # for 1/speedup of the time, so the price ratio equals the speedup.
     assert c.break_even_price_ratio["target"] == pytest.approx(c.speedup, rel=1e-6)
-    assert any("4.46x" in line and "4.30x" in line for line in c.why)   # bf16, bandwidth
+    assert any("4.46x" in line and "4.30x" in line for line in c.why)  # bf16, bandwidth
     assert new.narrowing and "B200" in new.narrowing
 
 
@@ -135,13 +141,17 @@ def test_the_same_b200_run_through_a_mooncake_store(catalog, baseline):
     # time = bytes / rate through the origin: rate = sum(b^2) / sum(b t), about 2.02 GB/s,
     # 20.3 us per token: more than the B200 drafter's own compute time per token at 128
     # anchors, so the fetch more than halves the drafter.
-    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
-                workload={"transport": "mooncake"})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+        workload={"transport": "mooncake"},
+    )
     direct = project(edit(plan, workload={"transport": "direct"}), catalog)
     staged = project(plan, catalog)
     compute_s = 1 / direct.drafter.capacity_tokens_per_s
     b2, b8 = 2 * 550 * 40_960, 8 * 550 * 40_960
-    rate = (b2 ** 2 + b8 ** 2) / (b2 * 0.020 + b8 * 0.090)
+    rate = (b2**2 + b8**2) / (b2 * 0.020 + b8 * 0.090)
     fetch_s = 40_960 / rate
     assert staged.drafter.capacity_tokens_per_s == pytest.approx(1 / (compute_s + fetch_s))
     assert staged.tokens_per_s < direct.tokens_per_s / 2
@@ -157,11 +167,17 @@ def test_b300_differs_from_b200_only_where_physics_says(catalog):
     # costs 2x its matmul FLOPs on B200, 1 + 1/2 on B300. Linear layers are unchanged.
     lin, att = work.linear_flop_per_token, work.attention_flop_per_token
     assert r300.compute_tokens_per_s / r200.compute_tokens_per_s == pytest.approx(
-        (lin + 2 * att) / (lin + 1.5 * att))
+        (lin + 2 * att) / (lin + 1.5 * att)
+    )
     assert 1 < r300.compute_tokens_per_s / r200.compute_tokens_per_s < 1.2
     # Memory: gpt-oss-120b's 234 GB of bf16 weights fit one B300 (270 GB), not one B200.
-    plan = edit(default_plan(), workload={"target_model": "gpt-oss-120b"},
-                target={"gpu": "b200", "count": 1}, drafter={"gpu": "b200"}, calibration={})
+    plan = edit(
+        default_plan(),
+        workload={"target_model": "gpt-oss-120b"},
+        target={"gpu": "b200", "count": 1},
+        drafter={"gpu": "b200"},
+        calibration={},
+    )
     assert not project(plan, catalog).target.memory.fits
     assert project(edit(plan, target={"gpu": "b300"}), catalog).target.memory.fits
     # Network: 800 vs 400 Gb/s per GPU.
@@ -186,8 +202,10 @@ def test_roofline_has_two_limits(catalog):
 
 def test_bottleneck_moves_with_the_split(catalog, baseline):
     plan = edit(baseline, calibration={"target": {}, "drafter": {}})
-    splits = {t: project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
-              for t in range(1, 8)}
+    splits = {
+        t: project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
+        for t in range(1, 8)
+    }
     assert splits[1].bottleneck == "target"
     assert splits[7].bottleneck == "drafter"
     switch = [t for t in range(1, 7) if splits[t].bottleneck != splits[t + 1].bottleneck]
@@ -195,8 +213,11 @@ def test_bottleneck_moves_with_the_split(catalog, baseline):
 
 
 def test_sample_length_moves_the_bottleneck(catalog, baseline):
-    plan = edit(baseline, calibration={"target": {}, "drafter": {}},
-                workload={"num_anchors": 512, "max_length": 8192})
+    plan = edit(
+        baseline,
+        calibration={"target": {}, "drafter": {}},
+        workload={"num_anchors": 512, "max_length": 8192},
+    )
     plan = edit(plan, target={"count": 1}, drafter={"count": 1})
     short = project(edit(plan, workload={"avg_sample_tokens": 600}), catalog)
     long = project(edit(plan, workload={"avg_sample_tokens": 8000}), catalog)
@@ -209,15 +230,21 @@ def test_balance_finds_the_fastest_split(catalog, baseline):
     plan = edit(baseline, target={"count": 7}, drafter={"count": 1})
     best = balance(plan, catalog)
     assert best.target.count + best.drafter.count == 8
-    rates = [project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog)
-             .tokens_per_s for t in range(1, 8)]
+    rates = [
+        project(edit(plan, target={"count": t}, drafter={"count": 8 - t}), catalog).tokens_per_s
+        for t in range(1, 8)
+    ]
     assert project(best, catalog).tokens_per_s == pytest.approx(max(rates))
 
 
 def test_a_70b_target_on_one_24gb_card_does_not_fit(catalog, baseline):
-    plan = edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
-                target={"gpu": "rtx-4090", "count": 1}, drafter={"gpu": "rtx-4090"},
-                calibration={"target": {}, "drafter": {}})
+    plan = edit(
+        baseline,
+        workload={"target_model": "llama-3.3-70b-instruct"},
+        target={"gpu": "rtx-4090", "count": 1},
+        drafter={"gpu": "rtx-4090"},
+        calibration={"target": {}, "drafter": {}},
+    )
     p = project(plan, catalog)
     # 70.55 B parameters x 2 bytes = 141 GB = 131.4 GiB of weights against 24 GiB.
     assert p.target.memory.items_gb[0] == ("weights", pytest.approx(131.4, rel=0.01))
@@ -230,9 +257,13 @@ def test_a_70b_target_across_nodes_on_a_slow_network_is_link_bound(catalog, base
     slow = tmp_path / "slow.toml"
     slow.write_text("[b200]\nnetwork_gbps_per_gpu = 1\n")
     gpus = load_gpu_file(slow, catalog.gpus)
-    plan = edit(baseline, workload={"target_model": "llama-3.3-70b-instruct"},
-                target={"gpu": "b200", "count": 8, "tp": 8}, drafter={"gpu": "b200", "count": 8},
-                calibration={"target": {}, "drafter": {}})
+    plan = edit(
+        baseline,
+        workload={"target_model": "llama-3.3-70b-instruct"},
+        target={"gpu": "b200", "count": 8, "tp": 8},
+        drafter={"gpu": "b200", "count": 8},
+        calibration={"target": {}, "drafter": {}},
+    )
     p = project(plan, Catalog(gpus=gpus))
     assert p.link.nodes == 2 and p.link.crossing_share == 1.0
     assert p.bottleneck == "link"
@@ -242,17 +273,26 @@ def test_a_70b_target_across_nodes_on_a_slow_network_is_link_bound(catalog, base
 
 
 def test_tensor_parallel_pays_for_its_all_reduces(catalog, baseline):
-    plan = edit(baseline, calibration={"target": {}, "drafter": {}},
-                target={"count": 4, "tp": 2}, drafter={"count": 4})
+    plan = edit(
+        baseline,
+        calibration={"target": {}, "drafter": {}},
+        target={"count": 4, "tp": 2},
+        drafter={"count": 4},
+    )
     pcie = project(plan, catalog).target
-    nvlink = project(edit(plan, target={"gpu": "h100-sxm"}, drafter={"gpu": "h100-sxm"}),
-                     catalog).target
+    nvlink = project(
+        edit(plan, target={"gpu": "h100-sxm"}, drafter={"gpu": "h100-sxm"}), catalog
+    ).target
     assert 0.5 < pcie.scaling_efficiency < nvlink.scaling_efficiency < 1
 
 
 def test_a_calibration_beyond_the_hardware_is_flagged(catalog, baseline):
-    plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"},
-                calibration={"target": {"b200": 200_000}})
+    plan = edit(
+        baseline,
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+        calibration={"target": {"b200": 200_000}},
+    )
     p = project(plan, catalog)
     assert any("calibration.target.b200" in w and "ceiling" in w for w in p.warnings)
 
@@ -260,8 +300,7 @@ def test_a_calibration_beyond_the_hardware_is_flagged(catalog, baseline):
 def test_an_estimate_contradicting_a_measurement_is_flagged(catalog, baseline):
     # The measured 4,933 tok/s per GPU is 14 % of peak, against 45 % assumed by default.
     warnings = project(baseline, catalog).warnings
-    assert any("measured 4,933 tok/s per GPU" in w and "default efficiency" in w
-               for w in warnings)
+    assert any("measured 4,933 tok/s per GPU" in w and "default efficiency" in w for w in warnings)
 
 
 def test_json_contract_has_the_documented_fields(catalog, baseline):
@@ -275,9 +314,22 @@ def test_json_contract_has_the_documented_fields(catalog, baseline):
 
 
 def test_gpu_catalog_has_every_reference_gpu(catalog):
-    assert set(catalog.gpus) >= {"rtx-pro-6000", "b200", "b300", "gb200", "h100-sxm",
-                                 "h100-pcie", "h200", "a100-80g", "l40s", "rtx-5090",
-                                 "rtx-4090", "mi300x", "mi325x", "mi355x"}
+    assert set(catalog.gpus) >= {
+        "rtx-pro-6000",
+        "b200",
+        "b300",
+        "gb200",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "a100-80g",
+        "l40s",
+        "rtx-5090",
+        "rtx-4090",
+        "mi300x",
+        "mi325x",
+        "mi355x",
+    }
 
 
 def _reading_figure(message: str) -> float:
@@ -293,11 +345,17 @@ def test_each_end_of_a_rate_band_is_named_with_its_own_figure(catalog, baseline)
     # (+28 %: no measurement of sm120 yet); the note must give the default reading its own
     # figure, not the band's end.
     bound = {"rtx-pro-6000": {"tokens_per_s": 18_000, "bound": "at_least"}}
-    p = project(edit(baseline, target={"count": 7},
-                     calibration={"target": baseline.calibration.target, "drafter": bound}),
-                catalog)
-    note = next(d for d in p.diagnostics if d.code == "carry-over-range"
-                and d.key == "calibration.drafter")
+    p = project(
+        edit(
+            baseline,
+            target={"count": 7},
+            calibration={"target": baseline.calibration.target, "drafter": bound},
+        ),
+        catalog,
+    )
+    note = next(
+        d for d in p.diagnostics if d.code == "carry-over-range" and d.key == "calibration.drafter"
+    )
     assert note.values["low"] == pytest.approx(18_000, abs=0.5)
     assert note.values["low_reading"] == "kept up"
     default = _reading_figure(note.message.split("high if")[1])
@@ -317,7 +375,8 @@ def test_a_gpu_without_a_measurement_states_its_band(catalog, baseline):
     central = _reading_figure(note.message)
     band = efficiency_band("drafter", "sm100")
     assert (note.values["low"], note.values["high"]) == pytest.approx(
-        (central * band.low, central * band.high), abs=1)
+        (central * band.low, central * band.high), abs=1
+    )
     assert f"{note.values['low']:,.0f}-{note.values['high']:,.0f} tok/s" in note.message
 
 

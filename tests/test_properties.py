@@ -33,24 +33,42 @@ from support import CONTRACT, ROLE_CONTRACT
 GPUS = builtin_gpus()
 GPU_KEYS = sorted(GPUS)
 PLAN = plan_to_dict(default_plan())
-SCALE = float(os.environ.get("DFLASH_PLAN_EXAMPLES_SCALE", "1"))   # scripts/fuzz.py: more
+SCALE = float(os.environ.get("DFLASH_PLAN_EXAMPLES_SCALE", "1"))  # scripts/fuzz.py: more
 
 
 def ci(examples: int) -> settings:
     """CI examples per property: the suite must stay under 30 s on 2 cores, so the
     properties that run the command line several times per example get fewer."""
-    return settings(max_examples=max(1, int(examples * SCALE)), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
-NON_NEGATIVE = {"tokens_per_s", "ktok_per_s", "samples_per_s", "days", "gpu_hours",
-                "total_cost", "total_cost_usd", "energy_kwh", "capacity_tokens_per_s",
-                "per_gpu_tokens_per_s", "utilization", "efficiency", "memory_gb_needed",
-                "memory_gb_available", "tokens_per_epoch", "cost_per_epoch"}
+
+NON_NEGATIVE = {
+    "tokens_per_s",
+    "ktok_per_s",
+    "samples_per_s",
+    "days",
+    "gpu_hours",
+    "total_cost",
+    "total_cost_usd",
+    "energy_kwh",
+    "capacity_tokens_per_s",
+    "per_gpu_tokens_per_s",
+    "utilization",
+    "efficiency",
+    "memory_gb_needed",
+    "memory_gb_available",
+    "tokens_per_epoch",
+    "cost_per_epoch",
+}
 
 
 # -- values: mostly sane, some hostile -----------------------------------------------------
 
-STEPS = 10_000       # log-spaced values: integer draws are cheaper than float draws
+STEPS = 10_000  # log-spaced values: integer draws are cheaper than float draws
 
 
 def log_floats(lo: float, hi: float) -> st.SearchStrategy[float]:
@@ -63,8 +81,8 @@ def log_ints(lo: int, hi: int) -> st.SearchStrategy[int]:
 
 
 HOSTILE = st.one_of(
-    st.integers(-(10 ** 30), 10 ** 30),
-    st.sampled_from([0, -1, 10 ** 19, 10 ** 400, 3 * 10 ** 7]),
+    st.integers(-(10**30), 10**30),
+    st.sampled_from([0, -1, 10**19, 10**400, 3 * 10**7]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([5e-324, 1e-310, 1e308, math.inf, -math.inf, math.nan, 0.0]),
     st.booleans(),
@@ -82,24 +100,27 @@ def sometimes_hostile(sane: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 _GPU = st.sampled_from(GPU_KEYS)
 # (sane strategy, and the same with hostile values mixed in), built once: hypothesis
 # spends most of its time on strategies built inside a draw.
-_FIELDS = {name: (sane, sometimes_hostile(sane)) for name, sane in {
-    "target_model": st.sampled_from(sorted(PRESETS)),
-    "max_length": log_ints(16, 1_048_576),
-    "share": st.integers(1, 100),
-    "samples": log_ints(1, 10 ** 10),
-    "epochs": log_ints(1, 1000),
-    "num_anchors": log_ints(1, 4096),
-    "block_size": st.integers(1, 32),
-    "draft_layers": st.integers(1, 8),
-    "gpu": _GPU,
-    "tp": st.sampled_from([1, 1, 2, 4]),
-    "replicas": log_ints(1, 2_000),
-    "drafters": log_ints(1, 2_000),
-    "batch_size": log_ints(1, 64),
-    "usd": st.dictionaries(_GPU, log_floats(0.001, 1000), max_size=2),
-    "ratio": st.dictionaries(_GPU, log_floats(0.001, 1000), max_size=2),
-    "rates": st.dictionaries(_GPU, log_floats(1, 1e8), max_size=2),
-}.items()}
+_FIELDS = {
+    name: (sane, sometimes_hostile(sane))
+    for name, sane in {
+        "target_model": st.sampled_from(sorted(PRESETS)),
+        "max_length": log_ints(16, 1_048_576),
+        "share": st.integers(1, 100),
+        "samples": log_ints(1, 10**10),
+        "epochs": log_ints(1, 1000),
+        "num_anchors": log_ints(1, 4096),
+        "block_size": st.integers(1, 32),
+        "draft_layers": st.integers(1, 8),
+        "gpu": _GPU,
+        "tp": st.sampled_from([1, 1, 2, 4]),
+        "replicas": log_ints(1, 2_000),
+        "drafters": log_ints(1, 2_000),
+        "batch_size": log_ints(1, 64),
+        "usd": st.dictionaries(_GPU, log_floats(0.001, 1000), max_size=2),
+        "ratio": st.dictionaries(_GPU, log_floats(0.001, 1000), max_size=2),
+        "rates": st.dictionaries(_GPU, log_floats(1, 1e8), max_size=2),
+    }.items()
+}
 
 
 def _pick_hostile(draw: st.DrawFn, names: list[str]) -> set[str]:
@@ -121,17 +142,26 @@ def plan_docs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
     w["target_model"] = get("target_model")
     w["max_length"] = get("max_length")
     share = get("share")
-    w["avg_sample_tokens"] = (max(1, w["max_length"] * share // 100)
-                              if type(w["max_length"]) is int and type(share) is int else share)
+    w["avg_sample_tokens"] = (
+        max(1, w["max_length"] * share // 100)
+        if type(w["max_length"]) is int and type(share) is int
+        else share
+    )
     for key in ("samples", "epochs", "num_anchors", "block_size", "draft_layers"):
         w[key] = get(key)
     t["gpu"], t["tp"], d["gpu"] = get("gpu"), get("tp"), get("gpu")
     replicas = get("replicas")
-    t["count"] = (replicas * t["tp"] if type(replicas) is int and type(t["tp"]) is int
-                  and 0 < t["tp"] <= 128 else replicas)
+    t["count"] = (
+        replicas * t["tp"]
+        if type(replicas) is int and type(t["tp"]) is int and 0 < t["tp"] <= 128
+        else replicas
+    )
     d["count"], d["batch_size"] = get("drafters"), get("batch_size")
-    doc["cost"] = {"usd_per_gpu_hour": get("usd"), "ratio": get("ratio"),
-                   "reference_gpu": get("gpu")}
+    doc["cost"] = {
+        "usd_per_gpu_hour": get("usd"),
+        "ratio": get("ratio"),
+        "reference_gpu": get("gpu"),
+    }
     doc["calibration"] = {"target": get("rates"), "drafter": get("rates")}
     return doc
 
@@ -139,8 +169,13 @@ def plan_docs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
 def toml_value(value: Any) -> str:
     """A value as `--set` takes it (TOML syntax)."""
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") \
-            if math.isinf(value) else repr(value)
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value > 0 else "-inf")
+            if math.isinf(value)
+            else repr(value)
+        )
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -152,11 +187,27 @@ def toml_value(value: Any) -> str:
     return str(value)
 
 
-_NUMBER = st.one_of(st.integers(-5, 100).map(str), log_ints(1, 10 ** 6).map(str))
+_NUMBER = st.one_of(st.integers(-5, 100).map(str), log_ints(1, 10**6).map(str))
 _HOSTILE_SET = st.one_of(
-    _NUMBER, HOSTILE.map(toml_value), st.text(max_size=10),
-    st.sampled_from(["[" * 5000, "1" * 4301, "1e400", "5e-324", "{a = 1}", "'[/bold]'", "",
-                     "=", "true", "nan", "inf"]))
+    _NUMBER,
+    HOSTILE.map(toml_value),
+    st.text(max_size=10),
+    st.sampled_from(
+        [
+            "[" * 5000,
+            "1" * 4301,
+            "1e400",
+            "5e-324",
+            "{a = 1}",
+            "'[/bold]'",
+            "",
+            "=",
+            "true",
+            "nan",
+            "inf",
+        ]
+    ),
+)
 # A sane value for each key (as --set takes it), mixed with hostile ones.
 _SANE_SET = {
     "target.count": log_ints(1, 100_000).map(str),
@@ -165,7 +216,7 @@ _SANE_SET = {
     "drafter.count": log_ints(1, 100_000).map(str),
     "drafter.gpu": _GPU,
     "drafter.batch_size": log_ints(1, 4096).map(str),
-    "workload.samples": log_ints(1, 10 ** 10).map(str),
+    "workload.samples": log_ints(1, 10**10).map(str),
     "workload.avg_sample_tokens": log_ints(1, 3072).map(str),
     "workload.epochs": log_ints(1, 1000).map(str),
     "workload.max_length": log_ints(2344, 1_048_576).map(str),
@@ -187,32 +238,49 @@ _SANE_SET = {
     "target": _NUMBER,
     "workload.x.y": _NUMBER,
 }
-SET_ITEM = st.one_of([st.tuples(st.just(key), st.one_of(sane, sane, sane, _HOSTILE_SET))
-                      .map(lambda kv: f"{kv[0]}={kv[1]}") for key, sane in _SANE_SET.items()])
+SET_ITEM = st.one_of(
+    [
+        st.tuples(st.just(key), st.one_of(sane, sane, sane, _HOSTILE_SET)).map(
+            lambda kv: f"{kv[0]}={kv[1]}"
+        )
+        for key, sane in _SANE_SET.items()
+    ]
+)
 SETS = st.lists(SET_ITEM, min_size=1, max_size=4)
 
 
-_GPU_FIELDS = {name: (sane, sometimes_hostile(sane)) for name, sane in {
-    "name": st.sampled_from(["My GPU", "[/bold]", "X [red]", "[link=x]y"]),
-    "bf16_tflops": log_floats(0.1, 100_000),
-    "memory_gb": log_floats(1, 100_000),
-    "mem_bw_tb_s": log_floats(0.01, 1000),
-    "link": st.fixed_dictionaries({
-        "kind": st.sampled_from(["pcie", "nvlink", "infinity-fabric", "carrier-pigeon"]),
-        "gb_per_s": log_floats(0.1, 100_000)}),
-    "gpus_per_node": st.sampled_from([1, 2, 4, 8, 16, 72]),
-    "network_gbps_per_gpu": log_floats(0.1, 100_000),
-    "tdp_w": log_floats(1, 100_000),
-    "prefill_efficiency": log_floats(0.001, 1),
-    "training_efficiency": log_floats(0.001, 1),
-    "usd_per_gpu_hour": log_floats(0.001, 1000),
-    "matmul_ceiling": log_floats(0.001, 1),
-    "softmax_speedup": log_floats(1, 100),
-    "nvlink_domain_gpus": st.sampled_from([8, 72, 576]),
-    "key": st.just("oops"),
-}.items()}
-_GPU_OPTIONAL = {"usd_per_gpu_hour", "matmul_ceiling", "softmax_speedup", "nvlink_domain_gpus",
-                 "key"}
+_GPU_FIELDS = {
+    name: (sane, sometimes_hostile(sane))
+    for name, sane in {
+        "name": st.sampled_from(["My GPU", "[/bold]", "X [red]", "[link=x]y"]),
+        "bf16_tflops": log_floats(0.1, 100_000),
+        "memory_gb": log_floats(1, 100_000),
+        "mem_bw_tb_s": log_floats(0.01, 1000),
+        "link": st.fixed_dictionaries(
+            {
+                "kind": st.sampled_from(["pcie", "nvlink", "infinity-fabric", "carrier-pigeon"]),
+                "gb_per_s": log_floats(0.1, 100_000),
+            }
+        ),
+        "gpus_per_node": st.sampled_from([1, 2, 4, 8, 16, 72]),
+        "network_gbps_per_gpu": log_floats(0.1, 100_000),
+        "tdp_w": log_floats(1, 100_000),
+        "prefill_efficiency": log_floats(0.001, 1),
+        "training_efficiency": log_floats(0.001, 1),
+        "usd_per_gpu_hour": log_floats(0.001, 1000),
+        "matmul_ceiling": log_floats(0.001, 1),
+        "softmax_speedup": log_floats(1, 100),
+        "nvlink_domain_gpus": st.sampled_from([8, 72, 576]),
+        "key": st.just("oops"),
+    }.items()
+}
+_GPU_OPTIONAL = {
+    "usd_per_gpu_hour",
+    "matmul_ceiling",
+    "softmax_speedup",
+    "nvlink_domain_gpus",
+    "key",
+}
 
 
 @st.composite
@@ -228,24 +296,36 @@ def gpu_tables(draw: st.DrawFn) -> dict[str, Any]:
 
 
 GPU_TABLE = gpu_tables()
-GPU_KEY = st.one_of(st.just("my-gpu"), st.just("b200"),
-                    st.from_regex(r"[a-z0-9][a-z0-9.-]{0,10}", fullmatch=True),
-                    st.text(min_size=1, max_size=6))
+GPU_KEY = st.one_of(
+    st.just("my-gpu"),
+    st.just("b200"),
+    st.from_regex(r"[a-z0-9][a-z0-9.-]{0,10}", fullmatch=True),
+    st.text(min_size=1, max_size=6),
+)
 
 CONFIG_FIELDS = {
-    "hidden_size": log_ints(64, 131_072), "num_attention_heads": log_ints(1, 256),
-    "num_hidden_layers": log_ints(1, 200), "intermediate_size": log_ints(64, 500_000),
-    "num_key_value_heads": log_ints(1, 64), "head_dim": st.sampled_from([64, 128, 256]),
-    "vocab_size": log_ints(1_000, 1_000_000), "tie_word_embeddings": st.booleans(),
-    "num_experts": st.sampled_from([0, 8, 128]), "num_experts_per_tok": st.integers(0, 8),
+    "hidden_size": log_ints(64, 131_072),
+    "num_attention_heads": log_ints(1, 256),
+    "num_hidden_layers": log_ints(1, 200),
+    "intermediate_size": log_ints(64, 500_000),
+    "num_key_value_heads": log_ints(1, 64),
+    "head_dim": st.sampled_from([64, 128, 256]),
+    "vocab_size": log_ints(1_000, 1_000_000),
+    "tie_word_embeddings": st.booleans(),
+    "num_experts": st.sampled_from([0, 8, 128]),
+    "num_experts_per_tok": st.integers(0, 8),
     "moe_intermediate_size": log_ints(64, 10_000),
     "sliding_window": st.sampled_from([None, 128, 4096]),
-    "layer_types": st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
-                            max_size=64),
+    "layer_types": st.lists(st.sampled_from(["sliding_attention", "full_attention"]), max_size=64),
     "_name_or_path": st.sampled_from(["org/model", "[/bold]", "[red]x", ""]),
 }
-_CONFIG_REQUIRED = {"hidden_size", "num_attention_heads", "num_hidden_layers",
-                    "intermediate_size", "vocab_size"}
+_CONFIG_REQUIRED = {
+    "hidden_size",
+    "num_attention_heads",
+    "num_hidden_layers",
+    "intermediate_size",
+    "vocab_size",
+}
 _CONFIG_HOSTILE = {key: sometimes_hostile(value) for key, value in CONFIG_FIELDS.items()}
 
 
@@ -266,6 +346,7 @@ CONFIG = configs()
 
 
 # -- running the command line and checking what it says ------------------------------------
+
 
 def run(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
@@ -337,6 +418,7 @@ def dump_toml(doc: dict[str, Any]) -> str:
 
 # -- the properties ------------------------------------------------------------------------
 
+
 def plan_file_property(doc: dict[str, Any]) -> int:
     with files(plan_toml=dump_toml(doc)) as p:
         code, _ = check_answer(["project", "--json", p["plan_toml"]])
@@ -355,12 +437,22 @@ def set_property(sets: list[str]) -> int:
 def hardware_property(key: str, table: dict[str, Any]) -> int:
     with files(hw_toml=dump_toml({key: table})) as p:
         check_answer(["gpus", "--json", "--hardware", p["hw_toml"]])
-        code, _ = check_answer(["project", "--json", "--hardware", p["hw_toml"],
-                                "--set", f"target.gpu={json.dumps(key)}",
-                                "--set", f"cost.reference_gpu={json.dumps(key)}"])
-        if "[" in str(table.get("name")):          # user text in Rich output
-            check_answer(["project", "--hardware", p["hw_toml"],
-                          "--set", f"drafter.gpu={json.dumps(key)}"])
+        code, _ = check_answer(
+            [
+                "project",
+                "--json",
+                "--hardware",
+                p["hw_toml"],
+                "--set",
+                f"target.gpu={json.dumps(key)}",
+                "--set",
+                f"cost.reference_gpu={json.dumps(key)}",
+            ]
+        )
+        if "[" in str(table.get("name")):  # user text in Rich output
+            check_answer(
+                ["project", "--hardware", p["hw_toml"], "--set", f"drafter.gpu={json.dumps(key)}"]
+            )
     return code
 
 
@@ -420,12 +512,13 @@ def capacity_property(doc: dict[str, Any]) -> str:
     more_d["drafter"]["count"] += 1
     try:
         t, d = _project(more_t), _project(more_d)
-    except PlanError:                   # e.g. past 100,000 GPUs
+    except PlanError:  # e.g. past 100,000 GPUs
         return SKIPPED
     assert t.target.capacity_tokens_per_s >= base.target.capacity_tokens_per_s * (1 - 1e-12)
     if d.drafter.capacity_tokens_per_s < base.drafter.capacity_tokens_per_s * (1 - 1e-12):
-        assert d.drafter.scaling_efficiency < base.drafter.scaling_efficiency, \
+        assert d.drafter.scaling_efficiency < base.drafter.scaling_efficiency, (
             "drafter capacity fell with no all-reduce cost to explain it"
+        )
     return CHECKED
 
 

@@ -8,8 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dflash-plan"
-TESTS = ("python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
-         ".venv/bin/pytest")
+TESTS = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
 
 
 def test_ci_runs_the_readme_commands():
@@ -26,14 +25,25 @@ def test_ci_runs_the_readme_commands():
 
 def test_readme_screenshot_is_a_current_snapshot():
     shot = (ROOT / "docs" / "screenshot.svg").read_text()
-    snap = ROOT / "tests" / "__snapshots__" / "test_snapshots" / "test_screen[b200_vs_baseline-120x40].svg"
+    snap = (
+        ROOT
+        / "tests"
+        / "__snapshots__"
+        / "test_snapshots"
+        / "test_screen[b200_vs_baseline-120x40].svg"
+    )
     assert shot == snap.read_text()
 
 
 def test_readme_search_screenshot_is_a_current_snapshot():
     shot = (ROOT / "docs" / "search.svg").read_text()
-    snap = (ROOT / "tests" / "__snapshots__" / "test_snapshots_search"
-            / "test_search_screen[search_pareto-120x40].svg")
+    snap = (
+        ROOT
+        / "tests"
+        / "__snapshots__"
+        / "test_snapshots_search"
+        / "test_search_screen[search_pareto-120x40].svg"
+    )
     assert shot == snap.read_text()
 
 
@@ -41,15 +51,26 @@ def test_readme_search_screenshot_is_a_current_snapshot():
 ANSWER_ROWS = {
     "7 + 1 RTX PRO 6000": ["target.count=7"],
     "6 + 2 RTX PRO 6000 (what balance picks)": ["target.count=6", "drafter.count=2"],
-    "7 + 1, drafter measured at 40 Ktok/s": ["target.count=7",
-                                             "calibration.drafter.rtx-pro-6000=40000"],
+    "7 + 1, drafter measured at 40 Ktok/s": [
+        "target.count=7",
+        "calibration.drafter.rtx-pro-6000=40000",
+    ],
     "4x B200 (3 + 1) at 3.4x the price": ["target.gpu=b200", "drafter.gpu=b200"],
-    "4x B300 (3 + 1) at 3.4x the price": ["target.gpu=b300", "drafter.gpu=b300",
-                                          "cost.ratio.b300=3.4"],
-    "4x B200 through SpecForge's Mooncake store": ["target.gpu=b200", "drafter.gpu=b200",
-                                                    "workload.transport=mooncake"],
-    "4x B200 at the recipe's 512 anchors": ["target.gpu=b200", "drafter.gpu=b200",
-                                            "workload.num_anchors=512"],
+    "4x B300 (3 + 1) at 3.4x the price": [
+        "target.gpu=b300",
+        "drafter.gpu=b300",
+        "cost.ratio.b300=3.4",
+    ],
+    "4x B200 through SpecForge's Mooncake store": [
+        "target.gpu=b200",
+        "drafter.gpu=b200",
+        "workload.transport=mooncake",
+    ],
+    "4x B200 at the recipe's 512 anchors": [
+        "target.gpu=b200",
+        "drafter.gpu=b200",
+        "workload.num_anchors=512",
+    ],
 }
 
 
@@ -57,16 +78,19 @@ def _numbers(cell: str) -> list[tuple[float, int]]:
     """The numbers in a cell with the decimals they are written with."""
     import re
 
-    return [(float(n.replace(",", "")), len(n.split(".")[1]) if "." in n else 0)
-            for n in re.findall(r"\d[\d,]*(?:\.\d+)?", cell)]
+    return [
+        (float(n.replace(",", "")), len(n.split(".")[1]) if "." in n else 0)
+        for n in re.findall(r"\d[\d,]*(?:\.\d+)?", cell)
+    ]
 
 
 def _agrees(cell: str, central: float, pair: tuple[float, float] | None) -> bool:
     """The cell's figure (and its range, when it shows one) as the model rounds them."""
     got = _numbers(cell)
-    wanted = [central, *(pair or ())][:len(got)]
-    return len(got) in (1, 3) and all(abs(v - w) <= 0.5 * 10 ** -d + 1e-9
-                                      for (v, d), w in zip(got, wanted, strict=False))
+    wanted = [central, *(pair or ())][: len(got)]
+    return len(got) in (1, 3) and all(
+        abs(v - w) <= 0.5 * 10**-d + 1e-9 for (v, d), w in zip(got, wanted, strict=False)
+    )
 
 
 def test_the_answer_table_is_what_the_model_prints():
@@ -75,9 +99,12 @@ def test_the_answer_table_is_what_the_model_prints():
     from dflash_plan.tui.cli import main
 
     lines = (ROOT / "README.md").read_text().splitlines()
-    rows = {cells[1].strip("* "): [c.strip() for c in cells[2:-1]]
-            for line in lines if line.startswith("| ")
-            for cells in [line.split("|")]}
+    rows = {
+        cells[1].strip("* "): [c.strip() for c in cells[2:-1]]
+        for line in lines
+        if line.startswith("| ")
+        for cells in [line.split("|")]
+    }
     import contextlib
     import io
 
@@ -86,13 +113,21 @@ def test_the_answer_table_is_what_the_model_prints():
         ktok, days, cost, versus, _ = rows[label]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            assert main(["project", "--json", "--baseline",
-                         *[arg for s in sets for arg in ("--set", s)]]) == 0
+            assert (
+                main(
+                    [
+                        "project",
+                        "--json",
+                        "--baseline",
+                        *[arg for s in sets for arg in ("--set", s)],
+                    ]
+                )
+                == 0
+            )
         doc = json.loads(out.getvalue())
         r, v = doc["ranges"] or {}, doc["versus_baseline"]
         checks = {
-            "Ktok/s": (ktok, doc["ktok_per_s"],
-                       r and tuple(x / 1e3 for x in r["tokens_per_s"])),
+            "Ktok/s": (ktok, doc["ktok_per_s"], r and tuple(x / 1e3 for x in r["tokens_per_s"])),
             "days": (days, doc["days"], r and tuple(r["days"])),
             "cost": (cost, doc["total_cost"], r and tuple(r["total_cost"])),
             "speed": (versus.split("/")[0], v["speedup"], v["speedup_range"]),
@@ -100,18 +135,27 @@ def test_the_answer_table_is_what_the_model_prints():
         }
         for what, (cell, central, pair) in checks.items():
             assert _agrees(cell.replace("x", " "), central, pair), (
-                f"README row {label!r}, {what}: {cell!r}; the model prints {central:,.3f} "
-                f"({pair})")
+                f"README row {label!r}, {what}: {cell!r}; the model prints {central:,.3f} ({pair})"
+            )
 
 
 def test_readme_architecture_names_every_module():
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Architecture\n"):text.index("\n## ", text.index("## Architecture\n") + 1)]
-    modules = [p.relative_to(ROOT).as_posix() for folder in ("model", "tui")
-               for p in sorted((ROOT / folder).rglob("*.py")) if p.name != "__init__.py"]
+    section = text[
+        text.index("## Architecture\n") : text.index("\n## ", text.index("## Architecture\n") + 1)
+    ]
+    modules = [
+        p.relative_to(ROOT).as_posix()
+        for folder in ("model", "tui")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if p.name != "__init__.py"
+    ]
     assert len(modules) > 60
     missing = [m for m in modules if f"`{m}`" not in section]
     assert missing == []
-    packages = [p.parent.relative_to(ROOT).as_posix() for folder in ("model", "tui")
-                for p in (ROOT / folder).rglob("__init__.py")]
+    packages = [
+        p.parent.relative_to(ROOT).as_posix()
+        for folder in ("model", "tui")
+        for p in (ROOT / folder).rglob("__init__.py")
+    ]
     assert [p for p in packages if f"`{p}/" not in section] == []

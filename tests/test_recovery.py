@@ -43,13 +43,14 @@ def recovered(path: Path) -> dict:
 
 
 async def test_an_error_in_a_handler_writes_the_unsaved_plan_and_exits_non_zero(
-        plan_file, monkeypatch):
+    plan_file, monkeypatch
+):
     original = PlannerScreen.on_field_edited
 
     def failing(self, message):
-        original(self, message)                       # the edit reaches the plan, then
+        original(self, message)  # the edit reaches the plan, then
         if message.key == "drafter.count":
-            raise RuntimeError("injected")           # a bug in a handler
+            raise RuntimeError("injected")  # a bug in a handler
 
     monkeypatch.setattr(PlannerScreen, "on_field_edited", failing)
     app = planner(plan_file)
@@ -63,13 +64,14 @@ async def test_an_error_in_a_handler_writes_the_unsaved_plan_and_exits_non_zero(
     assert app.return_code == 1
     assert app.recovery_note == (
         f"dflash-plan: stopped by an error (RuntimeError); the unsaved plan was written to "
-        f"{beside} (the next dflash-plan {plan_file} offers to open it)")
-    assert load_plan(plan_file).target.count == 3            # the plan file untouched
+        f"{beside} (the next dflash-plan {plan_file} offers to open it)"
+    )
+    assert load_plan(plan_file).target.count == 3  # the plan file untouched
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 async def test_a_signal_writes_the_unsaved_plan_and_exits_non_zero(sig):
-    app = planner()                                  # the built-in plan: the state folder
+    app = planner()  # the built-in plan: the state folder
     async with app.run_test(size=SIZE) as pilot:
         await put(pilot, "target.count", "7")
         os.kill(os.getpid(), sig)
@@ -81,13 +83,15 @@ async def test_a_signal_writes_the_unsaved_plan_and_exits_non_zero(sig):
 
 
 async def test_nothing_unsaved_writes_nothing_and_a_failed_write_prints_the_plan(
-        plan_file, monkeypatch):
+    plan_file, monkeypatch
+):
     app = planner(plan_file)
     async with app.run_test(size=SIZE):
         os.kill(os.getpid(), signal.SIGTERM)
     assert app.return_code == 143
     assert app.recovery_note == "dflash-plan: stopped by SIGTERM; the plan had no unsaved changes"
     assert recovery.find_recovery(plan_file) is None
+
     # Neither the plan's folder nor the state folder can be written (a full disk): the
     # plan goes to stderr after the reason.
     def full(path, text):
@@ -127,18 +131,22 @@ async def test_the_next_start_offers_the_recovered_plan_open_saves_to_the_plan(p
         assert isinstance(app.screen, PlannerScreen)
         assert app.state.plan.target.count == 7 and text(app, "target-count") == "7"
         assert "7 targets + 1 drafter" in app.planner.view.name
-        assert app.planner.view.title == "plan.toml ●"            # unsaved
-        seven = project(default_plan().model_copy(update={"target": default_plan().target
-                        .model_copy(update={"count": 7})}), app.state.catalog)
+        assert app.planner.view.title == "plan.toml ●"  # unsaved
+        seven = project(
+            default_plan().model_copy(
+                update={"target": default_plan().target.model_copy(update={"count": 7})}
+            ),
+            app.state.catalog,
+        )
         assert f"{seven.tokens_per_s / 1e3:.1f} Ktok/s" in text(app, "figures")
         assert app.state.projection.days == pytest.approx(seven.days)
-        await pilot.press("ctrl+s")                               # saves the plan's file
+        await pilot.press("ctrl+s")  # saves the plan's file
         await pilot.pause()
     assert load_plan(plan_file).target.count == 7 and not written.exists()
 
 
 async def test_discard_deletes_the_recovery_file_and_an_older_one_says_so(plan_file):
-    written = write_edit(None, 7)                     # the built-in plan's
+    written = write_edit(None, 7)  # the built-in plan's
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -148,7 +156,7 @@ async def test_discard_deletes_the_recovery_file_and_an_older_one_says_so(plan_f
         assert app.state.plan.target.count == 3 and not app.state.dirty
     assert not written.exists()
     written = write_edit(plan_file, 7)
-    os.utime(written, (1, 1))                        # the plan file was saved after it
+    os.utime(written, (1, 1))  # the plan file was saved after it
     assert "saved since" in recovery.find_recovery(plan_file).question(plan_file)
 
 
@@ -177,15 +185,17 @@ def test_the_command_exits_non_zero_with_the_note_on_stderr(plan_file, monkeypat
     assert capsys.readouterr().err == "dflash-plan: stopped by SIGHUP; ...\n"
 
 
-def run_in_terminal(argv: list[str], env: dict[str, str], keys: bytes, until: bytes,
-                    sig: signal.Signals) -> tuple[int, bytes]:
+def run_in_terminal(
+    argv: list[str], env: dict[str, str], keys: bytes, until: bytes, sig: signal.Signals
+) -> tuple[int, bytes]:
     """Start argv in a pseudo-terminal (as scripts/bench_app.py does), wait for `until`
     on screen, type keys, wait for the screen to change, send sig; the exit status and
     everything shown."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env
+    )
     os.close(slave)
     seen = b""
 
@@ -204,7 +214,7 @@ def run_in_terminal(argv: list[str], env: dict[str, str], keys: bytes, until: by
         assert until in seen, seen[-2000:]
         mark = len(seen)
         os.write(master, keys)
-        read_until("●".encode(), mark)               # the title marks the plan changed
+        read_until("●".encode(), mark)  # the title marks the plan changed
         proc.send_signal(sig)
         deadline = time.monotonic() + 20
         while proc.poll() is None and time.monotonic() < deadline:
@@ -235,8 +245,7 @@ def test_the_real_command_in_a_terminal_writes_the_edit_on_a_signal(plan_file, s
     command = Path(sys.executable).parent / "dflash-plan"
     env = {**os.environ, "TERM": "xterm-256color"}
     # The target count has the focus at start, its text selected: "7" makes 7 targets.
-    code, shown = run_in_terminal([str(command), str(plan_file)], env, b"7",
-                                  b"plan.toml", sig)
+    code, shown = run_in_terminal([str(command), str(plan_file)], env, b"7", b"plan.toml", sig)
     beside = plan_file.parent / ".plan.toml.recovered"
     assert code == 128 + sig, shown[-2000:]
     assert recovered(beside)["target"]["count"] == 7

@@ -34,12 +34,14 @@ def test_specforge_example_config():
     assert got["workload.max_length"] == (3072, f"{name}:7 (data.max_length)")
     # The drafter's shape from the draft config the run names (beside the YAML here).
     assert got["workload.draft_layers"] == (
-        5, "qwen3-8b-dflash.json (num_hidden_layers, model.draft_model_config)")
+        5,
+        "qwen3-8b-dflash.json (num_hidden_layers, model.draft_model_config)",
+    )
     assert got["workload.block_size"][0] == 16
     assert got["workload.target_layer_ids"][0] == [1, 9, 17, 25, 33]
     # Qwen/Qwen3-8B is the qwen3-8b preset's repository.
     assert got["workload.target_model"] == ("qwen3-8b", f"{name}:2 (model.target_model_path)")
-    assert got["drafter.count"][0] == 4          # nnodes 1 x nproc_per_node 4
+    assert got["drafter.count"][0] == 4  # nnodes 1 x nproc_per_node 4
     assert got["workload.transport"][0] == "mooncake"
     assert got["launch.run_id"][0] == "qwen3-8b-dflash-disaggregated"
     # Keys of no use to the planner are listed with their lines, not refused.
@@ -53,8 +55,13 @@ def test_settings_apply_to_a_plan():
     config = read_run_config(DATA / "specforge_disaggregated.yaml")
     plan = load_plan(None, config.sets())
     w = plan.workload
-    assert (w.num_anchors, w.epochs, w.max_length, w.draft_layers, w.block_size) == \
-        (512, 6, 3072, 5, 16)
+    assert (w.num_anchors, w.epochs, w.max_length, w.draft_layers, w.block_size) == (
+        512,
+        6,
+        3072,
+        5,
+        16,
+    )
     assert w.target_layer_ids == (1, 9, 17, 25, 33)
     assert (plan.drafter.count, plan.drafter.batch_size) == (4, 4)
 
@@ -62,13 +69,16 @@ def test_settings_apply_to_a_plan():
 def test_specforge_defaults_are_stated(tmp_path):
     # Only what SpecForge requires: every workload key is SpecForge's default, said so.
     path = tmp_path / "run.yaml"
-    path.write_text("model:\n  target_model_path: /nowhere/model\n"
-                    "data:\n  train_data_path: train.jsonl\n")
+    path.write_text(
+        "model:\n  target_model_path: /nowhere/model\ndata:\n  train_data_path: train.jsonl\n"
+    )
     config = read_run_config(path)
     got = sources(config)
     schema = "specforge/config/schema.py"
     assert got["workload.num_anchors"] == (
-        512, f"SpecForge's default for training.num_anchors ({schema})")
+        512,
+        f"SpecForge's default for training.num_anchors ({schema})",
+    )
     assert got["workload.epochs"][0] == 1
     assert got["drafter.batch_size"][0] == 1
     assert got["workload.max_length"][0] == 2048
@@ -83,8 +93,10 @@ def test_specforge_defaults_are_stated(tmp_path):
 
 def test_a_typo_is_listed_with_a_suggestion(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("model:\n  target_model_path: Qwen/Qwen3-8B\n"
-                    "training:\n  strategy: dflash\n  num_anchor: 128\n")
+    path.write_text(
+        "model:\n  target_model_path: Qwen/Qwen3-8B\n"
+        "training:\n  strategy: dflash\n  num_anchor: 128\n"
+    )
     config = read_run_config(path)
     # The typo leaves SpecForge's default (512) in force, which is what the run used.
     assert sources(config)["workload.num_anchors"][0] == 512
@@ -114,18 +126,27 @@ deployment:
     assert (got["target.count"][0], got["target.tp"][0], got["drafter.count"][0]) == (4, 2, 4)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("model: {target_model_path: x}\ntraining:\n  num_anchors: many\n",
-     "run.yaml:3: training.num_anchors = 'many': must be a whole number of at least 1"),
-    ("model: {target_model_path: x}\ntraining:\n  batch_size: 0\n",
-     "run.yaml:3: training.batch_size = 0"),
-    ("model:\n  target_model_path: [unclosed\n", "run.yaml:3: not valid YAML"),
-    ("", "run.yaml: empty: no run config"),
-    ("- a\n- b\n", "a run config is a mapping of sections"),
-    ("foo: 1\n", "neither a SpecForge config"),
-    ("model: {target_model_path: x}\nmodel:\n  aux_hidden_state_layer_ids: [1, -2]\n",
-     "model.aux_hidden_state_layer_ids = [1, -2]: must be a list of layer numbers"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "model: {target_model_path: x}\ntraining:\n  num_anchors: many\n",
+            "run.yaml:3: training.num_anchors = 'many': must be a whole number of at least 1",
+        ),
+        (
+            "model: {target_model_path: x}\ntraining:\n  batch_size: 0\n",
+            "run.yaml:3: training.batch_size = 0",
+        ),
+        ("model:\n  target_model_path: [unclosed\n", "run.yaml:3: not valid YAML"),
+        ("", "run.yaml: empty: no run config"),
+        ("- a\n- b\n", "a run config is a mapping of sections"),
+        ("foo: 1\n", "neither a SpecForge config"),
+        (
+            "model: {target_model_path: x}\nmodel:\n  aux_hidden_state_layer_ids: [1, -2]\n",
+            "model.aux_hidden_state_layer_ids = [1, -2]: must be a list of layer numbers",
+        ),
+    ],
+)
 def test_bad_configs_are_one_line_errors(tmp_path, text, message):
     path = tmp_path / "run.yaml"
     path.write_text(text)
@@ -177,7 +198,9 @@ def test_speculators_launch_script_with_variables():
     name = "speculators_dflash.sh"
     # --max-anchors "$MAX_ANCHORS" on line 41, MAX_ANCHORS=3072 on line 16.
     assert got["workload.num_anchors"] == (
-        3072, f"{name}:41 (--max-anchors, MAX_ANCHORS at {name}:16)")
+        3072,
+        f"{name}:41 (--max-anchors, MAX_ANCHORS at {name}:16)",
+    )
     assert got["workload.block_size"][0] == 8
     assert got["workload.draft_layers"][0] == 5
     # --target-layer-ids $TARGET_LAYER_IDS: the unquoted "2 18 33" splits into three.
@@ -192,9 +215,11 @@ def test_speculators_launch_script_with_variables():
 
 def test_an_unresolved_variable_is_not_defaulted(tmp_path):
     path = tmp_path / "train.sh"
-    path.write_text("ANCHORS=$(cat anchors.txt)\n"
-                    "python scripts/train.py --max-anchors $ANCHORS --block-size=8 \\\n"
-                    "    --epochs 2  # two epochs\n")
+    path.write_text(
+        "ANCHORS=$(cat anchors.txt)\n"
+        "python scripts/train.py --max-anchors $ANCHORS --block-size=8 \\\n"
+        "    --epochs 2  # two epochs\n"
+    )
     config = read_train_command(path)
     got = sources(config)
     # $ANCHORS is set by a command substitution: not read, and not replaced by the
@@ -216,8 +241,13 @@ def test_paths_with_any_character_reach_the_plan_exactly(tmp_path):
     # The settings travel as --set edits in TOML: a JSON string spelled a character
     # outside the BMP as a surrogate pair, which TOML refuses, and the plan got the
     # quoted JSON text as the path.
-    text = (DATA / "specforge_disaggregated.yaml").read_text().replace(
-        "./cache/dataset/sharegpt_train.jsonl", '"./cache/\U0001f600 \\"data\\"\\\\x.jsonl"')
+    text = (
+        (DATA / "specforge_disaggregated.yaml")
+        .read_text()
+        .replace(
+            "./cache/dataset/sharegpt_train.jsonl", '"./cache/\U0001f600 \\"data\\"\\\\x.jsonl"'
+        )
+    )
     path = tmp_path / "run.yaml"
     path.write_text(text)
     plan = load_plan(None, read_run_config(path).sets())

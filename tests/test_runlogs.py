@@ -25,9 +25,16 @@ from dflash_plan.model.inputs.runlogs import RunContext, read_probe, read_throug
 
 DATA = Path(__file__).parent / "data" / "runlogs"
 # 2,000 tokens per sample throughout: rates below are samples/s x 2,000.
-CTX = RunContext(avg_sample_tokens=2000, target_gpu="h200", drafter_gpu="h200",
-                 target_gpus=3, drafter_gpus=4, batch_size=4, num_anchors=512,
-                 target_model="qwen3-8b")
+CTX = RunContext(
+    avg_sample_tokens=2000,
+    target_gpu="h200",
+    drafter_gpu="h200",
+    target_gpus=3,
+    drafter_gpus=4,
+    batch_size=4,
+    num_anchors=512,
+    target_model="qwen3-8b",
+)
 
 
 def by_role(reading):
@@ -42,8 +49,7 @@ def test_steady_drops_warmup_and_takes_the_median():
     # Ten reports: ceil(10 x 0.1) = 1 dropped (the 100); the nine kept are 1..9:
     # median 5, inclusive quartiles at positions 2 and 6 of 0..8: 3 and 7.
     spread = steady([100.0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
-    assert (spread.median, spread.low, spread.high, spread.count, spread.warmup) == \
-        (5, 3, 7, 9, 1)
+    assert (spread.median, spread.low, spread.high, spread.count, spread.warmup) == (5, 3, 7, 9, 1)
 
 
 def test_specforge_log():
@@ -81,11 +87,13 @@ def test_specforge_tracker_keys_and_gpu_count_instead_of_batch(tmp_path):
     # prefixed by torchrun's rank tag. No batch: samples per GPU-step = 6.0 samples/s x
     # 2.0 s / 4 GPUs = 3; / 1.5 s compute = 2 samples/s x 1,000 tokens = 2,000 tok/s.
     log = tmp_path / "train.log"
-    log.write_text("[rank0]: step 10: {'train/loss': 2.0, "
-                   "'train/perf/optimizer_step_time_s': 2.0, "
-                   "'train/perf/data_wait_time_s': 0.0, "
-                   "'train/perf/train_compute_time_s': 1.5, "
-                   "'train/perf/global_samples_per_second': 6.0}\n")
+    log.write_text(
+        "[rank0]: step 10: {'train/loss': 2.0, "
+        "'train/perf/optimizer_step_time_s': 2.0, "
+        "'train/perf/data_wait_time_s': 0.0, "
+        "'train/perf/train_compute_time_s': 1.5, "
+        "'train/perf/global_samples_per_second': 6.0}\n"
+    )
     ctx = RunContext(avg_sample_tokens=1000, drafter_gpus=4)
     reading = read_throughput(log, ctx)
     drafter = by_role(reading)["drafter"]
@@ -106,8 +114,9 @@ def test_specforge_batch_disagreeing_with_gpu_count_is_noted():
 
 
 def test_specforge_without_batch_or_gpu_count_gives_no_drafter_point():
-    reading = read_throughput(DATA / "specforge_train.log",
-                              RunContext(avg_sample_tokens=2000, target_gpus=3))
+    reading = read_throughput(
+        DATA / "specforge_train.log", RunContext(avg_sample_tokens=2000, target_gpus=3)
+    )
     assert set(by_role(reading)) == {"target"}
     assert any("drafter rate not derived" in note for note in reading.notes)
 
@@ -127,7 +136,7 @@ def test_torchspec_log():
     # 12 x 2,000 / (4 engines x 1 GPU) = 6,000 tok/s per GPU.
     assert target.measurement.tokens_per_s == pytest.approx(6000)
     assert target.measurement.bound == "exact"
-    assert target.measurement.date == "2026-04-16"      # from the log's own timestamps
+    assert target.measurement.date == "2026-04-16"  # from the log's own timestamps
     assert reading.skipped == 0
 
 
@@ -135,9 +144,14 @@ def test_torchspec_bar_without_perf_metrics_gives_lower_bounds(tmp_path):
     # Without debug.enable_perf_metrics the bar shows thru only: what flowed, a lower bound
     # on the targets. 5 samples/s x 1,000 tokens / 2 GPUs = 2,500 tok/s.
     log = tmp_path / "ts.log"
-    log.write_text("\r".join(f"Training:   1%|   | {n}/100 [00:0{n}<01:00, 1.00step/s, "
-                             f"loss=2.000, acc=0.300, acc_len=1.50, thru=5.0, epoch=1/1]"
-                             for n in range(1, 4)) + "\n")
+    log.write_text(
+        "\r".join(
+            f"Training:   1%|   | {n}/100 [00:0{n}<01:00, 1.00step/s, "
+            f"loss=2.000, acc=0.300, acc_len=1.50, thru=5.0, epoch=1/1]"
+            for n in range(1, 4)
+        )
+        + "\n"
+    )
     reading = read_throughput(log, RunContext(avg_sample_tokens=1000, target_gpus=2))
     target = by_role(reading)["target"]
     assert target.measurement.tokens_per_s == pytest.approx(2500)
@@ -146,8 +160,7 @@ def test_torchspec_bar_without_perf_metrics_gives_lower_bounds(tmp_path):
 
 
 def test_specforge_legacy_bar():
-    ctx = RunContext(avg_sample_tokens=2000, target_gpu="a100", drafter_gpu="a100",
-                     batch_size=2)
+    ctx = RunContext(avg_sample_tokens=2000, target_gpu="a100", drafter_gpu="a100", batch_size=2)
     reading = read_throughput(DATA / "specforge_legacy.log", ctx)
     assert reading.format == "SpecForge legacy log"
     # iter_time 6.0 (warm-up, dropped), 2.0, 2.0, 2.1, 1.9 s: 2 samples x 2,000 tokens /
@@ -171,11 +184,10 @@ def test_own_csv():
     assert target.gpu == "rtx-pro-6000"
     # Drafter (unix seconds): 20,000 dropped; 40,000, 41,000, 39,000, 40,000: median 40,000.
     assert drafter.measurement.tokens_per_s == 40000
-    assert drafter.measurement.date == "2026-11-30"     # 1796033040 s is 2026-11-30 UTC
+    assert drafter.measurement.date == "2026-11-30"  # 1796033040 s is 2026-11-30 UTC
     # Three bad lines: a rate that is not a number (line 13), an unknown role, a short row.
     assert reading.skipped == 3
-    assert reading.first_skipped == ("own.csv:13: tokens_per_s 'fast': must be a positive "
-                                     "number")
+    assert reading.first_skipped == ("own.csv:13: tokens_per_s 'fast': must be a positive number")
     assert reading.notes == ("columns not used: note",)
 
 
@@ -184,9 +196,13 @@ def test_own_json_lines_sorted_by_time(tmp_path):
     # of four; the rest are 10, 20, 30: median 20.
     path = tmp_path / "own.jsonl"
     rows = [(3, 30), (0, 1), (2, 20), (1, 10)]
-    path.write_text("".join(json.dumps({"timestamp": t, "role": "drafter", "gpu": "b200",
-                                        "tokens_per_s": r}) + "\n" for t, r in rows)
-                    + '{"timestamp": 4, "role": "drafter", "gpu": "b2')
+    path.write_text(
+        "".join(
+            json.dumps({"timestamp": t, "role": "drafter", "gpu": "b200", "tokens_per_s": r}) + "\n"
+            for t, r in rows
+        )
+        + '{"timestamp": 4, "role": "drafter", "gpu": "b2'
+    )
     reading = read_throughput(path, RunContext(avg_sample_tokens=100))
     assert reading.points[0].measurement.tokens_per_s == 20
     # The last line is cut short (no newline, not JSON): counted and named.
@@ -194,15 +210,24 @@ def test_own_json_lines_sorted_by_time(tmp_path):
     assert reading.first_skipped == "own.jsonl:5: not JSON: cut short (the file may be truncated)"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty file"),
-    ("time,role,gpu,tokens_per_s\n1,target,b200,5\n",
-     "own.csv:1: header 'time,role,gpu,tokens_per_s' lacks timestamp"),
-    ("timestamp,role,gpu,tokens_per_s\nyesterday,target,b200,5\n",
-     "no throughput reports (1 skipped, first: own.csv:2: timestamp 'yesterday'"),
-    ("timestamp,role,gpu,tokens_per_s\n1,target,b200,-5\n", "tokens_per_s '-5': must be a "
-                                                           "positive number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file"),
+        (
+            "time,role,gpu,tokens_per_s\n1,target,b200,5\n",
+            "own.csv:1: header 'time,role,gpu,tokens_per_s' lacks timestamp",
+        ),
+        (
+            "timestamp,role,gpu,tokens_per_s\nyesterday,target,b200,5\n",
+            "no throughput reports (1 skipped, first: own.csv:2: timestamp 'yesterday'",
+        ),
+        (
+            "timestamp,role,gpu,tokens_per_s\n1,target,b200,-5\n",
+            "tokens_per_s '-5': must be a positive number",
+        ),
+    ],
+)
 def test_own_format_errors_name_file_and_line(tmp_path, text, message):
     path = tmp_path / "own.csv"
     path.write_text(text)
@@ -215,8 +240,11 @@ def test_own_format_errors_name_file_and_line(tmp_path, text, message):
 def test_huge_line_is_skipped_and_the_rest_read(tmp_path):
     # A 100 KB line (over the 64 KiB limit) between good reports: skipped unread, counted.
     path = tmp_path / "own.csv"
-    path.write_text("timestamp,role,gpu,tokens_per_s\n1,target,b200,5000\n"
-                    + "x" * 100_000 + "\n2,target,b200,7000\n")
+    path.write_text(
+        "timestamp,role,gpu,tokens_per_s\n1,target,b200,5000\n"
+        + "x" * 100_000
+        + "\n2,target,b200,7000\n"
+    )
     reading = read_throughput(path, RunContext(avg_sample_tokens=100))
     # Two reports: no warm-up dropped; median (5,000 + 7,000) / 2 = 6,000.
     assert reading.points[0].measurement.tokens_per_s == 6000
@@ -267,8 +295,11 @@ def test_probe_result(tmp_path):
     path.write_text(PROBE)
     reading = read_throughput(path)
     target, drafter = by_role(reading)["target"], by_role(reading)["drafter"]
-    assert (target.gpu, target.measurement.tokens_per_s, target.measurement.gpu_busy) == \
-        ("b200", 41000, True)
+    assert (target.gpu, target.measurement.tokens_per_s, target.measurement.gpu_busy) == (
+        "b200",
+        41000,
+        True,
+    )
     assert target.measurement.source == "probe probe.toml (dflash-plan 0.1.0, 600 s)"
     assert target.workload == {"max_length": 3072, "tp": 1}
     assert (drafter.measurement.num_anchors, drafter.measurement.batch_size) == (128, 2)
@@ -285,16 +316,23 @@ def test_probe_from_a_newer_minor_version_lists_unknown_keys(tmp_path):
     assert len(reading.points) == 2
 
 
-@pytest.mark.parametrize("text, message", [
-    (PROBE.replace("probe_format = 1", "probe_format = 2"),
-     "probe_format 2 was written by a newer dflash-plan"),
-    (PROBE.replace("probe_format = 1\n", ""), "not a dflash-plan probe result"),
-    (PROBE.replace("tokens_per_s = 41000.0", 'tokens_per_s = "fast"'), "probe.toml:7:"),
-    (PROBE.replace("tokens_per_s = 30500.0", "tokens_per_s = 0.0"), "probe.toml:16:"),
-    ("probe_format = 1\ntool_version = 'x'\ndate = '2026-11-30'\ngpu = 'b200'\n",
-     "no [target] or [drafter] result"),
-    (PROBE[:40], "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            PROBE.replace("probe_format = 1", "probe_format = 2"),
+            "probe_format 2 was written by a newer dflash-plan",
+        ),
+        (PROBE.replace("probe_format = 1\n", ""), "not a dflash-plan probe result"),
+        (PROBE.replace("tokens_per_s = 41000.0", 'tokens_per_s = "fast"'), "probe.toml:7:"),
+        (PROBE.replace("tokens_per_s = 30500.0", "tokens_per_s = 0.0"), "probe.toml:16:"),
+        (
+            "probe_format = 1\ntool_version = 'x'\ndate = '2026-11-30'\ngpu = 'b200'\n",
+            "no [target] or [drafter] result",
+        ),
+        (PROBE[:40], "not valid TOML"),
+    ],
+)
 def test_probe_errors(tmp_path, text, message):
     path = tmp_path / "probe.toml"
     path.write_text(text)
@@ -308,18 +346,21 @@ def test_records_keep_line_numbers_across_chunks_and_carriage_returns(tmp_path):
     # the 12-byte record passes the 10-byte limit and comes back without its bytes.
     path = tmp_path / "x.log"
     path.write_bytes(b"first\nbar 1\rbar 2\r\nabcdefghijkl\n\nlast")
-    got = [(r.line, r.data, r.last) for r in
-           records(path, 10, split_cr=True, chunk_bytes=7)]
-    assert got == [(1, b"first", False), (2, b"bar 1", False), (2, b"bar 2", False),
-                   (3, None, False), (5, b"last", True)]
+    got = [(r.line, r.data, r.last) for r in records(path, 10, split_cr=True, chunk_bytes=7)]
+    assert got == [
+        (1, b"first", False),
+        (2, b"bar 1", False),
+        (2, b"bar 2", False),
+        (3, None, False),
+        (5, b"last", True),
+    ]
 
 
 def test_records_report_progress(tmp_path):
     path = tmp_path / "x.log"
     path.write_bytes(b"a\n" * 10)
     seen = []
-    list(records(path, 10, progress=lambda done, total: seen.append((done, total)),
-                 chunk_bytes=8))
+    list(records(path, 10, progress=lambda done, total: seen.append((done, total)), chunk_bytes=8))
     # 20 bytes in chunks of 8: 8, 16, 20.
     assert seen == [(8, 20), (16, 20), (20, 20)]
 
@@ -335,9 +376,11 @@ def test_a_bar_cut_mid_redraw_is_counted(tmp_path):
     # tqdm ends its line only when closed: a log copied mid-run ends inside a redraw.
     # One whole redraw (2 samples x 500 tokens / 0.50 s = 2,000 tok/s) and one cut short.
     path = tmp_path / "legacy.log"
-    path.write_text("Training Epoch 0:   0%|   | 1/9 [00:01<00:04, 0.50s/it, loss=2.0, "
-                    "acc=0.3, iter_time=0.50s]\rTraining Epoch 0:   0%|   | 2/9 [00:01<00:04,"
-                    " 0.50s/it, loss=2.0, acc=0.3, iter_time=0.")
+    path.write_text(
+        "Training Epoch 0:   0%|   | 1/9 [00:01<00:04, 0.50s/it, loss=2.0, "
+        "acc=0.3, iter_time=0.50s]\rTraining Epoch 0:   0%|   | 2/9 [00:01<00:04,"
+        " 0.50s/it, loss=2.0, acc=0.3, iter_time=0."
+    )
     reading = read_throughput(path, RunContext(avg_sample_tokens=500, batch_size=2))
     assert reading.points[0].measurement.tokens_per_s == 2000
     assert reading.skipped == 1

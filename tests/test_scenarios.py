@@ -15,8 +15,11 @@ from support import edit
 
 
 def _plan(baseline, gpu: str, **more):
-    return edit(baseline, target={"gpu": gpu, **more.get("target", {})},
-                drafter={"gpu": gpu, **more.get("drafter", {})})
+    return edit(
+        baseline,
+        target={"gpu": gpu, **more.get("target", {})},
+        drafter={"gpu": gpu, **more.get("drafter", {})},
+    )
 
 
 def _corners(*ps: Projection) -> list[dict[str, str]]:
@@ -26,8 +29,10 @@ def _corners(*ps: Projection) -> list[dict[str, str]]:
         assert p.scenarios is not None
         dims.update(p.scenarios.dims)
     keys = list(dims)
-    return [dict(zip(keys, values, strict=True))
-            for values in itertools.product(*(dims[k].values for k in keys))]
+    return [
+        dict(zip(keys, values, strict=True))
+        for values in itertools.product(*(dims[k].values for k in keys))
+    ]
 
 
 def test_a_plan_against_itself_reads_exactly_one_with_no_spread(catalog, baseline):
@@ -75,19 +80,22 @@ def test_the_four_b200_headline_is_no_wider_than_before(catalog, baseline):
     assert all(c.speedup_range_scenarios or ())
 
 
-@pytest.mark.parametrize("new_gpus, base_gpus", [
-    (("b300", "b300"), ("b200", "b200")),
-    (("b200", "b200"), ("rtx-pro-6000", "rtx-pro-6000")),
-    (("h100-sxm", "b200"), ("b200", "b200")),
-    (("b200", "rtx-pro-6000"), ("b300", "b300")),
-])
-def test_a_comparisons_range_is_its_spread_over_every_corner(catalog, baseline, new_gpus,
-                                                              base_gpus):
+@pytest.mark.parametrize(
+    "new_gpus, base_gpus",
+    [
+        (("b300", "b300"), ("b200", "b200")),
+        (("b200", "b200"), ("rtx-pro-6000", "rtx-pro-6000")),
+        (("h100-sxm", "b200"), ("b200", "b200")),
+        (("b200", "rtx-pro-6000"), ("b300", "b300")),
+    ],
+)
+def test_a_comparisons_range_is_its_spread_over_every_corner(
+    catalog, baseline, new_gpus, base_gpus
+):
     # The comparison enumerates only shared dimensions and readings (the others sit at the
     # end that widens the ratio): it must equal the brute force over every corner.
     def plan(gpus):
-        return project(edit(baseline, target={"gpu": gpus[0]}, drafter={"gpu": gpus[1]}),
-                       catalog)
+        return project(edit(baseline, target={"gpu": gpus[0]}, drafter={"gpu": gpus[1]}), catalog)
 
     new, base = plan(new_gpus), plan(base_gpus)
     c = compare(new, base)
@@ -96,11 +104,19 @@ def test_a_comparisons_range_is_its_spread_over_every_corner(catalog, baseline, 
     assert c.speedup_range == pytest.approx((min(speeds), max(speeds)), rel=1e-12)
 
 
-@pytest.mark.parametrize("gpus", [("b300", "b300"), ("b200", "b200"), ("h100-sxm", "b200"),
-                                  ("rtx-pro-6000", "rtx-pro-6000")])
+@pytest.mark.parametrize(
+    "gpus",
+    [("b300", "b300"), ("b200", "b200"), ("h100-sxm", "b200"), ("rtx-pro-6000", "rtx-pro-6000")],
+)
 def test_a_plans_range_is_its_spread_over_every_corner(catalog, baseline, gpus):
-    p = project(edit(baseline, target={"gpu": gpus[0], "tp": 2, "count": 4},
-                     drafter={"gpu": gpus[1], "count": 2}), catalog)
+    p = project(
+        edit(
+            baseline,
+            target={"gpu": gpus[0], "tp": 2, "count": 4},
+            drafter={"gpu": gpus[1], "count": 2},
+        ),
+        catalog,
+    )
     assert p.scenarios is not None and p.ranges is not None
     tokens = [p.scenarios.tokens_per_s(s) for s in _corners(p)]
     assert p.ranges.tokens_per_s == pytest.approx((min(tokens), max(tokens)), rel=1e-12)
@@ -125,8 +141,15 @@ def test_an_unmeasured_family_gets_a_wider_band_than_a_measured_one():
 
 
 def test_project_json_names_the_scenario_of_each_end(capsys):
-    args = ["project", "--set", "target.gpu=b200", "--set", "drafter.gpu=b200",
-            "--baseline", "--json"]
+    args = [
+        "project",
+        "--set",
+        "target.gpu=b200",
+        "--set",
+        "drafter.gpu=b200",
+        "--baseline",
+        "--json",
+    ]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     ranges, versus = doc["ranges"], doc["versus_baseline"]
@@ -140,8 +163,7 @@ def test_project_json_names_the_scenario_of_each_end(capsys):
     assert set(versus["break_even_price_ratio_range"]) == {"target", "drafter"}
 
 
-def test_fits_means_fits_at_the_pessimistic_end_of_the_memory_estimate(catalog, baseline,
-                                                                        capsys):
+def test_fits_means_fits_at_the_pessimistic_end_of_the_memory_estimate(catalog, baseline, capsys):
     # Batch 9 needs 91.9 GB per drafter at the central estimate, of the RTX PRO 6000's 96;
     # the memory cases' spread (up to +10 %) takes it past 96: it does not fit, and says so.
     p = project(edit(baseline, drafter={"batch_size": 9}), catalog)
@@ -152,8 +174,7 @@ def test_fits_means_fits_at_the_pessimistic_end_of_the_memory_estimate(catalog, 
     assert note.key == "drafter.batch_size"
     assert project(edit(baseline, drafter={"batch_size": 8}), catalog).fits
     assert main(["project", "--set", "drafter.batch_size=9"]) == 0
-    assert "fits only at the central memory estimate" in " ".join(
-        capsys.readouterr().out.split())
+    assert "fits only at the central memory estimate" in " ".join(capsys.readouterr().out.split())
 
 
 def test_b300s_capture_engine_maturity_is_a_dated_dimension(catalog, baseline):
@@ -168,15 +189,17 @@ def test_b300s_capture_engine_maturity_is_a_dated_dimension(catalog, baseline):
     assert "maturity:b300:target:sglang" in b300.scenarios.dims
     # The central rate carries the factor; without the entry the physics alone.
     bare = catalog.gpus["b300"].model_copy(update={"maturity": ()})
-    plain = project(_plan(baseline, "b300"), Catalog(gpus={**catalog.gpus, "b300": bare},
-                                                     today=catalog.today))
+    plain = project(
+        _plan(baseline, "b300"), Catalog(gpus={**catalog.gpus, "b300": bare}, today=catalog.today)
+    )
     assert rate.tokens_per_s == pytest.approx(plain.target.rate.tokens_per_s * entry.factor)
     codes = {d.code for d in b300.diagnostics}
     assert "software-maturity" in codes and "maturity-stale" not in codes
     later = Catalog(gpus=catalog.gpus, today=entry.expires + dt.timedelta(days=1))
     stale = project(_plan(baseline, "b300"), later)
-    assert any(d.code == "maturity-stale" and d.key == "hardware.b300.maturity"
-               for d in stale.diagnostics)
+    assert any(
+        d.code == "maturity-stale" and d.key == "hardware.b300.maturity" for d in stale.diagnostics
+    )
     # speculators runs vLLM, for which no maturity figure is known: no dimension.
     vllm = project(edit(_plan(baseline, "b300"), launch={"format": "speculators"}), catalog)
     assert "maturity:b300:target:sglang" not in vllm.scenarios.dims
@@ -187,8 +210,16 @@ def test_plans_share_a_reading_only_when_they_rest_on_the_same_measurement(catal
     # are different explanations of different evidence, so they vary independently and the
     # comparison has a spread; against the same calibration it has none.
     b200 = project(_plan(baseline, "b200"), catalog)
-    other = project(edit(_plan(baseline, "b200"), calibration={
-        "target": {"rtx-pro-6000": 6000.0}, "drafter": baseline.calibration.drafter}), catalog)
+    other = project(
+        edit(
+            _plan(baseline, "b200"),
+            calibration={
+                "target": {"rtx-pro-6000": 6000.0},
+                "drafter": baseline.calibration.drafter,
+            },
+        ),
+        catalog,
+    )
     keys = [k for k in b200.scenarios.dims if k.startswith("reading:target")]
     assert len(keys) == 1 and keys[0] not in other.scenarios.dims
     assert compare(other, other).speedup_range == (1.0, 1.0)
@@ -201,9 +232,11 @@ def test_a_maturity_entry_out_of_order_is_one_clear_error(tmp_path, catalog):
     from dflash_plan.model.inputs.hardware import load_gpu_file
 
     path = tmp_path / "hw.toml"
-    path.write_text('[[b200.maturity]]\nrole = "target"\nengine = "sglang"\nfactor = 0.9\n'
-                    'low = 0.95\nhigh = 1.0\ndate = 2026-01-01\nexpires = 2027-01-01\n'
-                    'source = "x"\n')
+    path.write_text(
+        '[[b200.maturity]]\nrole = "target"\nengine = "sglang"\nfactor = 0.9\n'
+        "low = 0.95\nhigh = 1.0\ndate = 2026-01-01\nexpires = 2027-01-01\n"
+        'source = "x"\n'
+    )
     with pytest.raises(PlanError) as err:
         load_gpu_file(path, catalog.gpus)
     assert "b200.maturity[0]: low 0.95 <= factor 0.9 <= high 1 must hold" in str(err.value)

@@ -37,8 +37,11 @@ def users_search(catalog, baseline):
 
 
 def test_returned_figures_are_the_projections(users_search, catalog):
-    for c in (*users_search.front, users_search.cheapest_within_deadline,
-              users_search.fastest_within_budget):
+    for c in (
+        *users_search.front,
+        users_search.cheapest_within_deadline,
+        users_search.fastest_within_budget,
+    ):
         p = project(c.plan, catalog)
         assert c.projection.days == pytest.approx(p.days)
         assert c.projection.total_cost == pytest.approx(p.total_cost)
@@ -58,14 +61,19 @@ def test_winners_match_enumerating_every_plan(catalog, baseline):
     plan = edit(baseline, target={"gpu": "b200"}, drafter={"gpu": "b200"})
     space = default_space(plan, catalog, ("b200",), max_gpus=6)
     result = search(plan, catalog, space, Constraints(deadline_days=3))
-    every = [project(edit(plan, target={"count": t, "tp": tp}, drafter={"count": d}), catalog)
-             for tp in (1, 2, 4) for t in range(tp, 6, tp) for d in range(1, 7 - t)]
+    every = [
+        project(edit(plan, target={"count": t, "tp": tp}, drafter={"count": d}), catalog)
+        for tp in (1, 2, 4)
+        for t in range(tp, 6, tp)
+        for d in range(1, 7 - t)
+    ]
     within = [p for p in every if p.days <= 3]
     cheapest = min(p.total_cost for p in within)
     assert result.evaluated == len(every)
     assert result.cheapest_within_deadline.cost <= cheapest * 1.01
     assert min(result.front, key=lambda c: c.days).days == pytest.approx(
-        min(p.days for p in within))
+        min(p.days for p in within)
+    )
 
 
 def test_no_plan_says_what_stopped_it(catalog, baseline):
@@ -76,8 +84,20 @@ def test_no_plan_says_what_stopped_it(catalog, baseline):
 
 
 def test_search_command_json_and_plan_files(tmp_path, capsys):
-    code = main(["search", "--deadline-days", "3", "--gpus", "b200,rtx-pro-6000",
-                 "--max-gpus", "8", "--json", "-o", str(tmp_path)])
+    code = main(
+        [
+            "search",
+            "--deadline-days",
+            "3",
+            "--gpus",
+            "b200,rtx-pro-6000",
+            "--max-gpus",
+            "8",
+            "--json",
+            "-o",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["front"] and doc["cheapest_within_deadline"]["projection"]["days"] <= 3
@@ -102,8 +122,15 @@ def test_compare_command_formats(tmp_path, capsys):
 
 # -- winners and the front come from one feasible set (issue 18) ----------------------------
 
-USERS_QUESTION = ["search", "--deadline-days", "3", "--budget", "845", "--gpus",
-                  ",".join(USERS_GPUS)]
+USERS_QUESTION = [
+    "search",
+    "--deadline-days",
+    "3",
+    "--budget",
+    "845",
+    "--gpus",
+    ",".join(USERS_GPUS),
+]
 
 
 def _json(capsys, *args: str) -> dict:
@@ -127,24 +154,30 @@ def _split(entry: dict) -> tuple[int, int, str]:
 @pytest.mark.parametrize("at", ["pessimistic", "central"])
 def test_users_question_winners_agree_with_the_front(capsys, at):
     doc = _json(capsys, *USERS_QUESTION, "--at", at)
-    assert doc["constraints"] == {"deadline_days": 3, "budget": 845, "at": at,
-                                  "tie_rule": doc["constraints"]["tie_rule"]}
+    assert doc["constraints"] == {
+        "deadline_days": 3,
+        "budget": 845,
+        "at": at,
+        "tie_rule": doc["constraints"]["tie_rule"],
+    }
     assert "no tolerance" in doc["constraints"]["tie_rule"]
     front = doc["front"]
     cheapest, fastest = doc["cheapest_within_deadline"], doc["fastest_within_budget"]
     meets = [c for c in front if _at(c, at)[0] <= 3]
     within = [c for c in front if _at(c, at)[1] <= 845]
     assert meets and within
-    assert all(cheapest["projection"]["total_cost"] <= c["projection"]["total_cost"]
-               for c in meets)
+    assert all(cheapest["projection"]["total_cost"] <= c["projection"]["total_cost"] for c in meets)
     assert all(fastest["projection"]["days"] <= c["projection"]["days"] for c in within)
     for winner in (cheapest, fastest, doc["most_tokens_per_cost"]):
         days, cost = _at(winner, at)
         assert days <= 3 and cost <= 845
         assert _split(winner) in [_split(c) for c in front]
     # Issue 18: 12 + 5 B200 (443.23) was named while the front held 29 + 12 B200 (442.33).
-    assert _split(cheapest) == (29, 12, "b200") and _split(doc["most_tokens_per_cost"]) \
-        == (29, 12, "b200")
+    assert _split(cheapest) == (29, 12, "b200") and _split(doc["most_tokens_per_cost"]) == (
+        29,
+        12,
+        "b200",
+    )
 
 
 def test_the_budget_is_judged_at_the_end_chosen(capsys):
@@ -169,17 +202,19 @@ def test_the_budget_is_judged_at_the_end_chosen(capsys):
 def test_the_sweeps_figures_are_the_projections_bit_for_bit(catalog, baseline):
     # A plan judged within a limit by the sweep must be within it in its projection, at
     # the boundary too: days, cost and both pessimistic figures are equal, not close.
-    space = default_space(baseline, catalog, ("b200", "h200", "rtx-pro-6000"), max_gpus=20,
-                          mixed=True)
+    space = default_space(
+        baseline, catalog, ("b200", "h200", "rtx-pro-6000"), max_gpus=20, mixed=True
+    )
     swept = sweep(baseline, catalog, space)
     checked = 0
     for b in swept.blocks:
         for j in np.flatnonzero(b.fits)[::37]:
-            p = project(_variant(baseline, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]),
-                                 int(b.drafters[j])), catalog)
+            p = project(
+                _variant(baseline, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j])),
+                catalog,
+            )
             assert (b.days[j], b.cost[j]) == (p.days, p.total_cost)
-            assert (b.slow_days[j], b.slow_cost[j]) == (p.ranges.days[1],
-                                                        p.ranges.total_cost[1])
+            assert (b.slow_days[j], b.slow_cost[j]) == (p.ranges.days[1], p.ranges.total_cost[1])
             checked += 1
     assert checked > 50
 
@@ -194,8 +229,7 @@ def _swept(gpus: tuple[str, ...], max_gpus: int, mixed: bool):
     from dflash_plan.model.physics.fitting import builtin_gpus
 
     plan, catalog = default_plan(), Catalog(gpus=builtin_gpus())
-    return sweep(plan, catalog, default_space(plan, catalog, gpus, max_gpus=max_gpus,
-                                              mixed=mixed))
+    return sweep(plan, catalog, default_space(plan, catalog, gpus, max_gpus=max_gpus, mixed=mixed))
 
 
 def _pick(values: list[float], share: float | None) -> float | None:
@@ -204,24 +238,41 @@ def _pick(values: list[float], share: float | None) -> float | None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(gpus=st.lists(st.sampled_from(PRICED), min_size=1, max_size=3, unique=True),
-       max_gpus=st.integers(2, 24), mixed=st.booleans(), at=st.sampled_from(AT_CHOICES),
-       deadline_share=st.none() | st.floats(0, 1), budget_share=st.none() | st.floats(0, 1))
+@given(
+    gpus=st.lists(st.sampled_from(PRICED), min_size=1, max_size=3, unique=True),
+    max_gpus=st.integers(2, 24),
+    mixed=st.booleans(),
+    at=st.sampled_from(AT_CHOICES),
+    deadline_share=st.none() | st.floats(0, 1),
+    budget_share=st.none() | st.floats(0, 1),
+)
 def test_winners_satisfy_their_definitions_against_every_configuration(
-        gpus, max_gpus, mixed, at, deadline_share, budget_share):
+    gpus, max_gpus, mixed, at, deadline_share, budget_share
+):
     swept = _swept(tuple(gpus), max_gpus, mixed)
     # Every configuration as a plain row: brute force, no numpy masks.
-    rows = [{"key": (b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j])),
-             "days": float(b.days[j]), "cost": float(b.cost[j]),
-             "slow_days": float(b.slow_days[j]), "slow_cost": float(b.slow_cost[j]),
-             "gpus": int(b.targets[j] + b.drafters[j])}
-            for b in swept.blocks for j in range(b.targets.size) if b.fits[j]]
+    rows = [
+        {
+            "key": (b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j])),
+            "days": float(b.days[j]),
+            "cost": float(b.cost[j]),
+            "slow_days": float(b.slow_days[j]),
+            "slow_cost": float(b.slow_cost[j]),
+            "gpus": int(b.targets[j] + b.drafters[j]),
+        }
+        for b in swept.blocks
+        for j in range(b.targets.size)
+        if b.fits[j]
+    ]
     days_at, cost_at = ("slow_days", "slow_cost") if at == "pessimistic" else ("days", "cost")
     deadline = _pick([r[days_at] for r in rows], deadline_share)
     budget = _pick([r[cost_at] for r in rows], budget_share)
     result = rank(swept, Constraints(deadline, budget, at=at))
-    feasible = [r for r in rows if (deadline is None or r[days_at] <= deadline)
-                and (budget is None or r[cost_at] <= budget)]
+    feasible = [
+        r
+        for r in rows
+        if (deadline is None or r[days_at] <= deadline) and (budget is None or r[cost_at] <= budget)
+    ]
     assert result.feasible == len(feasible)
     if not feasible:
         assert not result.front and result.most_tokens_per_cost is None and result.why_none
@@ -233,14 +284,21 @@ def test_winners_satisfy_their_definitions_against_every_configuration(
         return (t.gpu, d.gpu, t.tp, t.count, d.count)
 
     front = [by_key[key(c)] for c in result.front]
-    undominated = {(r["days"], r["cost"]) for r in feasible
-                   if not any(s["days"] <= r["days"] and s["cost"] <= r["cost"]
-                              and (s["days"], s["cost"]) != (r["days"], r["cost"])
-                              for s in feasible)}
+    undominated = {
+        (r["days"], r["cost"])
+        for r in feasible
+        if not any(
+            s["days"] <= r["days"]
+            and s["cost"] <= r["cost"]
+            and (s["days"], s["cost"]) != (r["days"], r["cost"])
+            for s in feasible
+        )
+    }
     assert [(r["days"], r["cost"]) for r in front] == sorted(undominated)
-    for r in front:       # of plans with equal figures, the fewest GPUs
-        assert r["gpus"] == min(s["gpus"] for s in feasible
-                                if (s["days"], s["cost"]) == (r["days"], r["cost"]))
+    for r in front:  # of plans with equal figures, the fewest GPUs
+        assert r["gpus"] == min(
+            s["gpus"] for s in feasible if (s["days"], s["cost"]) == (r["days"], r["cost"])
+        )
     cheapest = min(feasible, key=lambda r: (r["cost"], r["days"], r["gpus"]))
     fastest = min(feasible, key=lambda r: (r["days"], r["cost"], r["gpus"]))
     winners = [(result.most_tokens_per_cost, cheapest)]
@@ -255,8 +313,7 @@ def test_winners_satisfy_their_definitions_against_every_configuration(
     for c, best in winners:
         assert c in result.front
         row = by_key[key(c)]
-        assert (row["cost"], row["days"], row["gpus"]) == (best["cost"], best["days"],
-                                                            best["gpus"])
+        assert (row["cost"], row["days"], row["gpus"]) == (best["cost"], best["days"], best["gpus"])
         # Within the limits in the projection the user sees, at the end judged.
         days, cost = c.judged(at)
         assert deadline is None or days <= deadline
@@ -268,27 +325,42 @@ def test_winners_satisfy_their_definitions_against_every_configuration(
 
 # -- prices the plan does not set are named (issue 18, item 5) ------------------------------
 
+
 def test_search_and_compare_name_the_prices_the_plan_does_not_set(tmp_path, capsys):
     # The built-in plan sets cost.ratio.b200 only: B300 is priced at the catalog's ratio.
     # (Without B200, and judged at the central estimate, B300 plans make the front.)
-    question = ["search", "--deadline-days", "3", "--budget", "845", "--gpus",
-                "b300,h200,rtx-pro-6000", "--at", "central"]
+    question = [
+        "search",
+        "--deadline-days",
+        "3",
+        "--budget",
+        "845",
+        "--gpus",
+        "b300,h200,rtx-pro-6000",
+        "--at",
+        "central",
+    ]
     doc = _json(capsys, *question)
     borrowed = {p["gpu"]: p for p in doc["prices_not_from_plan"]}
     assert set(borrowed) == {"b300", "h200"} and borrowed["b300"]["source"] == "catalog"
     assert borrowed["b300"]["ratio"] == pytest.approx(3.5063, abs=1e-4)
     assert main(question) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert ("prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog "
-            "default ratio); and 1 more searched GPU type(s)") in text
+    assert (
+        "prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog "
+        "default ratio); and 1 more searched GPU type(s)"
+    ) in text
     base, b300 = _two_plans(tmp_path, capsys)
     assert main(["compare", str(base), str(b300)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"{b300}: prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price" in text
     assert f"{base}: prices" not in text
     assert main(["compare", str(base), str(b300), "--markdown"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith(
-        f"- {b300}: prices not set in the plan: B300 at 3.51x")
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith(f"- {b300}: prices not set in the plan: B300 at 3.51x")
+    )
     rows = _json(capsys, "compare", str(base), str(b300))
     assert rows[0]["prices_not_from_plan"] == []
     assert [p["gpu"] for p in rows[1]["prices_not_from_plan"]] == ["b300"]
@@ -335,30 +407,37 @@ def test_search_at_narrow_widths_cuts_no_number(monkeypatch, capsys, columns, te
     text = _narrow(monkeypatch, capsys, columns, terminal, USERS_QUESTION)
     for entry in doc["front"]:
         p = entry["projection"]
-        numbers = [str(p["target"]["count"]), str(p["drafter"]["count"]),
-                   f"{p['ktok_per_s']:,.1f}", f"{p['total_cost']:,.0f}",
-                   f"{entry['pessimistic_cost']:,.0f}",
-                   fmt.duration(p["days"]).split()[0],
-                   fmt.duration(entry["pessimistic_days"]).split()[0]]
+        numbers = [
+            str(p["target"]["count"]),
+            str(p["drafter"]["count"]),
+            f"{p['ktok_per_s']:,.1f}",
+            f"{p['total_cost']:,.0f}",
+            f"{entry['pessimistic_cost']:,.0f}",
+            fmt.duration(p["days"]).split()[0],
+            fmt.duration(entry["pessimistic_days"]).split()[0],
+        ]
         missing = [n for n in numbers if not _whole(n, text)]
         assert not missing, f"{missing} not whole at {columns} columns:\n{text}"
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
 @pytest.mark.parametrize("columns", [80, 60])
-def test_compare_at_narrow_widths_cuts_no_number(tmp_path, monkeypatch, capsys, columns,
-                                                 terminal):
+def test_compare_at_narrow_widths_cuts_no_number(tmp_path, monkeypatch, capsys, columns, terminal):
     plans = [str(p) for p in _two_plans(tmp_path, capsys)]
     rows = _json(capsys, "compare", *plans)
     text = _narrow(monkeypatch, capsys, columns, terminal, ["compare", *plans])
     for row in rows:
         p, c = row["projection"], row["versus_baseline"]
-        numbers = [f"{p['ktok_per_s']:,.1f}", f"{p['total_cost']:,.0f}",
-                   fmt.duration(p["days"]).split()[0], f"{c['speedup']:.2f}x",
-                   f"{c['cost_ratio']:.2f}x"]
+        numbers = [
+            f"{p['ktok_per_s']:,.1f}",
+            f"{p['total_cost']:,.0f}",
+            fmt.duration(p["days"]).split()[0],
+            f"{c['speedup']:.2f}x",
+            f"{c['cost_ratio']:.2f}x",
+        ]
         for low, high in (c["speedup_range"], c["cost_ratio_range"]):
             numbers += [f"{low:.2f}", f"{high:.2f}"]
         missing = [n for n in numbers if not _whole(n, text)]
         assert not missing, f"{missing} not whole at {columns} columns:\n{text}"
-    if columns == 60:        # what did not fit is named
+    if columns == 60:  # what did not fit is named
         assert "left out at 60 columns: bottleneck" in " ".join(text.split())

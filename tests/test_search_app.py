@@ -45,14 +45,14 @@ async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_u
         assert table.row_count == len(shown)
         assert shown[0][0].startswith("cheap") and any(t == "fast" for t, _ in shown)
         for i, (_, c) in enumerate(shown):
-            p = project(c.plan, app.state.catalog)          # the model's own figures
+            p = project(c.plan, app.state.catalog)  # the model's own figures
             assert c.projection.days == pytest.approx(p.days)
             assert c.projection.total_cost == pytest.approx(p.total_cost)
             cells = [str(cell) for cell in table.get_row_at(i)]
             assert cells[1] == plan_label(c.plan, app.state.catalog)
             assert cells[5] == f"{p.total_cost:,.0f}"
             assert c.days <= 3 and c.cost <= 845
-        assert "✓" in str(table.get_row_at(0)[4])          # meets 3 days at worst too
+        assert "✓" in str(table.get_row_at(0)[4])  # meets 3 days at worst too
         # Nothing meets the constraints: the search says what stopped it; a bad input is
         # marked.
         await set_values(pilot, search_deadline="0.001", search_max_gpus="1")
@@ -62,8 +62,9 @@ async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_u
         assert "No plan:" in str(screen.query_one("#search-status").content)
         await set_values(pilot, search_deadline="3")
         # Open the fastest within the budget: the measured run stays the baseline.
-        table.move_cursor(row=next(i for i, (tag, _) in enumerate(shown)
-                                   if "fast" in tag.split("+")))
+        table.move_cursor(
+            row=next(i for i, (tag, _) in enumerate(shown) if "fast" in tag.split("+"))
+        )
         await pilot.press("ctrl+o")
         await pilot.pause()
         assert isinstance(app.screen, PlannerScreen)
@@ -85,26 +86,26 @@ async def test_search_opens_a_result_over_the_baseline_then_compare_pin_rename_u
         assert now[8] == f"{c.speedup:.2f}x" and now[10] == f"{c.cost_ratio:.2f}x"
         low, high = c.speedup_range
         assert now[9] == f"{low:,.2f}-{high:,.2f}"
-        await pilot.press("p")                     # pin: the measured run stays the base
+        await pilot.press("p")  # pin: the measured run stays the base
         assert len(app.state.scenarios) == 2 and app.state.baseline is app.state.scenarios[0]
         assert [str(v) for v in table.get_column_at(2)][8] == f"{c.speedup:.2f}x"
-        await pilot.press("b")                     # the highlighted pinned one: the base
+        await pilot.press("b")  # the highlighted pinned one: the base
         assert app.state.baseline is app.state.scenarios[1]
         measured_vs = [str(v) for v in table.get_column_at(1)]
-        assert measured_vs[8] == f"{1 / c.speedup:.2f}x"          # measured vs the new one
-        await pilot.press("r")                                    # rename the highlighted
+        assert measured_vs[8] == f"{1 / c.speedup:.2f}x"  # measured vs the new one
+        await pilot.press("r")  # rename the highlighted
         assert isinstance(app.screen, NameDialog)
         app.screen.query_one("#name-input").value = "fastest"
         await pilot.press("enter")
         assert app.state.baseline.name == "fastest"
         assert "fastest" in str(screen.query_one("#scenarios-names").content)
-        table.move_cursor(column=1)                               # the measured run
+        table.move_cursor(column=1)  # the measured run
         await pilot.press("o")
         assert isinstance(app.screen, PlannerScreen)
         assert unnamed(app.state.plan) == unnamed(measured)
         await pilot.press("f6")
         table = app.screen.query_one("#scenarios-table", DataTable)
-        table.move_cursor(column=2)                               # "fastest": unpin
+        table.move_cursor(column=2)  # "fastest": unpin
         await pilot.press("u")
         assert [s.projection.plan for s in app.state.scenarios] == [measured]
         assert app.state.baseline is app.state.scenarios[0]
@@ -117,16 +118,20 @@ async def test_the_limits_are_judged_at_worst_unless_switched_to_central():
         screen = app.screen
         # One node of B200 or B300 within 3 days and 845: at the pessimistic end (the
         # default) every plan shown keeps both limits.
-        await set_values(pilot, search_deadline="3", search_budget="845",
-                         search_gpus="b200,b300", search_one_node=True)
+        await set_values(
+            pilot,
+            search_deadline="3",
+            search_budget="845",
+            search_gpus="b200,b300",
+            search_one_node=True,
+        )
         worst = screen.result
         assert worst.constraints.at == "pessimistic"
         table = screen.query_one("#search-table", DataTable)
         for i, (_, c) in enumerate(rows(worst)):
             assert c.pessimistic_days <= 3 and c.pessimistic_cost <= 845
             assert str(table.get_row_at(i)[4]).endswith("✓")
-        assert "within 3 days and 845 at worst" in str(screen.query_one("#search-status")
-                                                       .content)
+        assert "within 3 days and 845 at worst" in str(screen.query_one("#search-status").content)
         # At the central estimate more plans pass; the fastest (5 + 3 B300, 505) would cost
         # 875 at the pessimistic end, and its row says so.
         await set_values(pilot, search_at_worst=False)
@@ -142,8 +147,10 @@ async def test_the_limits_are_judged_at_worst_unless_switched_to_central():
 
 def shown_lines(widget) -> list[str]:
     """The lines a widget has on screen, as plain text."""
-    return ["".join(segment.text for segment in strip)
-            for strip in widget.render_lines(widget.region.reset_offset)]
+    return [
+        "".join(segment.text for segment in strip)
+        for strip in widget.render_lines(widget.region.reset_offset)
+    ]
 
 
 async def test_the_search_chart_survives_view_switches_and_resizes():
@@ -152,7 +159,7 @@ async def test_the_search_chart_survives_view_switches_and_resizes():
     # a negative number and the app died, its unsaved plan with it.
     app = planner()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.animation_level = "none"     # a key press waits for the tabs' underline
+        app.animation_level = "none"  # a key press waits for the tabs' underline
         await pilot.press("f5")
         screen = app.screen
         await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)

@@ -37,16 +37,29 @@ def test_the_tornado_moves_one_input_at_a_time(catalog, baseline):
     assert "workload" in target.name and "kernels" in target.name
 
 
-@pytest.mark.parametrize(("tp", "targets", "target_gpu", "drafter_gpu", "drafters"), [
-    (1, 4, "b200", "b200", 1), (2, 4, "b200", "b200", 1), (4, 8, "b200", "b200", 2),
-    (1, 4, "b200", "h200", 1), (2, 4, "h200", "b200", 2)])
-def test_the_tornado_and_the_projection_give_a_role_one_range(catalog, baseline, tp, targets,
-                                                               target_gpu, drafter_gpu,
-                                                               drafters):
+@pytest.mark.parametrize(
+    ("tp", "targets", "target_gpu", "drafter_gpu", "drafters"),
+    [
+        (1, 4, "b200", "b200", 1),
+        (2, 4, "b200", "b200", 1),
+        (4, 8, "b200", "b200", 2),
+        (1, 4, "b200", "h200", 1),
+        (2, 4, "h200", "b200", 2),
+    ],
+)
+def test_the_tornado_and_the_projection_give_a_role_one_range(
+    catalog, baseline, tp, targets, target_gpu, drafter_gpu, drafters
+):
     """A role's rate bar is the range the projection's narrowing note gives that role (an
     H200 target at TP 2 has readings and an efficiency band: both move at once)."""
-    p = project(edit(baseline, target={"gpu": target_gpu, "count": targets, "tp": tp},
-                     drafter={"gpu": drafter_gpu, "count": drafters}), catalog)
+    p = project(
+        edit(
+            baseline,
+            target={"gpu": target_gpu, "count": targets, "tp": tp},
+            drafter={"gpu": drafter_gpu, "count": drafters},
+        ),
+        catalog,
+    )
     bars = {b.role: b for b in tornado(p, catalog) if b.role is not None}
     assert set(bars) == set(p.ranges.role_days) and bars
     for role, bar in bars.items():

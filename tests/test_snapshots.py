@@ -16,7 +16,7 @@ SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 
 
 async def default(pilot):
-    pilot.app.screen.query_one("#target-count").focus()     # the first focus, visible
+    pilot.app.screen.query_one("#target-count").focus()  # the first focus, visible
 
 
 async def b200_vs_baseline(pilot):
@@ -59,17 +59,24 @@ async def launch_panel(pilot):
             await worker.wait()
 
 
-SCENES = {"default": default, "b200_vs_baseline": b200_vs_baseline,
-          "drafter_bound": drafter_bound, "does_not_fit": does_not_fit,
-          "invalid_input": invalid_input, "offline": offline, "help": help_screen, "save_dialog": save_dialog,
-          "launch_panel": launch_panel}
+SCENES = {
+    "default": default,
+    "b200_vs_baseline": b200_vs_baseline,
+    "drafter_bound": drafter_bound,
+    "does_not_fit": does_not_fit,
+    "invalid_input": invalid_input,
+    "offline": offline,
+    "help": help_screen,
+    "save_dialog": save_dialog,
+    "launch_panel": launch_panel,
+}
 
 
 async def _fresh(pilot) -> None:
     """Back to the built-in plan, the projection tab, nothing focused or open."""
     app = pilot.app
     while len(app.screen_stack) > 1:
-        await pilot.press("escape")                       # answers a dialog's worker
+        await pilot.press("escape")  # answers a dialog's worker
     await pilot.pause()
     planner_screen = app.planner
     planner_screen.query_one(TabbedView).active = "results"

@@ -24,7 +24,7 @@ async def search_table(pilot):
     await settle(pilot)
 
 
-async def search_pareto(pilot):                 # on from search_table
+async def search_pareto(pilot):  # on from search_table
     await pilot.press("f4")
 
 
@@ -41,7 +41,7 @@ async def split_chart(pilot):
     await pilot.press("f7")
 
 
-async def tornado_chart(pilot):                 # on from split_chart
+async def tornado_chart(pilot):  # on from split_chart
     await pilot.press("f4")
 
 
@@ -55,9 +55,13 @@ async def compare_view(pilot):
 
 # name -> (scene, starts from the built-in plan on the planner screen). Scenes that go on
 # from the one before save opening a screen again (most of a scene's time).
-SCENES = {"search_table": (search_table, True), "search_pareto": (search_pareto, False),
-          "split_chart": (split_chart, True), "tornado_chart": (tornado_chart, False),
-          "compare": (compare_view, True)}
+SCENES = {
+    "search_table": (search_table, True),
+    "search_pareto": (search_pareto, False),
+    "split_chart": (split_chart, True),
+    "tornado_chart": (tornado_chart, False),
+    "compare": (compare_view, True),
+}
 
 
 async def _fresh(pilot) -> None:
@@ -73,6 +77,5 @@ async def _fresh(pilot) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_search_screen(snapshot, size):
-    changed = await snap_scenes(snapshot, "test_search_screen", size, SIZES[size], SCENES,
-                                _fresh)
+    changed = await snap_scenes(snapshot, "test_search_screen", size, SIZES[size], SCENES, _fresh)
     assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"

@@ -15,7 +15,7 @@ from dflash_plan.tui import format as fmt
 from dflash_plan.tui.config import load_catalog
 from dflash_plan.tui.state import Planner, check_finite, read_plan, reason_of
 
-MEASURED_TOK_S = 3 * 4933.3                                   # 14.8 Ktok/s
+MEASURED_TOK_S = 3 * 4933.3  # 14.8 Ktok/s
 MEASURED_DAYS = 800_000 * 2344 * 6 / MEASURED_TOK_S / 86_400  # 8.8 days
 
 
@@ -29,7 +29,7 @@ def test_opens_on_the_measured_run(state):
     assert p.tokens_per_s == pytest.approx(MEASURED_TOK_S)
     assert p.days == pytest.approx(MEASURED_DAYS)
     assert state.current and not state.dirty and state.banner is None
-    assert state.view().values["measured.target"] == 4933.3      # the measurement's rate
+    assert state.view().values["measured.target"] == 4933.3  # the measurement's rate
     assert state.baseline.name == state.plan.name != ""
 
 
@@ -52,31 +52,33 @@ def test_text_that_is_not_a_value_keeps_the_last_projection(state):
     assert state.errors == {"target.count": "'abc' is not a whole number"}
     assert state.banner == "GPUs: 'abc' is not a whole number"
     assert state.projection.tokens_per_s == pytest.approx(MEASURED_TOK_S)
-    assert state.edit("target.count", 3)             # the same value, but now valid text
+    assert state.edit("target.count", 3)  # the same value, but now valid text
     state.recompute()
     assert not state.stale and state.errors == {}
 
 
 def test_a_plan_error_lands_on_its_field(state):
-    state.edit("target.tp", 2)                       # 3 targets are not TP-2 replicas
+    state.edit("target.tp", 2)  # 3 targets are not TP-2 replicas
     state.recompute()
     assert state.stale
     assert "not a multiple of tp 2" in state.errors["target.tp"]
     state.edit("target.count", 4)
     state.recompute()
     assert not state.stale and state.errors == {}
-    state.edit("target.count", 999_999)              # above the documented bound
+    state.edit("target.count", 999_999)  # above the documented bound
     state.recompute()
     reason = state.errors["target.count"]
     assert "999" not in reason and "Input should" not in reason and "{" not in reason
 
 
 def test_error_text_is_plain_english():
-    err = PlanError("plan: cost.ratio = {'b200': -1.0}: Input should be greater than 0",
-                    "cost.ratio")
+    err = PlanError(
+        "plan: cost.ratio = {'b200': -1.0}: Input should be greater than 0", "cost.ratio"
+    )
     assert reason_of(err) == "must be greater than 0"
-    err = PlanError("plan.toml:6: target.gpu: unknown GPU 'b2000' (did you mean 'b200'?)",
-                    "target.gpu")
+    err = PlanError(
+        "plan.toml:6: target.gpu: unknown GPU 'b2000' (did you mean 'b200'?)", "target.gpu"
+    )
     assert reason_of(err) == "unknown GPU 'b2000' (did you mean 'b200'?)"
 
 
@@ -87,13 +89,15 @@ def test_a_plan_that_stops_fitting_keeps_the_last_one(state):
     state.recompute()
     # 70 B parameters in bf16 are 140 GB: no 24 GB card holds them.
     assert state.stale and "does not fit" in state.errors["drafter.gpu"]
-    assert state.projection.fits and not state.broken        # still a valid plan file
+    assert state.projection.fits and not state.broken  # still a valid plan file
 
 
 def test_a_plan_that_never_fitted_is_not_stale(tmp_path):
     path = tmp_path / "big.toml"
-    path.write_text('[workload]\ntarget_model = "llama-3.3-70b-instruct"\n'
-                    '[target]\ngpu = "rtx-4090"\n[drafter]\ngpu = "rtx-4090"\n')
+    path.write_text(
+        '[workload]\ntarget_model = "llama-3.3-70b-instruct"\n'
+        '[target]\ngpu = "rtx-4090"\n[drafter]\ngpu = "rtx-4090"\n'
+    )
     state = Planner(load_catalog(), path)
     assert not state.stale and not state.projection.fits
     assert "does not fit" in (state.banner or "")
@@ -109,7 +113,7 @@ def test_a_changed_plan_never_keeps_the_baseline_name(state):
     state.edit("name", "four B200")
     state.recompute()
     assert state.plan.name == "four B200"
-    state.edit("name", "")                           # cleared: back to the derived name
+    state.edit("name", "")  # cleared: back to the derived name
     state.edit("target.gpu", "rtx-pro-6000")
     state.edit("drafter.gpu", "rtx-pro-6000")
     state.recompute()
@@ -135,15 +139,16 @@ def test_pin_and_scenarios(state):
     assert state.pin() is None
     assert state.baseline is opened
     assert [s.name for s in state.scenarios][1:] == [
-        "pinned: 6 targets + 1 drafter, RTX PRO 6000, Qwen3-8B"]
+        "pinned: 6 targets + 1 drafter, RTX PRO 6000, Qwen3-8B"
+    ]
     assert state.make_baseline(state.scenarios[1]) is None
     assert state.baseline is state.scenarios[1]
     state.edit("target.count", 5)
     state.recompute()
-    assert state.pin(as_baseline=True) is None       # ctrl+l
+    assert state.pin(as_baseline=True) is None  # ctrl+l
     assert state.baseline is state.scenarios[2] and len(state.scenarios) == 3
     state.mark_invalid("target.count", "enter a whole number")
-    assert state.pin() is not None                   # a stale projection is no scenario
+    assert state.pin() is not None  # a stale projection is no scenario
 
 
 def test_prices_show_both_views(state):
@@ -167,15 +172,20 @@ def test_a_typed_rate_replaces_the_measurement(state):
     assert state.projection.tokens_per_s == pytest.approx(3 * 5000)
 
 
-@pytest.mark.parametrize("plan, files", [
-    ('[target]\ngpu = "b2000"\n', {}),                                   # unknown GPU
-    ("[workload]\ntarget_layer_ids = [1, 99]\n", {}),                    # no layer 99
-    ("[target]\ntp = 16\ncount = 16\n", {}),                             # TP above a node
-    ("[calibration.target]\nrtx-pro-6000 = 5e-324\n", {}),               # denormal rate
-    ('[workload]\ntarget_model = "m/config.json"\n',
-     {"m/config.json": '{"hidden_size": "wide", "num_hidden_layers": NaN}'}),
-    ('[workload]\ntarget_model = "m/config.json"\n', {"m/config.json": "[" * 100_000}),
-])
+@pytest.mark.parametrize(
+    "plan, files",
+    [
+        ('[target]\ngpu = "b2000"\n', {}),  # unknown GPU
+        ("[workload]\ntarget_layer_ids = [1, 99]\n", {}),  # no layer 99
+        ("[target]\ntp = 16\ncount = 16\n", {}),  # TP above a node
+        ("[calibration.target]\nrtx-pro-6000 = 5e-324\n", {}),  # denormal rate
+        (
+            '[workload]\ntarget_model = "m/config.json"\n',
+            {"m/config.json": '{"hidden_size": "wide", "num_hidden_layers": NaN}'},
+        ),
+        ('[workload]\ntarget_model = "m/config.json"\n', {"m/config.json": "[" * 100_000}),
+    ],
+)
 def test_reading_a_bad_plan_is_a_plan_error(tmp_path, plan, files):
     for name, content in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
@@ -207,10 +217,10 @@ def test_undefined_figures_are_an_error(state):
 
 
 def test_durations_percentages():
-    assert fmt.duration(1 / 24) == "1.0 hours"              # a one-hour run
+    assert fmt.duration(1 / 24) == "1.0 hours"  # a one-hour run
     assert fmt.duration(0.25 / 24) == "15 min"
     assert fmt.duration(MEASURED_DAYS) == "8.8 days"
-    assert fmt.signed_duration(-1e-9) == "+0.0 days"        # never "-0.0"
+    assert fmt.signed_duration(-1e-9) == "+0.0 days"  # never "-0.0"
     assert fmt.signed_duration(-6.6) == "-6.6 days"
     assert fmt.signed_duration(-0.5) == "-12.0 hours"
     assert fmt.percent(12.5) == "1,250 %"
@@ -224,9 +234,9 @@ def test_a_measured_rate_follows_its_workload_when_the_model_changes(catalog):
 
     state = Planner(catalog)
     assert state.edit("workload.target_model", "llama-3.3-70b-instruct")
-    state.edit("target.count", 4)             # 131 GiB of weights: TP 4 over 96 GiB cards
+    state.edit("target.count", 4)  # 131 GiB of weights: TP 4 over 96 GiB cards
     state.edit("target.tp", 4)
-    state.edit("drafter.count", 4)            # a 70B drafter's optimizer state, sharded
+    state.edit("drafter.count", 4)  # a 70B drafter's optimizer state, sharded
     state.recompute()
     notices = state.take_notices()
     assert any("another target model" in n for n in notices) and not state.take_notices()
@@ -242,8 +252,12 @@ def test_adopting_a_plan_pins_the_current_one_and_scenarios_can_be_managed(catal
 
     state = Planner(catalog)
     opened = state.plan
-    b200 = edit(opened, target={"gpu": "b200"}, drafter={"gpu": "b200"},
-                cost={**opened.cost.model_dump(), "usd_per_gpu_hour": {"b200": 5.0}})
+    b200 = edit(
+        opened,
+        target={"gpu": "b200"},
+        drafter={"gpu": "b200"},
+        cost={**opened.cost.model_dump(), "usd_per_gpu_hour": {"b200": 5.0}},
+    )
     assert state.adopt(b200) is None
     # Exactly the plan adopted, prices included; the opened plan is still the baseline.
     assert state.plan.model_copy(update={"name": ""}) == b200.model_copy(update={"name": ""})

@@ -39,29 +39,75 @@ SLURM_HOSTS = ("h0", "h1", "h2")
 
 # vllm-project/speculators scripts/launch_vllm.py at c05b95b3 (no wheel carries it): its own
 # flags; the backend flags come from the hs-connectors wheel.
-LAUNCH_VLLM_FLAGS = {"--hidden-states-backend", "--target-layer-ids", "--include-last-layer",
-                     "--no-include-last-layer", "--dry-run", "--trust-remote-code"}
+LAUNCH_VLLM_FLAGS = {
+    "--hidden-states-backend",
+    "--target-layer-ids",
+    "--include-last-layer",
+    "--no-include-last-layer",
+    "--dry-run",
+    "--trust-remote-code",
+}
 # vLLM `serve` flags the script passes after `--` (vLLM engine arguments).
-VLLM_SERVE_FLAGS = {"--data-parallel-size", "--tensor-parallel-size", "--port",
-                    "--max-model-len", "--data-parallel-size-local", "--data-parallel-address",
-                    "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
-                    "--trust-remote-code"}
+VLLM_SERVE_FLAGS = {
+    "--data-parallel-size",
+    "--tensor-parallel-size",
+    "--port",
+    "--max-model-len",
+    "--data-parallel-size-local",
+    "--data-parallel-address",
+    "--data-parallel-rpc-port",
+    "--headless",
+    "--data-parallel-start-rank",
+    "--trust-remote-code",
+}
 # sgl-project/SpecForge 40d8feff (the commit the legacy format pins: the last with the
 # script) scripts/train_dflash.py and specforge/args.py (SGLangBackendArgs): the legacy
 # trainer was removed in d5883d5b, so no wheel holds it.
 LEGACY_FLAGS = {
-    "--accumulation-steps", "--attention-backend", "--batch-size", "--block-size",
-    "--build-dataset-num-proc", "--cache-dir", "--chat-template", "--dataloader-num-workers",
-    "--dpace-alpha", "--dspark-ce-loss-alpha", "--dspark-confidence-head-alpha",
-    "--dspark-l1-loss-alpha", "--loss-type",
-    "--dist-timeout", "--draft-config-path", "--embedding-key", "--eval-data-path",
-    "--eval-interval", "--is-preformatted", "--learning-rate", "--lm-head-key",
-    "--log-interval", "--loss-decay-gamma", "--mask-token-id", "--max-grad-norm",
-    "--max-length", "--num-anchors", "--num-draft-layers", "--num-epochs", "--output-dir",
-    "--resume", "--save-interval", "--seed", "--target-model-backend", "--target-model-path",
-    "--tp-size", "--train-data-path", "--trust-remote-code", "--warmup-ratio",
-    "--sglang-attention-backend", "--sglang-mem-fraction-static", "--sglang-context-length",
-    "--sglang-ep-size"}
+    "--accumulation-steps",
+    "--attention-backend",
+    "--batch-size",
+    "--block-size",
+    "--build-dataset-num-proc",
+    "--cache-dir",
+    "--chat-template",
+    "--dataloader-num-workers",
+    "--dpace-alpha",
+    "--dspark-ce-loss-alpha",
+    "--dspark-confidence-head-alpha",
+    "--dspark-l1-loss-alpha",
+    "--loss-type",
+    "--dist-timeout",
+    "--draft-config-path",
+    "--embedding-key",
+    "--eval-data-path",
+    "--eval-interval",
+    "--is-preformatted",
+    "--learning-rate",
+    "--lm-head-key",
+    "--log-interval",
+    "--loss-decay-gamma",
+    "--mask-token-id",
+    "--max-grad-norm",
+    "--max-length",
+    "--num-anchors",
+    "--num-draft-layers",
+    "--num-epochs",
+    "--output-dir",
+    "--resume",
+    "--save-interval",
+    "--seed",
+    "--target-model-backend",
+    "--target-model-path",
+    "--tp-size",
+    "--train-data-path",
+    "--trust-remote-code",
+    "--warmup-ratio",
+    "--sglang-attention-backend",
+    "--sglang-mem-fraction-static",
+    "--sglang-context-length",
+    "--sglang-ep-size",
+}
 
 
 @pytest.fixture(scope="session")
@@ -83,12 +129,17 @@ def specforge(cache):
 def build_target_layer_ids(cache):
     """SpecForge's own layer derivation, the one function taken out of
     specforge/modeling/draft/dflash.py (the module imports torch)."""
-    whl = wheel(cache, ("specforge", "0.2.0",
-                        "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"))
+    whl = wheel(
+        cache,
+        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
+    )
     with zipfile.ZipFile(whl) as archive:
         tree = ast.parse(archive.read("specforge/modeling/draft/dflash.py"))
-    fn = next(n for n in tree.body
-              if isinstance(n, ast.FunctionDef) and n.name == "build_target_layer_ids")
+    fn = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == "build_target_layer_ids"
+    )
     namespace: dict = {}
     exec(compile(ast.Module(body=[fn], type_ignores=[]), "dflash.py", "exec"), namespace)
     return namespace["build_target_layer_ids"]
@@ -97,23 +148,29 @@ def build_target_layer_ids(cache):
 @pytest.fixture(scope="session")
 def speculators_options(cache):
     spec, hs = wheel(cache, SPECULATORS), wheel(cache, HS_CONNECTORS)
-    return {"train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
-            "launch": backend_options(hs, "add_launch_args"),
-            "prepare": prepare_data_options(spec)}
+    return {
+        "train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
+        "launch": backend_options(hs, "add_launch_args"),
+        "prepare": prepare_data_options(spec),
+    }
 
 
 # --- running a script against stubs -----------------------------------------------------------
 
 # Bash builtins only (the stubs run hundreds of times); TERM is ignored so that a script
 # stopping its background services cannot cut a record short; .args is written last.
-RECORD = ('#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/${0##*/}.${EPOCHREALTIME/./}.$$"\n'
-          'pwd > "$f.cwd"\n'
-          'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${!v}"; done > "$f.env"\n'
-          'printf "%s\\0" "$@" > "$f.args"\n')
+RECORD = (
+    '#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/${0##*/}.${EPOCHREALTIME/./}.$$"\n'
+    'pwd > "$f.cwd"\n'
+    'for v in $(compgen -e); do printf "%s=%s\\0" "$v" "${!v}"; done > "$f.env"\n'
+    'printf "%s\\0" "$@" > "$f.args"\n'
+)
 # srun runs its command in place (options dropped), so steps reach the other stubs; a step
 # on host hN finds the fabric address 10.0.0.N.
-SRUN = ('#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then '
-        'export DFLASH_FABRIC_IP="10.0.0.${2#h}"; shift; fi; shift; done\nexec "$@"\n')
+SRUN = (
+    '#!/bin/bash\nwhile [[ "$1" == -* ]]; do if [[ "$1" == -w ]]; then '
+    'export DFLASH_FABRIC_IP="10.0.0.${2#h}"; shift; fi; shift; done\nexec "$@"\n'
+)
 
 
 def fabric(node: int) -> str:
@@ -121,8 +178,13 @@ def fabric(node: int) -> str:
     return f"10.0.0.{node}"
 
 
-def run(tmp_path: Path, text: str, node_rank: int | None = None,
-        ready: str | None = None, shell: dict[str, str] | None = None) -> list[dict]:
+def run(
+    tmp_path: Path,
+    text: str,
+    node_rank: int | None = None,
+    ready: str | None = None,
+    shell: dict[str, str] | None = None,
+) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
     `ready`: a file another node would have written (the prepared dataset); `shell`: more
     of the environment the script starts in."""
@@ -132,8 +194,10 @@ def run(tmp_path: Path, text: str, node_rank: int | None = None,
     if ready:
         (work / ready).parent.mkdir(parents=True, exist_ok=True)
         (work / ready).touch()
-    stubs = {name: RECORD for name in ("python", "specforge", "torchrun", "mooncake_master",
-                                       "curl", "speculators")}
+    stubs = {
+        name: RECORD
+        for name in ("python", "specforge", "torchrun", "mooncake_master", "curl", "speculators")
+    }
     stubs["srun"] = SRUN
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
@@ -143,23 +207,42 @@ def run(tmp_path: Path, text: str, node_rank: int | None = None,
     # The legacy format runs from a SpecForge checkout that has its trainer.
     (work / "scripts").mkdir(exist_ok=True)
     (work / "scripts" / "train_dflash.py").touch()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(tmp_path),
-           "SLURM_JOB_NODELIST": "h[0-2]", "DFLASH_FABRIC_IP": fabric(node_rank or 0),
-           **(shell or {})}
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "STUB_LOG": str(log),
+        "HOME": str(tmp_path),
+        "SLURM_JOB_NODELIST": "h[0-2]",
+        "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+        **(shell or {}),
+    }
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
     # for them instead, so that every stub finishes its record.
-    subprocess.run(["bash", "-c", "kill() { wait; }\n" + text], cwd=work, env=env, check=True,
-                   timeout=60, capture_output=True)
+    subprocess.run(
+        ["bash", "-c", "kill() { wait; }\n" + text],
+        cwd=work,
+        env=env,
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
     calls = []
     for args in sorted(log.glob("*.args")):
         stem = str(args)[:-5]
-        environ = dict(item.split("=", 1) for item in
-                       Path(stem + ".env").read_text().split("\0") if "=" in item)
-        calls.append({"cmd": args.name.split(".")[0],
-                      "argv": args.read_text().split("\0")[:-1], "env": environ,
-                      "cwd": Path(Path(stem + ".cwd").read_text().strip())})
+        environ = dict(
+            item.split("=", 1)
+            for item in Path(stem + ".env").read_text().split("\0")
+            if "=" in item
+        )
+        calls.append(
+            {
+                "cmd": args.name.split(".")[0],
+                "argv": args.read_text().split("\0")[:-1],
+                "env": environ,
+                "cwd": Path(Path(stem + ".cwd").read_text().strip()),
+            }
+        )
         for suffix in (".args", ".env", ".cwd"):
             Path(stem + suffix).unlink()
     return calls
@@ -174,6 +257,7 @@ def node_calls(tmp_path: Path, script, ready: str | None = None) -> list[tuple[i
 
 
 # --- SpecForge ------------------------------------------------------------------------------
+
 
 def specforge_plan(specforge, call: dict, monkeypatch) -> dict | None:
     """SpecForge's own CLI on the recorded call, with --plan: its parser, config loader,
@@ -195,8 +279,9 @@ def specforge_plan(specforge, call: dict, monkeypatch) -> dict | None:
 
 @pytest.mark.parametrize("fmt", ["specforge", "slurm"])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline, specforge,
-                                        build_target_layer_ids, shape, fmt):
+def test_specforge_accepts_every_script(
+    tmp_path, monkeypatch, catalog, baseline, specforge, build_target_layer_ids, shape, fmt
+):
     plan = shapes(baseline)[shape]
     script = generate(plan, catalog, fmt)
     config_path = None
@@ -231,9 +316,12 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
                 if command["argv"]:
                     nproc = command["argv"][command["argv"].index("--nproc_per_node") + 1]
                     assert int(nproc) == len(gpus)
-                node_servers = {d for s in servers
-                                if s["env"]["MOONCAKE_LOCAL_HOSTNAME"] == host
-                                for d in s["env"]["CUDA_VISIBLE_DEVICES"].split(",")}
+                node_servers = {
+                    d
+                    for s in servers
+                    if s["env"]["MOONCAKE_LOCAL_HOSTNAME"] == host
+                    for d in s["env"]["CUDA_VISIBLE_DEVICES"].split(",")
+                }
                 assert not node_servers & set(gpus), "the trainer shares GPUs with servers"
             assert worker_env["MOONCAKE_METADATA_SERVER"] == f"http://{head}:35880/metadata"
             assert worker_env["MOONCAKE_MASTER_SERVER_ADDR"] == f"{head}:35551"
@@ -242,7 +330,7 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
         for server in servers:
             argv, env = server["argv"], server["env"]
             i = argv.index("--spec-capture-aux-layer-ids")
-            ids = [int(a) for a in argv[i + 1:argv.index("--host")]]
+            ids = [int(a) for a in argv[i + 1 : argv.index("--host")]]
             assert ids == layers
             assert env["MOONCAKE_MASTER_SERVER_ADDR"].endswith(":35551")
             assert env["MOONCAKE_METADATA_SERVER"].endswith(":35880/metadata")
@@ -260,6 +348,7 @@ def test_specforge_accepts_every_script(tmp_path, monkeypatch, catalog, baseline
 
 
 # --- speculators ----------------------------------------------------------------------------
+
 
 def check_flags(words: list[str], options: dict, where: str) -> None:
     """Every --flag is an upstream option; a value is one of its choices and parses."""
@@ -290,8 +379,7 @@ def check_flags(words: list[str], options: dict, where: str) -> None:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculators_options,
-                                          shape):
+def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculators_options, shape):
     plan = shapes(baseline)[shape]
     script = generate(plan, catalog, "speculators")
     seen = set()
@@ -300,7 +388,7 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
         for call in calls:
             argv = call["argv"]
             if call["cmd"] == "torchrun":
-                words = argv[argv.index("speculators.train") + 1:]
+                words = argv[argv.index("speculators.train") + 1 :]
                 check_flags(words, speculators_options["train"], "speculators.train")
                 assert "--no-include-last-layer" not in words
                 seen.add("train")
@@ -311,12 +399,17 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
             elif call["cmd"] == "python":
                 assert argv[0] == "scripts/launch_vllm.py"
                 split = argv.index("--")
-                own = {**speculators_options["launch"],
-                       **{f: speculators_options["launch"].get(f, _plain(f))
-                          for f in LAUNCH_VLLM_FLAGS}}
+                own = {
+                    **speculators_options["launch"],
+                    **{
+                        f: speculators_options["launch"].get(f, _plain(f))
+                        for f in LAUNCH_VLLM_FLAGS
+                    },
+                }
                 check_flags(argv[2:split], own, "launch_vllm.py")
-                check_flags(argv[split + 1:], {f: _plain(f) for f in VLLM_SERVE_FLAGS},
-                            "vllm serve")
+                check_flags(
+                    argv[split + 1 :], {f: _plain(f) for f in VLLM_SERVE_FLAGS}, "vllm serve"
+                )
                 seen.add("vllm")
             if script.layout.nodes > 1 and call["cmd"] in ("torchrun", "python"):
                 assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
@@ -325,25 +418,40 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
 
 def _plain(flag: str):
     from upstream import Option
-    kind = "list" if flag == "--target-layer-ids" else (
-        "bool" if flag in ("--headless", "--dry-run", "--include-last-layer",
-                           "--no-include-last-layer", "--trust-remote-code") else "str")
+
+    kind = (
+        "list"
+        if flag == "--target-layer-ids"
+        else (
+            "bool"
+            if flag
+            in (
+                "--headless",
+                "--dry-run",
+                "--include-last-layer",
+                "--no-include-last-layer",
+                "--trust-remote-code",
+            )
+            else "str"
+        )
+    )
     return Option(flag, kind=kind)
 
 
 # --- legacy and template ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_legacy_flags_are_the_legacy_trainers(tmp_path, catalog, baseline, shape):
     plan = shapes(baseline)[shape]
     try:
         script = generate(plan, catalog, "specforge-legacy")
-    except Exception as err:                  # e.g. drafters not filling whole nodes
+    except Exception as err:  # e.g. drafters not filling whole nodes
         assert "specforge-legacy" in str(err)
         return
     for _, calls in node_calls(tmp_path, script):
         (call,) = [c for c in calls if c["cmd"] == "torchrun"]
-        words = call["argv"][call["argv"].index("scripts/train_dflash.py") + 1:]
+        words = call["argv"][call["argv"].index("scripts/train_dflash.py") + 1 :]
         flags = {w for w in words if w.startswith("--")}
         assert flags <= LEGACY_FLAGS, flags - LEGACY_FLAGS
 
@@ -351,9 +459,14 @@ def test_legacy_flags_are_the_legacy_trainers(tmp_path, catalog, baseline, shape
 @pytest.mark.parametrize("shape", SHAPES)
 def test_template_on_every_shape(tmp_path, catalog, baseline, shape):
     from support import edit
-    plan = edit(shapes(baseline)[shape], launch={
-        "template": "torchrun --nnodes {nnodes} --node_rank {node_rank} --master_addr "
-                    "{master_addr} --devices {drafter_devices} train.py"})
+
+    plan = edit(
+        shapes(baseline)[shape],
+        launch={
+            "template": "torchrun --nnodes {nnodes} --node_rank {node_rank} --master_addr "
+            "{master_addr} --devices {drafter_devices} train.py"
+        },
+    )
     script = generate(plan, catalog, "template")
     for node, calls in node_calls(tmp_path, script):
         (call,) = calls
@@ -364,8 +477,18 @@ def test_template_on_every_shape(tmp_path, catalog, baseline, shape):
 
 # --- the consumer as torchrun's workers see it ----------------------------------------------
 
-def torchrun_worker_env(inherited: dict, command_env: dict, *, node_rank: int, nnodes: int,
-                        nproc: int, local_rank: int, master: str, port: str) -> dict:
+
+def torchrun_worker_env(
+    inherited: dict,
+    command_env: dict,
+    *,
+    node_rank: int,
+    nnodes: int,
+    nproc: int,
+    local_rank: int,
+    master: str,
+    port: str,
+) -> dict:
     """A trainer worker's environment: what torchrun inherits (the consumer's environment
     with SpecForge's command env on top, `_spawn` in specforge/launch_plan.py: None unsets)
     plus what torchrun's local elastic agent sets for each worker
@@ -377,13 +500,22 @@ def torchrun_worker_env(inherited: dict, command_env: dict, *, node_rank: int, n
             env.pop(key, None)
         else:
             env[key] = value
-    env.update(LOCAL_RANK=str(local_rank), RANK=str(node_rank * nproc + local_rank),
-               GROUP_RANK=str(node_rank), ROLE_RANK=str(node_rank * nproc + local_rank),
-               ROLE_NAME="default", LOCAL_WORLD_SIZE=str(nproc),
-               WORLD_SIZE=str(nnodes * nproc), GROUP_WORLD_SIZE=str(nnodes),
-               ROLE_WORLD_SIZE=str(nnodes * nproc), MASTER_ADDR=master, MASTER_PORT=port,
-               TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0",
-               TORCHELASTIC_RUN_ID="none")
+    env.update(
+        LOCAL_RANK=str(local_rank),
+        RANK=str(node_rank * nproc + local_rank),
+        GROUP_RANK=str(node_rank),
+        ROLE_RANK=str(node_rank * nproc + local_rank),
+        ROLE_NAME="default",
+        LOCAL_WORLD_SIZE=str(nproc),
+        WORLD_SIZE=str(nnodes * nproc),
+        GROUP_WORLD_SIZE=str(nnodes),
+        ROLE_WORLD_SIZE=str(nnodes * nproc),
+        MASTER_ADDR=master,
+        MASTER_PORT=port,
+        TORCHELASTIC_RESTART_COUNT="0",
+        TORCHELASTIC_MAX_RESTARTS="0",
+        TORCHELASTIC_RUN_ID="none",
+    )
     return env
 
 
@@ -392,7 +524,8 @@ def consumer_workers(specforge, call: dict, monkeypatch) -> list[tuple[dict, lis
     its node, from SpecForge's own plan of that call."""
     cfg = specforge.config.load_config(
         str(call["cwd"] / call["argv"][call["argv"].index("-c") + 1]),
-        [a for a in call["argv"] if "=" in a])
+        [a for a in call["argv"] if "=" in a],
+    )
     topology = cfg.deployment.trainer
     argv = call["argv"]
     if cfg.deployment.disaggregated.managed_local is not None:
@@ -401,30 +534,49 @@ def consumer_workers(specforge, call: dict, monkeypatch) -> list[tuple[dict, lis
         # the training stack, so the environment is put together here from the same
         # functions).
         ml = cfg.deployment.disaggregated.managed_local
-        command_env = {**specforge.launch_plan._managed_local_environment(cfg),
-                       "CUDA_VISIBLE_DEVICES": ",".join(ml.trainer_cuda_visible_devices),
-                       specforge.launch_plan._MANAGED_CHILD_ENV: "1"}
-        node_rank, worker_argv = 0, ["train", "--config", argv[argv.index("-c") + 1],
-                                     "--role", "consumer"]
+        command_env = {
+            **specforge.launch_plan._managed_local_environment(cfg),
+            "CUDA_VISIBLE_DEVICES": ",".join(ml.trainer_cuda_visible_devices),
+            specforge.launch_plan._MANAGED_CHILD_ENV: "1",
+        }
+        node_rank, worker_argv = (
+            0,
+            ["train", "--config", argv[argv.index("-c") + 1], "--role", "consumer"],
+        )
     else:
         rendered = specforge_plan(specforge, call, monkeypatch)
         (command,) = rendered["commands"]
         command_env = command["env"]
         launcher = command["argv"]
-        node_rank = int(launcher[launcher.index("--node_rank") + 1]) if (
-            "--node_rank" in launcher) else 0
-        worker_argv = launcher[launcher.index("specforge.cli") + 1:]
+        node_rank = (
+            int(launcher[launcher.index("--node_rank") + 1]) if ("--node_rank" in launcher) else 0
+        )
+        worker_argv = launcher[launcher.index("specforge.cli") + 1 :]
     master = str(topology.master_addr or "127.0.0.1")
-    return [(torchrun_worker_env(call["env"], command_env, node_rank=node_rank,
-                                 nnodes=topology.nnodes, nproc=topology.nproc_per_node,
-                                 local_rank=local, master=master, port=str(topology.master_port)),
-             worker_argv) for local in range(topology.nproc_per_node)]
+    return [
+        (
+            torchrun_worker_env(
+                call["env"],
+                command_env,
+                node_rank=node_rank,
+                nnodes=topology.nnodes,
+                nproc=topology.nproc_per_node,
+                local_rank=local,
+                master=master,
+                port=str(topology.master_port),
+            ),
+            worker_argv,
+        )
+        for local in range(topology.nproc_per_node)
+    ]
 
 
-@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "two-nodes-shared",
-                                   "trainers-span-two"])
+@pytest.mark.parametrize(
+    "shape", ["builtin", "two-nodes-8+8", "two-nodes-shared", "trainers-span-two"]
+)
 def test_every_consumer_worker_passes_specforges_node_rank_check(
-        tmp_path, monkeypatch, catalog, baseline, specforge, shape):
+    tmp_path, monkeypatch, catalog, baseline, specforge, shape
+):
     # Every node of the plan, started as a cluster would start it: with NODE_RANK set to the
     # node's index (on one node too, where a cluster may export it). Each trainer worker
     # torchrun would start runs SpecForge's own CLI (--plan) in its environment:
@@ -441,8 +593,7 @@ def test_every_consumer_worker_passes_specforges_node_rank_check(
             calls = run(tmp_path, script.text, node)
         for call in [c for c in calls if c["cmd"] == "specforge" and "producer" not in c["argv"]]:
             argv = call["argv"]
-            cfg = specforge.config.load_config(
-                str(call["cwd"] / argv[argv.index("-c") + 1]), [])
+            cfg = specforge.config.load_config(str(call["cwd"] / argv[argv.index("-c") + 1]), [])
             outer = int(argv[argv.index("--node-rank") + 1]) if "--node-rank" in argv else 0
             # The call itself (the node rank SpecForge's launcher resolves; None is rank 0).
             resolve = specforge.launch_plan._resolved_node_rank
@@ -460,6 +611,7 @@ def test_every_consumer_worker_passes_specforges_node_rank_check(
 
 # --- the producer's flow control ------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def online_flow_window(cache):
     """SpecForge's producer check of its in-flight watermarks against the consumer's
@@ -467,17 +619,20 @@ def online_flow_window(cache):
     (the module imports the training stack, so the function is taken out alone) with
     FlowControlLimits from specforge/runtime/control_plane/flow_control.py (standard
     library only), both from the pinned wheel."""
-    whl = wheel(cache, ("specforge", "0.2.0",
-                        "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"))
+    whl = wheel(
+        cache,
+        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
+    )
     with zipfile.ZipFile(whl) as archive:
         flow = archive.read("specforge/runtime/control_plane/flow_control.py")
         tree = ast.parse(archive.read("specforge/training/disaggregated.py"))
     module = types.ModuleType("specforge_flow_control")
-    sys.modules[module.__name__] = module       # dataclasses look their module up
+    sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(flow, "flow_control.py", "exec"), module.__dict__)
     namespace = module.__dict__
-    fn = next(n for n in tree.body
-              if isinstance(n, ast.FunctionDef) and n.name == "_online_flow_window")
+    fn = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_online_flow_window"
+    )
     # Its one import is FlowControlLimits, given here.
     fn.body = [s for s in fn.body if not isinstance(s, ast.ImportFrom)]
     namespace["os"] = os
@@ -487,8 +642,9 @@ def online_flow_window(cache):
 
 @pytest.mark.parametrize("fmt", ["specforge", "slurm"])
 @pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8", "32+128", "8+8-batch32"])
-def test_the_producer_accepts_the_in_flight_limits(monkeypatch, catalog, baseline, specforge,
-                                                   online_flow_window, shape, fmt):
+def test_the_producer_accepts_the_in_flight_limits(
+    monkeypatch, catalog, baseline, specforge, online_flow_window, shape, fmt
+):
     from dflash_plan.model.launch.common import context, sample_feature_bytes
     from dflash_plan.model.launch.specforge import server_segment_gib
 
@@ -500,8 +656,12 @@ def test_the_producer_accepts_the_in_flight_limits(monkeypatch, catalog, baselin
         monkeypatch.delenv(name, raising=False)
     high, low = online_flow_window(cfg)
     trainer = cfg.deployment.trainer
-    quantum = (trainer.nnodes * trainer.nproc_per_node * cfg.training.batch_size
-               * cfg.training.accumulation_steps)
+    quantum = (
+        trainer.nnodes
+        * trainer.nproc_per_node
+        * cfg.training.batch_size
+        * cfg.training.accumulation_steps
+    )
     assert low >= quantum and high >= low
     # The Mooncake segments hold the samples the producer may have in flight.
     ctx = context(plan, catalog)

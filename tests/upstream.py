@@ -23,12 +23,21 @@ from typing import Any
 import pytest
 
 # name, version, SHA-256 of the py3-none-any wheel on the package index
-SPECFORGE = ("specforge", "0.2.0",
-             "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0")
-SPECULATORS = ("speculators", "0.9.0",
-               "f0de7571274ce996d769ce81240379728dcb38701f77d2d34cfd0d670d1b4481")
-HS_CONNECTORS = ("hs-connectors", "0.9.0",
-                 "122f2c323397793c70c5bfc8c0adb1b4dd69995a2507b163509142d61fa3b920")
+SPECFORGE = (
+    "specforge",
+    "0.2.0",
+    "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0",
+)
+SPECULATORS = (
+    "speculators",
+    "0.9.0",
+    "f0de7571274ce996d769ce81240379728dcb38701f77d2d34cfd0d670d1b4481",
+)
+HS_CONNECTORS = (
+    "hs-connectors",
+    "0.9.0",
+    "122f2c323397793c70c5bfc8c0adb1b4dd69995a2507b163509142d61fa3b920",
+)
 
 
 @contextmanager
@@ -48,13 +57,30 @@ def wheel(cache: Path, pin: tuple[str, str, str]) -> Path:
         if not target.exists():
             with tempfile.TemporaryDirectory(dir=cache) as tmp:
                 result = subprocess.run(
-                    [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                     "--disable-pip-version-check", "-q", "--dest", tmp, f"{name}=={version}"],
-                    capture_output=True, text=True, timeout=300)
+                    [
+                        sys.executable,
+                        "-m",
+                        "pip",
+                        "download",
+                        "--no-deps",
+                        "--only-binary=:all:",
+                        "--disable-pip-version-check",
+                        "-q",
+                        "--dest",
+                        tmp,
+                        f"{name}=={version}",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 got = Path(tmp) / stem
                 if result.returncode or not got.exists():
-                    pytest.fail(f"cannot download the pinned upstream {name}=={version}: "
-                                f"{result.stderr.strip()[-500:]}", pytrace=False)
+                    pytest.fail(
+                        f"cannot download the pinned upstream {name}=={version}: "
+                        f"{result.stderr.strip()[-500:]}",
+                        pytrace=False,
+                    )
                 got.replace(target)
     actual = hashlib.sha256(target.read_bytes()).hexdigest()
     if actual != digest:
@@ -71,9 +97,9 @@ def extract(whl: Path, members: list[str], root: Path) -> Path:
 
 @dataclass
 class SpecForge:
-    config: Any          # specforge.config (schema: Config, load_config, apply_overrides)
-    launch_plan: Any     # specforge.launch_plan (build_launch_plan)
-    cli: Any             # specforge.cli (main: the argument parser and override handling)
+    config: Any  # specforge.config (schema: Config, load_config, apply_overrides)
+    launch_plan: Any  # specforge.launch_plan (build_launch_plan)
+    cli: Any  # specforge.cli (main: the argument parser and override handling)
 
 
 def load_specforge(cache: Path) -> SpecForge:
@@ -83,9 +109,13 @@ def load_specforge(cache: Path) -> SpecForge:
     build_launch_plan accepts for every deployment except managed-local."""
     whl = wheel(cache, SPECFORGE)
     root = cache / "specforge-0.2.0"
-    files = ["specforge/config/__init__.py", "specforge/config/schema.py",
-             "specforge/launch_plan.py", "specforge/cli.py"]
-    with locked(cache):           # two workers extracting at once raced on the folders
+    files = [
+        "specforge/config/__init__.py",
+        "specforge/config/schema.py",
+        "specforge/launch_plan.py",
+        "specforge/cli.py",
+    ]
+    with locked(cache):  # two workers extracting at once raced on the folders
         if not all((root / f).exists() for f in files):
             extract(whl, files, root)
     for name in [m for m in sys.modules if m == "specforge" or m.startswith("specforge.")]:
@@ -95,31 +125,37 @@ def load_specforge(cache: Path) -> SpecForge:
     sys.modules["specforge"] = package
     application = types.ModuleType("specforge.application")
     application.resolve_run = lambda cfg: types.SimpleNamespace(config=cfg, algorithm=None)
-    application.bind_run = None        # only used to start training, never with --plan
+    application.bind_run = None  # only used to start training, never with --plan
     sys.modules["specforge.application"] = application
     try:
-        return SpecForge(importlib.import_module("specforge.config"),
-                         importlib.import_module("specforge.launch_plan"),
-                         importlib.import_module("specforge.cli"))
+        return SpecForge(
+            importlib.import_module("specforge.config"),
+            importlib.import_module("specforge.launch_plan"),
+            importlib.import_module("specforge.cli"),
+        )
     except ImportError as err:
-        pytest.fail(f"specforge {SPECFORGE[1]}: its schema/launch plan no longer load "
-                    f"without the GPU stack: {err}", pytrace=False)
+        pytest.fail(
+            f"specforge {SPECFORGE[1]}: its schema/launch plan no longer load "
+            f"without the GPU stack: {err}",
+            pytrace=False,
+        )
 
 
 # --- speculators: read, not imported (its config imports torch) -----------------------------
+
 
 @dataclass(frozen=True)
 class Option:
     flag: str
     choices: tuple[str, ...] | None = None
-    kind: str = "str"        # str, int, float, bool, list
+    kind: str = "str"  # str, int, float, bool, list
 
 
 def _annotation_option(flag: str, node: ast.expr | None) -> Option:
     text = ast.unparse(node) if node is not None else "str"
     if "Literal[" in text:
-        literal = text[text.index("Literal[") + 8:]
-        literal = literal[:literal.index("]")]
+        literal = text[text.index("Literal[") + 8 :]
+        literal = literal[: literal.index("]")]
         values = tuple(ast.literal_eval(f"({literal},)"))
         return Option(flag, tuple(str(v) for v in values))
     for kind in ("list", "bool", "int", "float"):
@@ -136,8 +172,11 @@ def train_config_options(whl: Path) -> dict[str, Option]:
     options: dict[str, Option] = {}
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         for item in cls.body:
-            if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-                    and not item.target.id.startswith("_")):
+            if (
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and not item.target.id.startswith("_")
+            ):
                 flag = "--" + item.target.id.replace("_", "-")
                 options[flag] = _annotation_option(flag, item.annotation)
     return options
@@ -164,8 +203,10 @@ def backend_options(whl: Path, method: str) -> dict[str, Option]:
                 keywords = {k.arg: k.value for k in call.keywords}
                 choices = keywords.get("choices")
                 kind = ast.unparse(keywords["type"]) if "type" in keywords else "str"
-                options[flag] = Option(flag, tuple(ast.literal_eval(choices)) if choices
-                                       else None, kind)
+                options[flag] = Option(
+                    flag, tuple(ast.literal_eval(choices)) if choices else None, kind
+                )
+
     for key, fn in helpers.items():
         if key.endswith(f".{method}"):
             visit(fn)
@@ -183,8 +224,13 @@ def prepare_data_options(whl: Path) -> dict[str, Option]:
     for arg in fn.args.args:
         flags = ["--" + arg.arg.replace("_", "-")]
         for call in (n for n in ast.walk(arg.annotation) if isinstance(n, ast.Call)):
-            named = [a.value for a in call.args if isinstance(a, ast.Constant)
-                     and isinstance(a.value, str) and a.value.startswith("--")]
+            named = [
+                a.value
+                for a in call.args
+                if isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and a.value.startswith("--")
+            ]
             if named:
                 flags = [f for spec in named for f in spec.split("/")]
         kind = "list" if "list[" in ast.unparse(arg.annotation) else "str"

@@ -29,8 +29,9 @@ from .state import Planner
 # than this (a burst) wait for its end and cost one more projection.
 DEBOUNCE_S = 0.02
 # Keys that change an Input's text besides printable ones (Textual's Input bindings).
-EDIT_KEYS = frozenset({"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w",
-                       "ctrl+x", "ctrl+v"})
+EDIT_KEYS = frozenset(
+    {"backspace", "delete", "ctrl+h", "ctrl+d", "ctrl+u", "ctrl+k", "ctrl+w", "ctrl+x", "ctrl+v"}
+)
 # Signals that end the app after the unsaved plan is written to a recovery file; the exit
 # status is 128 + the signal's number, as a shell reports a process killed by it.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -50,23 +51,41 @@ class PlannerApp(App[None]):
     # shows in two columns.
     HORIZONTAL_BREAKPOINTS = [(0, "-tiny"), (72, "-narrow"), (100, "-normal"), (134, "-wide")]
     BINDINGS = [
-        Binding("f1", "help", "Help", id="help", show=False,
-                tooltip="What each number means, the keys"),
+        Binding(
+            "f1", "help", "Help", id="help", show=False, tooltip="What each number means, the keys"
+        ),
         Binding("question_mark", "help", "Help", id="help-question", show=False),
-        Binding("ctrl+t", "toggle_theme", "Light/dark", id="toggle-theme", show=False,
-                tooltip="Switch between the dark and the light theme"),
-        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True,
-                tooltip="Quit (asks first when there are unsaved changes)"),
+        Binding(
+            "ctrl+t",
+            "toggle_theme",
+            "Light/dark",
+            id="toggle-theme",
+            show=False,
+            tooltip="Switch between the dark and the light theme",
+        ),
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            id="quit",
+            priority=True,
+            tooltip="Quit (asks first when there are unsaved changes)",
+        ),
     ]
 
-    def __init__(self, plan_path: Path | str | None = None, *, hardware: list[Path] | None = None,
-                 debounce_s: float = DEBOUNCE_S) -> None:
+    def __init__(
+        self,
+        plan_path: Path | str | None = None,
+        *,
+        hardware: list[Path] | None = None,
+        debounce_s: float = DEBOUNCE_S,
+    ) -> None:
         super().__init__()
         # What the imports built lives as long as the process: frozen out of the cyclic
         # collector's walks from here (on_load says why the collector then waits).
         gc.freeze()
-        self._frozen = True                 # unfrozen when the app ends
-        self._gc_paused = False             # on_load to the first frame (on_load says why)
+        self._frozen = True  # unfrozen when the app ends
+        self._gc_paused = False  # on_load to the first frame (on_load says why)
         path = Path(plan_path) if plan_path is not None else None
         try:
             self.state = Planner(load_catalog(hardware), path, template=user_template())
@@ -74,7 +93,7 @@ class PlannerApp(App[None]):
             gc.unfreeze()
             raise
         self.debounce_s = debounce_s
-        self.recovery_note: str | None = None   # what the last words on stderr say
+        self.recovery_note: str | None = None  # what the last words on stderr say
         self._signals: list[signal.Signals] = []
 
     def get_default_screen(self) -> Screen[None]:
@@ -83,8 +102,12 @@ class PlannerApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         # A keystroke that edits a number field: its echo waits for its figures (one
         # frame for both; PlannerScreen.hold_frames says why).
-        if (isinstance(event, events.Key) and (event.is_printable or event.key in EDIT_KEYS)
-                and isinstance(self.focused, FieldInput) and self.screen is self.planner):
+        if (
+            isinstance(event, events.Key)
+            and (event.is_printable or event.key in EDIT_KEYS)
+            and isinstance(self.focused, FieldInput)
+            and self.screen is self.planner
+        ):
             self.planner.hold_frames()
         await super().on_event(event)
 
@@ -105,7 +128,7 @@ class PlannerApp(App[None]):
             try:
                 loop.add_signal_handler(sig, self._stopped_by, sig)
             except (ValueError, RuntimeError, NotImplementedError):
-                continue                # not the main thread, or no signals here
+                continue  # not the main thread, or no signals here
             self._signals.append(sig)
         found = find_recovery(self.state.path)
         if found is not None:
@@ -118,7 +141,7 @@ class PlannerApp(App[None]):
             gc.enable()
 
     def on_unmount(self) -> None:
-        self._started()                 # an app closed before its first frame
+        self._started()  # an app closed before its first frame
         loop = asyncio.get_running_loop()
         while self._signals:
             loop.remove_signal_handler(self._signals.pop())
@@ -134,9 +157,11 @@ class PlannerApp(App[None]):
             return
         try:
             text = self.state.recovery_text()
-        except Exception as err:            # the last words must be said
-            self.recovery_note = (f"dflash-plan: {why}; the unsaved plan could not be "
-                                  f"written ({type(err).__name__}: {err})")
+        except Exception as err:  # the last words must be said
+            self.recovery_note = (
+                f"dflash-plan: {why}; the unsaved plan could not be "
+                f"written ({type(err).__name__}: {err})"
+            )
             return
         self.recovery_note = rescue(text, self.state.path, why)
 
@@ -154,22 +179,30 @@ class PlannerApp(App[None]):
     async def offer_recovery(self, found: Recovered) -> None:
         """Ask whether to open a recovered plan: opened, it is this plan's unsaved edits
         (saving writes this plan's file); discarded, its file is deleted."""
-        answer = await self.push_screen_wait(ConfirmDialog(
-            found.question(self.state.path),
-            [("Open it", "open", "primary"), ("Discard", "discard", "error")]))
+        answer = await self.push_screen_wait(
+            ConfirmDialog(
+                found.question(self.state.path),
+                [("Open it", "open", "primary"), ("Discard", "discard", "error")],
+            )
+        )
         if answer == "open":
             try:
                 self.state.restore(read_recovery(found.path), found.path)
             except PlanError as err:
-                self.notify(str(err), title="Could not open the recovered plan",
-                            severity="error", timeout=10)
+                self.notify(
+                    str(err),
+                    title="Could not open the recovered plan",
+                    severity="error",
+                    timeout=10,
+                )
                 return
             self.planner.publish()
             self.notify(f"Opened the plan recovered from {found.path}; it is not saved yet")
         elif answer == "discard":
             problem = discard(found.path)
-            self.notify(problem or f"Discarded {found.path}",
-                        severity="error" if problem else "information")
+            self.notify(
+                problem or f"Discarded {found.path}", severity="error" if problem else "information"
+            )
         else:
             self.notify(f"Kept {found.path}: the next start offers it again")
 
@@ -188,7 +221,7 @@ class PlannerApp(App[None]):
 
     async def action_quit(self) -> None:
         if isinstance(self.screen, (PathDialog, ConfirmDialog)):
-            self.bell()                 # answer the open question first
+            self.bell()  # answer the open question first
             return
         while len(self.screen_stack) > 1:
             self.pop_screen()
@@ -201,5 +234,8 @@ class PlannerApp(App[None]):
         for owner, bindings in ((self.planner, PlannerScreen.BINDINGS), (self, self.BINDINGS)):
             for binding in bindings:
                 if isinstance(binding, Binding) and binding.tooltip and binding.id != "quit":
-                    yield SystemCommand(binding.description, binding.tooltip,
-                                        partial(owner.run_action, binding.action))
+                    yield SystemCommand(
+                        binding.description,
+                        binding.tooltip,
+                        partial(owner.run_action, binding.action),
+                    )

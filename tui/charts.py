@@ -52,9 +52,12 @@ def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) ->
     log axis's data in place): drawn and built once, a figure draws the same on every
     resize."""
     if width < MIN_WIDTH or height < MIN_HEIGHT:
-        return Text(f"No chart: it needs {MIN_WIDTH}x{MIN_HEIGHT} cells, it has "
-                    f"{width}x{height} (a larger terminal shows it)", no_wrap=True,
-                    overflow="ellipsis")
+        return Text(
+            f"No chart: it needs {MIN_WIDTH}x{MIN_HEIGHT} cells, it has "
+            f"{width}x{height} (a larger terminal shows it)",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
     try:
         plt = Plot()
         if theme is not None:
@@ -62,27 +65,31 @@ def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) ->
         legend = draw(plt)
         rows = height - 1 if legend else height
         plt.plotsize(width, rows)
-        plt._set_size(width, rows)          # as textual-plotext's widget sizes it
+        plt._set_size(width, rows)  # as textual-plotext's widget sizes it
         chart = Text.from_ansi(plt.build().removesuffix("\n"), no_wrap=True)
         if legend:
             # plotext's colours, on the chart's background, labels in its ticks' colour
             # (plotext's colorize: textual-plotext's Plot.colorize passes a keyword
             # plotext does not take).
-            monitor: Any = plt.monitor      # type: ignore[attr-defined]
+            monitor: Any = plt.monitor  # type: ignore[attr-defined]
             paper, ink = monitor.canvas_color, monitor.ticks_color
             key = colorize("  ", ink, None, paper, False).join(
                 colorize(marker, colour, None, paper, False)
                 + colorize(f" {label}", ink, None, paper, False)
-                for marker, colour, label in legend)
-            key += colorize(" " * max(0, width - len(Text.from_ansi(key).plain)), ink, None,
-                            paper, False)
+                for marker, colour, label in legend
+            )
+            key += colorize(
+                " " * max(0, width - len(Text.from_ansi(key).plain)), ink, None, paper, False
+            )
             chart.append("\n")
             chart.append_text(Text.from_ansi(key, no_wrap=True))
-    except Exception as err:                    # a chart never takes the app down
-        reason = str(err) if isinstance(err, CannotDraw) else \
-            f"cannot draw this chart ({type(err).__name__}: {err})"
-        return Text(" ".join(f"No chart: {reason}".split()), no_wrap=True,
-                    overflow="ellipsis")
+    except Exception as err:  # a chart never takes the app down
+        reason = (
+            str(err)
+            if isinstance(err, CannotDraw)
+            else f"cannot draw this chart ({type(err).__name__}: {err})"
+        )
+        return Text(" ".join(f"No chart: {reason}".split()), no_wrap=True, overflow="ellipsis")
     return chart
 
 
@@ -90,8 +97,11 @@ def _finite(values: Sequence[float], what: str, log: bool = False) -> None:
     """CannotDraw unless every value can be placed on its axis (a log axis needs > 0)."""
     for value in values:
         if not math.isfinite(value) or (log and value <= 0):
-            raise CannotDraw(f"{what} {value:g} cannot be placed on "
-                             f"{'a log axis (it needs values above 0)' if log else 'the axis'}")
+            raise CannotDraw(
+                f"{what} {value:g} cannot be placed on "
+                f"{'a log axis (it needs values above 0)' if log else 'the axis'}"
+            )
+
 
 # Colours that read on the dark and the light theme.
 FRONT, CURRENT, BASELINE = "cyan", "orange", "magenta"
@@ -130,9 +140,15 @@ def tick_label(value: float) -> str:
     return f"{value:g}"
 
 
-def draw_pareto(plt: Any, front: Sequence[Candidate], current: Projection | None,
-                baseline: Projection | None, cost_unit: str,
-                deadline: float | None = None, budget: float | None = None) -> Legend:
+def draw_pareto(
+    plt: Any,
+    front: Sequence[Candidate],
+    current: Projection | None,
+    baseline: Projection | None,
+    cost_unit: str,
+    deadline: float | None = None,
+    budget: float | None = None,
+) -> Legend:
     """Days (log scale: a front spans hours to weeks) against total cost (from 0); the
     deadline and the budget as lines. Returns the legend (drawn under the chart, where it
     covers no point). The days go to the log axis as they are: plotext takes their log."""
@@ -144,13 +160,17 @@ def draw_pareto(plt: Any, front: Sequence[Candidate], current: Projection | None
     marks = [(current, CURRENT, "current = baseline" if same else "current", "◆")]
     if not same:
         marks.insert(0, (baseline, BASELINE, "baseline", "■"))
-    marks = [m for m in marks if m[0] is not None and m[0].days is not None
-             and m[0].total_cost is not None]
+    marks = [
+        m
+        for m in marks
+        if m[0] is not None and m[0].days is not None and m[0].total_cost is not None
+    ]
     xs = [c.days for c in front] + [p.days for p, *_ in marks if p is not None and p.days]
     if deadline is not None:
         xs.append(deadline)
-    ys = [c.cost for c in front] + [p.total_cost for p, *_ in marks
-                                    if p is not None and p.total_cost]
+    ys = [c.cost for c in front] + [
+        p.total_cost for p, *_ in marks if p is not None and p.total_cost
+    ]
     if budget is not None:
         ys.append(budget)
     if not front and not marks:
@@ -165,14 +185,13 @@ def draw_pareto(plt: Any, front: Sequence[Candidate], current: Projection | None
     ticks = log_ticks(min(xs), max(xs))
     if len(ticks) >= 2:
         plt.xticks(ticks, [tick_label(t) for t in ticks])
-    if ys and max(ys) > 0:                  # from 0: cost ratios read as heights
+    if ys and max(ys) > 0:  # from 0: cost ratios read as heights
         ticks = linear_ticks(0, max(ys) * 1.05)
         plt.ylim(0, max(ys) * 1.08)
         plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
     legend: list[tuple[str, str, str]] = []
     if front:
-        plt.scatter([c.days for c in front], [c.cost for c in front], marker="●",
-                    color=FRONT)
+        plt.scatter([c.days for c in front], [c.cost for c in front], marker="●", color=FRONT)
         legend.append(("●", FRONT, f"front ({len(front)} plans)"))
     for p, colour, name, marker in marks:
         assert p is not None and p.days is not None and p.total_cost is not None
@@ -181,8 +200,9 @@ def draw_pareto(plt: Any, front: Sequence[Candidate], current: Projection | None
     return legend
 
 
-def _split_lines(curve: SplitCurve) -> tuple[list[float], list[float], list[float],
-                                               list[float], float]:
+def _split_lines(
+    curve: SplitCurve,
+) -> tuple[list[float], list[float], list[float], list[float], float]:
     """The split curve's lines in Ktok/s (throughput, target, drafter, link capacity) and
     the chart's ceiling."""
     k = [t / 1e3 for t in curve.tokens_per_s]
@@ -228,8 +248,13 @@ def draw_split(plt: Any, curve: SplitCurve) -> None:
         plt.plot(x, clip(link), color=LINK, marker="braille", label="link capacity")
     plt.plot(x, k, color="cyan", marker="braille", label="throughput")
     if curve.current in curve.targets:
-        plt.scatter([curve.current], [k[curve.targets.index(curve.current)]], marker="●",
-                    color="white", label=f"current: {curve.current}")
+        plt.scatter(
+            [curve.current],
+            [k[curve.targets.index(curve.current)]],
+            marker="●",
+            color="white",
+            label=f"current: {curve.current}",
+        )
     if curve.switch is not None:
         plt.vline(curve.switch, color="red")
     plt.title("Ktok/s by target GPUs")
@@ -253,20 +278,28 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
     names = []
     lows, highs = [0.0], [0.0]
     for i, bar in enumerate(bars):
-        y = n - i                                     # largest at the top
+        y = n - i  # largest at the top
         d = [(v / p.days - 1) * 100 for v in bar.days]
         lo, hi = min(d), max(d)
         lows.append(lo)
         highs.append(hi)
-        plt.plot([lo, hi] if hi > lo else [lo - 0.3, lo + 0.3], [y + 0.2, y + 0.2],
-                 marker="hd", color=DAYS)
+        plt.plot(
+            [lo, hi] if hi > lo else [lo - 0.3, lo + 0.3],
+            [y + 0.2, y + 0.2],
+            marker="hd",
+            color=DAYS,
+        )
         if p.total_cost and None not in bar.cost:
             c = [((v or 0) / p.total_cost - 1) * 100 for v in bar.cost]
             lo, hi = min(c), max(c)
             lows.append(lo)
             highs.append(hi)
-            plt.plot([lo, hi] if hi > lo else [lo - 0.3, lo + 0.3], [y - 0.2, y - 0.2],
-                     marker="hd", color=COST)
+            plt.plot(
+                [lo, hi] if hi > lo else [lo - 0.3, lo + 0.3],
+                [y - 0.2, y - 0.2],
+                marker="hd",
+                color=COST,
+            )
         name = bar.name.split(" (")[0]
         names.append(f"{name} {bar.low_label}..{bar.high_label}")
     plt.yticks([n - i for i in range(n)], names)
@@ -294,8 +327,12 @@ class Chart(PlotextPlot):
     def render(self) -> RenderResult:
         if self._draw is None:
             return ""
-        return chart_text(self._draw, self.size.width, self.size.height,
-                          self._get_plotext_theme_name(self.app.theme))
+        return chart_text(
+            self._draw,
+            self.size.width,
+            self.size.height,
+            self._get_plotext_theme_name(self.app.theme),
+        )
 
 
 class ChartsScreen(Screen[None]):
@@ -303,10 +340,20 @@ class ChartsScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape,f7", "app.pop_screen", "Back", id="charts-back"),
-        Binding("f3", "show('split')", "Split", id="charts-split",
-                tooltip="Throughput against target GPUs"),
-        Binding("f4", "show('tornado')", "Tornado", id="charts-tornado",
-                tooltip="What moves days and cost"),
+        Binding(
+            "f3",
+            "show('split')",
+            "Split",
+            id="charts-split",
+            tooltip="Throughput against target GPUs",
+        ),
+        Binding(
+            "f4",
+            "show('tornado')",
+            "Tornado",
+            id="charts-tornado",
+            tooltip="What moves days and cost",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -324,14 +371,28 @@ class ChartsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(f"Charts of {self.plan_title}", id="charts-note")
-        split = Vertical(Static("", id="split-why", classes="chart-why"),
-                         Chart(id="split-chart"), id="split", classes="chart-pane")
+        split = Vertical(
+            Static("", id="split-why", classes="chart-why"),
+            Chart(id="split-chart"),
+            id="split",
+            classes="chart-pane",
+        )
         tornado_pane = Vertical(
-            Static(Content.assemble(
-                ("▄▄", DAYS), " days  ", ("▄▄", COST), " cost: % change from the "
-                "central plan as each input moves across its range, largest first"),
-                classes="chart-why", id="tornado-key"),
-            Chart(id="tornado-chart"), id="tornado", classes="chart-pane")
+            Static(
+                Content.assemble(
+                    ("▄▄", DAYS),
+                    " days  ",
+                    ("▄▄", COST),
+                    " cost: % change from the "
+                    "central plan as each input moves across its range, largest first",
+                ),
+                classes="chart-why",
+                id="tornado-key",
+            ),
+            Chart(id="tornado-chart"),
+            id="tornado",
+            classes="chart-pane",
+        )
         yield TabbedView(("Split curve", split), ("Tornado", tornado_pane), id="chart-tabs")
         yield KeysFooter()
 

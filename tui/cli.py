@@ -25,14 +25,16 @@ if TYPE_CHECKING:
 # Exit codes (also in `dflash-plan --help` and the README).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
-EXIT_DOES_NOT_FIT = 3           # `check`: a valid plan that does not fit in GPU memory
+EXIT_DOES_NOT_FIT = 3  # `check`: a valid plan that does not fit in GPU memory
 EXIT_INTERRUPTED = 130
 
-EXIT_CODES = (f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
-              f"naming the file, line or key, the bad value and what is allowed); "
-              f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
-              f"memory; the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
-              f"writes the unsaved plan to a recovery file, named on stderr)")
+EXIT_CODES = (
+    f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
+    f"naming the file, line or key, the bad value and what is allowed); "
+    f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
+    f"memory; the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
+    f"writes the unsaved plan to a recovery file, named on stderr)"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,34 +45,63 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hardware", action="append", type=Path, default=[], metavar="FILE",
-                        help="extra GPU catalog TOML (adds or overrides GPUs); repeatable")
+    parser.add_argument(
+        "--hardware",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="extra GPU catalog TOML (adds or overrides GPUs); repeatable",
+    )
 
 
 def _plan_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("plan", nargs="?", type=Path, metavar="PLAN.toml",
-                        help="plan file (default: the built-in plan, the measured run)")
+    parser.add_argument(
+        "plan",
+        nargs="?",
+        type=Path,
+        metavar="PLAN.toml",
+        help="plan file (default: the built-in plan, the measured run)",
+    )
     _edits(parser)
     _common(parser)
 
 
 def _edits(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="change a plan key, e.g. --set target.count=7 (repeatable); a "
-                             "changed plan is named for what it is unless you --set name")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a plan key, e.g. --set target.count=7 (repeatable); a "
+        "changed plan is named for what it is unless you --set name",
+    )
     _sources(parser)
 
 
 def _sources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--from-config", type=Path, metavar="RUN.yaml",
-                        help="take the workload from a SpecForge config or a speculators "
-                             "config/launch script (anchors, block, layers, epochs, batch, ...)")
-    parser.add_argument("--from-dataset", type=Path, metavar="TRAIN.jsonl",
-                        help="take the sample count and mean length from a JSONL dataset "
-                             "(streamed; cached next to the plan)")
-    parser.add_argument("--tokenizer", type=Path, metavar="FILE",
-                        help="a local tokenizer.json for --from-dataset (default: an estimate "
-                             "of 4 characters per token)")
+    parser.add_argument(
+        "--from-config",
+        type=Path,
+        metavar="RUN.yaml",
+        help="take the workload from a SpecForge config or a speculators "
+        "config/launch script (anchors, block, layers, epochs, batch, ...)",
+    )
+    parser.add_argument(
+        "--from-dataset",
+        type=Path,
+        metavar="TRAIN.jsonl",
+        help="take the sample count and mean length from a JSONL dataset "
+        "(streamed; cached next to the plan)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        metavar="FILE",
+        help="a local tokenizer.json for --from-dataset (default: an estimate "
+        "of 4 characters per token)",
+    )
 
 
 def _source_sets(args: argparse.Namespace) -> list[str]:
@@ -94,11 +125,13 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
 
         def progress(done: int, total: int) -> None:
             if total and sys.stderr.isatty():
-                print(f"\rreading {args.from_dataset}: {done / total:.0%}", end="",
-                      file=sys.stderr)
+                print(f"\rreading {args.from_dataset}: {done / total:.0%}", end="", file=sys.stderr)
 
-        stats = (measure_cached(args.from_dataset, plan_path, tokenizer, progress)
-                 if plan_path is not None else measure(args.from_dataset, tokenizer, progress))
+        stats = (
+            measure_cached(args.from_dataset, plan_path, tokenizer, progress)
+            if plan_path is not None
+            else measure(args.from_dataset, tokenizer, progress)
+        )
         if sys.stderr.isatty():
             print(file=sys.stderr)
         print(f"from {args.from_dataset}: {stats.summary()}", file=sys.stderr)
@@ -117,11 +150,17 @@ def _launch_formats() -> tuple[str, ...]:
 
 # -- the commands -------------------------------------------------------------------------
 
+
 def _add_project(p: argparse.ArgumentParser) -> None:
     _plan_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (a stable contract)")
-    p.add_argument("--baseline", nargs="?", const="builtin", metavar="PLAN.toml",
-                   help="compare against a baseline plan (default: the built-in plan)")
+    p.add_argument(
+        "--baseline",
+        nargs="?",
+        const="builtin",
+        metavar="PLAN.toml",
+        help="compare against a baseline plan (default: the built-in plan)",
+    )
 
 
 def _run_project(args: argparse.Namespace) -> int:
@@ -141,10 +180,12 @@ def _run_project(args: argparse.Namespace) -> int:
 
         doc = projection.to_json()
         # Which launch these figures describe (the launch format's hidden-state path).
-        doc["launch"] = {"format": plan.launch.format,
-                         "transport": launch_transport(plan),
-                         "describes": launch_transport(plan) == plan.workload.transport,
-                         "line": launch_line(plan)}
+        doc["launch"] = {
+            "format": plan.launch.format,
+            "transport": launch_transport(plan),
+            "describes": launch_transport(plan) == plan.workload.transport,
+            "line": launch_line(plan),
+        }
         if baseline is not None:
             from ..model.explore.compare import compare
 
@@ -161,10 +202,19 @@ def _run_project(args: argparse.Namespace) -> int:
 
 def _add_launch(p: argparse.ArgumentParser) -> None:
     _plan_args(p)
-    p.add_argument("--format", choices=_launch_formats(), default=None,
-                   help="launch format (default: the plan's launch.format, else specforge)")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE",
-                   help="write the script to FILE (atomically) instead of printing it")
+    p.add_argument(
+        "--format",
+        choices=_launch_formats(),
+        default=None,
+        help="launch format (default: the plan's launch.format, else specforge)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the script to FILE (atomically) instead of printing it",
+    )
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
 
 
@@ -219,8 +269,11 @@ def _run_check(args: argparse.Namespace) -> int:
     if projection.fits:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
     else:
-        why = next(d.message for d in projection.diagnostics
-                   if d.code in ("does-not-fit", "fits-central-only"))
+        why = next(
+            d.message
+            for d in projection.diagnostics
+            if d.code in ("does-not-fit", "fits-central-only")
+        )
         print(f"{args.plan}: valid, but does NOT fit in GPU memory ({name}): {why}")
     return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
 
@@ -250,10 +303,16 @@ def _add_probe(p: argparse.ArgumentParser) -> None:
     _plan_args(p)
     p.add_argument("--gpu", required=True, metavar="KEY", help="the GPU type to measure")
     p.add_argument("--role", choices=("target", "drafter", "both"), default="both")
-    p.add_argument("--minutes", type=float, default=10.0,
-                   help="how long to run the workload (default 10)")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE",
-                   help="write the probe script to FILE instead of printing it")
+    p.add_argument(
+        "--minutes", type=float, default=10.0, help="how long to run the workload (default 10)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the probe script to FILE instead of printing it",
+    )
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
 
 
@@ -264,10 +323,12 @@ def _run_probe(args: argparse.Namespace) -> int:
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     probe = probe_script(plan, catalog, args.gpu, args.role, args.minutes)
     cost = f", about ${probe.cost_usd:,.2f}" if probe.cost_usd else ""
-    summary = (f"probe {probe.gpu}: {probe.gpus} GPUs on one node for about "
-               f"{probe.gpu_hours * 60 / probe.gpus:.0f} minutes, {probe.gpu_hours:.2f} "
-               f"GPU-hours{cost}; afterwards: dflash-plan calibrate OUT_DIR --plan PLAN "
-               f"--write")
+    summary = (
+        f"probe {probe.gpu}: {probe.gpus} GPUs on one node for about "
+        f"{probe.gpu_hours * 60 / probe.gpus:.0f} minutes, {probe.gpu_hours:.2f} "
+        f"GPU-hours{cost}; afterwards: dflash-plan calibrate OUT_DIR --plan PLAN "
+        f"--write"
+    )
     if args.output is None:
         sys.stdout.write(probe.text)
     else:
@@ -277,15 +338,24 @@ def _run_probe(args: argparse.Namespace) -> int:
 
 
 def _add_calibrate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", nargs="+", type=Path, metavar="RESULT",
-                   help="probe folders or result files (probe.toml), training logs "
-                        "(SpecForge, TorchSpec), or your pipeline's CSV / JSON lines")
-    p.add_argument("--plan", type=Path, metavar="PLAN.toml",
-                   help="the plan to calibrate (default: the built-in plan)")
-    p.add_argument("--gpu", metavar="KEY", help="the GPU type of points whose file does "
-                                                 "not say")
-    p.add_argument("--write", action="store_true",
-                   help="save the measurements into PLAN.toml (comments kept)")
+    p.add_argument(
+        "results",
+        nargs="+",
+        type=Path,
+        metavar="RESULT",
+        help="probe folders or result files (probe.toml), training logs "
+        "(SpecForge, TorchSpec), or your pipeline's CSV / JSON lines",
+    )
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="PLAN.toml",
+        help="the plan to calibrate (default: the built-in plan)",
+    )
+    p.add_argument("--gpu", metavar="KEY", help="the GPU type of points whose file does not say")
+    p.add_argument(
+        "--write", action="store_true", help="save the measurements into PLAN.toml (comments kept)"
+    )
     _common(p)
 
 
@@ -299,11 +369,16 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
-    ctx = RunContext(avg_sample_tokens=float(plan.workload.avg_sample_tokens),
-                     target_gpu=plan.target.gpu, drafter_gpu=plan.drafter.gpu,
-                     target_gpus=plan.target.count, drafter_gpus=plan.drafter.count,
-                     batch_size=plan.drafter.batch_size, num_anchors=plan.workload.num_anchors,
-                     target_model=plan.workload.target_model)
+    ctx = RunContext(
+        avg_sample_tokens=float(plan.workload.avg_sample_tokens),
+        target_gpu=plan.target.gpu,
+        drafter_gpu=plan.drafter.gpu,
+        target_gpus=plan.target.count,
+        drafter_gpus=plan.drafter.count,
+        batch_size=plan.drafter.batch_size,
+        num_anchors=plan.workload.num_anchors,
+        target_model=plan.workload.target_model,
+    )
     points: list[Point] = []
     for path in args.results:
         reading = read_probe_dir(path) if path.is_dir() else read_throughput(path, ctx)
@@ -317,12 +392,17 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     after = project(calibrated, catalog)
     for point in points:
         m = point.measurement
-        print(f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
-              f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})")
+        print(
+            f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+            f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
+        )
     for label, p in (("before", before), ("after", after)):
         spread = fmt.spread(p.ranges.tokens_per_s if p.ranges else None, fmt.ktok)
-        print(f"{label}: {fmt.ktok(p.tokens_per_s)}" + (f" (range {spread})" if spread else "")
-              + f", {fmt.duration(p.days)}, bottleneck {p.bottleneck}")
+        print(
+            f"{label}: {fmt.ktok(p.tokens_per_s)}"
+            + (f" (range {spread})" if spread else "")
+            + f", {fmt.duration(p.days)}, bottleneck {p.bottleneck}"
+        )
     if args.write:
         if args.plan is None:
             raise PlanError("--write needs --plan PLAN.toml (the built-in plan is not a file)")
@@ -330,15 +410,19 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         print(f"wrote {args.plan}", file=sys.stderr)
     else:
         where = args.plan or "PLAN.toml"
-        print(f"dry run: nothing written; add --write{'' if args.plan else ' --plan PLAN.toml'}"
-              f" to save these measurements into {where}", file=sys.stderr)
+        print(
+            f"dry run: nothing written; add --write{'' if args.plan else ' --plan PLAN.toml'}"
+            f" to save these measurements into {where}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
 def _add_validate(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--json", action="store_true",
-                   help="print JSON (cases, fitted constants and summary)")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (cases, fitted constants and summary)"
+    )
 
 
 def _run_validate(args: argparse.Namespace) -> int:
@@ -360,28 +444,48 @@ def _add_search(p: argparse.ArgumentParser) -> None:
     from ..model.explore.search import AT_CHOICES
 
     _plan_args(p)
-    p.add_argument("--deadline-days", type=float, metavar="D",
-                   help="finish within D days (judged where --at says)")
-    p.add_argument("--budget", type=float, metavar="X",
-                   help="total cost at most X, in the plan's cost unit (judged where --at "
-                        "says)")
-    p.add_argument("--at", choices=AT_CHOICES, default=AT_CHOICES[0],
-                   help="judge the deadline and the budget at the pessimistic end of the "
-                        "rate range (the default: the most days and cost the ranges allow) "
-                        "or at the central estimate; the front and the winners both come "
-                        "from the plans that pass")
-    p.add_argument("--gpus", metavar="KEY,KEY", help="GPU types allowed (default: all with a "
-                                                      "price)")
-    p.add_argument("--max-gpus", type=int, default=64, metavar="N",
-                   help="at most N GPUs in all (2 to 512; default 64)")
+    p.add_argument(
+        "--deadline-days",
+        type=float,
+        metavar="D",
+        help="finish within D days (judged where --at says)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        metavar="X",
+        help="total cost at most X, in the plan's cost unit (judged where --at says)",
+    )
+    p.add_argument(
+        "--at",
+        choices=AT_CHOICES,
+        default=AT_CHOICES[0],
+        help="judge the deadline and the budget at the pessimistic end of the "
+        "rate range (the default: the most days and cost the ranges allow) "
+        "or at the central estimate; the front and the winners both come "
+        "from the plans that pass",
+    )
+    p.add_argument(
+        "--gpus", metavar="KEY,KEY", help="GPU types allowed (default: all with a price)"
+    )
+    p.add_argument(
+        "--max-gpus",
+        type=int,
+        default=64,
+        metavar="N",
+        help="at most N GPUs in all (2 to 512; default 64)",
+    )
     p.add_argument("--max-nodes", type=int, metavar="N", help="at most N nodes")
-    p.add_argument("--mixed", action="store_true",
-                   help="the two roles may use different GPU types")
+    p.add_argument("--mixed", action="store_true", help="the two roles may use different GPU types")
     p.add_argument("--one-node", action="store_true", help="both roles on one node")
-    p.add_argument("--json", action="store_true",
-                   help="print JSON: the front and the winners, each a plan and its projection")
-    p.add_argument("-o", "--output", type=Path, metavar="DIR",
-                   help="write the winners as plan files into DIR")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the front and the winners, each a plan and its projection",
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, metavar="DIR", help="write the winners as plan files into DIR"
+    )
 
 
 def _run_search(args: argparse.Namespace) -> int:
@@ -395,10 +499,16 @@ def _run_search(args: argparse.Namespace) -> int:
     if args.max_nodes is not None and args.max_nodes < 1:
         raise PlanError(f"--max-nodes {args.max_nodes}: must be 1 or more")
     gpus = tuple(k.strip() for k in args.gpus.split(",") if k.strip()) if args.gpus else None
-    space = default_space(plan, catalog, gpus, max_gpus=args.max_gpus,
-                          max_nodes=args.max_nodes, mixed=args.mixed, one_node=args.one_node)
-    result = search(plan, catalog, space,
-                    Constraints(args.deadline_days, args.budget, at=args.at))
+    space = default_space(
+        plan,
+        catalog,
+        gpus,
+        max_gpus=args.max_gpus,
+        max_nodes=args.max_nodes,
+        mixed=args.mixed,
+        one_node=args.one_node,
+    )
+    result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget, at=args.at))
     if args.output is not None:
         _write_winners(args.output, result)
     if args.json:
@@ -427,14 +537,20 @@ def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def
             try:
                 save_plan(plan, folder / f"{name}.toml")
             except OSError as err:
-                raise PlanError(f"{folder / name}.toml: cannot write: "
-                                f"{err.strerror or err}") from None
+                raise PlanError(
+                    f"{folder / name}.toml: cannot write: {err.strerror or err}"
+                ) from None
             print(f"wrote {folder / name}.toml", file=sys.stderr)
 
 
 def _add_compare(p: argparse.ArgumentParser) -> None:
-    p.add_argument("plans", nargs="+", type=Path, metavar="PLAN.toml",
-                   help="plans to compare; the first is the baseline")
+    p.add_argument(
+        "plans",
+        nargs="+",
+        type=Path,
+        metavar="PLAN.toml",
+        help="plans to compare; the first is the baseline",
+    )
     _common(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
@@ -457,10 +573,21 @@ def _run_compare(args: argparse.Namespace) -> int:
     from . import report
 
     if args.json:
-        json.dump([{"file": str(path), "projection": p.to_json(), "versus_baseline": c.to_json(),
-                    "prices_not_from_plan": [x.to_json() for x in
-                                             p.prices.borrowed(p.plan.gpus_in_use())]}
-                   for path, p, c in rows], sys.stdout, indent=2)
+        json.dump(
+            [
+                {
+                    "file": str(path),
+                    "projection": p.to_json(),
+                    "versus_baseline": c.to_json(),
+                    "prices_not_from_plan": [
+                        x.to_json() for x in p.prices.borrowed(p.plan.gpus_in_use())
+                    ],
+                }
+                for path, p, c in rows
+            ],
+            sys.stdout,
+            indent=2,
+        )
         print()
     else:
         report.comparison(rows, "markdown" if args.markdown else "csv" if args.csv else "table")
@@ -485,44 +612,65 @@ class Command:
 
     __slots__ = ("add", "description", "help", "run")
 
-    def __init__(self, help: str, add: Callable[[argparse.ArgumentParser], None],
-                 run: Callable[[argparse.Namespace], int], description: str = "") -> None:
+    def __init__(
+        self,
+        help: str,
+        add: Callable[[argparse.ArgumentParser], None],
+        run: Callable[[argparse.Namespace], int],
+        description: str = "",
+    ) -> None:
         self.help, self.add, self.run, self.description = help, add, run, description
 
 
 COMMANDS: dict[str, Command] = {
-    "project": Command("project a plan: throughput, days, cost, bottleneck",
-                       _add_project, _run_project),
-    "launch": Command("print the command that starts the planned run", _add_launch,
-                      _run_launch),
+    "project": Command(
+        "project a plan: throughput, days, cost, bottleneck", _add_project, _run_project
+    ),
+    "launch": Command("print the command that starts the planned run", _add_launch, _run_launch),
     "gpus": Command("list the GPU catalog", _add_gpus, _run_gpus),
     "models": Command("list the target model presets", _add_models, _run_models),
-    "check": Command("validate a plan file; exit 0 when it can be projected and fits, "
-                     f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit in GPU memory",
-                     _add_check, _run_check,
-                     description=f"Validate PLAN.toml and project it. Exit {EXIT_OK}: valid "
-                                 f"and fits; {EXIT_DOES_NOT_FIT}: valid but a role does not "
-                                 f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
-                                 f"on stderr)."),
+    "check": Command(
+        "validate a plan file; exit 0 when it can be projected and fits, "
+        f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit in GPU memory",
+        _add_check,
+        _run_check,
+        description=f"Validate PLAN.toml and project it. Exit {EXIT_OK}: valid "
+        f"and fits; {EXIT_DOES_NOT_FIT}: valid but a role does not "
+        f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
+        f"on stderr).",
+    ),
     "new": Command("write the built-in plan to a file, to edit", _add_new, _run_new),
-    "validate": Command("the model against public measurements, cross-validated by source "
-                        "group", _add_validate, _run_validate,
-                        description="Predict every case of the validation set "
-                                    "(model/measurements.toml) at default settings and "
-                                    "compare with the measured value. Every fitted constant "
-                                    "(model/fitting.py) is refitted with each source group "
-                                    "left out and that group's cases predicted: the "
-                                    "headline."),
-    "search": Command("search GPU types, counts, TP and splits: the (days, cost) front and "
-                      "the best plan per objective", _add_search, _run_search),
-    "compare": Command("several plans side by side, against the first",
-                       _add_compare, _run_compare),
-    "prices": Command("rental offers per provider and GPU: price, rental unit, date",
-                      _add_prices, _run_prices),
-    "probe": Command("write a short benchmark of the plan's workload for one node of a GPU "
-                     "type", _add_probe, _run_probe),
-    "calibrate": Command("add measured rates (probe results, training logs, your own "
-                         "reports) to a plan", _add_calibrate, _run_calibrate),
+    "validate": Command(
+        "the model against public measurements, cross-validated by source group",
+        _add_validate,
+        _run_validate,
+        description="Predict every case of the validation set "
+        "(model/measurements.toml) at default settings and "
+        "compare with the measured value. Every fitted constant "
+        "(model/fitting.py) is refitted with each source group "
+        "left out and that group's cases predicted: the "
+        "headline.",
+    ),
+    "search": Command(
+        "search GPU types, counts, TP and splits: the (days, cost) front and "
+        "the best plan per objective",
+        _add_search,
+        _run_search,
+    ),
+    "compare": Command("several plans side by side, against the first", _add_compare, _run_compare),
+    "prices": Command(
+        "rental offers per provider and GPU: price, rental unit, date", _add_prices, _run_prices
+    ),
+    "probe": Command(
+        "write a short benchmark of the plan's workload for one node of a GPU type",
+        _add_probe,
+        _run_probe,
+    ),
+    "calibrate": Command(
+        "add measured rates (probe results, training logs, your own reports) to a plan",
+        _add_calibrate,
+        _run_calibrate,
+    ),
 }
 
 
@@ -539,8 +687,9 @@ def _write_new(path: Path, text: str, force: bool, executable: bool = False) -> 
         try:
             path.chmod(path.stat().st_mode | 0o111)
         except OSError as err:
-            raise PlanError(f"{path}: written, but cannot make it executable: "
-                            f"{err.strerror or err}") from None
+            raise PlanError(
+                f"{path}: written, but cannot make it executable: {err.strerror or err}"
+            ) from None
 
 
 def one_line(text: str) -> str:
@@ -564,23 +713,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dflash-plan",
         description="Plan DFlash drafter-training clusters. Without a command, opens the "
-                    "interactive planner on PLAN.toml (or the built-in plan).",
-        epilog=EXIT_CODES)
+        "interactive planner on PLAN.toml (or the built-in plan).",
+        epilog=EXIT_CODES,
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, command in COMMANDS.items():
         if only is not None and name != only:
             continue
-        command.add(sub.add_parser(name, help=command.help,
-                                   description=command.description or None,
-                                   epilog=EXIT_CODES))
+        command.add(
+            sub.add_parser(
+                name, help=command.help, description=command.description or None, epilog=EXIT_CODES
+            )
+        )
     return parser
 
 
 def _app_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dflash-plan", description="Open the interactive DFlash planner.",
-                     epilog=f"Headless commands: {', '.join(COMMANDS)} "
-                            f"(dflash-plan COMMAND --help). {EXIT_CODES}")
+    parser = _Parser(
+        prog="dflash-plan",
+        description="Open the interactive DFlash planner.",
+        epilog=f"Headless commands: {', '.join(COMMANDS)} "
+        f"(dflash-plan COMMAND --help). {EXIT_CODES}",
+    )
     parser.add_argument("plan", nargs="?", type=Path, metavar="PLAN.toml")
     _common(parser)
     return parser
@@ -635,7 +790,7 @@ def _open_app(args: argparse.Namespace) -> int:
     # The constructor loads the plan: a bad file fails here, before the screen opens.
     app = import_app()(args.plan, hardware=args.hardware)
     app.run()
-    if app.recovery_note:                   # an error or a signal ended it
+    if app.recovery_note:  # an error or a signal ended it
         # No terminal left (SIGHUP): the recovery file is written all the same.
         with contextlib.suppress(OSError):
             print(app.recovery_note, file=sys.stderr, flush=True)

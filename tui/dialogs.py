@@ -41,8 +41,9 @@ class HelpScreen(ModalScreen[None]):
         text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
         with Vertical(id="help-box"):
             with VerticalScroll(id="help-scroll"):
-                yield Static(help_markdown(text, self.app.theme_variables["accent"]),
-                             id="help-text")
+                yield Static(
+                    help_markdown(text, self.app.theme_variables["accent"]), id="help-text"
+                )
             yield Static("esc: close", id="help-hint")
 
     def action_close(self) -> None:
@@ -54,8 +55,13 @@ class PathDialog(ModalScreen[Path | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
-    def __init__(self, title: str, action: str, initial: str = "",
-                 check: Callable[[Path], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        action: str,
+        initial: str = "",
+        check: Callable[[Path], str | None] | None = None,
+    ) -> None:
         super().__init__()
         self.title_text, self.action_text, self.initial, self.check = title, action, initial, check
 
@@ -128,14 +134,21 @@ class ConfirmDialog(ModalScreen[str]):
 
 
 def overwrite_question(path: Path) -> ConfirmDialog:
-    return ConfirmDialog(f"{path} exists. Overwrite it?",
-                         [("Overwrite", "overwrite", "error"), ("Cancel", "cancel", "default")])
+    return ConfirmDialog(
+        f"{path} exists. Overwrite it?",
+        [("Overwrite", "overwrite", "error"), ("Cancel", "cancel", "default")],
+    )
 
 
 def unsaved_question() -> ConfirmDialog:
-    return ConfirmDialog("This plan has unsaved changes.",
-                         [("Save", "save", "primary"), ("Discard", "discard", "error"),
-                          ("Cancel", "cancel", "default")])
+    return ConfirmDialog(
+        "This plan has unsaved changes.",
+        [
+            ("Save", "save", "primary"),
+            ("Discard", "discard", "error"),
+            ("Cancel", "cancel", "default"),
+        ],
+    )
 
 
 def writable(path: Path) -> str | None:

@@ -11,11 +11,11 @@ from ..model.basics.numbers import NumberError, parse_number, parse_whole
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    key: str            # dotted plan key, or a role-relative key (price.*, measured.*)
+    key: str  # dotted plan key, or a role-relative key (price.*, measured.*)
     label: str
-    kind: str           # "int", "optional-float", "gpu", "model", "choice", "text",
-    unit: str = ""      # "optional-text"
-    choices: tuple[str, ...] = ()       # a "choice" field's values
+    kind: str  # "int", "optional-float", "gpu", "model", "choice", "text",
+    unit: str = ""  # "optional-text"
+    choices: tuple[str, ...] = ()  # a "choice" field's values
 
     @property
     def widget_id(self) -> str:
@@ -27,48 +27,64 @@ class FieldSpec:
 
 
 SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
-    ("", (
-        FieldSpec("name", "plan", "text"),
-    )),
-    ("Target pool", (
-        FieldSpec("target.gpu", "GPU", "gpu"),
-        FieldSpec("target.count", "GPUs", "int"),
-        FieldSpec("target.tp", "TP size", "int"),
-    )),
-    ("Drafter pool", (
-        FieldSpec("drafter.gpu", "GPU", "gpu"),
-        FieldSpec("drafter.count", "GPUs", "int"),
-        FieldSpec("drafter.batch_size", "batch/GPU", "int", "samples"),
-    )),
-    ("Workload", (
-        FieldSpec("workload.target_model", "target", "model"),
-        # Anchors first after the model: the drafter's work scales with them, and the
-        # answer to a GPU question can turn on them (the recipe uses 512).
-        FieldSpec("workload.num_anchors", "anchors", "int", "recipe 512"),
-        FieldSpec("workload.samples", "samples", "int"),
-        FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
-        FieldSpec("workload.epochs", "epochs", "int"),
-        FieldSpec("workload.max_length", "max length", "int", "tokens"),
-        FieldSpec("workload.mode", "mode", "choice", choices=("online", "offline")),
-    )),
-    ("Cost", (
-        FieldSpec("cost.reference_gpu", "reference", "gpu"),
-        FieldSpec("price.target.ratio", "target", "optional-float", "x ref"),
-        FieldSpec("price.target.usd", "target", "optional-float", "$/GPU-h"),
-        FieldSpec("price.drafter.ratio", "drafter", "optional-float", "x ref"),
-        FieldSpec("price.drafter.usd", "drafter", "optional-float", "$/GPU-h"),
-    )),
-    ("Measured tok/s per GPU", (
-        FieldSpec("measured.target", "target", "optional-float"),
-        FieldSpec("measured.drafter", "drafter", "optional-float"),
-    )),
+    ("", (FieldSpec("name", "plan", "text"),)),
+    (
+        "Target pool",
+        (
+            FieldSpec("target.gpu", "GPU", "gpu"),
+            FieldSpec("target.count", "GPUs", "int"),
+            FieldSpec("target.tp", "TP size", "int"),
+        ),
+    ),
+    (
+        "Drafter pool",
+        (
+            FieldSpec("drafter.gpu", "GPU", "gpu"),
+            FieldSpec("drafter.count", "GPUs", "int"),
+            FieldSpec("drafter.batch_size", "batch/GPU", "int", "samples"),
+        ),
+    ),
+    (
+        "Workload",
+        (
+            FieldSpec("workload.target_model", "target", "model"),
+            # Anchors first after the model: the drafter's work scales with them, and the
+            # answer to a GPU question can turn on them (the recipe uses 512).
+            FieldSpec("workload.num_anchors", "anchors", "int", "recipe 512"),
+            FieldSpec("workload.samples", "samples", "int"),
+            FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
+            FieldSpec("workload.epochs", "epochs", "int"),
+            FieldSpec("workload.max_length", "max length", "int", "tokens"),
+            FieldSpec("workload.mode", "mode", "choice", choices=("online", "offline")),
+        ),
+    ),
+    (
+        "Cost",
+        (
+            FieldSpec("cost.reference_gpu", "reference", "gpu"),
+            FieldSpec("price.target.ratio", "target", "optional-float", "x ref"),
+            FieldSpec("price.target.usd", "target", "optional-float", "$/GPU-h"),
+            FieldSpec("price.drafter.ratio", "drafter", "optional-float", "x ref"),
+            FieldSpec("price.drafter.usd", "drafter", "optional-float", "$/GPU-h"),
+        ),
+    ),
+    (
+        "Measured tok/s per GPU",
+        (
+            FieldSpec("measured.target", "target", "optional-float"),
+            FieldSpec("measured.drafter", "drafter", "optional-float"),
+        ),
+    ),
     # Offline hidden states (workload.mode = "offline"); empty: not bounded, not priced.
-    ("Storage (offline)", (
-        FieldSpec("workload.storage_dtype", "precision", "choice", choices=("bf16", "fp8")),
-        FieldSpec("storage.tb", "space", "optional-float", "TB"),
-        FieldSpec("storage.read_gb_per_s_per_node", "read", "optional-float", "GB/s/node"),
-        FieldSpec("storage.usd_per_tb_month", "price", "optional-float", "$/TB-month"),
-    )),
+    (
+        "Storage (offline)",
+        (
+            FieldSpec("workload.storage_dtype", "precision", "choice", choices=("bf16", "fp8")),
+            FieldSpec("storage.tb", "space", "optional-float", "TB"),
+            FieldSpec("storage.read_gb_per_s_per_node", "read", "optional-float", "GB/s/node"),
+            FieldSpec("storage.usd_per_tb_month", "price", "optional-float", "$/TB-month"),
+        ),
+    ),
 )
 
 # Edited on the Launch tab: the command of the `template` launch format.
@@ -139,7 +155,7 @@ def field_for(plan_key: str | None, doc: dict[str, Any]) -> str | None:
         return f"price.{role}.{view}"
     if parts[0] == "calibration" and len(parts) >= 2 and parts[1] in ("target", "drafter"):
         return f"measured.{parts[1]}"
-    for length in range(len(parts) - 1, 1, -1):         # a sub-key of a field's key
+    for length in range(len(parts) - 1, 1, -1):  # a sub-key of a field's key
         prefix = ".".join(parts[:length])
         if prefix in FIELDS:
             return prefix

@@ -17,12 +17,12 @@ SEPARATOR = "▏"
 
 
 class Key(NamedTuple):
-    key: str               # what is pressed when the key is clicked
-    shown: str             # how the key is written ("^s", "f1")
+    key: str  # what is pressed when the key is clicked
+    shown: str  # how the key is written ("^s", "f1")
     description: str
     enabled: bool
     tooltip: str
-    palette: bool          # the command palette's key, drawn on the right
+    palette: bool  # the command palette's key, drawn on the right
 
 
 class KeysFooter(Widget):
@@ -39,7 +39,7 @@ class KeysFooter(Widget):
     def __init__(self) -> None:
         super().__init__()
         self.keys: tuple[Key, ...] = ()
-        self._spans: list[tuple[int, int, Key]] = []     # columns each key is drawn in
+        self._spans: list[tuple[int, int, Key]] = []  # columns each key is drawn in
         self._hover: Key | None = None
 
     def on_mount(self) -> None:
@@ -64,9 +64,13 @@ class KeysFooter(Widget):
         for key, (_node, binding, enabled, tooltip) in screen.active_bindings.items():
             if (binding.show or key == palette_key) and binding.action not in keys:
                 keys[binding.action] = Key(
-                    binding.key, self.app.get_key_display(binding), binding.description,
-                    enabled, tooltip or binding.tooltip or binding.description,
-                    key == palette_key)
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    enabled,
+                    tooltip or binding.tooltip or binding.description,
+                    key == palette_key,
+                )
         return tuple(keys.values())
 
     @property
@@ -87,7 +91,7 @@ class KeysFooter(Widget):
                 continue
             drawn = self._drawn(key)
             if column + drawn.cell_length > width - right_width:
-                break                       # no room: the palette lists every action
+                break  # no room: the palette lists every action
             parts.append(drawn + " ")
             self._spans.append((column, column + drawn.cell_length, key))
             column += drawn.cell_length + 1
@@ -107,7 +111,8 @@ class KeysFooter(Widget):
         dim = " dim" if not key.enabled else ""
         return Content.assemble(
             (key.shown, f"bold $footer-key-foreground{hover}{dim}"),
-            (f" {key.description}", f"$footer-description-foreground{hover}{dim}"))
+            (f" {key.description}", f"$footer-description-foreground{hover}{dim}"),
+        )
 
     def _at(self, x: int) -> Key | None:
         return next((key for start, end, key in self._spans if start <= x < end), None)

@@ -96,7 +96,7 @@ def signed_duration(value_days: float | None) -> str:
     if value_days is None:
         return DASH
     hours = value_days * 24
-    text = (f"{hours:+,.1f} hours" if abs(hours) < 24 else f"{value_days:+,.1f} days")
+    text = f"{hours:+,.1f} hours" if abs(hours) < 24 else f"{value_days:+,.1f} days"
     if text[1:].replace("0", "").replace(".", "").replace(",", "").split(" ")[0] == "":
         return "+0.0 days"
     return text
@@ -109,8 +109,9 @@ def percent(value: float | None) -> str:
     return f"{value * 100:,.1f} %" if value < 0.1 else f"{value * 100:,.0f} %"
 
 
-def span(low: float | None, high: float | None, one: Callable[[float | None], str],
-         sep: str = "-") -> str:
+def span(
+    low: float | None, high: float | None, one: Callable[[float | None], str], sep: str = "-"
+) -> str:
     """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
     alone when both ends agree once formatted. sep " - " lets a narrow table break it."""
     if low is None or high is None:
@@ -118,9 +119,9 @@ def span(low: float | None, high: float | None, one: Callable[[float | None], st
     a, b = one(low), one(high)
     if a == b:
         return a
-    if a[-1] == b[-1] == "x":                      # ratios: '3.97-6.94x'
+    if a[-1] == b[-1] == "x":  # ratios: '3.97-6.94x'
         return f"{a[:-1]}{sep}{b}"
-    if a[0] == b[0] == "$":                        # dollars: '$699-1,223'
+    if a[0] == b[0] == "$":  # dollars: '$699-1,223'
         return f"{a}{sep}{b[1:]}"
     unit_a, unit_b = a.split(" ", 1), b.split(" ", 1)
     if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
@@ -128,8 +129,9 @@ def span(low: float | None, high: float | None, one: Callable[[float | None], st
     return f"{a} - {b}"
 
 
-def spread(pair: tuple[float, float] | None, one: Callable[[float | None], str],
-           sep: str = "-") -> str:
+def spread(
+    pair: tuple[float, float] | None, one: Callable[[float | None], str], sep: str = "-"
+) -> str:
     """A figure's range as `span` writes it, or '' when there is none to show: no range,
     or ends that agree once formatted (a range is never shown zero wide)."""
     if pair is None or one(pair[0]) == one(pair[1]):
@@ -144,8 +146,11 @@ def break_even(p: Projection, ratios: dict[str, float]) -> str:
     ref = p.prices.reference_gpu
     ref_name = gpus[ref].name if ref in gpus else ref
     by_gpu = {p.plan.target.gpu: ratios.get("target"), p.plan.drafter.gpu: ratios.get("drafter")}
-    parts = [f"{gpus[k].name} at {v:.2f}x the {ref_name} price"
-             for k, v in by_gpu.items() if v is not None and k != ref]
+    parts = [
+        f"{gpus[k].name} at {v:.2f}x the {ref_name} price"
+        for k, v in by_gpu.items()
+        if v is not None and k != ref
+    ]
     together = " (both scaled together)" if len(parts) > 1 else ""
     return f"break-even: {' and '.join(parts)}{together}"
 
@@ -155,13 +160,13 @@ def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
     ones in the results by name, the others counted (--json lists all); '' for none."""
     if not result.borrowed_prices or result.prices is None:
         return ""
-    shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu
-                                                         for c in result.front}
-    shown.add(result.prices.reference_gpu)    # listed only when the plan's ratios scale it
+    shown = {c.plan.target.gpu for c in result.front} | {c.plan.drafter.gpu for c in result.front}
+    shown.add(result.prices.reference_gpu)  # listed only when the plan's ratios scale it
     named = [p for p in result.borrowed_prices if p.gpu in shown]
     others = len(result.borrowed_prices) - len(named)
     text = ", ".join(price_source(p, result.prices, names) for p in named)
     if others:
-        text += (("; and " if text else "") + f"{others} more searched GPU type(s) "
-                 f"(--json lists them)")
+        text += (
+            "; and " if text else ""
+        ) + f"{others} more searched GPU type(s) (--json lists them)"
     return text

@@ -18,7 +18,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 
 ARROW = " ▼"
-SEARCH_PAUSE_S = 0.7        # a pause this long starts a new search (as Select's does)
+SEARCH_PAUSE_S = 0.7  # a pause this long starts a new search (as Select's does)
 
 
 class PickerList(OptionList):
@@ -46,7 +46,7 @@ class PickerList(OptionList):
         event.stop()
         event.prevent_default()
         now = monotonic()
-        self._query = (self._query if now - self._typed_at < SEARCH_PAUSE_S else "")
+        self._query = self._query if now - self._typed_at < SEARCH_PAUSE_S else ""
         self._query += event.character
         self._typed_at = now
         found = self.picker.search(self._query)
@@ -116,9 +116,16 @@ class Picker(Widget, can_focus=True):
         def control(self) -> Picker:
             return self.picker
 
-    def __init__(self, options: Sequence[tuple[str, str]], value: str | None = None, *,
-                 prompt: str = "choose", allow_blank: bool = False, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self,
+        options: Sequence[tuple[str, str]],
+        value: str | None = None,
+        *,
+        prompt: str = "choose",
+        allow_blank: bool = False,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.prompt = prompt
         self.allow_blank = allow_blank
@@ -170,14 +177,15 @@ class Picker(Widget, can_focus=True):
         width = max(self.content_size.width - len(ARROW), 1)
         shown = set_cell_size(label if label is not None else self.prompt, width)
         return Content.assemble(
-            (shown, "" if label is not None else "$foreground 50%"),
-            (ARROW, "$foreground 50%"))
+            (shown, "" if label is not None else "$foreground 50%"), (ARROW, "$foreground 50%")
+        )
 
     def search(self, query: str) -> int | None:
         """The entry whose label holds `query` earliest (ignoring case)."""
         query = query.lower()
-        found = [(label.lower().find(query), index)
-                 for index, (label, _) in enumerate(self.entries)]
+        found = [
+            (label.lower().find(query), index) for index, (label, _) in enumerate(self.entries)
+        ]
         matches = [(at, index) for at, index in found if at >= 0]
         return min(matches)[1] if matches else None
 
@@ -195,8 +203,12 @@ class Picker(Widget, can_focus=True):
 
     def _fill(self, listing: PickerList) -> None:
         listing.clear_options()
-        listing.add_options([Content.styled(label, "$foreground 50%") if value is None
-                             else label for label, value in self.entries])
+        listing.add_options(
+            [
+                Content.styled(label, "$foreground 50%") if value is None else label
+                for label, value in self.entries
+            ]
+        )
 
     def action_open(self) -> None:
         if self.is_open:
@@ -223,7 +235,7 @@ class Picker(Widget, can_focus=True):
         self.close(refocus=True)
 
     def on_click(self, event: events.Click) -> None:
-        if event.widget is self:          # a click on the list is the list's
+        if event.widget is self:  # a click on the list is the list's
             if self.is_open:
                 self.close(refocus=True)
             else:

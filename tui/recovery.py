@@ -70,9 +70,10 @@ def write_recovery(text: str, plan_path: Path | None) -> Path:
                 reasons.append(f"{path.parent}: not writable")
                 continue
             write_atomic(path, text)
-        except OSError as err:          # SaveError too
-            reasons.append(str(err) if isinstance(err, SaveError)
-                           else f"{path}: {err.strerror or err}")
+        except OSError as err:  # SaveError too
+            reasons.append(
+                str(err) if isinstance(err, SaveError) else f"{path}: {err.strerror or err}"
+            )
             continue
         return path
     raise SaveError("; ".join(reasons))
@@ -139,7 +140,8 @@ def rescue(text: str | None, plan_path: Path | None, why: str) -> str:
     try:
         path = write_recovery(text, plan_path)
     except (OSError, PlanError) as err:
-        return (f"{head}; could not write a recovery file ({err}); the unsaved plan "
-                f"follows:\n{text}")
-    return (f"{head}; the unsaved plan was written to {path} (the next dflash-plan "
-            f"{'' if plan_path is None else str(plan_path) + ' '}offers to open it)")
+        return f"{head}; could not write a recovery file ({err}); the unsaved plan follows:\n{text}"
+    return (
+        f"{head}; the unsaved plan was written to {path} (the next dflash-plan "
+        f"{'' if plan_path is None else str(plan_path) + ' '}offers to open it)"
+    )

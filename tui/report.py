@@ -48,63 +48,103 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     summary.add_column()
     if p.fits:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
-        summary.add_row("throughput", f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-                                      f"[bold]{escape(str(p.bottleneck))}[/bold]"
-                                      + _range(p, "tokens_per_s", fmt.ktok))
-        summary.add_row("time", f"{fmt.duration(p.days)} to {p.epochs} epochs "
-                                f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-                                + _range(p, "days", fmt.duration))
-        summary.add_row("total cost", escape(_cost_line(p))
-                        + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)))
+        summary.add_row(
+            "throughput",
+            f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
+            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, "tokens_per_s", fmt.ktok),
+        )
+        summary.add_row(
+            "time",
+            f"{fmt.duration(p.days)} to {p.epochs} epochs "
+            f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
+            + _range(p, "days", fmt.duration),
+        )
+        summary.add_row(
+            "total cost",
+            escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
+        )
         if p.mode == "offline" and (o := p.offline) is not None:
             # The figures above are the online pipeline's (ranges, scenarios, search);
             # this plan runs offline.
             cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
-            summary.add_row("offline run", escape(
-                f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
-                f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
-                f"the figures above are the online pipeline's"))
+            summary.add_row(
+                "offline run",
+                escape(
+                    f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
+                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
+                    f"the figures above are the online pipeline's"
+                ),
+            )
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
             summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
         if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
-            summary.add_row("range ends", escape(f"slow if {p.ranges.slow_scenario}; fast if "
-                                                 f"{p.ranges.fast_scenario}"))
+            summary.add_row(
+                "range ends",
+                escape(f"slow if {p.ranges.slow_scenario}; fast if {p.ranges.fast_scenario}"),
+            )
     else:
-        summary.add_row("throughput", "[bold red]does not fit[/bold red]: a role runs out of "
-                                      "GPU memory (below)")
+        summary.add_row(
+            "throughput", "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)"
+        )
     console.print(summary)
     console.print(escape(launch_line(p.plan)))
 
     roles = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold")
-    for header, right in (("role", False), ("GPU", False), ("count", True), ("capacity", True),
-                          ("busy", True), ("source", False), ("memory/GPU", True)):
+    for header, right in (
+        ("role", False),
+        ("GPU", False),
+        ("count", True),
+        ("capacity", True),
+        ("busy", True),
+        ("source", False),
+        ("memory/GPU", True),
+    ):
         roles.add_column(header, justify="right" if right else "left", no_wrap=True)
     for r in (p.target, p.drafter):
         count = f"{r.count:,}" + (f" tp{r.tp}" if r.tp > 1 else "")
-        roles.add_row(r.role, escape(r.gpu_name), count,
-                      fmt.ktok(r.capacity_tokens_per_s), fmt.pct(r.utilization), r.source,
-                      f"{r.memory.needed_gb:,.1f}/{r.memory.available_gb:,g} GB"
-                      + ("" if r.memory.fits else " [bold red]NO FIT[/bold red]"))
+        roles.add_row(
+            r.role,
+            escape(r.gpu_name),
+            count,
+            fmt.ktok(r.capacity_tokens_per_s),
+            fmt.pct(r.utilization),
+            r.source,
+            f"{r.memory.needed_gb:,.1f}/{r.memory.available_gb:,g} GB"
+            + ("" if r.memory.fits else " [bold red]NO FIT[/bold red]"),
+        )
     console.print()
     console.print(roles)
     console.print()
     link_load = ""
     if p.fits and p.hidden_state_bytes_per_s is not None:
-        link_load = (f", {p.hidden_state_bytes_per_s / 1e9:,.2f} GB/s = "
-                     f"{fmt.pct(p.link_utilization)} of the link")
-    console.print(escape(f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f}"
-                         f" KB/token{link_load} ({p.link.description})"))
+        link_load = (
+            f", {p.hidden_state_bytes_per_s / 1e9:,.2f} GB/s = "
+            f"{fmt.pct(p.link_utilization)} of the link"
+        )
+    console.print(
+        escape(
+            f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f}"
+            f" KB/token{link_load} ({p.link.description})"
+        )
+    )
     for line in [*offline_lines(p), *store_lines(p)]:
         console.print(escape(line))
-    if p.fits and p.marginal_target_tokens_per_s is not None \
-            and p.marginal_drafter_tokens_per_s is not None:
-        console.print(f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
-                      f"{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s; one more drafter "
-                      f"GPU: {p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s")
+    if (
+        p.fits
+        and p.marginal_target_tokens_per_s is not None
+        and p.marginal_drafter_tokens_per_s is not None
+    ):
+        console.print(
+            f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
+            f"{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s; one more drafter "
+            f"GPU: {p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s"
+        )
     for role in (p.target, p.drafter):
-        console.print(f"[dim]{escape(f'{role.role}: {role.basis}; efficiency')} "
-                      f"{fmt.pct(role.efficiency)}, {escape(role.limit)}-bound[/dim]")
+        console.print(
+            f"[dim]{escape(f'{role.role}: {role.basis}; efficiency')} "
+            f"{fmt.pct(role.efficiency)}, {escape(role.limit)}-bound[/dim]"
+        )
     for line in p.assumptions:
         console.print(f"[dim]assumes {escape(line)}[/dim]")
     if p.narrowing:
@@ -113,22 +153,30 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         c = compare(p, baseline)
         speed_range, cost_range = (
             f" (range {text})" if (text := fmt.spread(pair, fmt.times)) else ""
-            for pair in (c.speedup_range, c.cost_ratio_range))
-        console.print(f"\n[bold]against the baseline[/bold] "
-                      f"({escape(baseline.plan.name or 'plan')}): "
-                      f"speed {fmt.times(c.speedup)}{speed_range}, cost "
-                      f"{fmt.times(c.cost_ratio)}{cost_range}, "
-                      f"{fmt.signed_duration(c.days_delta)} "
-                      f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})")
+            for pair in (c.speedup_range, c.cost_ratio_range)
+        )
+        console.print(
+            f"\n[bold]against the baseline[/bold] "
+            f"({escape(baseline.plan.name or 'plan')}): "
+            f"speed {fmt.times(c.speedup)}{speed_range}, cost "
+            f"{fmt.times(c.cost_ratio)}{cost_range}, "
+            f"{fmt.signed_duration(c.days_delta)} "
+            f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})"
+        )
         if c.speedup_range_scenarios and c.speedup_range:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
-            console.print("  " + escape(f"speed {fmt.times(low)} if {slow}; {fmt.times(high)} "
-                                        f"if {fast} (both plans under the same scenario)"))
+            console.print(
+                "  "
+                + escape(
+                    f"speed {fmt.times(low)} if {slow}; {fmt.times(high)} "
+                    f"if {fast} (both plans under the same scenario)"
+                )
+            )
         if c.break_even_price_ratio:
             even = fmt.break_even(p, c.break_even_price_ratio)
             ranges = c.break_even_price_ratio_range or {}
             ends = next(iter(ranges.values()), None)
-            if (text := fmt.spread(ends, fmt.times)):
+            if text := fmt.spread(ends, fmt.times):
                 even += f" (range {text})"
             console.print("  " + escape(even))
         for line in c.why:
@@ -143,12 +191,17 @@ def store_lines(p: Projection) -> list[str]:
     m = p.store_memory
     if m is None:
         return []
-    host = ("" if m.host_memory_gb is None else
-            f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)"))
-    return [f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
-            f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
-            f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
-            f"{m.node_gib:,.0f} GiB of host memory{host}"]
+    host = (
+        ""
+        if m.host_memory_gb is None
+        else f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)")
+    )
+    return [
+        f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
+        f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
+        f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
+        f"{m.node_gib:,.0f} GiB of host memory{host}"
+    ]
 
 
 def offline_lines(p: Projection) -> list[str]:
@@ -157,30 +210,46 @@ def offline_lines(p: Projection) -> list[str]:
     o = p.offline
     if o is None:
         return []
-    fits = "" if o.tb_available is None else (
-        f" of {o.tb_available:,.1f} TB" + ("" if o.fits else " (DOES NOT FIT)"))
-    read = ("storage reads not bounded" if o.storage_tokens_per_s is None else
-            f"storage feeds {fmt.ktok(o.storage_tokens_per_s)}")
-    lines = [f"{'offline (this plan)' if p.mode == 'offline' else 'offline instead'}: "
-             f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
-             f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
-             f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
-             f"{fmt.duration(o.train_days_per_epoch)} per epoch at "
-             f"{fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound; {read})"]
-    cost = "" if o.cost is None or o.online_cost is None else (
-        f"; cost {fmt.cost(o.cost, o.cost_unit)} offline vs {fmt.cost(o.online_cost, o.cost_unit)}"
-        f" online ({o.billing} billing)")
+    fits = (
+        ""
+        if o.tb_available is None
+        else (f" of {o.tb_available:,.1f} TB" + ("" if o.fits else " (DOES NOT FIT)"))
+    )
+    read = (
+        "storage reads not bounded"
+        if o.storage_tokens_per_s is None
+        else f"storage feeds {fmt.ktok(o.storage_tokens_per_s)}"
+    )
+    lines = [
+        f"{'offline (this plan)' if p.mode == 'offline' else 'offline instead'}: "
+        f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
+        f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
+        f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
+        f"{fmt.duration(o.train_days_per_epoch)} per epoch at "
+        f"{fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound; {read})"
+    ]
+    cost = (
+        ""
+        if o.cost is None or o.online_cost is None
+        else (
+            f"; cost {fmt.cost(o.cost, o.cost_unit)} offline vs {fmt.cost(o.online_cost, o.cost_unit)}"
+            f" online ({o.billing} billing)"
+        )
+    )
     storage = ""
     if o.storage_usd is not None:
-        storage = f"; storage ${o.storage_usd:,.0f}" + ("" if o.storage_in_cost
-                                                       else " (not in the GPU cost unit)")
-    even = [f"{name} from {e:,.2f} epochs" if e is not None else f"{name} never"
-            for name, e in (("cheaper", o.break_even_epochs),
-                            ("faster", o.break_even_epochs_days))
-            if not (name == "cheaper" and o.cost is None)]
-    lines.append(f"  {p.epochs} epochs: {fmt.duration(o.days)} offline vs "
-                 f"{fmt.duration(o.online_days)} online{cost}{storage}; offline is "
-                 + ", ".join(even))
+        storage = f"; storage ${o.storage_usd:,.0f}" + (
+            "" if o.storage_in_cost else " (not in the GPU cost unit)"
+        )
+    even = [
+        f"{name} from {e:,.2f} epochs" if e is not None else f"{name} never"
+        for name, e in (("cheaper", o.break_even_epochs), ("faster", o.break_even_epochs_days))
+        if not (name == "cheaper" and o.cost is None)
+    ]
+    lines.append(
+        f"  {p.epochs} epochs: {fmt.duration(o.days)} offline vs "
+        f"{fmt.duration(o.online_days)} online{cost}{storage}; offline is " + ", ".join(even)
+    )
     return lines
 
 
@@ -195,57 +264,106 @@ def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str
 def validation(result: Validation) -> None:
     """The cross-validated headline, the fitted constants, the validation table, and the
     in-sample summary per tier and half."""
-    headline = Table(title="cross-validated: each source group left out, its cases predicted "
-                           "by constants fitted without it", header_style="bold")
+    headline = Table(
+        title="cross-validated: each source group left out, its cases predicted "
+        "by constants fitted without it",
+        header_style="bold",
+    )
     for header in ("cases", "n", "median", "worst", "in range", "not cross-validatable"):
         headline.add_column(header, justify="left" if header == "cases" else "right")
     for key, tier in result.cross_validated.items():
         s = tier.summary
-        headline.add_row(key, str(s.cases), fmt.percent(s.median_abs_error),
-                         fmt.percent(s.worst_abs_error), fmt.percent(s.range_coverage),
-                         str(len(tier.not_cross_validatable)))
+        headline.add_row(
+            key,
+            str(s.cases),
+            fmt.percent(s.median_abs_error),
+            fmt.percent(s.worst_abs_error),
+            fmt.percent(s.range_coverage),
+            str(len(tier.not_cross_validatable)),
+        )
     _print_table(headline)
-    constants = Table(title="fitted constants (model/fitting.py): computed from the cases "
-                            "they are fitted on", header_style="bold")
-    for header, right in (("constant", False), ("value", True), ("range", True),
-                          ("unit", False), ("fitted on", False), ("groups", False),
-                          ("cross-validatable", False)):
+    constants = Table(
+        title="fitted constants (model/fitting.py): computed from the cases they are fitted on",
+        header_style="bold",
+    )
+    for header, right in (
+        ("constant", False),
+        ("value", True),
+        ("range", True),
+        ("unit", False),
+        ("fitted on", False),
+        ("groups", False),
+        ("cross-validatable", False),
+    ):
         constants.add_column(header, justify="right" if right else "left", no_wrap=True)
     for c in result.constants:
-        constants.add_row(c.name, f"{c.value:,.4g}", f"{c.low:,.4g}-{c.high:,.4g}",
-                          escape(c.unit), escape("\n".join(c.fitted_on)),
-                          escape(", ".join(c.groups)),
-                          "yes" if c.cross_validatable else "no: one group (prior range kept)")
+        constants.add_row(
+            c.name,
+            f"{c.value:,.4g}",
+            f"{c.low:,.4g}-{c.high:,.4g}",
+            escape(c.unit),
+            escape("\n".join(c.fitted_on)),
+            escape(", ".join(c.groups)),
+            "yes" if c.cross_validatable else "no: one group (prior range kept)",
+        )
     _print_table(constants)
     console = _console()
     for c in result.constants:
         console.print(f"  {c.name} applies when: {escape(c.applies_when)}")
-    table = Table(title="the model against public measurements (dflash-plan validate)",
-                  header_style="bold")
-    for header, right in (("case", False), ("GPU", False), ("quantity", False),
-                          ("measured", True), ("predicted", True), ("error", True),
-                          ("half", False), ("tier", False), ("error, own group left out", True)):
-        table.add_column(header, justify="right" if right else "left",
-                         no_wrap=header in ("case", "quantity"))
+    table = Table(
+        title="the model against public measurements (dflash-plan validate)", header_style="bold"
+    )
+    for header, right in (
+        ("case", False),
+        ("GPU", False),
+        ("quantity", False),
+        ("measured", True),
+        ("predicted", True),
+        ("error", True),
+        ("half", False),
+        ("tier", False),
+        ("error, own group left out", True),
+    ):
+        table.add_column(
+            header, justify="right" if right else "left", no_wrap=header in ("case", "quantity")
+        )
     for r in result.rows:
         error = f"{r.error * 100:+,.1f} %"
         own = result.needs_own_group.get(r.id)
         cv = result.cv_rows.get(r.id)
         cv_error = f"{cv.error * 100:+,.1f} %" if cv else ""
-        table.add_row(escape(r.id), r.gpu, r.quantity, f"{r.measured:,.4g}",
-                      f"{r.predicted:,.4g}", error if r.covered else f"[yellow]{error}[/yellow]",
-                      r.half, r.tier,
-                      f"no: {escape(', '.join(own))}" if own else
-                      cv_error if cv and cv.covered else f"[yellow]{cv_error}[/yellow]")
+        table.add_row(
+            escape(r.id),
+            r.gpu,
+            r.quantity,
+            f"{r.measured:,.4g}",
+            f"{r.predicted:,.4g}",
+            error if r.covered else f"[yellow]{error}[/yellow]",
+            r.half,
+            r.tier,
+            f"no: {escape(', '.join(own))}"
+            if own
+            else cv_error
+            if cv and cv.covered
+            else f"[yellow]{cv_error}[/yellow]",
+        )
     _print_table(table)
-    summary = Table(title="in sample: |error| (predicted / measured - 1) with every constant "
-                          "fitted on all its cases", header_style="bold")
+    summary = Table(
+        title="in sample: |error| (predicted / measured - 1) with every constant "
+        "fitted on all its cases",
+        header_style="bold",
+    )
     for header in ("cases", "n", "median", "worst", "in range", "median width"):
         summary.add_column(header, justify="left" if header == "cases" else "right")
     for key, s in result.summary.items():
-        summary.add_row(key, str(s.cases), fmt.percent(s.median_abs_error),
-                        fmt.percent(s.worst_abs_error), fmt.percent(s.range_coverage),
-                        fmt.percent(s.median_range_width))
+        summary.add_row(
+            key,
+            str(s.cases),
+            fmt.percent(s.median_abs_error),
+            fmt.percent(s.worst_abs_error),
+            fmt.percent(s.range_coverage),
+            fmt.percent(s.median_range_width),
+        )
     _print_table(summary)
 
 
@@ -254,10 +372,18 @@ def _cost_line(p: Projection) -> str:
     for what has no price (a GPU without one in the catalog or the plan)."""
     if p.total_cost is None:
         return f"{fmt.DASH} (no price for a GPU of this plan: see the warnings)"
-    per_epoch = (fmt.cost(p.cost_per_epoch, p.cost_unit) if p.cost_unit == "USD"
-                 else fmt.DASH if p.cost_per_epoch is None else f"{p.cost_per_epoch:,.0f}")
-    extra = (f"; ~${p.total_cost_usd:,.0f} at catalog prices"
-             if p.cost_unit != "USD" and p.total_cost_usd else "")
+    per_epoch = (
+        fmt.cost(p.cost_per_epoch, p.cost_unit)
+        if p.cost_unit == "USD"
+        else fmt.DASH
+        if p.cost_per_epoch is None
+        else f"{p.cost_per_epoch:,.0f}"
+    )
+    extra = (
+        f"; ~${p.total_cost_usd:,.0f} at catalog prices"
+        if p.cost_unit != "USD" and p.total_cost_usd
+        else ""
+    )
     return f"{fmt.cost(p.total_cost, p.cost_unit)} ({per_epoch} per epoch{extra})"
 
 
@@ -274,29 +400,44 @@ def _print_table(table: Table) -> None:
 
 def gpus(catalog: Catalog, as_json: bool) -> int:
     if as_json:
-        json.dump({k: g.model_dump(mode="json", exclude={"key"}) for k, g in catalog.gpus.items()},
-                  sys.stdout, indent=2)
+        json.dump(
+            {k: g.model_dump(mode="json", exclude={"key"}) for k, g in catalog.gpus.items()},
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
     table = Table(title="GPU catalog (dense, per GPU)")
     # The key is what --set and plans take: never cut or wrapped.
     table.add_column("key", no_wrap=True, min_width=max(map(len, catalog.gpus), default=3))
-    for header in ("name", "bf16 TF", "mem GB", "TB/s", "link", "per node", "net Gb/s",
-                   "$/GPU-h"):
+    for header in ("name", "bf16 TF", "mem GB", "TB/s", "link", "per node", "net Gb/s", "$/GPU-h"):
         table.add_column(header)
     for key, g in catalog.gpus.items():
-        table.add_row(key, escape(g.name), f"{g.bf16_tflops:,g}", f"{g.memory_gb:,g}",
-                      f"{g.mem_bw_tb_s:g}", f"{g.link.kind} {g.link.gb_per_s:,g} GB/s",
-                      f"{g.gpus_per_node}", f"{g.network_gbps_per_gpu:,g}",
-                      fmt.DASH if g.usd_per_gpu_hour is None else f"{g.usd_per_gpu_hour:.2f}")
+        table.add_row(
+            key,
+            escape(g.name),
+            f"{g.bf16_tflops:,g}",
+            f"{g.memory_gb:,g}",
+            f"{g.mem_bw_tb_s:g}",
+            f"{g.link.kind} {g.link.gb_per_s:,g} GB/s",
+            f"{g.gpus_per_node}",
+            f"{g.network_gbps_per_gpu:,g}",
+            fmt.DASH if g.usd_per_gpu_hour is None else f"{g.usd_per_gpu_hour:.2f}",
+        )
     _print_table(table)
     return 0
 
 
 def models(as_json: bool) -> int:
     if as_json:
-        json.dump({k: m.model_dump(exclude={"key"}) | {"total_params": m.total_params}
-                   for k, m in PRESETS.items()}, sys.stdout, indent=2)
+        json.dump(
+            {
+                k: m.model_dump(exclude={"key"}) | {"total_params": m.total_params}
+                for k, m in PRESETS.items()
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
     table = Table(title="target model presets (or give the path of a config.json)")
@@ -305,15 +446,22 @@ def models(as_json: bool) -> int:
     for header in ("params", "layers", "hidden", "heads/kv", "vocab", "MoE"):
         table.add_column(header)
     for key, m in PRESETS.items():
-        table.add_row(key, m.name, f"{m.total_params / 1e9:.1f} B", str(m.n_layers),
-                      str(m.hidden), f"{m.n_heads}/{m.n_kv_heads}", f"{m.vocab:,}",
-                      f"{m.n_experts} experts, top {m.experts_per_token}" if m.is_moe else "")
+        table.add_row(
+            key,
+            m.name,
+            f"{m.total_params / 1e9:.1f} B",
+            str(m.n_layers),
+            str(m.hidden),
+            f"{m.n_heads}/{m.n_kv_heads}",
+            f"{m.vocab:,}",
+            f"{m.n_experts} experts, top {m.experts_per_token}" if m.is_moe else "",
+        )
     _print_table(table)
     return 0
 
 
 def _plan_cell(plan: Plan, names: dict[str, str]) -> str:
-    return split_label(plan, names, " + ")      # a table cell: spaced, to wrap at "+"
+    return split_label(plan, names, " + ")  # a table cell: spaced, to wrap at "+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +470,8 @@ class _Column:
 
     header: str
     right: bool = False
-    drop: int = 0          # at a narrow width the highest is dropped first; 0: never
-    fold: bool = False     # a name that may be cut across lines when nothing else fits
+    drop: int = 0  # at a narrow width the highest is dropped first; 0: never
+    fold: bool = False  # a name that may be cut across lines when nothing else fits
 
 
 def _widths(header: str, cells: Sequence[str]) -> tuple[int, int, int]:
@@ -343,14 +491,15 @@ def _widths(header: str, cells: Sequence[str]) -> tuple[int, int, int]:
 def _fill(lows: Sequence[int], highs: Sequence[int], room: int) -> list[int]:
     """Widths between lows and highs within room: the widest columns give way first."""
     level = max(highs, default=1)
-    while level > 1 and sum(max(lo, min(hi, level))
-                            for lo, hi in zip(lows, highs, strict=True)) > room:
+    while (
+        level > 1
+        and sum(max(lo, min(hi, level)) for lo, hi in zip(lows, highs, strict=True)) > room
+    ):
         level -= 1
     return [max(lo, min(hi, level)) for lo, hi in zip(lows, highs, strict=True)]
 
 
-def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequence[str]]
-                  ) -> None:
+def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequence[str]]) -> None:
     """Print a table within the terminal's width (or COLUMNS when set) without cutting a
     number: headers wrap first, then cells between words, and when even that is too wide,
     the columns that matter least are dropped and a line says which. In a pipe without
@@ -369,8 +518,10 @@ def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequenc
     while True:
         spans = [_widths(columns[i].header, [row[i] for row in rows]) for i in keep]
         # A name (a plan file's path) may fold across lines rather than push numbers out.
-        lows = [min(low, 12) if columns[i].fold else low
-                for i, (low, _, _) in zip(keep, spans, strict=True)]
+        lows = [
+            min(low, 12) if columns[i].fold else low
+            for i, (low, _, _) in zip(keep, spans, strict=True)
+        ]
         # Rich's default box: a rule either side of each column and one space of padding.
         room = console.width - (3 * len(keep) + 1)
         droppable = [i for i in keep if columns[i].drop]
@@ -381,18 +532,24 @@ def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequenc
         dropped.append(columns[worst].header)
     mids = [max(lo, mid) for lo, (_, mid, _) in zip(lows, spans, strict=True)]
     highs = [high for _, _, high in spans]
-    widths = (_fill(mids, highs, room) if sum(mids) <= room else _fill(lows, mids, room))
+    widths = _fill(mids, highs, room) if sum(mids) <= room else _fill(lows, mids, room)
     table = Table(title=title, header_style="bold")
     for i, width in zip(keep, widths, strict=True):
         c = columns[i]
-        table.add_column(c.header, justify="right" if c.right else "left", width=width,
-                         overflow="fold" if c.fold else "ellipsis")
+        table.add_column(
+            c.header,
+            justify="right" if c.right else "left",
+            width=width,
+            overflow="fold" if c.fold else "ellipsis",
+        )
     for row in rows:
         table.add_row(*(row[i] for i in keep))
     console.print(table)
     if dropped:
-        console.print(f"[dim]{len(dropped)} column(s) left out at {console.width} columns: "
-                      f"{escape(', '.join(dropped))} (wider terminal or --json for all)[/dim]")
+        console.print(
+            f"[dim]{len(dropped)} column(s) left out at {console.width} columns: "
+            f"{escape(', '.join(dropped))} (wider terminal or --json for all)[/dim]"
+        )
 
 
 def search(result: SearchResult, catalog: Catalog) -> None:
@@ -400,12 +557,15 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     prices the plan did not set."""
     console = _console()
     k = result.constraints
-    limits = [f"deadline {fmt.duration(k.deadline_days)}" if k.deadline_days else "",
-              f"budget {fmt.cost(k.budget, result.cost_unit)}" if k.budget else ""]
-    judged = (f" {k.describe()} ({', '.join(x for x in limits if x)})"
-              if any(limits) else "")
-    console.print(f"searched {result.evaluated:,} configurations; {result.feasible:,} fit and "
-                  f"meet the constraints{escape(judged)}")
+    limits = [
+        f"deadline {fmt.duration(k.deadline_days)}" if k.deadline_days else "",
+        f"budget {fmt.cost(k.budget, result.cost_unit)}" if k.budget else "",
+    ]
+    judged = f" {k.describe()} ({', '.join(x for x in limits if x)})" if any(limits) else ""
+    console.print(
+        f"searched {result.evaluated:,} configurations; {result.feasible:,} fit and "
+        f"meet the constraints{escape(judged)}"
+    )
     names = {key: g.name for key, g in catalog.gpus.items()}
     if result.why_none:
         console.print(f"[bold red]no plan[/bold red]: {escape(result.why_none)}")
@@ -413,53 +573,85 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         return
     unit = result.cost_unit
     cost_head = "$" if unit == "USD" else "cost"
-    columns = [_Column("targets + drafters"), _Column("Ktok/s", True), _Column("days", True),
-               _Column("at worst", True, drop=2), _Column(cost_head, True),
-               _Column(f"{cost_head} at worst", True, drop=3),
-               _Column("bottleneck", drop=4)]
+    columns = [
+        _Column("targets + drafters"),
+        _Column("Ktok/s", True),
+        _Column("days", True),
+        _Column("at worst", True, drop=2),
+        _Column(cost_head, True),
+        _Column(f"{cost_head} at worst", True, drop=3),
+        _Column("bottleneck", drop=4),
+    ]
     rows = []
     for candidate in result.front:
         p = candidate.projection
-        rows.append([escape(_plan_cell(candidate.plan, names)), f"{(p.ktok_per_s or 0):,.1f}",
-                     fmt.duration(p.days), fmt.duration(candidate.pessimistic_days),
-                     fmt.cost_figure(p.total_cost, unit),
-                     fmt.cost_figure(candidate.pessimistic_cost, unit), str(p.bottleneck)])
+        rows.append(
+            [
+                escape(_plan_cell(candidate.plan, names)),
+                f"{(p.ktok_per_s or 0):,.1f}",
+                fmt.duration(p.days),
+                fmt.duration(candidate.pessimistic_days),
+                fmt.cost_figure(p.total_cost, unit),
+                fmt.cost_figure(candidate.pessimistic_cost, unit),
+                str(p.bottleneck),
+            ]
+        )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
-    _print_fitted(f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
-                  f"pessimistic end of the rates", columns, rows)
+    _print_fitted(
+        f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
+        f"pessimistic end of the rates",
+        columns,
+        rows,
+    )
     for label, c, why in (
-            ("cheapest within the deadline", result.cheapest_within_deadline,
-             fmt.duration(k.deadline_days) if k.deadline_days else ""),
-            ("fastest within the budget", result.fastest_within_budget,
-             fmt.cost(k.budget, unit) if k.budget else ""),
-            ("most tokens per unit of cost", result.most_tokens_per_cost, "")):
+        (
+            "cheapest within the deadline",
+            result.cheapest_within_deadline,
+            fmt.duration(k.deadline_days) if k.deadline_days else "",
+        ),
+        (
+            "fastest within the budget",
+            result.fastest_within_budget,
+            fmt.cost(k.budget, unit) if k.budget else "",
+        ),
+        ("most tokens per unit of cost", result.most_tokens_per_cost, ""),
+    ):
         if c is None:
             continue
         p = c.projection
-        console.print(f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
-                      f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
-                      f"{fmt.duration(p.days)}, "
-                      f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}")
-    console.print(f"[dim]the front and the winners are the plans that meet the constraints "
-                  f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]")
+        console.print(
+            f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
+            f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
+            f"{fmt.duration(p.days)}, "
+            f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}"
+        )
+    console.print(
+        f"[dim]the front and the winners are the plans that meet the constraints "
+        f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"
+    )
     _borrowed_prices(console, result, names)
 
 
 def _verdict(c: Any, unit: str) -> str:
     """What the pessimistic end says of a winner's deadline and budget."""
-    checks = [(what, ok) for what, ok in (("the deadline", c.meets_deadline_pessimistic),
-                                          ("the budget", c.within_budget_pessimistic))
-              if ok is not None]
+    checks = [
+        (what, ok)
+        for what, ok in (
+            ("the deadline", c.meets_deadline_pessimistic),
+            ("the budget", c.within_budget_pessimistic),
+        )
+        if ok is not None
+    ]
     if not checks:
         return ""
-    worst = (f"{fmt.duration(c.pessimistic_days)}, "
-             f"{escape(fmt.cost(c.pessimistic_cost, unit))}")
+    worst = f"{fmt.duration(c.pessimistic_days)}, {escape(fmt.cost(c.pessimistic_cost, unit))}"
     missed = [what for what, ok in checks if not ok]
     if not missed:
-        return (f"; meets {' and '.join(what for what, _ in checks)} even at the "
-                f"pessimistic end ({worst})")
-    return (f"; at the pessimistic end ({worst}) [yellow]misses "
-            f"{' and '.join(missed)}[/yellow]")
+        return (
+            f"; meets {' and '.join(what for what, _ in checks)} even at the "
+            f"pessimistic end ({worst})"
+        )
+    return f"; at the pessimistic end ({worst}) [yellow]misses {' and '.join(missed)}[/yellow]"
 
 
 def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, str]) -> None:
@@ -468,8 +660,9 @@ def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, st
         console.print(f"prices not set in the plan: {escape(text)}")
 
 
-def _with_range(value: str, pair: tuple[float, float] | None,
-                one: Callable[[float | None], str], sep: str = "-") -> str:
+def _with_range(
+    value: str, pair: tuple[float, float] | None, one: Callable[[float | None], str], sep: str = "-"
+) -> str:
     """'1.50x (1.20-1.90x)'; the value alone when the range is none or zero wide."""
     text = fmt.spread(pair, one, sep)
     return f"{value} ({text})" if text else value
@@ -482,11 +675,24 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
 
     def money(value: float | None, unit: str) -> str:
         # One unit for every row: said once in the title, not in each cell.
-        return (fmt.cost_figure(value, unit) if one_unit and style == "table"
-                else fmt.cost(value, unit, compact=True))
+        return (
+            fmt.cost_figure(value, unit)
+            if one_unit and style == "table"
+            else fmt.cost(value, unit, compact=True)
+        )
 
-    headers = ["plan", "Ktok/s", "range", "days", "cost", "cost/epoch", "bottleneck",
-               "speed", "cost ratio", "break-even"]
+    headers = [
+        "plan",
+        "Ktok/s",
+        "range",
+        "days",
+        "cost",
+        "cost/epoch",
+        "bottleneck",
+        "speed",
+        "cost ratio",
+        "break-even",
+    ]
     table = style == "table"
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
@@ -494,25 +700,37 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     for path, p, c in rows:
         r = p.ranges
         be = c.break_even_price_ratio
-        body.append([
-            str(path), f"{(p.ktok_per_s or 0):,.1f}",
-            fmt.spread(r.tokens_per_s if r else None, fmt.ktok, sep) or fmt.DASH,
-            fmt.duration(p.days), money(p.total_cost, p.cost_unit),
-            money(p.cost_per_epoch, p.cost_unit), str(p.bottleneck),
-            _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
-            _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
-            ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH])
+        body.append(
+            [
+                str(path),
+                f"{(p.ktok_per_s or 0):,.1f}",
+                fmt.spread(r.tokens_per_s if r else None, fmt.ktok, sep) or fmt.DASH,
+                fmt.duration(p.days),
+                money(p.total_cost, p.cost_unit),
+                money(p.cost_per_epoch, p.cost_unit),
+                str(p.bottleneck),
+                _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
+                _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
+                ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,
+            ]
+        )
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
     if any(p.mode == "offline" for _, p, _ in rows):
         headers.append("offline")
         for row, (_, p, _) in zip(body, rows, strict=True):
             o = p.offline
-            even = ("never" if o is None or o.break_even_epochs is None
-                    else f"{o.break_even_epochs:.2f} epochs")
-            row.append(fmt.DASH if o is None or p.mode != "offline" else
-                       f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
-                       f"cheaper from {even}")
+            even = (
+                "never"
+                if o is None or o.break_even_epochs is None
+                else f"{o.break_even_epochs:.2f} epochs"
+            )
+            row.append(
+                fmt.DASH
+                if o is None or p.mode != "offline"
+                else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
+                f"cheaper from {even}"
+            )
     if style == "csv":
         import csv
 
@@ -533,11 +751,21 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
     shown = {"cost/epoch": "per epoch", "break-even": "break even"}
     drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
-    columns = [_Column(shown.get(h, h), h not in ("plan", "bottleneck", "offline"),
-                       drop=drops.get(h, 0), fold=h in ("plan", "offline")) for h in headers]
-    unit_words = ("" if one_unit in (None, "USD") else f"; cost in {one_unit}")
-    _print_fitted(f"scenarios (the first is the baseline{unit_words})", columns,
-                  [[escape(cell) for cell in row] for row in body])
+    columns = [
+        _Column(
+            shown.get(h, h),
+            h not in ("plan", "bottleneck", "offline"),
+            drop=drops.get(h, 0),
+            fold=h in ("plan", "offline"),
+        )
+        for h in headers
+    ]
+    unit_words = "" if one_unit in (None, "USD") else f"; cost in {one_unit}"
+    _print_fitted(
+        f"scenarios (the first is the baseline{unit_words})",
+        columns,
+        [[escape(cell) for cell in row] for row in body],
+    )
     console = _console()
     for line in _range_notes(rows) + _borrowed_notes(rows):
         console.print(escape(line))
@@ -550,8 +778,7 @@ def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
     for path, _, c in rows:
         if c.speedup_range and c.speedup_range_scenarios:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
-            notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if "
-                         f"{fast}")
+            notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if {fast}")
     return notes
 
 
@@ -562,40 +789,70 @@ def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
         used = p.prices.borrowed(p.plan.gpus_in_use())
         if used:
             names = {k: g.name for k, g in p.resolved.gpus.items()}
-            notes.append(f"{path}: prices not set in the plan: "
-                         + ", ".join(fmt.price_source(x, p.prices, names) for x in used))
+            notes.append(
+                f"{path}: prices not set in the plan: "
+                + ", ".join(fmt.price_source(x, p.prices, names) for x in used)
+            )
     return notes
 
 
 def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: bool) -> int:
     """The rental offers, cheapest first per GPU, with their unit and age."""
-    rows = [o for o in catalog.offers if (gpu is None or o.gpu == gpu)
-            and (provider is None or o.provider == provider)]
+    rows = [
+        o
+        for o in catalog.offers
+        if (gpu is None or o.gpu == gpu) and (provider is None or o.provider == provider)
+    ]
     if gpu is not None and gpu not in catalog.gpus:
         catalog.gpu(gpu, "--gpu")
     if as_json:
-        json.dump([{**o.model_dump(),
+        json.dump(
+            [
+                {
+                    **o.model_dump(),
                     "age_days": o.age_days(catalog.today) if catalog.today else None,
-                    "old": o.stale(catalog.today) if catalog.today else None}
-                   for o in rows], sys.stdout, indent=2)
+                    "old": o.stale(catalog.today) if catalog.today else None,
+                }
+                for o in rows
+            ],
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
-    table = Table(title="rental offers (set cost.provider and cost.kind in a plan to use them)",
-                  header_style="bold")
-    for header, right in (("gpu", False), ("provider", False), ("kind", False),
-                          ("$/GPU-h", True), ("rented by", True), ("date", False),
-                          ("instance", False)):
-        table.add_column(header, justify="right" if right else "left",
-                         no_wrap=header in ("gpu", "provider"))
+    table = Table(
+        title="rental offers (set cost.provider and cost.kind in a plan to use them)",
+        header_style="bold",
+    )
+    for header, right in (
+        ("gpu", False),
+        ("provider", False),
+        ("kind", False),
+        ("$/GPU-h", True),
+        ("rented by", True),
+        ("date", False),
+        ("instance", False),
+    ):
+        table.add_column(
+            header, justify="right" if right else "left", no_wrap=header in ("gpu", "provider")
+        )
     for o in sorted(rows, key=lambda o: (o.gpu, o.kind, o.usd_per_gpu_hour)):
         age = o.age_days(catalog.today) if catalog.today else None
         stale = catalog.today is not None and o.stale(catalog.today)
         # "old" is said in words as well as in colour: a pipe or a screen reader keeps it.
         date = o.date + (f" ({age} d)" if age is not None else "") + (" old" if stale else "")
-        table.add_row(o.gpu, escape(o.provider), o.kind, f"{o.usd_per_gpu_hour:,.2f}",
-                      f"{o.unit_gpus} GPU" + ("s" if o.unit_gpus > 1 else ""),
-                      f"[yellow]{date}[/yellow]" if stale else date, escape(o.instance))
-    table.caption = (f"old: undated, or seen more than {PRICE_MAX_AGE_DAYS} days ago; check "
-                     f"the provider's price before you rely on it")
+        table.add_row(
+            o.gpu,
+            escape(o.provider),
+            o.kind,
+            f"{o.usd_per_gpu_hour:,.2f}",
+            f"{o.unit_gpus} GPU" + ("s" if o.unit_gpus > 1 else ""),
+            f"[yellow]{date}[/yellow]" if stale else date,
+            escape(o.instance),
+        )
+    table.caption = (
+        f"old: undated, or seen more than {PRICE_MAX_AGE_DAYS} days ago; check "
+        f"the provider's price before you rely on it"
+    )
     _print_table(table)
     return 0

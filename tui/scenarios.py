@@ -19,8 +19,21 @@ from . import format as fmt
 from .footer import KeysFooter
 from .state import PlannerHost, Scenario
 
-ROWS = ("Ktok/s", "  range", "days", "  range", "cost", "  range", "per epoch", "bottleneck",
-        "speed ×", "  range", "cost ×", "  range", "break-even")
+ROWS = (
+    "Ktok/s",
+    "  range",
+    "days",
+    "  range",
+    "cost",
+    "  range",
+    "per epoch",
+    "bottleneck",
+    "speed ×",
+    "  range",
+    "cost ×",
+    "  range",
+    "break-even",
+)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -50,15 +63,26 @@ def column(p: Projection, base: Projection) -> list[str | Text]:
         break_even = "none"
     else:
         ratios = {f"{v:.2f}x" for v in even.values()}
-        break_even = (ratios.pop() if len(ratios) == 1 else
-                      " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items()))
-    return [_num((p.tokens_per_s or 0) / 1e3 if p.tokens_per_s else None), _span(k),
-            _days(p.days), _span(r.days if r else None, 2 if (p.days or 99) < 10 else 1),
-            _num(p.total_cost, 0),
-            _span(r.total_cost if r else None, 0), _num(p.cost_per_epoch, 0),
-            p.bottleneck or fmt.DASH, fmt.times(c.speedup),
-            _span(c.speedup_range, 2), fmt.times(c.cost_ratio), _span(c.cost_ratio_range, 2),
-            break_even]
+        break_even = (
+            ratios.pop()
+            if len(ratios) == 1
+            else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
+        )
+    return [
+        _num((p.tokens_per_s or 0) / 1e3 if p.tokens_per_s else None),
+        _span(k),
+        _days(p.days),
+        _span(r.days if r else None, 2 if (p.days or 99) < 10 else 1),
+        _num(p.total_cost, 0),
+        _span(r.total_cost if r else None, 0),
+        _num(p.cost_per_epoch, 0),
+        p.bottleneck or fmt.DASH,
+        fmt.times(c.speedup),
+        _span(c.speedup_range, 2),
+        fmt.times(c.cost_ratio),
+        _span(c.cost_ratio_range, 2),
+        break_even,
+    ]
 
 
 # Shown when a column runs offline (workload.mode): its storage and its own days and cost.
@@ -104,16 +128,41 @@ class ScenariosScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape,f6", "app.pop_screen", "Back", id="scenarios-back"),
-        Binding("p", "pin", "Pin current", id="scenarios-pin",
-                tooltip="Pin the current plan beside the others (the baseline stays)"),
-        Binding("b", "make_baseline", "Baseline", id="scenarios-baseline",
-                tooltip="Compare against the highlighted scenario"),
-        Binding("u,delete", "unpin", "Unpin", id="scenarios-unpin",
-                tooltip="Drop the highlighted scenario"),
-        Binding("r", "rename", "Rename", id="scenarios-rename",
-                tooltip="Rename the highlighted scenario"),
-        Binding("o,enter", "open", "Open", id="scenarios-open",
-                tooltip="Make the highlighted scenario the current plan"),
+        Binding(
+            "p",
+            "pin",
+            "Pin current",
+            id="scenarios-pin",
+            tooltip="Pin the current plan beside the others (the baseline stays)",
+        ),
+        Binding(
+            "b",
+            "make_baseline",
+            "Baseline",
+            id="scenarios-baseline",
+            tooltip="Compare against the highlighted scenario",
+        ),
+        Binding(
+            "u,delete",
+            "unpin",
+            "Unpin",
+            id="scenarios-unpin",
+            tooltip="Drop the highlighted scenario",
+        ),
+        Binding(
+            "r",
+            "rename",
+            "Rename",
+            id="scenarios-rename",
+            tooltip="Rename the highlighted scenario",
+        ),
+        Binding(
+            "o,enter",
+            "open",
+            "Open",
+            id="scenarios-open",
+            tooltip="Make the highlighted scenario the current plan",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -128,13 +177,14 @@ class ScenariosScreen(Screen[None]):
         super().__init__()
         self.planner = planner
         self.state = planner.state
-        self.columns: list[Scenario | None] = []      # None: the current plan
+        self.columns: list[Scenario | None] = []  # None: the current plan
 
     def compose(self) -> ComposeResult:
         yield Static("Scenarios against the baseline", id="scenarios-title")
         with VerticalScroll(id="scenarios-body"):
-            yield DataTable(id="scenarios-table", cursor_type="column", zebra_stripes=True,
-                            fixed_columns=1)
+            yield DataTable(
+                id="scenarios-table", cursor_type="column", zebra_stripes=True, fixed_columns=1
+            )
             yield Static("", id="scenarios-names")
         yield KeysFooter()
 
@@ -160,8 +210,11 @@ class ScenariosScreen(Screen[None]):
             table.add_column(Text(tag, style="bold" if base_mark else ""), key=f"c{i}")
             names.append(f"{tag:<7}", style="bold")
             names.append((scenario.name if scenario else f"current: {state.name}") + "\n")
-        names.append(f"cost in {unit}; ×: ratio to the baseline; break-even: the price "
-                     f"per GPU-hour at which a plan costs what the baseline does", style="dim")
+        names.append(
+            f"cost in {unit}; ×: ratio to the baseline; break-even: the price "
+            f"per GPU-hour at which a plan costs what the baseline does",
+            style="dim",
+        )
         shown = [s.projection if s else state.projection for s in self.columns]
         values = [column(p, base) for p in shown]
         rows: tuple[str, ...] = ROWS
@@ -169,9 +222,13 @@ class ScenariosScreen(Screen[None]):
             rows = ROWS + OFFLINE_ROWS
             values = [[*v, *offline_column(p)] for v, p in zip(values, shown, strict=True)]
         for r, label in enumerate(rows):
-            table.add_row(Text(label, style="dim" if label.startswith(" ") else "bold"),
-                          *(Text(str(v[r]), justify="right") if isinstance(v[r], str) else v[r]
-                            for v in values))
+            table.add_row(
+                Text(label, style="dim" if label.startswith(" ") else "bold"),
+                *(
+                    Text(str(v[r]), justify="right") if isinstance(v[r], str) else v[r]
+                    for v in values
+                ),
+            )
         self.query_one("#scenarios-names", Static).update(names)
         if at is not None:
             table.move_cursor(column=min(at, len(self.columns)))
@@ -240,7 +297,7 @@ class ScenariosScreen(Screen[None]):
     def action_open(self) -> None:
         chosen = self.selected()
         scenario = chosen[1] if chosen else None
-        if scenario is None:                   # the current plan: back to it
+        if scenario is None:  # the current plan: back to it
             self.app.pop_screen()
             return
         refusal = open_plan(self.planner, scenario.projection)

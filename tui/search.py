@@ -71,9 +71,11 @@ def rows(result: Result) -> list[tuple[str, Candidate]]:
     """The winners first (one row per plan, naming every objective it wins), then the rest
     of the front, fastest first."""
     picks: list[tuple[str, Candidate]] = []
-    for tag, c in (("cheap", result.cheapest_within_deadline),
-                   ("fast", result.fastest_within_budget),
-                   ("tok/cost", result.most_tokens_per_cost)):
+    for tag, c in (
+        ("cheap", result.cheapest_within_deadline),
+        ("fast", result.fastest_within_budget),
+        ("tok/cost", result.most_tokens_per_cost),
+    ):
         if c is None:
             continue
         for i, (tags, other) in enumerate(picks):
@@ -91,9 +93,15 @@ class SearchScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape,f5", "app.pop_screen", "Back", id="search-back"),
-        Binding("ctrl+o", "open_result", "Open as plan", id="search-open", priority=True,
-                tooltip="Make the highlighted result the current plan (the current one "
-                        "becomes the baseline)"),
+        Binding(
+            "ctrl+o",
+            "open_result",
+            "Open as plan",
+            id="search-open",
+            priority=True,
+            tooltip="Make the highlighted result the current plan (the current one "
+            "becomes the baseline)",
+        ),
         Binding("f3", "show('search-front')", "Table", id="search-table-tab"),
         Binding("f4", "show('search-chart')", "Chart", id="search-chart-tab"),
     ]
@@ -123,10 +131,10 @@ class SearchScreen(Screen[None]):
         self.state = planner.state
         self.result: Result | None = None
         self.candidates: list[Candidate] = []
-        self.query_count = 0             # the latest search; older ones are dropped
+        self.query_count = 0  # the latest search; older ones are dropped
         self.started = 0.0
-        self.share = 0.0                 # of the running search, for its progress
-        self._sweep: Sweep | None = None   # the last complete sweep, ranked again
+        self.share = 0.0  # of the running search, for its progress
+        self._sweep: Sweep | None = None  # the last complete sweep, ranked again
         self._busy: Timer | None = None
 
     # --- layout ---------------------------------------------------------------------------
@@ -140,26 +148,44 @@ class SearchScreen(Screen[None]):
             yield Label("days", classes="unit")
             yield Label("budget")
             yield Input("", id="search-budget", compact=True, placeholder="none")
-            yield Label(fmt.cost(0, unit, compact=True).split(" ", 1)[-1]
-                        if unit != "USD" else "USD", classes="unit")
+            yield Label(
+                fmt.cost(0, unit, compact=True).split(" ", 1)[-1] if unit != "USD" else "USD",
+                classes="unit",
+            )
             yield Label("max GPUs")
             yield Input("64", id="search-max-gpus", compact=True)
         with Horizontal(classes="search-row"):
             yield Label("GPU types")
             yield Input("", id="search-gpus", compact=True, placeholder="all with a price")
-            yield Checkbox("mixed", id="search-mixed", compact=True,
-                           tooltip="The two roles may use different GPU types")
-            yield Checkbox("one node", id="search-one-node", compact=True,
-                           tooltip="The pipeline needs both roles on one node")
-            yield Checkbox("at worst", True, id="search-at-worst", compact=True,
-                           tooltip="Judge the deadline and the budget at the pessimistic end "
-                                   "of the rates (off: at the central estimate). The front "
-                                   "and the winners both come from the plans within them; "
-                                   f"ties: {TIE_RULE}")
+            yield Checkbox(
+                "mixed",
+                id="search-mixed",
+                compact=True,
+                tooltip="The two roles may use different GPU types",
+            )
+            yield Checkbox(
+                "one node",
+                id="search-one-node",
+                compact=True,
+                tooltip="The pipeline needs both roles on one node",
+            )
+            yield Checkbox(
+                "at worst",
+                True,
+                id="search-at-worst",
+                compact=True,
+                tooltip="Judge the deadline and the budget at the pessimistic end "
+                "of the rates (off: at the central estimate). The front "
+                "and the winners both come from the plans within them; "
+                f"ties: {TIE_RULE}",
+            )
         yield Static("", id="search-status")
         # Below TALL rows the table and the chart take turns (tabs); from TALL, both show.
-        yield Tabs(Tab("Front and winners", id="search-front"),
-                   Tab("Pareto chart", id="search-chart"), id="search-tabs")
+        yield Tabs(
+            Tab("Front and winners", id="search-front"),
+            Tab("Pareto chart", id="search-chart"),
+            id="search-tabs",
+        )
         yield DataTable(id="search-table", cursor_type="row", zebra_stripes=True)
         yield Chart(id="pareto")
         yield KeysFooter()
@@ -168,9 +194,15 @@ class SearchScreen(Screen[None]):
         table = self.query_one("#search-table", DataTable)
         unit = self.state.projection.cost_unit
         cost = "$" if unit == "USD" else "cost"
-        for label, key in (("best for", "tag"), ("plan", "plan"), ("Ktok/s", "ktok"),
-                           ("time", "days"), ("at worst", "worst"), (cost, "cost"),
-                           ("bound", "bound")):
+        for label, key in (
+            ("best for", "tag"),
+            ("plan", "plan"),
+            ("Ktok/s", "ktok"),
+            ("time", "days"),
+            ("at worst", "worst"),
+            (cost, "cost"),
+            ("bound", "bound"),
+        ):
             table.add_column(label, key=key)
         self.query_one("#search-deadline", Input).focus()
         self.refresh_search()
@@ -179,6 +211,7 @@ class SearchScreen(Screen[None]):
 
     def wanted(self) -> Query:
         """The search the inputs ask for (PlanError naming the input that is wrong)."""
+
         def number(widget: str, what: str, whole: bool = False) -> float | None:
             text = self.query_one(f"#{widget}", Input).value.strip().replace(",", "")
             if not text:
@@ -186,8 +219,9 @@ class SearchScreen(Screen[None]):
             try:
                 value = int(text) if whole else float(text)
             except ValueError:
-                raise PlanError(f"{what}: '{text}' is not a "
-                                f"{'whole number' if whole else 'number'}", widget) from None
+                raise PlanError(
+                    f"{what}: '{text}' is not a {'whole number' if whole else 'number'}", widget
+                ) from None
             if not value > 0 or value == float("inf"):
                 raise PlanError(f"{what}: must be above 0 (empty for none)", widget)
             return value
@@ -202,15 +236,26 @@ class SearchScreen(Screen[None]):
         keys = tuple(k.strip().lower() for k in text.replace(" ", ",").split(",") if k.strip())
         unknown = [k for k in keys if k not in state.catalog.gpus]
         if unknown:
-            raise PlanError(f"GPU types: unknown {', '.join(unknown)} (dflash-plan gpus "
-                            f"lists them: {', '.join(list(state.catalog.gpus)[:4])}, ...)",
-                            "search-gpus")
-        space = default_space(state.plan, state.catalog, keys or None, max_gpus=int(max_gpus),
-                              mixed=self.query_one("#search-mixed", Checkbox).value,
-                              one_node=self.query_one("#search-one-node", Checkbox).value)
+            raise PlanError(
+                f"GPU types: unknown {', '.join(unknown)} (dflash-plan gpus "
+                f"lists them: {', '.join(list(state.catalog.gpus)[:4])}, ...)",
+                "search-gpus",
+            )
+        space = default_space(
+            state.plan,
+            state.catalog,
+            keys or None,
+            max_gpus=int(max_gpus),
+            mixed=self.query_one("#search-mixed", Checkbox).value,
+            one_node=self.query_one("#search-one-node", Checkbox).value,
+        )
         at_worst = self.query_one("#search-at-worst", Checkbox).value
-        return Query(state.plan, state.catalog, space,
-                     Constraints(deadline, budget, at="pessimistic" if at_worst else "central"))
+        return Query(
+            state.plan,
+            state.catalog,
+            space,
+            Constraints(deadline, budget, at="pessimistic" if at_worst else "central"),
+        )
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -243,8 +288,7 @@ class SearchScreen(Screen[None]):
 
     def _show_busy(self) -> None:
         """A search still running after PROGRESS_AFTER_S: say so, with its progress."""
-        done = (f"{self.share:.0%} of the GPU types" if self.share < 1
-                else "projecting the front")
+        done = f"{self.share:.0%} of the GPU types" if self.share < 1 else "projecting the front"
         self._status(f"searching… {done} (change a constraint to start again)")
 
     # --- searching ------------------------------------------------------------------------
@@ -266,7 +310,10 @@ class SearchScreen(Screen[None]):
             # Only the constraints changed: rank the last sweep again (no second sweep).
             swept = self._sweep
             if swept is None or (swept.plan, swept.catalog, swept.space) != (
-                    query.plan, query.catalog, query.space):
+                query.plan,
+                query.catalog,
+                query.space,
+            ):
                 swept = sweep(query.plan, query.catalog, query.space, progress)
                 if swept.complete:
                     self._sweep = swept
@@ -311,27 +358,48 @@ class SearchScreen(Screen[None]):
         for tag, c in picked:
             p = c.projection
             worst = Text(fmt.duration(c.pessimistic_days, compact=True), justify="right")
-            checks = [ok for ok in (c.meets_deadline_pessimistic, c.within_budget_pessimistic)
-                      if ok is not None]
+            checks = [
+                ok
+                for ok in (c.meets_deadline_pessimistic, c.within_budget_pessimistic)
+                if ok is not None
+            ]
             if checks:
-                worst.append(" ✓" if all(checks) else " ✗",
-                             style="green" if all(checks) else "red")
-            table.add_row(Text(tag, style="bold" if tag != "front" else "dim"),
-                          plan_label(c.plan, query.catalog),
-                          Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
-                          Text(fmt.duration(c.days, compact=True), justify="right"), worst,
-                          Text(f"{c.cost:,.0f}", justify="right"), p.bottleneck or fmt.DASH)
+                worst.append(" ✓" if all(checks) else " ✗", style="green" if all(checks) else "red")
+            table.add_row(
+                Text(tag, style="bold" if tag != "front" else "dim"),
+                plan_label(c.plan, query.catalog),
+                Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
+                Text(fmt.duration(c.days, compact=True), justify="right"),
+                worst,
+                Text(f"{c.cost:,.0f}", justify="right"),
+                p.bottleneck or fmt.DASH,
+            )
         if result.why_none:
             self._status(f"No plan: {result.why_none}.", "-none")
         else:
             k = query.constraints
-            limits = " and ".join(x for x in (
-                f"{deadline:g} days" if deadline is not None else "",
-                f"{k.budget:g}" if k.budget is not None else "") if x) or "the limits"
-            judged = ("" if limits == "the limits" else
-                      " at worst" if k.at == "pessimistic" else " (central)")
-            text = (f"{result.evaluated:,} plans, {result.feasible:,} within {limits}{judged}, "
-                    f"{len(result.front)} on the front")
+            limits = (
+                " and ".join(
+                    x
+                    for x in (
+                        f"{deadline:g} days" if deadline is not None else "",
+                        f"{k.budget:g}" if k.budget is not None else "",
+                    )
+                    if x
+                )
+                or "the limits"
+            )
+            judged = (
+                ""
+                if limits == "the limits"
+                else " at worst"
+                if k.at == "pessimistic"
+                else " (central)"
+            )
+            text = (
+                f"{result.evaluated:,} plans, {result.feasible:,} within {limits}{judged}, "
+                f"{len(result.front)} on the front"
+            )
             if judged == " (central)":
                 text += "; ✓: at worst too"
             names = {k: g.name for k, g in query.catalog.gpus.items()}
@@ -340,9 +408,17 @@ class SearchScreen(Screen[None]):
             self._status(text)
         # The plans as they are now: the chart is drawn again at each resize.
         current, baseline = self.state.projection, self.state.baseline.projection
-        self.query_one("#pareto", Chart).draw(lambda plt: draw_pareto(
-            plt, result.front, current, baseline, result.cost_unit, deadline,
-            query.constraints.budget))
+        self.query_one("#pareto", Chart).draw(
+            lambda plt: draw_pareto(
+                plt,
+                result.front,
+                current,
+                baseline,
+                result.cost_unit,
+                deadline,
+                query.constraints.budget,
+            )
+        )
 
     # --- actions --------------------------------------------------------------------------
 
@@ -389,8 +465,9 @@ class SearchScreen(Screen[None]):
             return
         previous = open_candidate(self.planner, chosen)
         self.app.pop_screen()
-        self.app.notify(f"Opened {plan_label(chosen.plan, self.state.catalog)}; "
-                        f"baseline: {previous}")
+        self.app.notify(
+            f"Opened {plan_label(chosen.plan, self.state.catalog)}; baseline: {previous}"
+        )
 
 
 def open_candidate(planner: PlannerHost, chosen: Candidate) -> str:

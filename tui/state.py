@@ -24,13 +24,27 @@ from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put
 
 # Edits that change the workload a measurement was taken on (model/calibration.py).
-WORKLOAD_KEYS = frozenset({"workload.target_model", "workload.avg_sample_tokens",
-                           "workload.num_anchors", "drafter.batch_size"})
+WORKLOAD_KEYS = frozenset(
+    {
+        "workload.target_model",
+        "workload.avg_sample_tokens",
+        "workload.num_anchors",
+        "drafter.batch_size",
+    }
+)
 
 # What reading a user's file (a plan, or the config.json it names) can raise besides
 # PlanError, when the file is hostile or broken: reported as an error, never a crash.
-FILE_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, ArithmeticError,
-               RecursionError, UnicodeError)
+FILE_ERRORS = (
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    ArithmeticError,
+    RecursionError,
+    UnicodeError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,35 +80,37 @@ class View:
     every change (eq=False: two snapshots are never equal), so a reactive holding it fires
     its watchers each time."""
 
-    generation: int                       # bumps when a plan is opened or started anew
-    source: str | None                    # the field whose edit made this view
-    values: dict[str, Any]                # field key -> value
-    errors: dict[str, str]                # field key -> reason
-    unparsed: frozenset[str]              # fields whose text is not a value
+    generation: int  # bumps when a plan is opened or started anew
+    source: str | None  # the field whose edit made this view
+    values: dict[str, Any]  # field key -> value
+    errors: dict[str, str]  # field key -> reason
+    unparsed: frozenset[str]  # fields whose text is not a value
     projection: Projection | None
     comparison: Comparison | None
     baseline_name: str
-    banner: str | None                    # what is wrong, above the figures
-    stale: bool                           # the figures are not the edited plan's
-    gpu_names: dict[str, str]             # role -> GPU name
+    banner: str | None  # what is wrong, above the figures
+    stale: bool  # the figures are not the edited plan's
+    gpu_names: dict[str, str]  # role -> GPU name
     same_gpu: bool
     model_options: tuple[tuple[str, str], ...]
     launch_format: str
     title: str
     dirty: bool
-    name: str                             # the plan's name, given or derived
+    name: str  # the plan's name, given or derived
 
 
 def plain(reason: str) -> str:
     """Validation wording as a person would say it."""
     reason = reason.removeprefix("Value error, ")
-    for theirs, ours in (("Input should be greater than or equal to", "must be at least"),
-                         ("Input should be less than or equal to", "must be at most"),
-                         ("Input should be greater than", "must be greater than"),
-                         ("Input should be less than", "must be less than"),
-                         ("Input should be a valid integer", "must be a whole number"),
-                         ("Input should be a valid number", "must be a number"),
-                         ("Input should be", "must be")):
+    for theirs, ours in (
+        ("Input should be greater than or equal to", "must be at least"),
+        ("Input should be less than or equal to", "must be at most"),
+        ("Input should be greater than", "must be greater than"),
+        ("Input should be less than", "must be less than"),
+        ("Input should be a valid integer", "must be a whole number"),
+        ("Input should be a valid number", "must be a number"),
+        ("Input should be", "must be"),
+    ):
         reason = reason.replace(theirs, ours)
     return reason
 
@@ -125,13 +141,13 @@ def reason_of(err: PlanError) -> str:
     key = err.key or ""
     at = message.find(f"{key} = ") if key else -1
     if at >= 0:
-        rest = message[at + len(key) + 3:]
-        rest = rest[_skip_value(rest):]
+        rest = message[at + len(key) + 3 :]
+        rest = rest[_skip_value(rest) :]
         if rest.startswith(": "):
             return plain(rest[2:])
     at = message.find(f"{key}: ") if key else -1
     if at >= 0:
-        return plain(message[at + len(key) + 2:])
+        return plain(message[at + len(key) + 2 :])
     return plain(message.split(": ", 1)[1] if message.startswith(("plan: ", "plan:")) else message)
 
 
@@ -152,8 +168,10 @@ def unfit_reason(p: Projection) -> str:
     """Which role runs out of memory, with the numbers."""
     for role in (p.target, p.drafter):
         if not role.memory.fits:
-            return (f"{role.role} does not fit: needs {role.memory.needed_gb:,.1f} GB per GPU, "
-                    f"{role.gpu_name} has {role.memory.available_gb:g} GB")
+            return (
+                f"{role.role} does not fit: needs {role.memory.needed_gb:,.1f} GB per GPU, "
+                f"{role.gpu_name} has {role.memory.available_gb:g} GB"
+            )
     return "does not fit in memory"
 
 
@@ -162,8 +180,11 @@ def check_finite(p: Projection) -> None:
     does, say) is an error, not a figure to show."""
     for value in (p.tokens_per_s, p.days, p.total_cost):
         if value is not None and not math.isfinite(value):
-            raise PlanError("plan: the figures come out infinite or undefined; check the "
-                            "measured rates and prices", None)
+            raise PlanError(
+                "plan: the figures come out infinite or undefined; check the "
+                "measured rates and prices",
+                None,
+            )
 
 
 def read_plan(path: Path | None, catalog: Catalog) -> Opened:
@@ -206,11 +227,17 @@ class Planner:
     """One plan being edited. Edits go in with `edit`/`invalid`/`set_counts`; `recompute`
     validates and projects; `view()` is what to show."""
 
-    def __init__(self, catalog: Catalog, path: Path | None = None, *,
-                 template: str | None = None, opened: Opened | None = None) -> None:
-        self.template = template          # the user config's launch template
+    def __init__(
+        self,
+        catalog: Catalog,
+        path: Path | None = None,
+        *,
+        template: str | None = None,
+        opened: Opened | None = None,
+    ) -> None:
+        self.template = template  # the user config's launch template
         self.generation = 0
-        self.notices: list[str] = []      # to tell the user once (taken by take_notices)
+        self.notices: list[str] = []  # to tell the user once (taken by take_notices)
         self.scenarios: list[Scenario] = []
         self.recovered: Path | None = None  # the recovery file the edits were opened from
         self.load(opened or read_plan(path, catalog))
@@ -230,12 +257,12 @@ class Planner:
         self._loaded_name = opened.plan.name
         self._loaded_content = copy.deepcopy(_content(self.doc))
         self._user_name: str | None = None
-        self.invalid: dict[str, str] = {}       # field -> why its text is not a value
+        self.invalid: dict[str, str] = {}  # field -> why its text is not a value
         self.problem: Problem | None = None
-        self.last_key = "target.count"       # where an error without a field shows
-        self.source: str | None = None          # the field being typed into
+        self.last_key = "target.count"  # where an error without a field shows
+        self.source: str | None = None  # the field being typed into
         self.projection: Projection = opened.projection
-        self.current = True                     # the projection is the edited plan's
+        self.current = True  # the projection is the edited plan's
         name = opened.plan.name or (opened.path.name if opened.path else "built-in plan")
         self.baseline = Scenario(name, opened.projection)
         self.scenarios = [self.baseline]
@@ -329,20 +356,36 @@ class Planner:
         return values
 
     def view(self) -> View:
-        comparison = (compare(self.projection, self.baseline.projection)
-                      if self.projection is not None else None)
-        models = tuple((m.name + (" (config.json)" if key not in _preset_keys() else ""), key)
-                       for key, m in self.catalog.models.items())
+        comparison = (
+            compare(self.projection, self.baseline.projection)
+            if self.projection is not None
+            else None
+        )
+        models = tuple(
+            (m.name + (" (config.json)" if key not in _preset_keys() else ""), key)
+            for key, m in self.catalog.models.items()
+        )
         return View(
-            generation=self.generation, source=self.source, values=self.values(),
-            errors=self.errors, unparsed=frozenset(self.invalid),
-            projection=self.projection, comparison=comparison,
-            baseline_name=self.baseline.name, banner=self.banner, stale=self.stale,
-            gpu_names={role: self.gpu_name(self.doc[role]["gpu"])
-                       for role in ("target", "drafter")},
+            generation=self.generation,
+            source=self.source,
+            values=self.values(),
+            errors=self.errors,
+            unparsed=frozenset(self.invalid),
+            projection=self.projection,
+            comparison=comparison,
+            baseline_name=self.baseline.name,
+            banner=self.banner,
+            stale=self.stale,
+            gpu_names={
+                role: self.gpu_name(self.doc[role]["gpu"]) for role in ("target", "drafter")
+            },
             same_gpu=self.doc["target"]["gpu"] == self.doc["drafter"]["gpu"],
-            model_options=models, launch_format=self.launch_format, title=self.title,
-            dirty=self.dirty, name=self.name)
+            model_options=models,
+            launch_format=self.launch_format,
+            title=self.title,
+            dirty=self.dirty,
+            name=self.name,
+        )
 
     # --- editing ------------------------------------------------------------------------
 
@@ -408,19 +451,19 @@ class Planner:
             projection = project(plan, catalog)
             check_finite(projection)
         except PlanError as err:
-            self.problem = Problem(field_for(err.key, self.doc) or self.last_key,
-                                   reason_of(err), False)
+            self.problem = Problem(
+                field_for(err.key, self.doc) or self.last_key, reason_of(err), False
+            )
             self.current = False
             return
-        except FILE_ERRORS as err:                   # a config.json the plan names
-            self.problem = Problem("workload.target_model", reason_of(file_error(None, err)),
-                                   False)
+        except FILE_ERRORS as err:  # a config.json the plan names
+            self.problem = Problem("workload.target_model", reason_of(file_error(None, err)), False)
             self.current = False
             return
         self.plan, self.catalog = plan, catalog
         if not projection.fits:
             self.problem = Problem(self.last_key, unfit_reason(projection), True)
-            if self.projection.fits:                 # keep the last plan that fitted
+            if self.projection.fits:  # keep the last plan that fitted
                 self.current = False
                 return
         self.projection, self.current = projection, True
@@ -545,11 +588,15 @@ class Planner:
         if not doc["name"]:
             del doc["name"]
         where = str(self.path) if self.path is not None else "the built-in plan"
-        lines = [f"# dflash-plan recovery file: unsaved edits to {where}.",
-                 "# dflash-plan offers to open it at its next start; saving then writes "
-                 f"{where if self.path is not None else 'a plan file'}."]
-        lines += [f"# {FIELDS[key].label}: the text typed was not a value ({reason})"
-                  for key, reason in self.invalid.items()]
+        lines = [
+            f"# dflash-plan recovery file: unsaved edits to {where}.",
+            "# dflash-plan offers to open it at its next start; saving then writes "
+            f"{where if self.path is not None else 'a plan file'}.",
+        ]
+        lines += [
+            f"# {FIELDS[key].label}: the text typed was not a value ({reason})"
+            for key, reason in self.invalid.items()
+        ]
         return "\n".join(lines) + "\n" + tomli_w.dumps(doc)
 
     def restore(self, doc: dict[str, Any], recovered: Path | None = None) -> None:
@@ -558,8 +605,10 @@ class Planner:
         doc = copy.deepcopy(doc)
         for table, value in self.doc.items():
             if isinstance(value, dict) and not isinstance(doc.get(table), dict):
-                raise PlanError(f"{recovered or 'recovery file'}: [{table}] is missing: "
-                                f"not a dflash-plan recovery file")
+                raise PlanError(
+                    f"{recovered or 'recovery file'}: [{table}] is missing: "
+                    f"not a dflash-plan recovery file"
+                )
         name = doc.pop("name", "")
         self.doc = doc
         self._user_name = str(name).strip() or None

@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-PAD = 1                      # columns either side of a label
+PAD = 1  # columns either side of a label
 
 
 class TabBar(Widget, can_focus=True):
@@ -25,8 +25,10 @@ class TabBar(Widget, can_focus=True):
         width: 1fr;
     }
     """
-    BINDINGS = [Binding("left", "step(-1)", "Previous tab", show=False),
-                Binding("right", "step(1)", "Next tab", show=False)]
+    BINDINGS = [
+        Binding("left", "step(-1)", "Previous tab", show=False),
+        Binding("right", "step(1)", "Next tab", show=False),
+    ]
 
     active: reactive[str] = reactive("", init=False)
 
@@ -38,7 +40,7 @@ class TabBar(Widget, can_focus=True):
 
     def __init__(self, tabs: list[tuple[str, str]], active: str) -> None:
         super().__init__()
-        self.tabs = tabs                                  # (label, pane id)
+        self.tabs = tabs  # (label, pane id)
         self._hover: str | None = None
         self.set_reactive(TabBar.active, active)
 
@@ -61,8 +63,11 @@ class TabBar(Widget, can_focus=True):
             labels.append(Content(" " * (start - column)))
             bar.append(Content.styled("━" * (start - column), "$foreground 10%"))
             if tab == self.active:
-                style = ("$block-cursor-foreground on $block-cursor-background bold"
-                         if self.has_focus else "$foreground")
+                style = (
+                    "$block-cursor-foreground on $block-cursor-background bold"
+                    if self.has_focus
+                    else "$foreground"
+                )
                 under = "$block-cursor-background"
             else:
                 style = "$foreground" if tab == self._hover else "$foreground 50%"

@@ -34,7 +34,7 @@ class Record:
 
     line: int
     data: bytes | None
-    last: bool = False          # the file's last record, not ended by a newline: maybe cut
+    last: bool = False  # the file's last record, not ended by a newline: maybe cut
 
 
 def open_regular(path: Path, what: str = "") -> tuple[BinaryIO, int]:
@@ -42,8 +42,11 @@ def open_regular(path: Path, what: str = "") -> tuple[BinaryIO, int]:
     file, a folder or a device (a pipe would block the reader forever)."""
     hint = f" ({what})" if what else ""
     try:
-        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode) \
-                and not os.path.isdir(path):
+        if (
+            os.path.exists(path)
+            and not stat.S_ISREG(os.stat(path).st_mode)
+            and not os.path.isdir(path)
+        ):
             raise PlanError(f"{path}: not a regular file{hint}")
         handle = open(path, "rb")  # noqa: SIM115 (closed by the caller's generator)
     except FileNotFoundError:
@@ -59,16 +62,22 @@ def open_regular(path: Path, what: str = "") -> tuple[BinaryIO, int]:
     return handle, info.st_size
 
 
-def records(path: Path, max_record_bytes: int, *, split_cr: bool = False,
-            progress: Progress | None = None, what: str = "",
-            chunk_bytes: int = CHUNK_BYTES) -> Generator[Record, None, None]:
+def records(
+    path: Path,
+    max_record_bytes: int,
+    *,
+    split_cr: bool = False,
+    progress: Progress | None = None,
+    what: str = "",
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Generator[Record, None, None]:
     """Every non-blank record of path, in order. Records end at a newline, and also at a
     carriage return when split_cr (progress bars). Blank records are skipped."""
     handle, total = open_regular(path, what)
     separator = _NEWLINE_OR_CR if split_cr else _NEWLINE
     line = 1
     pending = bytearray()
-    overflow = False            # the current record passed the limit: skip to its end
+    overflow = False  # the current record passed the limit: skip to its end
     done = 0
     with handle:
         while True:

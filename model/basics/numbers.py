@@ -34,15 +34,18 @@ class NumberError(ValueError):
 
 
 def comma_message(text: str) -> str:
-    return (f"'{text}' has a comma: use a dot for a decimal point (3.4) and no thousands "
-            f"separator (800000 or 800_000)")
+    return (
+        f"'{text}' has a comma: use a dot for a decimal point (3.4) and no thousands "
+        f"separator (800000 or 800_000)"
+    )
 
 
 def looks_like_number(text: str) -> bool:
     """Text the number grammar reads (commas included, so that they get their message)."""
     raw = text.strip()
-    return bool(_HAS_DIGIT.search(raw)) and bool(_NUMBER.fullmatch(raw)
-                                                 or _COMMA_NUMBER.fullmatch(raw))
+    return bool(_HAS_DIGIT.search(raw)) and bool(
+        _NUMBER.fullmatch(raw) or _COMMA_NUMBER.fullmatch(raw)
+    )
 
 
 def parse_number(text: str, what: str = "a number") -> int | float:

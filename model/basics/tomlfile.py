@@ -37,9 +37,12 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
         raise PlanError(f"{where}: not valid TOML: {err}") from None
     except RecursionError:
         raise PlanError(f"{where}: not valid TOML: tables or arrays nested too deeply") from None
-    except ValueError as err:         # Python refuses integers of more than 4,300 digits
-        detail = ("an integer of more than 4,300 digits" if "digits" in str(err)
-                  else str(err).splitlines()[0])
+    except ValueError as err:  # Python refuses integers of more than 4,300 digits
+        detail = (
+            "an integer of more than 4,300 digits"
+            if "digits" in str(err)
+            else str(err).splitlines()[0]
+        )
         raise PlanError(f"{where}: not valid TOML: {detail}") from None
 
 
@@ -56,8 +59,7 @@ def read_text(path: Path, what: str = "", limit: int = MAX_FILE_BYTES) -> str:
     except OSError as err:
         raise PlanError(f"{path}: cannot read: {err.strerror or err}") from None
     if len(data) > limit:
-        raise PlanError(f"{path}: larger than {limit:,} bytes; not a file dflash-plan reads"
-                        f"{hint}")
+        raise PlanError(f"{path}: larger than {limit:,} bytes; not a file dflash-plan reads{hint}")
     try:
         return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as err:
@@ -120,8 +122,9 @@ def write_atomic(path: Path, text: str) -> None:
 
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARK}{os.getpid()}-",
-                                   suffix=TEMP_SUFFIX, dir=directory)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}{TEMP_MARK}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory
+        )
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -148,9 +151,14 @@ def _discard(tmp: str | None) -> None:
 
 
 def _reason(err: OSError) -> str:
-    reasons = {errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.EDQUOT: "disk quota exceeded", errno.EISDIR: "is a folder"}
+    reasons = {
+        errno.EROFS: "read-only file system",
+        errno.ENOSPC: "no space left on device",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EISDIR: "is a folder",
+    }
     return reasons.get(err.errno or 0, err.strerror or str(err))
 
 
@@ -158,12 +166,15 @@ def _remove_stale_temps(directory: Path, name: str) -> None:
     """Remove temporary files of earlier saves of `name` whose process is gone."""
     prefix = f".{name}{TEMP_MARK}"
     try:
-        entries = [entry for entry in os.scandir(directory)
-                   if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)]
+        entries = [
+            entry
+            for entry in os.scandir(directory)
+            if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)
+        ]
     except OSError:
         return
     for entry in entries:
-        pid_text = entry.name[len(prefix):].split("-", 1)[0]
+        pid_text = entry.name[len(prefix) :].split("-", 1)[0]
         with contextlib.suppress(OSError, ValueError):
             old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S
             if old or not _alive(int(pid_text)):
@@ -172,9 +183,9 @@ def _remove_stale_temps(directory: Path, name: str) -> None:
 
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
-        return True                     # this process: maybe a save in another thread
+        return True  # this process: maybe a save in another thread
     if os.name != "posix":
-        return True                     # no safe liveness probe: rely on the age rule
+        return True  # no safe liveness probe: rely on the age rule
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -14,15 +14,20 @@ from .numbers import NumberError, TypedNumber, parse_number
 from .tomlfile import line_of
 
 
-def explain(err: ValidationError, where: str, text: str | None = None,
-            prefix: tuple[str, ...] = (), known: dict[tuple[str, ...], list[str]] | None = None
-            ) -> PlanError:
+def explain(
+    err: ValidationError,
+    where: str,
+    text: str | None = None,
+    prefix: tuple[str, ...] = (),
+    known: dict[tuple[str, ...], list[str]] | None = None,
+) -> PlanError:
     """A PlanError for the first problem in err: file, line, key, bad value, what is allowed."""
     first = err.errors()[0]
     # pydantic's location holds list indexes and union-branch tags besides plan keys: the
     # key is the plan key (what the app marks), the shown name keeps the index.
-    loc = prefix + tuple(str(part) for part in first["loc"]
-                         if isinstance(part, str) and not _is_tag(part))
+    loc = prefix + tuple(
+        str(part) for part in first["loc"] if isinstance(part, str) and not _is_tag(part)
+    )
     shown = ".".join(prefix)
     for part in first["loc"]:
         if isinstance(part, int):
@@ -42,7 +47,7 @@ def explain(err: ValidationError, where: str, text: str | None = None,
     if kind == "missing":
         return PlanError(f"{place}: missing required key '{key}'", key)
     value = first.get("input")
-    if isinstance(value, dict):         # a rule between a table's keys: no single value
+    if isinstance(value, dict):  # a rule between a table's keys: no single value
         return PlanError(f"{place}: {shown}: {_message(first)}", key)
     return PlanError(f"{place}: {shown} = {short_repr(value)}: {_message(first)}", key)
 
@@ -85,8 +90,12 @@ def _message(error: Any) -> str:
         return f"must have at most {ctx.get('max_length', 0):,} items"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         limit = next(iter(ctx.values()), "")
-        relation = {"greater_than": "greater than", "greater_than_equal": "at least",
-                    "less_than": "less than", "less_than_equal": "at most"}[kind]
+        relation = {
+            "greater_than": "greater than",
+            "greater_than_equal": "at least",
+            "less_than": "less than",
+            "less_than_equal": "at most",
+        }[kind]
         return f"must be {relation} {limit}"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
@@ -96,6 +105,7 @@ def _message(error: Any) -> str:
 # has a range far beyond any real value (docs/limits.md says why each one is where it is),
 # so that a typo or a hostile file gets a one-line error instead of an overflow, a NaN or a
 # hang. A bound is checked before pydantic's own type check, so the message is ours.
+
 
 @dataclass(frozen=True, slots=True)
 class Bound:
@@ -114,7 +124,7 @@ class Bound:
         ValueError saying what is allowed."""
         kind = "a whole number" if self.integer else "a number"
         ok_type = (int,) if self.integer else (int, float)
-        if isinstance(value, TypedNumber):         # typed on the command line
+        if isinstance(value, TypedNumber):  # typed on the command line
             try:
                 value = parse_number(value)
             except NumberError as err:
@@ -179,7 +189,7 @@ SOFTMAX_SPEEDUP = Bound(1, 100, "x", integer=False)
 HOST_MEMORY_GB = Bound(1, 1_000_000, "GB per node", integer=False)
 # Target models (config.json).
 MODEL_LAYERS = Bound(1, 10_000, "layers")
-MODEL_WIDTH = Bound(1, 1_048_576)            # hidden and FFN widths
+MODEL_WIDTH = Bound(1, 1_048_576)  # hidden and FFN widths
 MODEL_HEADS = Bound(1, 4_096, "heads")
 HEAD_DIM = Bound(1, 4_096)
 VOCAB = Bound(1, 10_000_000, "tokens")
@@ -196,14 +206,15 @@ ALL_BOUNDS = {name: value for name, value in globals().items() if isinstance(val
 def one_line(max_chars: int) -> Callable[[object], object]:
     """A before-validator for a name shown on one line: a string without control
     characters, at most max_chars long."""
+
     def check(value: object) -> object:
         if isinstance(value, str):
             if len(value) > max_chars:
-                raise ValueError(f"must be at most {max_chars:,} characters "
-                                 f"(got {len(value):,})")
+                raise ValueError(f"must be at most {max_chars:,} characters (got {len(value):,})")
             if any(ord(c) < 32 or ord(c) == 127 for c in value):
                 raise ValueError("must be one line of text without control characters")
         return value
+
     return check
 
 
@@ -220,12 +231,12 @@ def short_repr(value: object, limit: int = 60) -> str:
     characters (a bad value can be a whole file)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, TypedNumber):          # as typed after --set key=
+    if isinstance(value, TypedNumber):  # as typed after --set key=
         value = str(value)
         return value if len(value) <= limit else f"{value[:limit]}..."
     try:
         text = repr(value)
-    except ValueError:                  # an integer too long to print (over 4,300 digits)
+    except ValueError:  # an integer too long to print (over 4,300 digits)
         return "<a number too long to print>"
     if len(text) <= limit:
         return text

@@ -65,16 +65,29 @@ def rebound(before: Plan, after: Plan) -> list[str]:
     for role in ("target", "drafter"):
         if not getattr(before.calibration, role):
             continue
-        changed = [name for name, a, b in (
-            ("target model", w0.target_model, w1.target_model),
-            ("sample length", w0.avg_sample_tokens, w1.avg_sample_tokens),
-            ("anchors", w0.num_anchors if role == "drafter" else None,
-             w1.num_anchors if role == "drafter" else None),
-            ("batch", before.drafter.batch_size if role == "drafter" else None,
-             after.drafter.batch_size if role == "drafter" else None)) if a != b]
+        changed = [
+            name
+            for name, a, b in (
+                ("target model", w0.target_model, w1.target_model),
+                ("sample length", w0.avg_sample_tokens, w1.avg_sample_tokens),
+                (
+                    "anchors",
+                    w0.num_anchors if role == "drafter" else None,
+                    w1.num_anchors if role == "drafter" else None,
+                ),
+                (
+                    "batch",
+                    before.drafter.batch_size if role == "drafter" else None,
+                    after.drafter.batch_size if role == "drafter" else None,
+                ),
+            )
+            if a != b
+        ]
         if changed:
-            notes.append(f"the measured {role} rate was taken on another {', '.join(changed)}: "
-                         f"it is rescaled to this workload by its FLOP count (estimated)")
+            notes.append(
+                f"the measured {role} rate was taken on another {', '.join(changed)}: "
+                f"it is rescaled to this workload by its FLOP count (estimated)"
+            )
     return notes
 
 
@@ -84,17 +97,25 @@ def add_points(plan: Plan, points: Sequence[Point], gpu: str | None = None) -> P
     others (several points per GPU let the model separate device time from overhead)."""
     calibration = plan.calibration
     update: dict[str, dict[str, CalibrationEntry]] = {
-        "target": dict(calibration.target), "drafter": dict(calibration.drafter)}
+        "target": dict(calibration.target),
+        "drafter": dict(calibration.drafter),
+    }
     for point in points:
         key = point.gpu or gpu
         if key is None:
-            raise PlanError(f"a {point.role} measurement ({point.measurement.source}) does "
-                            f"not say its GPU: give --gpu KEY", "calibration")
+            raise PlanError(
+                f"a {point.role} measurement ({point.measurement.source}) does "
+                f"not say its GPU: give --gpu KEY",
+                "calibration",
+            )
         new = point.measurement
-        kept = [m for m in measurements(update[point.role].get(key, ()))
-                if (m.target_model, m.avg_sample_tokens, m.num_anchors, m.batch_size, m.bound)
-                != (new.target_model, new.avg_sample_tokens, new.num_anchors, new.batch_size,
-                    new.bound) and m.target_model is not None]
+        kept = [
+            m
+            for m in measurements(update[point.role].get(key, ()))
+            if (m.target_model, m.avg_sample_tokens, m.num_anchors, m.batch_size, m.bound)
+            != (new.target_model, new.avg_sample_tokens, new.num_anchors, new.batch_size, new.bound)
+            and m.target_model is not None
+        ]
         entries = (*kept, new)
         update[point.role][key] = entries[0] if len(entries) == 1 else tuple(entries)
     return plan.model_copy(update={"calibration": calibration.model_copy(update=update)})

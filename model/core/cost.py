@@ -25,10 +25,10 @@ PLAN_OWN_SOURCES = frozenset({"plan usd", "plan ratio", "reference"})
 class Price:
     gpu: str
     usd_per_gpu_hour: float | None
-    ratio: float | None          # price relative to the reference GPU
-    source: str                  # "plan usd", "plan ratio", "reference", "offer", "catalog", "none"
-    unit_gpus: int = 1           # GPUs per rental unit (billed in whole units)
-    offer: Offer | None = None   # the provider's offer the price or unit comes from
+    ratio: float | None  # price relative to the reference GPU
+    source: str  # "plan usd", "plan ratio", "reference", "offer", "catalog", "none"
+    unit_gpus: int = 1  # GPUs per rental unit (billed in whole units)
+    offer: Offer | None = None  # the provider's offer the price or unit comes from
 
     @property
     def plan_own(self) -> bool:
@@ -37,17 +37,22 @@ class Price:
 
     def to_json(self) -> dict[str, Any]:
         o = self.offer
-        return {"gpu": self.gpu, "source": self.source, "ratio": self.ratio,
-                "usd_per_gpu_hour": self.usd_per_gpu_hour,
-                "offer": None if o is None else {"provider": o.provider, "kind": o.kind,
-                                                 "date": o.date}}
+        return {
+            "gpu": self.gpu,
+            "source": self.source,
+            "ratio": self.ratio,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "offer": None
+            if o is None
+            else {"provider": o.provider, "kind": o.kind, "date": o.date},
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class Prices:
     reference_gpu: str
     by_gpu: dict[str, Price]
-    unit: str                    # "USD" or "<reference name>-hours"
+    unit: str  # "USD" or "<reference name>-hours"
     in_usd: bool
 
     def per_hour(self, gpu: str) -> float | None:
@@ -61,12 +66,16 @@ class Prices:
         wanted = dict.fromkeys(keys)
         if self.in_usd and any(self.by_gpu[k].source == "plan ratio" for k in wanted):
             wanted = dict.fromkeys((self.reference_gpu, *wanted))
-        return tuple(self.by_gpu[k] for k in wanted
-                     if not self.by_gpu[k].plan_own and self.by_gpu[k].source != "none")
+        return tuple(
+            self.by_gpu[k]
+            for k in wanted
+            if not self.by_gpu[k].plan_own and self.by_gpu[k].source != "none"
+        )
 
 
-def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
-           offers: Sequence[Offer] = ()) -> Prices:
+def prices(
+    plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...], offers: Sequence[Offer] = ()
+) -> Prices:
     """Prices of the GPUs in keys. A plan with ratios and no USD figure reports cost in
     reference-GPU-hours; otherwise in USD, with ratios applied to the reference's price.
     A USD price is the plan's, else the plan's provider's offer, else the catalog's."""
@@ -107,8 +116,9 @@ def prices(plan: Plan, gpus: dict[str, Gpu], keys: tuple[str, ...],
             return price(ref_usd, 1.0 if ref_usd else None, "reference")
         found = usd_of(key)
         if found is not None:
-            return price(found, found / ref_usd if ref_usd else None,
-                         "offer" if offer else "catalog")
+            return price(
+                found, found / ref_usd if ref_usd else None, "offer" if offer else "catalog"
+            )
         return price(None, None, "none")
 
     by_gpu = {key: one(key) for key in dict.fromkeys((reference, *keys))}

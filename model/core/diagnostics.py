@@ -27,19 +27,28 @@ class Diagnostic:
     key: str | None
     message: str
     values: dict[str, Any] = field(default_factory=dict)
-    level: str = "warning"           # "error": the plan cannot run as written
+    level: str = "warning"  # "error": the plan cannot run as written
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "key": self.key, "message": self.message,
-                "values": self.values, "level": self.level}
+        return {
+            "code": self.code,
+            "key": self.key,
+            "message": self.message,
+            "values": self.values,
+            "level": self.level,
+        }
 
 
 def _pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def measurement_checks(role: str, measured: dict[str, tuple[float, Roofline]],
-                       gpus: dict[str, Gpu], default_of: dict[str, float]) -> list[Diagnostic]:
+def measurement_checks(
+    role: str,
+    measured: dict[str, tuple[float, Roofline]],
+    gpus: dict[str, Gpu],
+    default_of: dict[str, float],
+) -> list[Diagnostic]:
     """A measured rate above what the GPU can do, or far from the default estimate."""
     out: list[Diagnostic] = []
     for key, (rate, roof) in measured.items():
@@ -47,96 +56,146 @@ def measurement_checks(role: str, measured: dict[str, tuple[float, Roofline]],
         implied = rate / roof.compute_tokens_per_s
         plan_key = f"calibration.{role}.{key}"
         if rate > roof.tokens_per_s * gpu.efficiency_ceiling:
-            ceiling = (f"the {_pct(gpu.efficiency_ceiling)} matmul ceiling measured on this GPU"
-                       if gpu.matmul_ceiling else "its peak")
-            out.append(Diagnostic(
-                "measurement-above-ceiling", plan_key,
-                f"{plan_key} = {rate:,.0f} tok/s per GPU implies {_pct(implied)} of "
-                f"{gpu.name}'s dense bf16 peak, above {ceiling}: check the figure",
-                {"tokens_per_s": rate, "peak_share": implied}))
+            ceiling = (
+                f"the {_pct(gpu.efficiency_ceiling)} matmul ceiling measured on this GPU"
+                if gpu.matmul_ceiling
+                else "its peak"
+            )
+            out.append(
+                Diagnostic(
+                    "measurement-above-ceiling",
+                    plan_key,
+                    f"{plan_key} = {rate:,.0f} tok/s per GPU implies {_pct(implied)} of "
+                    f"{gpu.name}'s dense bf16 peak, above {ceiling}: check the figure",
+                    {"tokens_per_s": rate, "peak_share": implied},
+                )
+            )
             continue
         estimate = roof.tokens_per_s * default_of[key]
         ratio = rate / estimate
         if ratio > CONTRADICTION_FACTOR or ratio < 1 / CONTRADICTION_FACTOR:
-            out.append(Diagnostic(
-                "measurement-far-from-default", plan_key,
-                f"{role} on {gpu.name}: measured {rate:,.0f} tok/s per GPU is {ratio:.2f}x the "
-                f"estimate at default efficiency ({estimate:,.0f}): {_pct(implied)} of peak vs "
-                f"{_pct(default_of[key])} assumed. Other GPUs get a range: the readings of "
-                f"that gap the evidence leaves open",
-                {"tokens_per_s": rate, "ratio": ratio, "peak_share": implied}))
+            out.append(
+                Diagnostic(
+                    "measurement-far-from-default",
+                    plan_key,
+                    f"{role} on {gpu.name}: measured {rate:,.0f} tok/s per GPU is {ratio:.2f}x the "
+                    f"estimate at default efficiency ({estimate:,.0f}): {_pct(implied)} of peak vs "
+                    f"{_pct(default_of[key])} assumed. Other GPUs get a range: the readings of "
+                    f"that gap the evidence leaves open",
+                    {"tokens_per_s": rate, "ratio": ratio, "peak_share": implied},
+                )
+            )
     return out
 
 
-def memory_checks(target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
-                  ) -> list[Diagnostic]:
+def memory_checks(
+    target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
+) -> list[Diagnostic]:
     out = []
     for role, (gpu, mem) in (("target", target), ("drafter", drafter)):
         if mem.fits:
             continue
         biggest = max(mem.items_gb, key=lambda item: item[1])
-        hint, key = ((" (raise target.tp or pick a GPU with more memory)", "target.tp")
-                     if role == "target" else
-                     (" (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
-                      "drafter.batch_size"))
+        hint, key = (
+            (" (raise target.tp or pick a GPU with more memory)", "target.tp")
+            if role == "target"
+            else (
+                " (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
+                "drafter.batch_size",
+            )
+        )
         if mem.fits_central:
             low, high = mem.needed_range_gb
-            out.append(Diagnostic(
-                "fits-central-only", key,
-                f"{role} fits only at the central memory estimate: needs {mem.needed_gb:,.1f} "
-                f"GB per GPU ({low:,.1f}-{high:,.1f} GB over the memory cases' spread), "
-                f"{gpu.name} has {mem.available_gb:g} GB usable; judged at the pessimistic "
-                f"end it does not fit{hint}",
-                {"role": role, "needed_gb": mem.needed_gb, "needed_gb_high": high,
-                 "available_gb": mem.available_gb}))
+            out.append(
+                Diagnostic(
+                    "fits-central-only",
+                    key,
+                    f"{role} fits only at the central memory estimate: needs {mem.needed_gb:,.1f} "
+                    f"GB per GPU ({low:,.1f}-{high:,.1f} GB over the memory cases' spread), "
+                    f"{gpu.name} has {mem.available_gb:g} GB usable; judged at the pessimistic "
+                    f"end it does not fit{hint}",
+                    {
+                        "role": role,
+                        "needed_gb": mem.needed_gb,
+                        "needed_gb_high": high,
+                        "available_gb": mem.available_gb,
+                    },
+                )
+            )
             continue
-        out.append(Diagnostic(
-            "does-not-fit", key,
-            f"{role} does not fit: needs {mem.needed_gb:,.1f} GB per GPU, {gpu.name} has "
-            f"{mem.available_gb:g} GB usable; largest item {biggest[0]} {biggest[1]:,.1f} "
-            f"GB{hint}", {"role": role, "needed_gb": mem.needed_gb,
-                          "available_gb": mem.available_gb}))
+        out.append(
+            Diagnostic(
+                "does-not-fit",
+                key,
+                f"{role} does not fit: needs {mem.needed_gb:,.1f} GB per GPU, {gpu.name} has "
+                f"{mem.available_gb:g} GB usable; largest item {biggest[0]} {biggest[1]:,.1f} "
+                f"GB{hint}",
+                {"role": role, "needed_gb": mem.needed_gb, "available_gb": mem.available_gb},
+            )
+        )
     return out
 
 
-def idle_check(role: str, gpus: int, gpus_per_replica: int, utilization: float,
-               tokens_per_s: float, capacity_tokens_per_s: float, bottleneck: str
-               ) -> list[Diagnostic]:
+def idle_check(
+    role: str,
+    gpus: int,
+    gpus_per_replica: int,
+    utilization: float,
+    tokens_per_s: float,
+    capacity_tokens_per_s: float,
+    bottleneck: str,
+) -> list[Diagnostic]:
     """Say why a role mostly waits (a count typed far from balance, say), and how many of
     its GPUs the throughput needs, instead of only showing a low utilisation."""
     if utilization >= IDLE_WARNING:
         return []
     replicas = gpus // gpus_per_replica
     needed = min(replicas, math.ceil(replicas * utilization - 1e-9)) * gpus_per_replica
-    binds = {"target": "the targets", "drafter": "the drafters",
-             "link": "the hidden-state link"}.get(bottleneck, bottleneck)
-    return [Diagnostic(
-        "role-idle", f"{role}.count",
-        f"{role}s {_pct(utilization)} busy: {binds} bind at {tokens_per_s / 1e3:,.1f} Ktok/s, "
-        f"while the {gpus:,} {role} GPUs could take {capacity_tokens_per_s / 1e3:,.1f} "
-        f"Ktok/s; {needed:,} of them would do, the other {gpus - needed:,} wait (balance the "
-        f"split, or add to {binds})",
-        {"role": role, "utilization": utilization, "gpus": gpus, "gpus_needed": needed})]
+    binds = {
+        "target": "the targets",
+        "drafter": "the drafters",
+        "link": "the hidden-state link",
+    }.get(bottleneck, bottleneck)
+    return [
+        Diagnostic(
+            "role-idle",
+            f"{role}.count",
+            f"{role}s {_pct(utilization)} busy: {binds} bind at {tokens_per_s / 1e3:,.1f} Ktok/s, "
+            f"while the {gpus:,} {role} GPUs could take {capacity_tokens_per_s / 1e3:,.1f} "
+            f"Ktok/s; {needed:,} of them would do, the other {gpus - needed:,} wait (balance the "
+            f"split, or add to {binds})",
+            {"role": role, "utilization": utilization, "gpus": gpus, "gpus_needed": needed},
+        )
+    ]
 
 
-def link_check(tokens_per_s: float, link_tokens_per_s: float, description: str
-               ) -> list[Diagnostic]:
+def link_check(tokens_per_s: float, link_tokens_per_s: float, description: str) -> list[Diagnostic]:
     share = tokens_per_s / link_tokens_per_s
     if share <= LINK_BUSY_WARNING:
         return []
-    return [Diagnostic("link-busy", None, f"hidden-state link {_pct(share)} busy ({description})",
-                       {"utilization": share})]
+    return [
+        Diagnostic(
+            "link-busy",
+            None,
+            f"hidden-state link {_pct(share)} busy ({description})",
+            {"utilization": share},
+        )
+    ]
 
 
 def anchors_check(num_anchors: int, recipe_anchors: int) -> list[Diagnostic]:
     if num_anchors == recipe_anchors:
         return []
-    return [Diagnostic(
-        "anchors-differ-from-recipe", "workload.num_anchors",
-        f"{num_anchors} anchors per sample, the DFlash recipe uses {recipe_anchors}: the "
-        f"drafter's work scales with anchors, so this choice can move the bottleneck "
-        f"(measure your drafter to settle it)",
-        {"num_anchors": num_anchors, "recipe": recipe_anchors})]
+    return [
+        Diagnostic(
+            "anchors-differ-from-recipe",
+            "workload.num_anchors",
+            f"{num_anchors} anchors per sample, the DFlash recipe uses {recipe_anchors}: the "
+            f"drafter's work scales with anchors, so this choice can move the bottleneck "
+            f"(measure your drafter to settle it)",
+            {"num_anchors": num_anchors, "recipe": recipe_anchors},
+        )
+    ]
 
 
 def range_note(rate: RoleRate) -> list[Diagnostic]:
@@ -154,8 +213,14 @@ def range_note(rate: RoleRate) -> list[Diagnostic]:
             return "the spread of the estimate"
         at = model.extreme(slow)
         reading = at.get(model.reading, "central") if model.reading else "central"
-        unused = {model.reading, *((model.efficiency[0],) if model.efficiency is not None
-                                   and reading not in model.scaled else ())}
+        unused = {
+            model.reading,
+            *(
+                (model.efficiency[0],)
+                if model.efficiency is not None and reading not in model.scaled
+                else ()
+            ),
+        }
         said = [d.describe(at[d.key]) for d in model.dims if d.key not in unused and d.key in at]
         return "; ".join(said) or "the spread of the estimate"
 
@@ -165,51 +230,85 @@ def range_note(rate: RoleRate) -> list[Diagnostic]:
         if abs(value / reading.tokens_per_s - 1) < 5e-4:
             return said
         spread = value / reading.tokens_per_s - 1
-        return (f"{said}, {reading.tokens_per_s:,.0f} tok/s, {spread * 100:+.0f} % with "
-                f"{factors(slow)}")
+        return (
+            f"{said}, {reading.tokens_per_s:,.0f} tok/s, {spread * 100:+.0f} % with {factors(slow)}"
+        )
 
     carried = rate.low_reading != rate.high_reading
-    band = (f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
-            f"{rate.high_tokens_per_s:,.0f} tok/s per GPU")
+    band = (
+        f"{rate.role} on {rate.gpu.name}: {rate.low_tokens_per_s:,.0f}-"
+        f"{rate.high_tokens_per_s:,.0f} tok/s per GPU"
+    )
     if carried:
-        message = (f"{band}; low if {end(rate.low_reading, rate.low_tokens_per_s, True)}; "
-                   f"high if {end(rate.high_reading, rate.high_tokens_per_s, False)}")
+        message = (
+            f"{band}; low if {end(rate.low_reading, rate.low_tokens_per_s, True)}; "
+            f"high if {end(rate.high_reading, rate.high_tokens_per_s, False)}"
+        )
     else:
         reading = next(r for r in rate.readings if r.name == rate.low_reading)
-        low, high = (rate.low_tokens_per_s / reading.tokens_per_s - 1,
-                     rate.high_tokens_per_s / reading.tokens_per_s - 1)
+        low, high = (
+            rate.low_tokens_per_s / reading.tokens_per_s - 1,
+            rate.high_tokens_per_s / reading.tokens_per_s - 1,
+        )
         why = rate.band_why or "the spread of the estimate"
-        message = (f"{band}: {reading.why}, {reading.tokens_per_s:,.0f} tok/s, "
-                   f"{low * 100:+.0f} % to {high * 100:+.0f} %: {why}")
-    return [Diagnostic(
-        "carry-over-range" if carried else "estimate-range", f"calibration.{rate.role}",
-        message,
-        {"low": rate.low_tokens_per_s, "high": rate.high_tokens_per_s,
-         "low_reading": rate.low_reading, "high_reading": rate.high_reading})]
+        message = (
+            f"{band}: {reading.why}, {reading.tokens_per_s:,.0f} tok/s, "
+            f"{low * 100:+.0f} % to {high * 100:+.0f} %: {why}"
+        )
+    return [
+        Diagnostic(
+            "carry-over-range" if carried else "estimate-range",
+            f"calibration.{rate.role}",
+            message,
+            {
+                "low": rate.low_tokens_per_s,
+                "high": rate.high_tokens_per_s,
+                "low_reading": rate.low_reading,
+                "high_reading": rate.high_reading,
+            },
+        )
+    ]
 
 
-def maturity_checks(rate: RoleRate, entry: Maturity | None, today: dt.date | None
-                    ) -> list[Diagnostic]:
+def maturity_checks(
+    rate: RoleRate, entry: Maturity | None, today: dt.date | None
+) -> list[Diagnostic]:
     """The software-maturity factor a rate carries, its source, and whether it is stale."""
     model = rate.model
     if entry is None or model is None or model.maturity is None:
         return []
     key = f"hardware.{rate.gpu.key}.maturity"
-    values: dict[str, Any] = {"gpu": rate.gpu.key, "role": rate.role, "engine": entry.engine,
-                              "factor": entry.factor, "low": entry.low, "high": entry.high,
-                              "date": entry.date.isoformat(),
-                              "expires": entry.expires.isoformat()}
+    values: dict[str, Any] = {
+        "gpu": rate.gpu.key,
+        "role": rate.role,
+        "engine": entry.engine,
+        "factor": entry.factor,
+        "low": entry.low,
+        "high": entry.high,
+        "date": entry.date.isoformat(),
+        "expires": entry.expires.isoformat(),
+    }
     engine = ENGINE_NAMES.get(entry.engine, entry.engine)
-    out = [Diagnostic(
-        "software-maturity", key,
-        f"{rate.role} on {rate.gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
-        f"{entry.high:.2f}) for {engine}'s maturity on this GPU, as of {entry.date} "
-        f"({entry.source})", values)]
+    out = [
+        Diagnostic(
+            "software-maturity",
+            key,
+            f"{rate.role} on {rate.gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
+            f"{entry.high:.2f}) for {engine}'s maturity on this GPU, as of {entry.date} "
+            f"({entry.source})",
+            values,
+        )
+    ]
     if today is not None and today > entry.expires:
-        out.append(Diagnostic(
-            "maturity-stale", key,
-            f"the {engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
-            f"on {entry.expires}: software for a new GPU catches up; check the source again "
-            f"or measure the {rate.role} (dflash-plan probe --gpu {rate.gpu.key} --role "
-            f"{rate.role})", values))
+        out.append(
+            Diagnostic(
+                "maturity-stale",
+                key,
+                f"the {engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
+                f"on {entry.expires}: software for a new GPU catches up; check the source again "
+                f"or measure the {rate.role} (dflash-plan probe --gpu {rate.gpu.key} --role "
+                f"{rate.role})",
+                values,
+            )
+        )
     return out

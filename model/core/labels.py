@@ -11,6 +11,7 @@ from ..inputs.plan import Plan, plan_to_dict
 
 def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
     """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B'."""
+
     def gpu(key: Any) -> str:
         spec = catalog.gpus.get(key) if isinstance(key, str) else None
         return spec.name if spec is not None else str(key)
@@ -20,11 +21,14 @@ def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
 
     t, d = doc["target"], doc["drafter"]
     if t.get("gpu") == d.get("gpu"):
-        pools = (f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, "
-                 f"{gpu(t.get('gpu'))}")
+        pools = (
+            f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, {gpu(t.get('gpu'))}"
+        )
     else:
-        pools = (f"{n(t.get('count'), gpu(t.get('gpu')) + ' target')} + "
-                 f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}")
+        pools = (
+            f"{n(t.get('count'), gpu(t.get('gpu')) + ' target')} + "
+            f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}"
+        )
     model = catalog.models.get(doc["workload"].get("target_model", ""))
     return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
 

@@ -47,9 +47,20 @@ from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
 
-__all__ = ["Link", "PlanScenarios", "Projection", "Ranges", "RoleProjection", "Roofline",
-           "break_even", "link_scaled", "link_share", "project", "project_resolved",
-           "target_roofline"]
+__all__ = [
+    "Link",
+    "PlanScenarios",
+    "Projection",
+    "Ranges",
+    "RoleProjection",
+    "Roofline",
+    "break_even",
+    "link_scaled",
+    "link_share",
+    "project",
+    "project_resolved",
+    "target_roofline",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +70,18 @@ class RoleProjection:
     gpu_name: str
     count: int
     tp: int
-    per_gpu_tokens_per_s: float      # one GPU on its own, before TP / data-parallel scaling
+    per_gpu_tokens_per_s: float  # one GPU on its own, before TP / data-parallel scaling
     capacity_tokens_per_s: float
     capacity_range: tuple[float, float]
     utilization: float | None
-    efficiency: float                # achieved share of the GPU's dense bf16 peak
+    efficiency: float  # achieved share of the GPU's dense bf16 peak
     default_efficiency: float
-    source: str                      # "measured" or "estimated"
+    source: str  # "measured" or "estimated"
     basis: str
-    limit: str                       # "compute" or "memory"
-    scaling_efficiency: float        # tensor-parallel (target) or data-parallel (drafter)
+    limit: str  # "compute" or "memory"
+    scaling_efficiency: float  # tensor-parallel (target) or data-parallel (drafter)
     memory: MemoryFit
-    flop: float                      # per token (target) or per sample (drafter)
+    flop: float  # per token (target) or per sample (drafter)
     spec: Gpu
     rate: RoleRate
 
@@ -80,18 +91,25 @@ class RoleProjection:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "gpu": self.gpu, "gpu_name": self.gpu_name, "count": self.count, "tp": self.tp,
+            "gpu": self.gpu,
+            "gpu_name": self.gpu_name,
+            "count": self.count,
+            "tp": self.tp,
             "replicas": self.replicas,
             "capacity_tokens_per_s": self.capacity_tokens_per_s,
             "capacity_tokens_per_s_range": list(self.capacity_range),
             "per_gpu_tokens_per_s": self.per_gpu_tokens_per_s,
-            "per_gpu_tokens_per_s_range": [self.rate.low_tokens_per_s,
-                                           self.rate.high_tokens_per_s],
-            "readings": [{"name": r.name, "per_gpu_tokens_per_s": r.tokens_per_s,
-                          "why": r.why} for r in self.rate.readings],
-            "utilization": self.utilization, "efficiency": self.efficiency,
+            "per_gpu_tokens_per_s_range": [self.rate.low_tokens_per_s, self.rate.high_tokens_per_s],
+            "readings": [
+                {"name": r.name, "per_gpu_tokens_per_s": r.tokens_per_s, "why": r.why}
+                for r in self.rate.readings
+            ],
+            "utilization": self.utilization,
+            "efficiency": self.efficiency,
             "default_efficiency": self.default_efficiency,
-            "source": self.source, "basis": self.basis, "limit": self.limit,
+            "source": self.source,
+            "basis": self.basis,
+            "limit": self.limit,
             "scaling_efficiency": self.scaling_efficiency,
             "memory_gb_needed": self.memory.needed_gb,
             "memory_gb_needed_range": list(self.memory.needed_range_gb),
@@ -106,10 +124,10 @@ class RoleProjection:
 class Link:
     """The hidden-state path of the plan's split."""
 
-    tokens_per_s: float              # capacity
+    tokens_per_s: float  # capacity
     description: str
-    crossing_share: float            # share of traffic that leaves its node
-    nodes: int                       # nodes the plan occupies
+    crossing_share: float  # share of traffic that leaves its node
+    nodes: int  # nodes the plan occupies
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +139,7 @@ class Ranges:
     days: tuple[float, float]
     total_cost: tuple[float, float] | None
     total_cost_usd: tuple[float, float] | None
-    widest: str | None               # the role whose rate range moves days most
+    widest: str | None  # the role whose rate range moves days most
     widest_days: tuple[float, float] | None
     # The range of days of each role whose rate alone moves them (PlanScenarios.role_span),
     # the widest first.
@@ -141,12 +159,15 @@ class Ranges:
         return self.scenarios.label(self.fast_at) if self.scenarios else ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"tokens_per_s": list(self.tokens_per_s), "days": list(self.days),
-                "total_cost": list(self.total_cost) if self.total_cost else None,
-                "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None,
-                "tokens_per_s_scenarios": [self.slow_scenario, self.fast_scenario],
-                "days_scenarios": [self.fast_scenario, self.slow_scenario],
-                "total_cost_scenarios": [self.fast_scenario, self.slow_scenario]}
+        return {
+            "tokens_per_s": list(self.tokens_per_s),
+            "days": list(self.days),
+            "total_cost": list(self.total_cost) if self.total_cost else None,
+            "total_cost_usd": list(self.total_cost_usd) if self.total_cost_usd else None,
+            "tokens_per_s_scenarios": [self.slow_scenario, self.fast_scenario],
+            "days_scenarios": [self.fast_scenario, self.slow_scenario],
+            "total_cost_scenarios": [self.fast_scenario, self.slow_scenario],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +180,7 @@ class PlanScenarios:
     dims: Mapping[str, Dim]
     target: RateModel
     drafter: RateModel
-    links: tuple[str, str]           # link dimension keys of the target and drafter GPUs
+    links: tuple[str, str]  # link dimension keys of the target and drafter GPUs
     resolved: Resolved
     central: PipelineInputs
     target_work: TargetWork
@@ -167,14 +188,19 @@ class PlanScenarios:
     role_prices: RolePrices
     billed: tuple[int, int]
     memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
-    gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)   # link-scaled copies
+    gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)  # link-scaled copies
 
     def inputs(self, s: Scenario) -> PipelineInputs:
         r = self.resolved
         t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
-        return _inputs(r, self.target_work, self.target.rate(s), self.drafter.rate(s),
-                       self._scaled("target", r.target_gpu, t_share),
-                       self._scaled("drafter", r.drafter_gpu, d_share))
+        return _inputs(
+            r,
+            self.target_work,
+            self.target.rate(s),
+            self.drafter.rate(s),
+            self._scaled("target", r.target_gpu, t_share),
+            self._scaled("drafter", r.drafter_gpu, d_share),
+        )
 
     def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
         if (role, share) not in self.gpus:
@@ -186,7 +212,7 @@ class PlanScenarios:
         return flow(self.inputs(s), plan.target.count, plan.drafter.count)
 
     def tokens_per_s(self, s: Scenario) -> float:
-        key = tuple(s.get(k) for k in self.dims)        # this plan's part of the scenario
+        key = tuple(s.get(k) for k in self.dims)  # this plan's part of the scenario
         found = self.memo.get(key)
         if found is None:
             found = self.memo[key] = float(self.flow(s).tokens_per_s)
@@ -194,8 +220,14 @@ class PlanScenarios:
 
     def economics(self, s: Scenario) -> Economics:
         plan = self.resolved.plan
-        return economics(self.tokens_per_s(s), self.total_tokens, plan.target.count,
-                         plan.drafter.count, self.role_prices, *self.billed)
+        return economics(
+            self.tokens_per_s(s),
+            self.total_tokens,
+            plan.target.count,
+            plan.drafter.count,
+            self.role_prices,
+            *self.billed,
+        )
 
     def days(self, s: Scenario) -> float:
         return self.total_tokens / self.tokens_per_s(s) / 86_400
@@ -211,8 +243,11 @@ class PlanScenarios:
         """The corner with this plan's fewest (or most) tokens/s: each rate at its own
         extreme, every link at its slow (or fast) end."""
         end = LOW if slow else HIGH
-        return {**self.target.extreme(slow), **self.drafter.extreme(slow),
-                **{key: end for key in self.links}}
+        return {
+            **self.target.extreme(slow),
+            **self.drafter.extreme(slow),
+            **{key: end for key in self.links},
+        }
 
     def binding(self, s: Scenario, value: Any) -> tuple[str, ...]:
         """The dimensions of `s` whose value matters: moving one alone to any other value
@@ -223,8 +258,9 @@ class PlanScenarios:
             dim = self.dims.get(key)
             if dim is None:
                 continue
-            if any(not _same(value({**s, key: other}), base)
-                   for other in dim.values if other != s[key]):
+            if any(
+                not _same(value({**s, key: other}), base) for other in dim.values if other != s[key]
+            ):
                 keys.append(key)
         return tuple(keys)
 
@@ -235,10 +271,14 @@ class PlanScenarios:
     def floors(self, s: Scenario) -> list[str]:
         """The roles held at what they are known to reach (a kept-up bound) in `s`."""
         gpus = (self.resolved.target_gpu, self.resolved.drafter_gpu)
-        return [f"the {gpu.name} {role} held at the {model.floor:,.0f} tok/s it kept up with"
-                for role, model, gpu in (("target", self.target, gpus[0]),
-                                         ("drafter", self.drafter, gpus[1]))
-                if model.floor > 0 and model.rate(s) == model.floor]
+        return [
+            f"the {gpu.name} {role} held at the {model.floor:,.0f} tok/s it kept up with"
+            for role, model, gpu in (
+                ("target", self.target, gpus[0]),
+                ("drafter", self.drafter, gpus[1]),
+            )
+            if model.floor > 0 and model.rate(s) == model.floor
+        ]
 
 
 def _same(a: float, b: float) -> bool:
@@ -255,8 +295,9 @@ def link_scaled(gpu: Gpu, share: float) -> Gpu:
     """The GPU with its link at `share` of the catalog figure (itself at 1)."""
     if share == 1.0:
         return gpu
-    return gpu.model_copy(update={"link": gpu.link.model_copy(
-        update={"gb_per_s": gpu.link.gb_per_s * share})})
+    return gpu.model_copy(
+        update={"link": gpu.link.model_copy(update={"gb_per_s": gpu.link.gb_per_s * share})}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,11 +317,11 @@ class Projection:
     link_utilization: float | None
     fits: bool
     tokens_per_s: float | None
-    bottleneck: str | None           # "target", "drafter", "link"; None when it cannot run
+    bottleneck: str | None  # "target", "drafter", "link"; None when it cannot run
     tokens_per_epoch: float
     days: float | None
     gpu_hours: float | None
-    billed: tuple[int, int]          # GPUs paid for per role (whole rental units)
+    billed: tuple[int, int]  # GPUs paid for per role (whole rental units)
     total_cost: float | None
     cost_unit: str
     total_cost_usd: float | None
@@ -289,13 +330,13 @@ class Projection:
     marginal_target_tokens_per_s: float | None
     marginal_drafter_tokens_per_s: float | None
     ranges: Ranges | None
-    narrowing: str | None            # the measurement that would narrow the range most
+    narrowing: str | None  # the measurement that would narrow the range most
     diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
-    scenarios: PlanScenarios | None = None    # the figures under any scenario (when it fits)
+    scenarios: PlanScenarios | None = None  # the figures under any scenario (when it fits)
     # The offline run beside the online pipeline (when the plan fits), whichever the mode.
     offline: Offline | None = None
-    store_memory: store.StoreMemory | None = None   # the Mooncake store in host memory
+    store_memory: store.StoreMemory | None = None  # the Mooncake store in host memory
 
     @property
     def mode(self) -> str:
@@ -359,14 +400,18 @@ class Projection:
             "warnings": list(self.warnings),
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "assumptions": list(self.assumptions),
-            "target": {**self.target.to_json(),
-                       "flop_per_token": self.target.flop,
-                       "captured_layer_ids": list(self.layer_ids),
-                       "layers_run": self.target_work.layers_run},
-            "drafter": {**self.drafter.to_json(),
-                        "flop_per_sample": self.drafter.flop,
-                        "trainable_params": self.drafter_params,
-                        "anchors": self.drafter_work.anchors},
+            "target": {
+                **self.target.to_json(),
+                "flop_per_token": self.target.flop,
+                "captured_layer_ids": list(self.layer_ids),
+                "layers_run": self.target_work.layers_run,
+            },
+            "drafter": {
+                **self.drafter.to_json(),
+                "flop_per_sample": self.drafter.flop,
+                "trainable_params": self.drafter_params,
+                "anchors": self.drafter_work.anchors,
+            },
             "link": {
                 "description": self.link.description,
                 "capacity_tokens_per_s": self.link.tokens_per_s,
@@ -382,9 +427,10 @@ class Projection:
                 "drafter_gpus_added": 1,
                 "drafter_tokens_per_s": self.marginal_drafter_tokens_per_s,
             },
-            "prices": {key: {"usd_per_gpu_hour": p.usd_per_gpu_hour, "ratio": p.ratio,
-                             "source": p.source}
-                       for key, p in self.prices.by_gpu.items()},
+            "prices": {
+                key: {"usd_per_gpu_hour": p.usd_per_gpu_hour, "ratio": p.ratio, "source": p.source}
+                for key, p in self.prices.by_gpu.items()
+            },
             "reference_gpu": self.prices.reference_gpu,
             "mode": self.mode,
             "storage": self.offline.to_json(self.mode) if self.offline else None,
@@ -400,22 +446,37 @@ def project(plan: Plan, catalog: Catalog) -> Projection:
 def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
     """One target replica's rate: tp GPUs less the time of TP all-reduces."""
     tp = r.plan.target.tp
-    return per_gpu_tokens_per_s * tp * tp_efficiency(r.target_gpu, tp, r.model.hidden,
-                                                     tw.layers_run, per_gpu_tokens_per_s)
+    return (
+        per_gpu_tokens_per_s
+        * tp
+        * tp_efficiency(r.target_gpu, tp, r.model.hidden, tw.layers_run, per_gpu_tokens_per_s)
+    )
 
 
-def _inputs(r: Resolved, tw: TargetWork, target_rate: float, drafter_rate: float,
-            target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None,
-            transport: str | None = None) -> PipelineInputs:
+def _inputs(
+    r: Resolved,
+    tw: TargetWork,
+    target_rate: float,
+    drafter_rate: float,
+    target_gpu: Gpu | None = None,
+    drafter_gpu: Gpu | None = None,
+    transport: str | None = None,
+) -> PipelineInputs:
     p = r.plan
-    return pipeline_inputs(target_gpu or r.target_gpu, drafter_gpu or r.drafter_gpu,
-                           p.target.tp, target_rate, drafter_rate,
-                           hidden=r.model.hidden, layers_run=tw.layers_run,
-                           trainable_params=r.shape.trainable_params,
-                           batch_size=p.drafter.batch_size,
-                           sample_tokens=float(p.workload.avg_sample_tokens),
-                           hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-                           transport=transport or p.workload.transport)
+    return pipeline_inputs(
+        target_gpu or r.target_gpu,
+        drafter_gpu or r.drafter_gpu,
+        p.target.tp,
+        target_rate,
+        drafter_rate,
+        hidden=r.model.hidden,
+        layers_run=tw.layers_run,
+        trainable_params=r.shape.trainable_params,
+        batch_size=p.drafter.batch_size,
+        sample_tokens=float(p.workload.avg_sample_tokens),
+        hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+        transport=transport or p.workload.transport,
+    )
 
 
 def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
@@ -426,20 +487,31 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     central = _inputs(r, tw, t.tokens_per_s, d.tokens_per_s)
     f = flow(central, T, D)
     throughput = float(f.tokens_per_s)
-    t_mem = replace(target_memory(r.model, tp, w.max_length, len(r.layer_ids),
-                                  r.target_gpu.memory_gb), band=memory_band("target"))
+    t_mem = replace(
+        target_memory(r.model, tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb),
+        band=memory_band("target"),
+    )
     # Memory peaks at the longest sample (its context states), not the average one.
-    d_mem = replace(drafter_memory(r.shape, dw, float(w.max_length), plan.drafter.batch_size,
-                                   D, r.drafter_gpu.memory_gb), band=memory_band("drafter"))
+    d_mem = replace(
+        drafter_memory(
+            r.shape, dw, float(w.max_length), plan.drafter.batch_size, D, r.drafter_gpu.memory_gb
+        ),
+        band=memory_band("drafter"),
+    )
     fits = t_mem.fits and d_mem.fits
 
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
     total_tokens = tokens_per_epoch * w.epochs
     view = prices(plan, r.gpus, plan.gpus_in_use(), catalog.offers)
     t_price, d_price = view.by_gpu[plan.target.gpu], view.by_gpu[plan.drafter.gpu]
-    role_prices = RolePrices(view.per_hour(plan.target.gpu), view.per_hour(plan.drafter.gpu),
-                             t_price.usd_per_gpu_hour, d_price.usd_per_gpu_hour,
-                             r.target_gpu.tdp_w, r.drafter_gpu.tdp_w)
+    role_prices = RolePrices(
+        view.per_hour(plan.target.gpu),
+        view.per_hour(plan.drafter.gpu),
+        t_price.usd_per_gpu_hour,
+        d_price.usd_per_gpu_hour,
+        r.target_gpu.tdp_w,
+        r.drafter_gpu.tdp_w,
+    )
 
     unit_t = view.by_gpu[plan.target.gpu].unit_gpus
     unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
@@ -448,9 +520,18 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     links = tuple(dict.fromkeys((r.target_gpu.link.kind, r.drafter_gpu.link.kind)))
     link_dims = {f"link:{kind}": link_dim(kind) for kind in links}
     dims = {dim.key: dim for dim in (*t.model.dims, *d.model.dims, *link_dims.values())}
-    scen = PlanScenarios(dims, t.model, d.model, (f"link:{r.target_gpu.link.kind}",
-                                                  f"link:{r.drafter_gpu.link.kind}"),
-                         r, central, tw, total_tokens, role_prices, (billed_t, billed_d))
+    scen = PlanScenarios(
+        dims,
+        t.model,
+        d.model,
+        (f"link:{r.target_gpu.link.kind}", f"link:{r.drafter_gpu.link.kind}"),
+        r,
+        central,
+        tw,
+        total_tokens,
+        role_prices,
+        (billed_t, billed_d),
+    )
     slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
     low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
 
@@ -458,22 +539,62 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         key = f"{role}_tokens_per_s"
         return float(getattr(low_f, key)), float(getattr(high_f, key))
 
-    def role(name: str, gpu: Gpu, count: int, role_tp: int, rate: RoleRate, cap: float,
-             scaling: float, mem: MemoryFit, flop: float) -> RoleProjection:
+    def role(
+        name: str,
+        gpu: Gpu,
+        count: int,
+        role_tp: int,
+        rate: RoleRate,
+        cap: float,
+        scaling: float,
+        mem: MemoryFit,
+        flop: float,
+    ) -> RoleProjection:
         return RoleProjection(
-            role=name, gpu=gpu.key, gpu_name=gpu.name, count=count, tp=role_tp,
-            per_gpu_tokens_per_s=rate.tokens_per_s, capacity_tokens_per_s=cap,
+            role=name,
+            gpu=gpu.key,
+            gpu_name=gpu.name,
+            count=count,
+            tp=role_tp,
+            per_gpu_tokens_per_s=rate.tokens_per_s,
+            capacity_tokens_per_s=cap,
             capacity_range=capacity_range(name),
-            utilization=throughput / cap if fits else None, efficiency=rate.efficiency,
-            default_efficiency=rate.default_efficiency, source=rate.source,
-            basis=rate.basis, limit=rate.limit, scaling_efficiency=scaling, memory=mem,
-            flop=flop, spec=gpu, rate=rate)
+            utilization=throughput / cap if fits else None,
+            efficiency=rate.efficiency,
+            default_efficiency=rate.default_efficiency,
+            source=rate.source,
+            basis=rate.basis,
+            limit=rate.limit,
+            scaling_efficiency=scaling,
+            memory=mem,
+            flop=flop,
+            spec=gpu,
+            rate=rate,
+        )
 
     tp_scaling = central.replica_tokens_per_s / (t.tokens_per_s * tp)
-    target = role("target", r.target_gpu, T, tp, t, float(f.target_tokens_per_s), tp_scaling,
-                  t_mem, tw.flop_per_token)
-    drafter = role("drafter", r.drafter_gpu, D, 1, d, float(f.drafter_tokens_per_s),
-                   float(f.drafter_scaling), d_mem, dw.flop_per_sample)
+    target = role(
+        "target",
+        r.target_gpu,
+        T,
+        tp,
+        t,
+        float(f.target_tokens_per_s),
+        tp_scaling,
+        t_mem,
+        tw.flop_per_token,
+    )
+    drafter = role(
+        "drafter",
+        r.drafter_gpu,
+        D,
+        1,
+        d,
+        float(f.drafter_tokens_per_s),
+        float(f.drafter_scaling),
+        d_mem,
+        dw.flop_per_sample,
+    )
 
     diagnostics: list[Diagnostic] = []
     for role_name in ("target", "drafter"):
@@ -485,35 +606,47 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     diagnostics += anchors_check(w.num_anchors, recipe.NUM_ANCHORS)
     store_mem = _store_memory(r)
     if store_mem.fits is False:
-        diagnostics.append(Diagnostic(
-            "store-memory", "workload.max_length",
-            f"the Mooncake store needs {store_mem.node_gib:,.0f} GiB of host memory on its "
-            f"busiest node ({store_mem.node_servers} capture server(s) x "
-            f"{store_mem.segment_gib} GiB segment + {store_mem.local_buffer_gib:g} GiB buffer, "
-            f"{store_mem.node_ranks} trainer rank(s) x {store_mem.rank_gib:,.1f} GiB, at "
-            f"{w.max_length:,}-token samples of {store_mem.sample_bytes / 2**30:,.2f} GiB) "
-            f"but the node has {store_mem.host_memory_gb:,.0f} GB: shorten max_length, "
-            f"spread the targets over more nodes or use nodes with more RAM",
-            {"node_gib": store_mem.node_gib, "host_memory_gb": store_mem.host_memory_gb},
-            level="error"))
+        diagnostics.append(
+            Diagnostic(
+                "store-memory",
+                "workload.max_length",
+                f"the Mooncake store needs {store_mem.node_gib:,.0f} GiB of host memory on its "
+                f"busiest node ({store_mem.node_servers} capture server(s) x "
+                f"{store_mem.segment_gib} GiB segment + {store_mem.local_buffer_gib:g} GiB buffer, "
+                f"{store_mem.node_ranks} trainer rank(s) x {store_mem.rank_gib:,.1f} GiB, at "
+                f"{w.max_length:,}-token samples of {store_mem.sample_bytes / 2**30:,.2f} GiB) "
+                f"but the node has {store_mem.host_memory_gb:,.0f} GB: shorten max_length, "
+                f"spread the targets over more nodes or use nodes with more RAM",
+                {"node_gib": store_mem.node_gib, "host_memory_gb": store_mem.host_memory_gb},
+                level="error",
+            )
+        )
     if w.transport == "direct" and plan.launch.format in ("specforge", "slurm", "speculators"):
-        diagnostics.append(Diagnostic(
-            "transport-differs-from-launch", "workload.transport",
-            f"the projection assumes hidden states go device to device (your own pipeline), "
-            f"but the {plan.launch.format} launch stages them through a Mooncake store, "
-            f"whose measured ceilings are lower: set workload.transport = \"mooncake\" to "
-            f"project the launched run", {"transport": w.transport,
-                                          "launch_format": plan.launch.format}))
+        diagnostics.append(
+            Diagnostic(
+                "transport-differs-from-launch",
+                "workload.transport",
+                f"the projection assumes hidden states go device to device (your own pipeline), "
+                f"but the {plan.launch.format} launch stages them through a Mooncake store, "
+                f'whose measured ceilings are lower: set workload.transport = "mooncake" to '
+                f"project the launched run",
+                {"transport": w.transport, "launch_format": plan.launch.format},
+            )
+        )
 
     if w.mode == "offline" and plan.launch.format != "template":
         # No format writes the capture-then-train pair yet: say so rather than let a
         # launch script of the online pipeline pass for the offline run.
-        diagnostics.append(Diagnostic(
-            "mode-differs-from-launch", "workload.mode",
-            f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
-            f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
-            f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
-            {"mode": w.mode, "launch_format": plan.launch.format}))
+        diagnostics.append(
+            Diagnostic(
+                "mode-differs-from-launch",
+                "workload.mode",
+                f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
+                f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
+                f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
+                {"mode": w.mode, "launch_format": plan.launch.format},
+            )
+        )
     econ: Economics | None = None
     off: Offline | None = None
     ranges = narrowing = None
@@ -524,59 +657,101 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         econ = economics(throughput, total_tokens, T, D, role_prices, billed_t, billed_d)
         marginal_t = float(flow(central, T + tp, D).tokens_per_s) - throughput
         marginal_d = float(flow(central, T, D + 1).tokens_per_s) - throughput
-        diagnostics += link_check(throughput, float(f.link_tokens_per_s),
-                                  central.hidden.description)
+        diagnostics += link_check(
+            throughput, float(f.link_tokens_per_s), central.hidden.description
+        )
         for side in (target, drafter):
-            diagnostics += idle_check(side.role, side.count, side.tp, throughput
-                                      / side.capacity_tokens_per_s, throughput,
-                                      side.capacity_tokens_per_s, str(bneck))
-        ranges, narrowing = _ranges(r, scen, t, d, low_f, high_f, total_tokens,
-                                    role_prices, (billed_t, billed_d))
+            diagnostics += idle_check(
+                side.role,
+                side.count,
+                side.tp,
+                throughput / side.capacity_tokens_per_s,
+                throughput,
+                side.capacity_tokens_per_s,
+                str(bneck),
+            )
+        ranges, narrowing = _ranges(
+            r, scen, t, d, low_f, high_f, total_tokens, role_prices, (billed_t, billed_d)
+        )
         ranges = replace(ranges, slow_at=slow_s, fast_at=fast_s, scenarios=scen)
         if billed_t + billed_d > T + D:
-            diagnostics.append(_idle_billed(r, central, billed_t + billed_d - (T + D),
-                                            billed_t, billed_d, throughput,
-                                            {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d}))
+            diagnostics.append(
+                _idle_billed(
+                    r,
+                    central,
+                    billed_t + billed_d - (T + D),
+                    billed_t,
+                    billed_d,
+                    throughput,
+                    {plan.target.gpu: unit_t, plan.drafter.gpu: unit_d},
+                )
+            )
         for rate in (t, d):
             diagnostics += range_note(rate)
         # Offline, the drafters read from storage, not through the Mooncake store: their
         # capacity without its fetch wait (storage's own bound is applied in offline()).
-        from_disk = f if w.transport == "direct" else flow(
-            _inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
-        off = offline(plan, r.model.hidden, len(r.layer_ids), tokens_per_epoch,
-                      float(f.target_tokens_per_s), float(from_disk.drafter_tokens_per_s),
-                      throughput,
-                      r.drafter_gpu.gpus_per_node, role_prices, view.unit, view.in_usd,
-                      (billed_t, billed_d), (unit_t, unit_d))
+        from_disk = (
+            f
+            if w.transport == "direct"
+            else flow(_inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
+        )
+        off = offline(
+            plan,
+            r.model.hidden,
+            len(r.layer_ids),
+            tokens_per_epoch,
+            float(f.target_tokens_per_s),
+            float(from_disk.drafter_tokens_per_s),
+            throughput,
+            r.drafter_gpu.gpus_per_node,
+            role_prices,
+            view.unit,
+            view.in_usd,
+            (billed_t, billed_d),
+            (unit_t, unit_d),
+        )
         diagnostics += offline_checks(off, w.mode)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
-            diagnostics.append(Diagnostic(
-                "no-price", f"cost.ratio.{key}",
-                f"no price for {r.gpus[key].name}: set cost.usd_per_gpu_hour.{key} or "
-                f"cost.ratio.{key}", {"gpu": key}))
+            diagnostics.append(
+                Diagnostic(
+                    "no-price",
+                    f"cost.ratio.{key}",
+                    f"no price for {r.gpus[key].name}: set cost.usd_per_gpu_hour.{key} or "
+                    f"cost.ratio.{key}",
+                    {"gpu": key},
+                )
+            )
     for key in plan.gpus_in_use():
         offer = view.by_gpu[key].offer
         if offer is not None and catalog.today is not None and offer.stale(catalog.today):
             age = offer.age_days(catalog.today)
             when = "undated" if age is None else f"{age} days old ({offer.date})"
-            diagnostics.append(Diagnostic(
-                "price-stale", "cost.provider",
-                f"the {offer.provider} {offer.kind} price for {r.gpus[key].name} "
-                f"(${offer.usd_per_gpu_hour:.2f}/GPU-h) is {when}: check the current rate "
-                f"card or set cost.usd_per_gpu_hour.{key}",
-                {"gpu": key, "provider": offer.provider, "date": offer.date}))
+            diagnostics.append(
+                Diagnostic(
+                    "price-stale",
+                    "cost.provider",
+                    f"the {offer.provider} {offer.kind} price for {r.gpus[key].name} "
+                    f"(${offer.usd_per_gpu_hour:.2f}/GPU-h) is {when}: check the current rate "
+                    f"card or set cost.usd_per_gpu_hour.{key}",
+                    {"gpu": key, "provider": offer.provider, "date": offer.date},
+                )
+            )
     if r.model.is_moe and not plan.calibration.target:
-        diagnostics.append(Diagnostic(
-            "moe-prefill", "calibration.target",
-            f"{r.model.name} is a MoE model: its prefill is estimated at "
-            f"{MOE_EFFICIENCY_FACTOR:.2f}x the dense default efficiency (fitted on MoE "
-            f"training; MoE prefill at short prompts has been reported as low as 15-20 % of "
-            f"peak); measure the target rate",
-            {"model": r.model.key}))
+        diagnostics.append(
+            Diagnostic(
+                "moe-prefill",
+                "calibration.target",
+                f"{r.model.name} is a MoE model: its prefill is estimated at "
+                f"{MOE_EFFICIENCY_FACTOR:.2f}x the dense default efficiency (fitted on MoE "
+                f"training; MoE prefill at short prompts has been reported as low as 15-20 % of "
+                f"peak); measure the target rate",
+                {"model": r.model.key},
+            )
+        )
 
     model = r.model
     assumptions = (
@@ -592,26 +767,48 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         + ("through a Mooncake store" if w.transport == "mooncake" else "device to device"),
     )
     return Projection(
-        plan=plan, resolved=r, target_model=model, layer_ids=r.layer_ids,
-        drafter_params=r.shape.trainable_params, target_work=tw, drafter_work=dw,
-        target=target, drafter=drafter, inputs=central, flow=f,
-        link=Link(float(f.link_tokens_per_s), _link_description(r, f), float(f.crossing_share),
-                  int(f.nodes)),
+        plan=plan,
+        resolved=r,
+        target_model=model,
+        layer_ids=r.layer_ids,
+        drafter_params=r.shape.trainable_params,
+        target_work=tw,
+        drafter_work=dw,
+        target=target,
+        drafter=drafter,
+        inputs=central,
+        flow=f,
+        link=Link(
+            float(f.link_tokens_per_s),
+            _link_description(r, f),
+            float(f.crossing_share),
+            int(f.nodes),
+        ),
         link_utilization=throughput / float(f.link_tokens_per_s) if fits else None,
-        fits=fits, tokens_per_s=throughput if fits else None, bottleneck=bneck,
+        fits=fits,
+        tokens_per_s=throughput if fits else None,
+        bottleneck=bneck,
         tokens_per_epoch=tokens_per_epoch,
         days=float(econ.days) if econ else None,
         gpu_hours=float(econ.gpu_hours) if econ else None,
         billed=(billed_t, billed_d),
         total_cost=float(econ.total_cost) if econ and econ.total_cost is not None else None,
         cost_unit=view.unit,
-        total_cost_usd=(float(econ.total_cost_usd)
-                        if econ and econ.total_cost_usd is not None else None),
-        energy_kwh=float(econ.energy_kwh) if econ else None, prices=view,
-        marginal_target_tokens_per_s=marginal_t, marginal_drafter_tokens_per_s=marginal_d,
-        ranges=ranges, narrowing=narrowing, diagnostics=tuple(diagnostics),
-        assumptions=assumptions, scenarios=scen if fits else None, offline=off,
-        store_memory=store_mem)
+        total_cost_usd=(
+            float(econ.total_cost_usd) if econ and econ.total_cost_usd is not None else None
+        ),
+        energy_kwh=float(econ.energy_kwh) if econ else None,
+        prices=view,
+        marginal_target_tokens_per_s=marginal_t,
+        marginal_drafter_tokens_per_s=marginal_d,
+        ranges=ranges,
+        narrowing=narrowing,
+        diagnostics=tuple(diagnostics),
+        assumptions=assumptions,
+        scenarios=scen if fits else None,
+        offline=off,
+        store_memory=store_mem,
+    )
 
 
 def _store_memory(r: Resolved) -> store.StoreMemory:
@@ -619,8 +816,7 @@ def _store_memory(r: Resolved) -> store.StoreMemory:
     use: SpecForge's segments hold the producer's high watermark spread over the capture
     servers; speculators' hold every trainer rank's batches in flight."""
     plan, w = r.plan, r.plan.workload
-    T, D, tp, batch = plan.target.count, plan.drafter.count, plan.target.tp, \
-        plan.drafter.batch_size
+    T, D, tp, batch = plan.target.count, plan.drafter.count, plan.target.tp, plan.drafter.batch_size
     fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
     sample = store.sample_feature_bytes(r.model.hidden, len(r.layer_ids), w.max_length)
     servers = plan.target.replicas
@@ -629,36 +825,55 @@ def _store_memory(r: Resolved) -> store.StoreMemory:
     else:
         high, _ = store.in_flight_watermarks(D * batch)
         samples = store.specforge_segment_samples(high, servers)
-    nodes = store.nodes_of_split(T, D, tp, r.target_gpu.gpus_per_node,
-                                 r.drafter_gpu.gpus_per_node, r.same_gpu_type)
-    return store.store_memory(fmt, sample, store.segment_gib(sample, samples), batch, nodes,
-                              {"target": r.target_gpu.host_memory_gb,
-                               "drafter": r.drafter_gpu.host_memory_gb})
+    nodes = store.nodes_of_split(
+        T, D, tp, r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node, r.same_gpu_type
+    )
+    return store.store_memory(
+        fmt,
+        sample,
+        store.segment_gib(sample, samples),
+        batch,
+        nodes,
+        {"target": r.target_gpu.host_memory_gb, "drafter": r.drafter_gpu.host_memory_gb},
+    )
 
 
 def _link_description(r: Resolved, f: Flow) -> str:
-    path = ("Mooncake store (host-staged)" if r.plan.workload.transport == "mooncake"
-            else "device to device")
+    path = (
+        "Mooncake store (host-staged)"
+        if r.plan.workload.transport == "mooncake"
+        else "device to device"
+    )
     share = float(f.crossing_share)
     if share == 0:
         return f"{path}, inside one node"
     gbps = min(r.target_gpu.network_gbps_per_gpu, r.drafter_gpu.network_gbps_per_gpu)
-    return (f"{path}; network {gbps:g} Gb/s per GPU, {share:.0%} of traffic across "
-            f"{int(f.nodes)} nodes")
+    return (
+        f"{path}; network {gbps:g} Gb/s per GPU, {share:.0%} of traffic across {int(f.nodes)} nodes"
+    )
 
 
 PROBE_MINUTES = 10
 
 
-def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
-                 billed_d: int, throughput: float, units: dict[str, int]) -> Diagnostic:
+def _idle_billed(
+    r: Resolved,
+    central: PipelineInputs,
+    idle: int,
+    billed_t: int,
+    billed_d: int,
+    throughput: float,
+    units: dict[str, int],
+) -> Diagnostic:
     """GPUs paid for but unused; with one GPU type, the split of all of them that runs
     fastest (one vectorised pipeline call)."""
     plan = r.plan
     total = billed_t + billed_d
     rented = ", ".join(f"{r.gpus[k].name} in units of {u}" for k, u in units.items() if u > 1)
-    message = (f"{idle} GPU(s) billed but unused ({rented}): the cost counts "
-               f"{total} GPUs for the {plan.target.count + plan.drafter.count} used")
+    message = (
+        f"{idle} GPU(s) billed but unused ({rented}): the cost counts "
+        f"{total} GPUs for the {plan.target.count + plan.drafter.count} used"
+    )
     values: dict[str, Any] = {"billed_gpus": total, "idle_gpus": idle}
     if r.same_gpu_type:
         import numpy as np
@@ -669,15 +884,25 @@ def _idle_billed(r: Resolved, central: PipelineInputs, idle: int, billed_t: int,
             tokens = np.asarray(f.tokens_per_s, float)
             best = int(targets[int(np.argmax(tokens))])
             gain = float(tokens.max()) / throughput
-            message += (f"; using all {total}: {best} targets + {total - best} drafters, "
-                        f"{gain:.2f}x the throughput for the same bill")
+            message += (
+                f"; using all {total}: {best} targets + {total - best} drafters, "
+                f"{gain:.2f}x the throughput for the same bill"
+            )
             values.update(best_targets=best, best_drafters=total - best, speedup=gain)
     return Diagnostic("billed-idle", "target.count", message, values)
 
 
-def _ranges(r: Resolved, scen: PlanScenarios, t: RoleRate, d: RoleRate, low_f: Flow,
-            high_f: Flow, total_tokens: float, role_prices: RolePrices,
-            billed_counts: tuple[int, int]) -> tuple[Ranges, str | None]:
+def _ranges(
+    r: Resolved,
+    scen: PlanScenarios,
+    t: RoleRate,
+    d: RoleRate,
+    low_f: Flow,
+    high_f: Flow,
+    total_tokens: float,
+    role_prices: RolePrices,
+    billed_counts: tuple[int, int],
+) -> tuple[Ranges, str | None]:
     plan = r.plan
     T, D = plan.target.count, plan.drafter.count
     lo_tok, hi_tok = float(low_f.tokens_per_s), float(high_f.tokens_per_s)
@@ -695,29 +920,45 @@ def _ranges(r: Resolved, scen: PlanScenarios, t: RoleRate, d: RoleRate, low_f: F
             continue
         ends = [scen.days(s) for s in scen.role_span(name)]
         spans[name] = (min(ends), max(ends))
-    ranked = sorted((k for k in spans if spans[k][1] - spans[k][0] > 1e-9),
-                    key=lambda k: spans[k][0] - spans[k][1])
+    ranked = sorted(
+        (k for k in spans if spans[k][1] - spans[k][0] > 1e-9),
+        key=lambda k: spans[k][0] - spans[k][1],
+    )
     widest = ranked[0] if ranked else None
     probes = []
     for name in ranked:
         rate = t if name == "target" else d
         gpu_hours = probe_gpu_hours(plan, rate.gpu, name, PROBE_MINUTES)
-        per_hour = (role_prices.target_usd_per_hour if name == "target"
-                    else role_prices.drafter_usd_per_hour)
+        per_hour = (
+            role_prices.target_usd_per_hour
+            if name == "target"
+            else role_prices.drafter_usd_per_hour
+        )
         price = f", about ${gpu_hours * per_hour:,.2f}" if per_hour else ""
-        probes.append(f"the {rate.gpu.name} {name} (dflash-plan probe --gpu {rate.gpu.key} "
-                      f"--role {name}: {gpu_hours:.2f} GPU-hours{price}); its rate alone "
-                      f"moves the finish between {spans[name][0]:.1f} and "
-                      f"{spans[name][1]:.1f} days")
+        probes.append(
+            f"the {rate.gpu.name} {name} (dflash-plan probe --gpu {rate.gpu.key} "
+            f"--role {name}: {gpu_hours:.2f} GPU-hours{price}); its rate alone "
+            f"moves the finish between {spans[name][0]:.1f} and "
+            f"{spans[name][1]:.1f} days"
+        )
     narrowing = ("measure " + "; then ".join(probes)) if probes else None
-    return Ranges(tokens_per_s=(lo_tok, hi_tok), days=(float(fast.days), float(slow.days)),
-                  total_cost=pair("total_cost"), total_cost_usd=pair("total_cost_usd"),
-                  widest=widest, widest_days=spans.get(widest) if widest else None,
-                  role_days={name: spans[name] for name in ranked}), narrowing
+    return Ranges(
+        tokens_per_s=(lo_tok, hi_tok),
+        days=(float(fast.days), float(slow.days)),
+        total_cost=pair("total_cost"),
+        total_cost_usd=pair("total_cost_usd"),
+        widest=widest,
+        widest_days=spans.get(widest) if widest else None,
+        role_days={name: spans[name] for name in ranked},
+    ), narrowing
 
 
-def break_even(p: Projection, baseline: Projection, days: float | None = None,
-               baseline_days: float | None = None) -> dict[str, float] | None:
+def break_even(
+    p: Projection,
+    baseline: Projection,
+    days: float | None = None,
+    baseline_days: float | None = None,
+) -> dict[str, float] | None:
     """Price ratio(s) to the reference GPU at which p costs what the baseline costs; under
     a scenario, at the days the two plans take in it (a plan's cost is in proportion to
     its days)."""
@@ -726,15 +967,25 @@ def break_even(p: Projection, baseline: Projection, days: float | None = None,
     days = p.days if days is None else days
     scale = 1.0 if baseline_days is None or baseline.days is None else baseline_days / baseline.days
     ref_usd = p.prices.by_gpu[p.prices.reference_gpu].usd_per_gpu_hour
-    if not p.prices.in_usd and baseline.cost_unit == p.cost_unit \
-            and baseline.total_cost is not None:
-        base_ref_hours = baseline.total_cost * scale   # both in reference-GPU-hours
+    if (
+        not p.prices.in_usd
+        and baseline.cost_unit == p.cost_unit
+        and baseline.total_cost is not None
+    ):
+        base_ref_hours = baseline.total_cost * scale  # both in reference-GPU-hours
     elif baseline.total_cost_usd is not None and ref_usd:
         base_ref_hours = baseline.total_cost_usd * scale / ref_usd
     else:
         return None
     plan, ref = p.plan, p.prices.reference_gpu
     return break_even_price_ratio(
-        base_ref_hours, days * 24, p.billed[0], p.billed[1],
-        p.prices.by_gpu[plan.target.gpu].ratio, p.prices.by_gpu[plan.drafter.gpu].ratio,
-        plan.target.gpu == ref, plan.drafter.gpu == ref, plan.target.gpu == plan.drafter.gpu)
+        base_ref_hours,
+        days * 24,
+        p.billed[0],
+        p.billed[1],
+        p.prices.by_gpu[plan.target.gpu].ratio,
+        p.prices.by_gpu[plan.drafter.gpu].ratio,
+        plan.target.gpu == ref,
+        plan.drafter.gpu == ref,
+        plan.target.gpu == plan.drafter.gpu,
+    )

@@ -47,7 +47,7 @@ from .scenarios import HIGH, LOW, Dim, Scenario, efficiency_band, factor_dim, fa
 class Reading:
     """One explanation of the measurements, and the rate it gives on the plan's GPU."""
 
-    name: str                    # "workload", "kernels", "host", "fit", "measured", "default"
+    name: str  # "workload", "kernels", "host", "fit", "measured", "default"
     tokens_per_s: float
     why: str
 
@@ -57,8 +57,8 @@ class Point:
     """A measurement brought to this plan: x and y of the time-per-token model."""
 
     gpu: Gpu
-    tokens_per_s: float          # as measured, on its own workload
-    x_s_per_token: float         # 1 / (roofline x default efficiency) on its own workload
+    tokens_per_s: float  # as measured, on its own workload
+    x_s_per_token: float  # 1 / (roofline x default efficiency) on its own workload
     on_plan_workload: bool
     gpu_busy: bool | None
     source: str
@@ -87,9 +87,9 @@ class RateModel:
     basis), times the factors of the dimensions it depends on, never below what the role
     is known to reach. Monotone in every factor, so its extremes are corners."""
 
-    bases: tuple[tuple[str, float], ...]        # reading name or "central" -> tokens/s
-    reading: str | None = None                  # the readings' dimension key
-    scaled: frozenset[str] = frozenset()        # bases the efficiency factor multiplies
+    bases: tuple[tuple[str, float], ...]  # reading name or "central" -> tokens/s
+    reading: str | None = None  # the readings' dimension key
+    scaled: frozenset[str] = frozenset()  # bases the efficiency factor multiplies
     efficiency: tuple[str, tuple[float, float, float]] | None = None
     spread: tuple[str, tuple[float, float, float]] | None = None
     maturity: tuple[str, tuple[float, float, float]] | None = None
@@ -128,21 +128,21 @@ class RoleRate:
 
     role: str
     gpu: Gpu
-    tokens_per_s: float          # central
+    tokens_per_s: float  # central
     low_tokens_per_s: float
     high_tokens_per_s: float
-    efficiency: float            # central rate as a share of the dense bf16 peak
+    efficiency: float  # central rate as a share of the dense bf16 peak
     default_efficiency: float
-    source: str                  # "measured" or "estimated"
+    source: str  # "measured" or "estimated"
     basis: str
-    limit: str                   # "compute" or "memory"
+    limit: str  # "compute" or "memory"
     roofline: Roofline
     readings: tuple[Reading, ...]
     low_reading: str
     high_reading: str
-    fitted_overhead_s_per_token: float | None = None   # h, when measurements separate it
-    model: RateModel | None = None       # the rate under any scenario (scenarios.py)
-    band_why: str = ""                   # where a default estimate's band comes from
+    fitted_overhead_s_per_token: float | None = None  # h, when measurements separate it
+    model: RateModel | None = None  # the rate under any scenario (scenarios.py)
+    band_why: str = ""  # where a default estimate's band comes from
 
     @property
     def measured(self) -> bool:
@@ -170,9 +170,15 @@ def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> li
         for m in measurements(entry):
             if m.bound != "exact":
                 continue
-            changes = {k: v for k, v in (("target_model", m.target_model),
-                                         ("avg_sample_tokens", m.avg_sample_tokens),
-                                         ("num_anchors", m.num_anchors)) if v is not None}
+            changes = {
+                k: v
+                for k, v in (
+                    ("target_model", m.target_model),
+                    ("avg_sample_tokens", m.avg_sample_tokens),
+                    ("num_anchors", m.num_anchors),
+                )
+                if v is not None
+            }
             workload = plan.workload.model_copy(update=changes) if changes else plan.workload
             same = workload == plan.workload and (m.batch_size in (None, plan.drafter.batch_size))
             roof = roof_of(gpu, workload)
@@ -193,7 +199,7 @@ def _fit(points: list[Point]) -> tuple[float, float] | None:
     sxx = sum((x - mx) ** 2 for x in xs)
     a = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     h = my - a * mx
-    if h < 0 or a <= 0:                  # no separable overhead: a pure factor through them
+    if h < 0 or a <= 0:  # no separable overhead: a pure factor through them
         a, h = sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs), 0.0
     return a, h
 
@@ -203,14 +209,20 @@ def _lower_bound(role: str, r: Resolved, gpu: Gpu) -> float:
     entry = getattr(r.plan.calibration, role).get(gpu.key)
     if entry is None:
         return 0.0
-    return max((m.tokens_per_s for m in measurements(entry)
-                if m.bound == "at_least" and m.target_model in (None, r.plan.workload.target_model)
-                and m.avg_sample_tokens in (None, r.plan.workload.avg_sample_tokens)
-                and m.num_anchors in (None, r.plan.workload.num_anchors)), default=0.0)
+    return max(
+        (
+            m.tokens_per_s
+            for m in measurements(entry)
+            if m.bound == "at_least"
+            and m.target_model in (None, r.plan.workload.target_model)
+            and m.avg_sample_tokens in (None, r.plan.workload.avg_sample_tokens)
+            and m.num_anchors in (None, r.plan.workload.num_anchors)
+        ),
+        default=0.0,
+    )
 
 
-def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
-              roof_of: RooflineOf) -> RoleRate:
+def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
     """The rate of `role` on `gpu` for the plan's workload, with its range, readings and
     scenario model; software maturity applied to estimates; never below what the plan
     records the role reached (a lower bound)."""
@@ -223,18 +235,30 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     if not rate.measured and carried and mature is not None and mature.low < mature.high:
         key = f"maturity:{gpu.key}:{role}:{mature.engine}"
         stack = f"{gpu.name} {ENGINE_NAMES.get(mature.engine, mature.engine)}"
-        dim = factor_dim(key, f"{stack} maturity", mature.low, mature.high,
-                         (f"{stack} {(1 - mature.low) * 100:.0f} % short of the physics "
-                          f"(immature kernels)" if mature.low < 1 else
-                          f"{stack} as the physics predicts",
-                          f"{stack} as the physics predicts" if mature.high == 1 else
-                          f"{stack} {(mature.high - 1) * 100:+.0f} %"))
-        model = replace(model, maturity=(key, (mature.low, mature.factor, mature.high)),
-                        dims=(*model.dims, dim))
-        rate = replace(rate, tokens_per_s=rate.tokens_per_s * mature.factor,
-                       efficiency=rate.efficiency * mature.factor,
-                       basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
-                             f"({mature.low:.2f}-{mature.high:.2f})")
+        dim = factor_dim(
+            key,
+            f"{stack} maturity",
+            mature.low,
+            mature.high,
+            (
+                f"{stack} {(1 - mature.low) * 100:.0f} % short of the physics (immature kernels)"
+                if mature.low < 1
+                else f"{stack} as the physics predicts",
+                f"{stack} as the physics predicts"
+                if mature.high == 1
+                else f"{stack} {(mature.high - 1) * 100:+.0f} %",
+            ),
+        )
+        model = replace(
+            model, maturity=(key, (mature.low, mature.factor, mature.high)), dims=(*model.dims, dim)
+        )
+        rate = replace(
+            rate,
+            tokens_per_s=rate.tokens_per_s * mature.factor,
+            efficiency=rate.efficiency * mature.factor,
+            basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
+            f"({mature.low:.2f}-{mature.high:.2f})",
+        )
     bound = _lower_bound(role, r, gpu)
     low = model.rate(model.extreme(slow=True))
     high = model.rate(model.extreme(slow=False))
@@ -244,15 +268,20 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     model = replace(model, floor=bound)
     central = max(rate.tokens_per_s, bound)
     reading = Reading("kept up", bound, f"the {role} kept up at {bound:,.0f} tok/s per GPU")
-    return replace(rate, model=model, tokens_per_s=central, low_tokens_per_s=bound,
-                   high_tokens_per_s=max(high, bound),
-                   efficiency=rate.efficiency * central / rate.tokens_per_s,
-                   readings=(*rate.readings, reading), low_reading="kept up",
-                   basis=f"{rate.basis}; at least {bound:,.0f} tok/s (it kept up)")
+    return replace(
+        rate,
+        model=model,
+        tokens_per_s=central,
+        low_tokens_per_s=bound,
+        high_tokens_per_s=max(high, bound),
+        efficiency=rate.efficiency * central / rate.tokens_per_s,
+        readings=(*rate.readings, reading),
+        low_reading="kept up",
+        basis=f"{rate.basis}; at least {bound:,.0f} tok/s (it kept up)",
+    )
 
 
-def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
-               roof_of: RooflineOf) -> RoleRate:
+def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
     roof = roof_of(gpu, r.plan.workload)
     moe = role == "target" and r.model.is_moe
     default = default_efficiency(role, gpu, moe)
@@ -262,106 +291,222 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu,
     # only when they rest on the same measurements (the same calibration).
     evidence = ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points))
 
-    def make(central: float, low: float, high: float, source: str, basis: str,
-             readings: tuple[Reading, ...], low_name: str, high_name: str,
-             h: float | None = None, model: RateModel | None = None) -> RoleRate:
+    def make(
+        central: float,
+        low: float,
+        high: float,
+        source: str,
+        basis: str,
+        readings: tuple[Reading, ...],
+        low_name: str,
+        high_name: str,
+        h: float | None = None,
+        model: RateModel | None = None,
+    ) -> RoleRate:
         eff = central / roof.tokens_per_s * roof.peak_share
-        if model is None:            # one basis; a spread, when there is one, is the fit's
+        if model is None:  # one basis; a spread, when there is one, is the fit's
             model = RateModel((("central", central),))
             if low < high:
                 key = f"fit:{role}:{evidence}"
                 ends = (low / central, 1.0, high / central)
-                model = replace(model, spread=(key, ends),
-                                dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),))
-        return RoleRate(role, gpu, central, low, high, eff, default, source, basis,
-                        roof.limit, roof, readings, low_name, high_name, h, model)
+                model = replace(
+                    model,
+                    spread=(key, ends),
+                    dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),),
+                )
+        return RoleRate(
+            role,
+            gpu,
+            central,
+            low,
+            high,
+            eff,
+            default,
+            source,
+            basis,
+            roof.limit,
+            roof,
+            readings,
+            low_name,
+            high_name,
+            h,
+            model,
+        )
 
     band = efficiency_band(role, gpu.arch)
     eff_key = f"efficiency:{gpu.arch}:{role}"
-    eff_dim = replace(factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low,
-                                 band.high), chart_name=f"{role} efficiency {gpu.arch}")
+    eff_dim = replace(
+        factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low, band.high),
+        chart_name=f"{role} efficiency {gpu.arch}",
+    )
     eff_ends = (band.low, 1.0, band.high)
 
     own = [p for p in points if p.gpu.key == gpu.key and p.on_plan_workload]
     if own:
         rate = sum(p.tokens_per_s for p in own) / len(own)
         reading = Reading("measured", rate, f"measured on {gpu.name}")
-        return make(rate, rate, rate, "measured", f"measured on {gpu.name}", (reading,),
-                    "measured", "measured")
+        return make(
+            rate,
+            rate,
+            rate,
+            "measured",
+            f"measured on {gpu.name}",
+            (reading,),
+            "measured",
+            "measured",
+        )
     fit = _fit(points)
     if fit is not None:
         a, h = fit
         rate = 1.0 / (a * x_plan + h)
         lo, hi = RESCALE_SPREAD
-        why = (f"fit to {len(points)} measurements: {_pct(1 / a)} of the default "
-               f"efficiency plus {h * 1e6:,.1f} us per token that no GPU speed shrinks")
+        why = (
+            f"fit to {len(points)} measurements: {_pct(1 / a)} of the default "
+            f"efficiency plus {h * 1e6:,.1f} us per token that no GPU speed shrinks"
+        )
         reading = Reading("fit", rate, why)
-        return make(rate, rate * (1 - lo), rate * (1 + hi), "estimated",
-                    f"estimated: {why}", (reading,), "fit", "fit", h)
+        return make(
+            rate,
+            rate * (1 - lo),
+            rate * (1 + hi),
+            "estimated",
+            f"estimated: {why}",
+            (reading,),
+            "fit",
+            "fit",
+            h,
+        )
     if not points:
         rate = roof.tokens_per_s * default
         why = f"default efficiency {_pct(default)} for {gpu.name}"
         reading = Reading("default", rate, why)
-        model = RateModel((("central", rate),), scaled=frozenset({"central"}),
-                          efficiency=(eff_key, eff_ends), dims=(eff_dim,))
-        return replace(make(rate, rate * band.low, rate * band.high, "estimated",
-                            f"estimated: {why}", (reading,), "default", "default",
-                            model=model), band_why=band.why(role, gpu.arch))
+        model = RateModel(
+            (("central", rate),),
+            scaled=frozenset({"central"}),
+            efficiency=(eff_key, eff_ends),
+            dims=(eff_dim,),
+        )
+        return replace(
+            make(
+                rate,
+                rate * band.low,
+                rate * band.high,
+                "estimated",
+                f"estimated: {why}",
+                (reading,),
+                "default",
+                "default",
+                model=model,
+            ),
+            band_why=band.why(role, gpu.arch),
+        )
     # One measured GPU (several points on it at one speed act as one): the readings.
     f = sum(p.x_s_per_token * p.tokens_per_s for p in points) / len(points)  # x / y = f
     names = ", ".join(dict.fromkeys(p.gpu.name for p in points))
     same_gpu = all(p.gpu.key == gpu.key for p in points)
-    readings = [Reading("workload", min(f / x_plan, roof.tokens_per_s * gpu.efficiency_ceiling),
-                        f"the measured {f:.2f}x of default efficiency on {names} is this "
-                        f"pipeline's and carries over")]
+    readings = [
+        Reading(
+            "workload",
+            min(f / x_plan, roof.tokens_per_s * gpu.efficiency_ceiling),
+            f"the measured {f:.2f}x of default efficiency on {names} is this "
+            f"pipeline's and carries over",
+        )
+    ]
     if not same_gpu and all(p.gpu.arch != gpu.arch or not p.gpu.arch for p in points):
-        readings.append(Reading("kernels", 1.0 / x_plan,
-                                f"the shortfall belongs to {names}'s kernels; {gpu.name} "
-                                f"runs at its default {_pct(default)}"))
+        readings.append(
+            Reading(
+                "kernels",
+                1.0 / x_plan,
+                f"the shortfall belongs to {names}'s kernels; {gpu.name} "
+                f"runs at its default {_pct(default)}",
+            )
+        )
     if not same_gpu and not any(p.gpu_busy for p in points):
         h = max(0.0, sum(1 / p.tokens_per_s - p.x_s_per_token for p in points) / len(points))
-        readings.append(Reading("host", 1.0 / (x_plan + h),
-                                f"{h * 1e6:,.1f} us per token is host time a faster GPU "
-                                f"does not shrink"))
+        readings.append(
+            Reading(
+                "host",
+                1.0 / (x_plan + h),
+                f"{h * 1e6:,.1f} us per token is host time a faster GPU does not shrink",
+            )
+        )
     low = min(readings, key=lambda rd: rd.tokens_per_s)
     high = max(readings, key=lambda rd: rd.tokens_per_s)
     # The evidence cannot choose between the plausible readings: the central figure is
     # their geometric midpoint, and the range spans them.
     central = math.sqrt(low.tokens_per_s * high.tokens_per_s)
     if same_gpu:
-        basis = (f"estimated: the measurement on {names} rescaled to this workload by its "
-                 f"FLOP count (efficiency kept)")
+        basis = (
+            f"estimated: the measurement on {names} rescaled to this workload by its "
+            f"FLOP count (efficiency kept)"
+        )
         lo, hi = RESCALE_SPREAD
         key = f"rescale:{role}:{evidence}"
-        model = RateModel((("central", central),), spread=(key, (1 - lo, 1.0, 1 + hi)),
-                          dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo,
-                                           1 + hi),))
-        return make(central, central * (1 - lo), central * (1 + hi), "estimated", basis,
-                    tuple(readings), "workload", "workload", model=model)
+        model = RateModel(
+            (("central", central),),
+            spread=(key, (1 - lo, 1.0, 1 + hi)),
+            dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo, 1 + hi),),
+        )
+        return make(
+            central,
+            central * (1 - lo),
+            central * (1 + hi),
+            "estimated",
+            basis,
+            tuple(readings),
+            "workload",
+            "workload",
+            model=model,
+        )
     # The readings are a shared dimension; the kernels reading runs this GPU at its
     # family's default efficiency, whose band is a dimension of its own.
     bases = (("central", central), *((rd.name, rd.tokens_per_s) for rd in readings))
-    dims = ((reading_dim(role, evidence, tuple((rd.name, f"{role}: {_reading_said(rd.name)}")
-                                     for rd in readings)),) if len(readings) > 1 else ())
+    dims = (
+        (
+            reading_dim(
+                role,
+                evidence,
+                tuple((rd.name, f"{role}: {_reading_said(rd.name)}") for rd in readings),
+            ),
+        )
+        if len(readings) > 1
+        else ()
+    )
     kernels = any(rd.name == "kernels" for rd in readings)
-    model = RateModel(bases, reading=dims[0].key if dims else None,
-                      scaled=frozenset({"kernels"}),
-                      efficiency=(eff_key, eff_ends) if kernels else None,
-                      dims=(*dims, eff_dim) if kernels else dims)
+    model = RateModel(
+        bases,
+        reading=dims[0].key if dims else None,
+        scaled=frozenset({"kernels"}),
+        efficiency=(eff_key, eff_ends) if kernels else None,
+        dims=(*dims, eff_dim) if kernels else dims,
+    )
     if len(readings) == 1:
         basis = f"estimated: {readings[0].why}"
     else:
-        basis = (f"estimated from the measurement on {names}: between {low.name} "
-                 f"({low.tokens_per_s:,.0f} tok/s) and {high.name} "
-                 f"({high.tokens_per_s:,.0f} tok/s)")
-    return make(central, low.tokens_per_s, high.tokens_per_s, "estimated", basis,
-                tuple(readings), low.name, high.name, model=model)
+        basis = (
+            f"estimated from the measurement on {names}: between {low.name} "
+            f"({low.tokens_per_s:,.0f} tok/s) and {high.name} "
+            f"({high.tokens_per_s:,.0f} tok/s)"
+        )
+    return make(
+        central,
+        low.tokens_per_s,
+        high.tokens_per_s,
+        "estimated",
+        basis,
+        tuple(readings),
+        low.name,
+        high.name,
+        model=model,
+    )
 
 
 def _reading_said(name: str) -> str:
-    return {"workload": "measured shortfall carries over (workload)",
-            "kernels": "shortfall stays with the measured GPU's kernels",
-            "host": "shortfall is fixed host time per token"}.get(name, name)
+    return {
+        "workload": "measured shortfall carries over (workload)",
+        "kernels": "shortfall stays with the measured GPU's kernels",
+        "host": "shortfall is fixed host time per token",
+    }.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,8 +520,9 @@ class Rates:
     drafter: RoleRate
 
 
-def _works(r: Resolved, catalog: Catalog
-           ) -> tuple[Callable[[Gpu, Workload], Roofline], Callable[[Gpu, Workload], Roofline]]:
+def _works(
+    r: Resolved, catalog: Catalog
+) -> tuple[Callable[[Gpu, Workload], Roofline], Callable[[Gpu, Workload], Roofline]]:
     """Roofline functions of each role for any workload (a measurement's own or the plan's)."""
     cache: dict[tuple[str, Workload], object] = {}
     plan = r.plan
@@ -396,29 +542,41 @@ def _works(r: Resolved, catalog: Catalog
             if shape is None:
                 sub = resolve(plan.model_copy(update={"workload": w}), catalog)
                 shape = sub.shape
-            cache[key] = drafter_work(shape, w.num_anchors, float(w.avg_sample_tokens),
-                                      plan.drafter.batch_size, plan.drafter.count)
+            cache[key] = drafter_work(
+                shape,
+                w.num_anchors,
+                float(w.avg_sample_tokens),
+                plan.drafter.batch_size,
+                plan.drafter.count,
+            )
         return drafter_roofline(cache[key], gpu, float(w.avg_sample_tokens))  # type: ignore[arg-type]
 
     return target_of, drafter_of
 
 
-def rates(r: Resolved, catalog: Catalog, target_gpu: Gpu | None = None,
-          drafter_gpu: Gpu | None = None) -> Rates:
+def rates(
+    r: Resolved, catalog: Catalog, target_gpu: Gpu | None = None, drafter_gpu: Gpu | None = None
+) -> Rates:
     """Per-GPU rates of both roles on the plan's GPUs (or on the GPUs given)."""
     target_of, drafter_of = _works(r, catalog)
     w = r.plan.workload
     model = r.model
     tw = target_work(model, r.layer_ids, float(w.avg_sample_tokens), r.transferred_layers)
-    dw = drafter_work(r.shape, w.num_anchors, float(w.avg_sample_tokens),
-                      r.plan.drafter.batch_size, r.plan.drafter.count)
+    dw = drafter_work(
+        r.shape,
+        w.num_anchors,
+        float(w.avg_sample_tokens),
+        r.plan.drafter.batch_size,
+        r.plan.drafter.count,
+    )
     t = role_rate("target", r, catalog, target_gpu or r.target_gpu, target_of)
     d = role_rate("drafter", r, catalog, drafter_gpu or r.drafter_gpu, drafter_of)
     return Rates(r, tw, dw, t, d)
 
 
-def measured_implied(role: str, r: Resolved, catalog: Catalog
-                     ) -> Mapping[str, tuple[float, Roofline]]:
+def measured_implied(
+    role: str, r: Resolved, catalog: Catalog
+) -> Mapping[str, tuple[float, Roofline]]:
     """Each measured GPU's rate and roofline on the plan's workload (for diagnostics)."""
     target_of, drafter_of = _works(r, catalog)
     roof_of = target_of if role == "target" else drafter_of
@@ -427,4 +585,3 @@ def measured_implied(role: str, r: Resolved, catalog: Catalog
         if p.on_plan_workload:
             out[p.gpu.key] = (p.tokens_per_s, roof_of(p.gpu, r.plan.workload))
     return out
-

@@ -20,10 +20,10 @@ class Resolved:
     target_gpu: Gpu
     drafter_gpu: Gpu
     model: TargetModel
-    layer_ids: tuple[int, ...]      # captured target layers
+    layer_ids: tuple[int, ...]  # captured target layers
     block_size: int
     shape: DrafterShape
-    gpus: dict[str, Gpu]            # every GPU the plan names (roles, prices, calibration)
+    gpus: dict[str, Gpu]  # every GPU the plan names (roles, prices, calibration)
 
     @property
     def same_gpu_type(self) -> bool:
@@ -40,8 +40,11 @@ def require_same_gpu_type(plan: Plan, why: str) -> None:
     """Moving GPUs between roles (balance, the split keys, a colocated launch) needs one
     GPU type for both."""
     if plan.target.gpu != plan.drafter.gpu:
-        raise PlanError(f"{why}, so both roles must use the same GPU type (target "
-                        f"{plan.target.gpu}, drafter {plan.drafter.gpu})", "drafter.gpu")
+        raise PlanError(
+            f"{why}, so both roles must use the same GPU type (target "
+            f"{plan.target.gpu}, drafter {plan.drafter.gpu})",
+            "drafter.gpu",
+        )
 
 
 def check_tp(tp: int, gpu: Gpu) -> None:
@@ -52,9 +55,12 @@ def check_tp(tp: int, gpu: Gpu) -> None:
     spans nodes, and an NVL72 rack is still 4-GPU trays to them."""
     if tp > gpu.gpus_per_node or gpu.gpus_per_node % tp:
         allowed = [n for n in range(1, gpu.gpus_per_node + 1) if gpu.gpus_per_node % n == 0]
-        raise PlanError(f"target.tp = {tp}: a TP group sits inside one node and tp must "
-                        f"divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
-                        f"{', '.join(map(str, allowed))}", "target.tp")
+        raise PlanError(
+            f"target.tp = {tp}: a TP group sits inside one node and tp must "
+            f"divide its {gpu.gpus_per_node} {gpu.name} GPUs; allowed: "
+            f"{', '.join(map(str, allowed))}",
+            "target.tp",
+        )
 
 
 def resolve(plan: Plan, catalog: Catalog) -> Resolved:
@@ -72,14 +78,27 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     target_gpu = gpus[plan.target.gpu]
     check_tp(plan.target.tp, target_gpu)
     if w.draft_layers > model.n_layers:
-        raise PlanError(f"workload.draft_layers = {w.draft_layers}: more than the "
-                        f"{model.n_layers} layers of {model.name}", "workload.draft_layers")
+        raise PlanError(
+            f"workload.draft_layers = {w.draft_layers}: more than the "
+            f"{model.n_layers} layers of {model.name}",
+            "workload.draft_layers",
+        )
     layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
     if max(layer_ids) >= model.n_layers:
-        raise PlanError(f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
-                        f"layers 0-{model.n_layers - 1}", "workload.target_layer_ids")
+        raise PlanError(
+            f"workload.target_layer_ids = {list(layer_ids)}: {model.name} has "
+            f"layers 0-{model.n_layers - 1}",
+            "workload.target_layer_ids",
+        )
     block = w.block_size or model.default_block_size
     shape = drafter_shape(model, w.draft_layers, block, len(layer_ids))
-    return Resolved(plan=plan, target_gpu=target_gpu, drafter_gpu=gpus[plan.drafter.gpu],
-                    model=model, layer_ids=tuple(layer_ids), block_size=block, shape=shape,
-                    gpus=gpus)
+    return Resolved(
+        plan=plan,
+        target_gpu=target_gpu,
+        drafter_gpu=gpus[plan.drafter.gpu],
+        model=model,
+        layer_ids=tuple(layer_ids),
+        block_size=block,
+        shape=shape,
+        gpus=gpus,
+    )

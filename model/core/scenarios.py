@@ -22,9 +22,13 @@ LOW, HIGH = "low", "high"
 
 # Readable names of the catalog's kernel families (hardware.toml `arch`).
 ARCH_FAMILIES: dict[str, str] = {
-    "sm80": "Ampere sm80", "sm89": "Ada sm89", "sm90": "Hopper sm90",
-    "sm100": "Blackwell datacenter sm100", "sm120": "Blackwell workstation sm120",
-    "cdna3": "AMD CDNA 3", "cdna4": "AMD CDNA 4",
+    "sm80": "Ampere sm80",
+    "sm89": "Ada sm89",
+    "sm90": "Hopper sm90",
+    "sm100": "Blackwell datacenter sm100",
+    "sm120": "Blackwell workstation sm120",
+    "cdna3": "AMD CDNA 3",
+    "cdna4": "AMD CDNA 4",
 }
 
 
@@ -39,12 +43,20 @@ LINK_SHARE: dict[str, tuple[float, float, str]] = {
     # NCCL ring all-reduce reaches about 370 of NVLink 4's 450 GB/s (NVIDIA/nccl#1374);
     # 8 x B200 reach 830+ of 900 GB/s bus bandwidth (NVIDIA/nccl#1807), H100 / H200 with
     # NVLink SHARP 460-480 of 450 (NVIDIA/nccl-tests#272).
-    "nvlink": (0.80, 1.00, "NCCL all-reduce bus bandwidth: ring about 0.82 of NVLink 4 "
-                           "(nccl#1374), 8 x B200 830+ of 900 GB/s (nccl#1807)"),
+    "nvlink": (
+        0.80,
+        1.00,
+        "NCCL all-reduce bus bandwidth: ring about 0.82 of NVLink 4 "
+        "(nccl#1374), 8 x B200 830+ of 900 GB/s (nccl#1807)",
+    ),
     # 8 x H100 PCIe all-reduce 35-45 GB/s bus bandwidth (alayanew NCCL-tests guide, 2026);
     # 8 x RTX 5090 28 GB/s, 4 of them 35 GB/s (NVIDIA/nccl#1639): CPU and switch bound.
-    "pcie": (0.56, 1.00, "NCCL all-reduce over PCIe 5.0: 28-45 GB/s bus bandwidth on 4-8 "
-                         "GPUs (nccl#1639; 8 x H100 PCIe 35-45 GB/s)"),
+    "pcie": (
+        0.56,
+        1.00,
+        "NCCL all-reduce over PCIe 5.0: 28-45 GB/s bus bandwidth on 4-8 "
+        "GPUs (nccl#1639; 8 x H100 PCIe 35-45 GB/s)",
+    ),
     # No public collective measurement in hand: a stated default.
     "infinity-fabric": (0.70, 1.00, "stated default (no collective measurement in hand)"),
 }
@@ -58,9 +70,9 @@ class Dim:
     key: str
     name: str
     values: tuple[str, ...]
-    said: tuple[tuple[str, str], ...]          # value -> readable text
-    short: tuple[tuple[str, str], ...] = ()    # value -> a few characters (charts)
-    chart_name: str = ""                       # a shorter name for charts
+    said: tuple[tuple[str, str], ...]  # value -> readable text
+    short: tuple[tuple[str, str], ...] = ()  # value -> a few characters (charts)
+    chart_name: str = ""  # a shorter name for charts
 
     def describe(self, value: str) -> str:
         return dict(self.said).get(value, value)
@@ -77,39 +89,54 @@ _ORDER = ("reading", "maturity", "efficiency", "fit", "rescale", "link")
 def reading_dim(role: str, evidence: str, readings: tuple[tuple[str, str], ...]) -> Dim:
     """The readings of a role's measurements (`evidence` names them: plans on the same
     calibration share the dimension)."""
-    return Dim(f"reading:{role}:{evidence}", f"{role} carry-over",
-               tuple(n for n, _ in readings), readings)
+    return Dim(
+        f"reading:{role}:{evidence}", f"{role} carry-over", tuple(n for n, _ in readings), readings
+    )
 
 
-def factor_dim(key: str, name: str, low: float, high: float,
-               said: tuple[str, str] | None = None) -> Dim:
+def factor_dim(
+    key: str, name: str, low: float, high: float, said: tuple[str, str] | None = None
+) -> Dim:
     low_said, high_said = said or (f"{name} {_signed(low)}", f"{name} {_signed(high)}")
-    return Dim(key, name, (LOW, HIGH), ((LOW, low_said), (HIGH, high_said)),
-               ((LOW, _signed(low)), (HIGH, _signed(high))))
+    return Dim(
+        key,
+        name,
+        (LOW, HIGH),
+        ((LOW, low_said), (HIGH, high_said)),
+        ((LOW, _signed(low)), (HIGH, _signed(high))),
+    )
 
 
 def _signed(factor: float) -> str:
     pct = (factor - 1) * 100
     if abs(pct) < 0.05:
-        return "at its default"             # not "+0.0 %"
+        return "at its default"  # not "+0.0 %"
     return f"{pct:+.0f} %" if abs(pct) >= 1 else f"{pct:+.1f} %"
 
 
 def link_dim(kind: str) -> Dim:
     low, high, _ = LINK_SHARE[kind]
     name = {"nvlink": "NVLink", "pcie": "PCIe", "infinity-fabric": "Infinity Fabric"}[kind]
-    return Dim(f"link:{kind}", f"{name} collectives", (LOW, HIGH),
-               ((LOW, f"{name} collectives at {low:.0%} of the catalog figure"),
-                (HIGH, f"{name} collectives at {high:.0%} of the catalog figure")),
-               ((LOW, f"{low:.0%}"), (HIGH, f"{high:.0%}")))
+    return Dim(
+        f"link:{kind}",
+        f"{name} collectives",
+        (LOW, HIGH),
+        (
+            (LOW, f"{name} collectives at {low:.0%} of the catalog figure"),
+            (HIGH, f"{name} collectives at {high:.0%} of the catalog figure"),
+        ),
+        ((LOW, f"{low:.0%}"), (HIGH, f"{high:.0%}")),
+    )
 
 
-def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | None = None
-          ) -> str:
+def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | None = None) -> str:
     """A scenario in words, over the dimensions given (all of the scenario's by default)."""
     chosen = [k for k in (keys if keys is not None else scenario) if k in scenario and k in dims]
-    chosen.sort(key=lambda k: _ORDER.index(k.split(":", 1)[0]) if k.split(":", 1)[0] in _ORDER
-                else len(_ORDER))
+    chosen.sort(
+        key=lambda k: (
+            _ORDER.index(k.split(":", 1)[0]) if k.split(":", 1)[0] in _ORDER else len(_ORDER)
+        )
+    )
     parts = [dims[k].describe(scenario[k]) for k in chosen]
     return "; ".join(parts) if parts else "no uncertain input moves it"
 
@@ -120,8 +147,7 @@ def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | N
 # achieved efficiency against the default one.
 _ROLE_QUANTITIES: dict[str, tuple[str, ...]] = {
     "target": ("target_tokens_per_s_per_gpu",),
-    "drafter": ("training_tokens_per_s_per_gpu", "training_mfu",
-                "drafter_samples_per_s_per_gpu"),
+    "drafter": ("training_tokens_per_s_per_gpu", "training_mfu", "drafter_samples_per_s_per_gpu"),
 }
 # A role needs this many strong cases before the weak ones are left out of its band.
 MIN_STRONG_CASES = 3
@@ -135,21 +161,26 @@ class Band:
     high: float
     cases: tuple[str, ...]
     new_arch: bool
-    measured: tuple[float, float]    # the span of the measured ratios themselves
+    measured: tuple[float, float]  # the span of the measured ratios themselves
 
     def why(self, role: str, arch: str) -> str:
-        base = (f"{len(self.cases)} measured {role} efficiencies across GPUs and generations "
-                f"span {self.measured[0]:.2f}-{self.measured[1]:.2f}x the default")
+        base = (
+            f"{len(self.cases)} measured {role} efficiencies across GPUs and generations "
+            f"span {self.measured[0]:.2f}-{self.measured[1]:.2f}x the default"
+        )
         if self.new_arch:
-            return (f"{base}, widened to the worst miss both ways: no measurement of "
-                    f"{family(arch)} yet (measuring one {family(arch)} GPU narrows the band "
-                    f"of all of them)")
+            return (
+                f"{base}, widened to the worst miss both ways: no measurement of "
+                f"{family(arch)} yet (measuring one {family(arch)} GPU narrows the band "
+                f"of all of them)"
+            )
         return base
 
 
 # Memory quantities of the validation set, by role.
 _MEMORY_QUANTITIES: dict[str, tuple[str, ...]] = {
-    "target": ("target_memory_gb",), "drafter": ("drafter_memory_gb",),
+    "target": ("target_memory_gb",),
+    "drafter": ("drafter_memory_gb",),
 }
 
 
@@ -171,8 +202,9 @@ def _ratios(memory: bool = False) -> tuple[tuple[str, str, str, str, float], ...
         if role is None or case["gpu"] not in catalog.gpus:
             continue
         row = predict(case, catalog)
-        out.append((role, catalog.gpus[case["gpu"]].arch, row.tier, row.id,
-                    row.measured / row.predicted))
+        out.append(
+            (role, catalog.gpus[case["gpu"]].arch, row.tier, row.id, row.measured / row.predicted)
+        )
     return tuple(out)
 
 

@@ -73,10 +73,19 @@ class Row:
         return self.low <= self.measured <= self.high
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "source": self.source, "gpu": self.gpu,
-                "quantity": self.quantity, "measured": self.measured,
-                "predicted": self.predicted, "low": self.low, "high": self.high,
-                "error": self.error, "half": self.half, "tier": self.tier}
+        return {
+            "id": self.id,
+            "source": self.source,
+            "gpu": self.gpu,
+            "quantity": self.quantity,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "low": self.low,
+            "high": self.high,
+            "error": self.error,
+            "half": self.half,
+            "tier": self.tier,
+        }
 
 
 def load_cases() -> list[dict[str, Any]]:
@@ -89,20 +98,29 @@ def _precision(case: Mapping[str, Any]) -> float:
     return FP8_SPEEDUP if case.get("precision") in ("fp8", "fp4") else 1.0
 
 
-def prefill_rate(model: TargetModel, gpu: Gpu, sample_tokens: float, tp: int = 1,
-                 speedup: float = 1.0) -> float:
+def prefill_rate(
+    model: TargetModel, gpu: Gpu, sample_tokens: float, tp: int = 1, speedup: float = 1.0
+) -> float:
     """Prefill tokens/s per GPU at the GPU's default efficiency."""
     work = target_work(model, model.default_layer_ids(5), sample_tokens)
-    rate = (target_roofline(work, gpu).tokens_per_s
-            * default_efficiency("target", gpu, model.is_moe) * speedup)
+    rate = (
+        target_roofline(work, gpu).tokens_per_s
+        * default_efficiency("target", gpu, model.is_moe)
+        * speedup
+    )
     return rate * tp_efficiency(gpu, tp, model.hidden, work.layers_run, rate)
 
 
-def training_rate(model: TargetModel, gpu: Gpu, sample_tokens: float,
-                  speedup: float = 1.0) -> float:
+def training_rate(
+    model: TargetModel, gpu: Gpu, sample_tokens: float, speedup: float = 1.0
+) -> float:
     efficiency = default_efficiency("drafter", gpu, model.is_moe)
-    return (gpu.bf16_flop_per_s * efficiency * speedup
-            / training_time_flop_per_token(model, gpu, sample_tokens))
+    return (
+        gpu.bf16_flop_per_s
+        * efficiency
+        * speedup
+        / training_time_flop_per_token(model, gpu, sample_tokens)
+    )
 
 
 def matmul_tflops(gpu: Gpu) -> float:
@@ -124,11 +142,20 @@ def _pipeline_tokens_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
     t_rate = prefill_rate(model, gpu, tokens)
     d_rate = drafter_roofline(work, gpu, tokens).tokens_per_s * default_efficiency("drafter", gpu)
     tw = target_work(model, model.default_layer_ids(shape.layers), tokens)
-    inputs = pipeline_inputs(gpu, gpu, 1, t_rate, d_rate, hidden=model.hidden,
-                             layers_run=tw.layers_run, trainable_params=shape.trainable_params,
-                             batch_size=case.get("batch", 1), sample_tokens=tokens,
-                             hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-                             transport=case.get("transport", "mooncake"))
+    inputs = pipeline_inputs(
+        gpu,
+        gpu,
+        1,
+        t_rate,
+        d_rate,
+        hidden=model.hidden,
+        layers_run=tw.layers_run,
+        trainable_params=shape.trainable_params,
+        batch_size=case.get("batch", 1),
+        sample_tokens=tokens,
+        hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
+        transport=case.get("transport", "mooncake"),
+    )
     return float(flow(inputs, case["target_gpus"], case["drafter_gpus"]).tokens_per_s)
 
 
@@ -137,14 +164,20 @@ Predictor = Callable[[Mapping[str, Any], Catalog], tuple[float, tuple[float, flo
 
 def _predict_target(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
-    return (prefill_rate(_model(case), gpu, float(case["sample_tokens"]), case.get("tp", 1),
-                         _precision(case)), ESTIMATE_SPREAD["target"])
+    return (
+        prefill_rate(
+            _model(case), gpu, float(case["sample_tokens"]), case.get("tp", 1), _precision(case)
+        ),
+        ESTIMATE_SPREAD["target"],
+    )
 
 
 def _predict_training(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
-    return (training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case)),
-            ESTIMATE_SPREAD["drafter"])
+    return (
+        training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case)),
+        ESTIMATE_SPREAD["drafter"],
+    )
 
 
 def _predict_mfu(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
@@ -176,7 +209,7 @@ def _predict_drafter(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[
     gpu = c.gpus[case["gpu"]]
     per_gpu = drafter_samples_per_s(case, gpu)
     drafters = case.get("drafter_gpus", 1)
-    if drafters > 1:     # inside a pipeline: the data-parallel all-reduce applies
+    if drafters > 1:  # inside a pipeline: the data-parallel all-reduce applies
         tokens = float(case["sample_tokens"])
         per_gpu = _scaled_drafter(case, gpu, per_gpu * tokens) / tokens
     return per_gpu, ESTIMATE_SPREAD["drafter"]
@@ -186,12 +219,20 @@ def _scaled_drafter(case: Mapping[str, Any], gpu: Gpu, tokens_per_s: float) -> f
     model = _model(case)
     shape, _ = _drafter(case, model)
     tokens = float(case["sample_tokens"])
-    inputs = pipeline_inputs(gpu, gpu, 1, 1.0, tokens_per_s, hidden=model.hidden,
-                             layers_run=model.n_layers, trainable_params=shape.trainable_params,
-                             batch_size=case.get("batch", 1), sample_tokens=tokens,
-                             hidden_state_bytes_per_token=shape.captured_layers
-                             * model.hidden * 2,
-                             transport=case.get("transport", "mooncake"))
+    inputs = pipeline_inputs(
+        gpu,
+        gpu,
+        1,
+        1.0,
+        tokens_per_s,
+        hidden=model.hidden,
+        layers_run=model.n_layers,
+        trainable_params=shape.trainable_params,
+        batch_size=case.get("batch", 1),
+        sample_tokens=tokens,
+        hidden_state_bytes_per_token=shape.captured_layers * model.hidden * 2,
+        transport=case.get("transport", "mooncake"),
+    )
     drafters = case["drafter_gpus"]
     capacity = float(flow(inputs, case.get("target_gpus", 1), drafters).drafter_tokens_per_s)
     return capacity / float(drafters)
@@ -199,12 +240,15 @@ def _scaled_drafter(case: Mapping[str, Any], gpu: Gpu, tokens_per_s: float) -> f
 
 def _predict_pipeline(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
-    return (_pipeline_tokens_per_s(case, gpu) / float(case["sample_tokens"]),
-            ESTIMATE_SPREAD["target"])
+    return (
+        _pipeline_tokens_per_s(case, gpu) / float(case["sample_tokens"]),
+        ESTIMATE_SPREAD["target"],
+    )
 
 
-def _predict_drafter_memory(case: Mapping[str, Any], c: Catalog
-                            ) -> tuple[float, tuple[float, float]]:
+def _predict_drafter_memory(
+    case: Mapping[str, Any], c: Catalog
+) -> tuple[float, tuple[float, float]]:
     fit = case_drafter_memory(case, c.gpus[case["gpu"]])
     gib = fit.needed_gb
     # The single-GPU benchmark reads torch.cuda.max_memory_allocated() / 1e9: decimal GB
@@ -214,18 +258,19 @@ def _predict_drafter_memory(case: Mapping[str, Any], c: Catalog
     return gib, MEMORY_SPREAD
 
 
-def _predict_target_memory(case: Mapping[str, Any], c: Catalog
-                           ) -> tuple[float, tuple[float, float]]:
+def _predict_target_memory(
+    case: Mapping[str, Any], c: Catalog
+) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
     return capture_server_memory_gib(case["mem_fraction"], gpu.memory_gb), MEMORY_SPREAD
 
 
 def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
-    if "drafter_gpus" in case:           # the rate a whole pipeline moved
+    if "drafter_gpus" in case:  # the rate a whole pipeline moved
         per_token = fitting.hidden_state_bytes_per_token(_model(case))
         return _pipeline_tokens_per_s(case, gpu) * per_token, ESTIMATE_SPREAD["target"]
-    if "target_gpus" in case:            # the capture server's device -> host copy
+    if "target_gpus" in case:  # the capture server's device -> host copy
         return gpu.host_link_bytes_per_s, ESTIMATE_SPREAD["target"]
     # A transfer between two nodes: one node's network, at the share transfers reach.
     node = case.get("network_gb_per_s_per_node")
@@ -249,10 +294,19 @@ PREDICTORS: dict[str, Predictor] = {
 
 def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
     value, (lo, hi) = PREDICTORS[case["quantity"]](case, catalog)
-    return Row(id=case["id"], source=case["source"], gpu=case["gpu"],
-               quantity=case["quantity"], measured=float(case["value"]), predicted=value,
-               low=value * (1 - lo), high=value * (1 + hi), half=case["half"],
-               tier=case["tier"], group=fitting.group(case))
+    return Row(
+        id=case["id"],
+        source=case["source"],
+        gpu=case["gpu"],
+        quantity=case["quantity"],
+        measured=float(case["value"]),
+        predicted=value,
+        low=value * (1 - lo),
+        high=value * (1 + hi),
+        half=case["half"],
+        tier=case["tier"],
+        group=fitting.group(case),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,21 +315,29 @@ class Summary:
     median_abs_error: float
     worst_abs_error: float
     range_coverage: float
-    median_range_width: float      # (high - low) / predicted
+    median_range_width: float  # (high - low) / predicted
 
     def to_json(self) -> dict[str, Any]:
-        return {"cases": self.cases, "median_abs_error": self.median_abs_error,
-                "worst_abs_error": self.worst_abs_error, "range_coverage": self.range_coverage,
-                "median_range_width": self.median_range_width}
+        return {
+            "cases": self.cases,
+            "median_abs_error": self.median_abs_error,
+            "worst_abs_error": self.worst_abs_error,
+            "range_coverage": self.range_coverage,
+            "median_range_width": self.median_range_width,
+        }
 
 
 def summarize(rows: list[Row]) -> Summary:
     if not rows:
         return Summary(0, math.nan, math.nan, math.nan, math.nan)
     errors = [abs(r.error) for r in rows]
-    return Summary(len(rows), statistics.median(errors), max(errors),
-                   sum(r.covered for r in rows) / len(rows),
-                   statistics.median((r.high - r.low) / r.predicted for r in rows))
+    return Summary(
+        len(rows),
+        statistics.median(errors),
+        max(errors),
+        sum(r.covered for r in rows) / len(rows),
+        statistics.median((r.high - r.low) / r.predicted for r in rows),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,12 +363,18 @@ class FittedConstant:
         return len(self.groups) > 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "home": self.home, "unit": self.unit,
-                "value": self.value, "range": [self.low, self.high],
-                "fitted_on": list(self.fitted_on), "groups": list(self.groups),
-                "applies_when": self.applies_when,
-                "cross_validatable": self.cross_validatable,
-                "folds": [{"left_out_group": g, "value": v} for g, v in self.folds]}
+        return {
+            "name": self.name,
+            "home": self.home,
+            "unit": self.unit,
+            "value": self.value,
+            "range": [self.low, self.high],
+            "fitted_on": list(self.fitted_on),
+            "groups": list(self.groups),
+            "applies_when": self.applies_when,
+            "cross_validatable": self.cross_validatable,
+            "folds": [{"left_out_group": g, "value": v} for g, v in self.folds],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,37 +383,45 @@ class CrossValidated:
     own group; cases needing a constant fitted on their group alone are listed apart."""
 
     summary: Summary
-    not_cross_validatable: tuple[str, ...]     # case ids
+    not_cross_validatable: tuple[str, ...]  # case ids
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.summary.to_json(),
-                "not_cross_validatable": list(self.not_cross_validatable)}
+        return {**self.summary.to_json(), "not_cross_validatable": list(self.not_cross_validatable)}
 
 
 @dataclass(frozen=True, slots=True)
 class Validation:
     rows: tuple[Row, ...]
-    summary: dict[str, Summary]    # "all", "strong", "weak", "fit", "check", "strong/fit", ...
+    summary: dict[str, Summary]  # "all", "strong", "weak", "fit", "check", "strong/fit", ...
     constants: tuple[FittedConstant, ...] = ()
     cross_validated: dict[str, CrossValidated] = field(default_factory=dict)
     # Why a case is not cross-validatable: the constants fitted on its own group alone.
     needs_own_group: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    cv_rows: dict[str, Row] = field(default_factory=dict)    # by id: the fold's prediction
+    cv_rows: dict[str, Row] = field(default_factory=dict)  # by id: the fold's prediction
 
     def to_json(self) -> dict[str, Any]:
         overall = self.summary["strong"].to_json()
-        return {"cases": [{**r.to_json(), "group": r.group,
-                           "cross_validated": r.id in self.cv_rows,
-                           "cv_predicted": cv.predicted if cv else None,
-                           "cv_error": cv.error if cv else None,
-                           "needs_own_group": list(self.needs_own_group.get(r.id, ()))}
-                          for r in self.rows for cv in (self.cv_rows.get(r.id),)],
-                "constants": [c.to_json() for c in self.constants],
-                "summary": {**overall,
-                            "groups": {k: v.to_json() for k, v in self.summary.items()},
-                            "sources": len({r.source.split(" ")[0] for r in self.rows}),
-                            "cross_validated": {k: v.to_json()
-                                                for k, v in self.cross_validated.items()}}}
+        return {
+            "cases": [
+                {
+                    **r.to_json(),
+                    "group": r.group,
+                    "cross_validated": r.id in self.cv_rows,
+                    "cv_predicted": cv.predicted if cv else None,
+                    "cv_error": cv.error if cv else None,
+                    "needs_own_group": list(self.needs_own_group.get(r.id, ())),
+                }
+                for r in self.rows
+                for cv in (self.cv_rows.get(r.id),)
+            ],
+            "constants": [c.to_json() for c in self.constants],
+            "summary": {
+                **overall,
+                "groups": {k: v.to_json() for k, v in self.summary.items()},
+                "sources": len({r.source.split(" ")[0] for r in self.rows}),
+                "cross_validated": {k: v.to_json() for k, v in self.cross_validated.items()},
+            },
+        }
 
 
 def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
@@ -361,8 +437,7 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
 
 
 @contextmanager
-def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
-                      ) -> Iterator[Catalog]:
+def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> Iterator[Catalog]:
     """The model with these fitted constants (None: left as they are) for the duration:
     module constants set and restored, a GPU field on a copy of the catalog. Validation
     only (it swaps module globals: not for threads)."""
@@ -382,8 +457,7 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]
             module = homes[c.home]
             saved.append((module, name, getattr(module, name)))
             setattr(module, name, value)
-        yield Catalog(gpus=gpus, models=catalog.models, offers=catalog.offers,
-                      today=catalog.today)
+        yield Catalog(gpus=gpus, models=catalog.models, offers=catalog.offers, today=catalog.today)
     finally:
         for module, name, old in reversed(saved):
             setattr(module, name, old)
@@ -398,9 +472,9 @@ def _depends(case: Mapping[str, Any], catalog: Catalog, name: str, base: float) 
     return abs(moved / base - 1) > 1e-9
 
 
-def cross_validate(catalog: Catalog, cases: list[dict[str, Any]]
-                   ) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...],
-                              dict[str, tuple[str, ...]]]:
+def cross_validate(
+    catalog: Catalog, cases: list[dict[str, Any]]
+) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...], dict[str, tuple[str, ...]]]:
     """Leave one source group out: refit every constant without the group, predict the
     group's cases with that fold's constants. Returns the constants with their fold
     values, the out-of-sample rows, and the cases that need a constant fitted on their
@@ -428,9 +502,20 @@ def cross_validate(catalog: Catalog, cases: list[dict[str, Any]]
         assert value is not None
         low, high = fitting.span(c, by_id, full, (folds[g][c.name] for g in groups))
         fitted_groups = tuple(dict.fromkeys(fitting.group(by_id[i]) for i in c.fitted_on))
-        constants.append(FittedConstant(
-            c.name, c.home, c.unit, value, low, high, c.fitted_on, fitted_groups,
-            c.applies_when, tuple((g, folds[g][c.name]) for g in groups)))
+        constants.append(
+            FittedConstant(
+                c.name,
+                c.home,
+                c.unit,
+                value,
+                low,
+                high,
+                c.fitted_on,
+                fitted_groups,
+                c.applies_when,
+                tuple((g, folds[g][c.name]) for g in groups),
+            )
+        )
     return tuple(constants), tuple(rows), needs
 
 
@@ -447,7 +532,15 @@ def validate(catalog: Catalog) -> Validation:
         groups[half] = [r for r in rows if r.half == half]
     constants, cv_rows, needs = cross_validate(catalog, cases)
     apart = _tiers(r for r in rows if r.id in needs)
-    cross = {tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
-             for tier, kept in _tiers(cv_rows).items()}
-    return Validation(rows, {k: summarize(v) for k, v in groups.items()}, constants, cross,
-                      needs, {r.id: r for r in cv_rows})
+    cross = {
+        tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
+        for tier, kept in _tiers(cv_rows).items()
+    }
+    return Validation(
+        rows,
+        {k: summarize(v) for k, v in groups.items()},
+        constants,
+        cross,
+        needs,
+        {r.id: r for r in cv_rows},
+    )

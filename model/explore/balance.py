@@ -26,6 +26,9 @@ def balance(plan: Plan, catalog: Catalog) -> Plan:
     targets, f = sweep
     tokens = np.asarray(f.tokens_per_s, dtype=float)
     best = int(targets[::-1][np.argmax(tokens[::-1] >= tokens.max() * (1 - 1e-9))])
-    return plan.model_copy(update={
-        "target": plan.target.model_copy(update={"count": best}),
-        "drafter": plan.drafter.model_copy(update={"count": total - best})})
+    return plan.model_copy(
+        update={
+            "target": plan.target.model_copy(update={"count": best}),
+            "drafter": plan.drafter.model_copy(update={"count": total - best}),
+        }
+    )

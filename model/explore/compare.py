@@ -24,12 +24,12 @@ NO_SPREAD = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    speedup: float | None            # baseline days / these days
-    cost_ratio: float | None         # this total cost / baseline total cost
-    days_delta: float | None         # these days - baseline days
+    speedup: float | None  # baseline days / these days
+    cost_ratio: float | None  # this total cost / baseline total cost
+    days_delta: float | None  # these days - baseline days
     speedup_range: tuple[float, float] | None
     cost_ratio_range: tuple[float, float] | None
-    break_even_price_ratio: dict[str, float] | None   # per role; {} when no price breaks even
+    break_even_price_ratio: dict[str, float] | None  # per role; {} when no price breaks even
     why: tuple[str, ...]
     # The scenario of each range end, in words (low end first); None without a spread.
     speedup_range_scenarios: tuple[str, str] | None = None
@@ -42,20 +42,24 @@ class Comparison:
         def pair(x: tuple[Any, Any] | None) -> list[Any] | None:
             return list(x) if x else None
 
-        return {"speedup": self.speedup, "cost_ratio": self.cost_ratio,
-                "days_delta": self.days_delta,
-                "speedup_range": list(self.speedup_range) if self.speedup_range else None,
-                "cost_ratio_range": (list(self.cost_ratio_range) if self.cost_ratio_range
-                                     else None),
-                "break_even_price_ratio": self.break_even_price_ratio,
-                "why": list(self.why),
-                "speedup_range_scenarios": pair(self.speedup_range_scenarios),
-                "cost_ratio_range_scenarios": pair(self.cost_ratio_range_scenarios),
-                "break_even_price_ratio_range": (
-                    {k: list(v) for k, v in self.break_even_price_ratio_range.items()}
-                    if self.break_even_price_ratio_range is not None else None),
-                "break_even_range_scenarios": pair(self.break_even_range_scenarios),
-                "scenarios_evaluated": self.scenarios_evaluated}
+        return {
+            "speedup": self.speedup,
+            "cost_ratio": self.cost_ratio,
+            "days_delta": self.days_delta,
+            "speedup_range": list(self.speedup_range) if self.speedup_range else None,
+            "cost_ratio_range": (list(self.cost_ratio_range) if self.cost_ratio_range else None),
+            "break_even_price_ratio": self.break_even_price_ratio,
+            "why": list(self.why),
+            "speedup_range_scenarios": pair(self.speedup_range_scenarios),
+            "cost_ratio_range_scenarios": pair(self.cost_ratio_range_scenarios),
+            "break_even_price_ratio_range": (
+                {k: list(v) for k, v in self.break_even_price_ratio_range.items()}
+                if self.break_even_price_ratio_range is not None
+                else None
+            ),
+            "break_even_range_scenarios": pair(self.break_even_range_scenarios),
+            "scenarios_evaluated": self.scenarios_evaluated,
+        }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -78,8 +82,14 @@ def compare(new: Projection, base: Projection) -> Comparison:
     even_range: dict[str, tuple[float, float]] | None = None
     evaluated = 0
     ns, bs = new.scenarios, base.scenarios
-    if new.ranges and base.ranges and ns is not None and bs is not None \
-            and new.days is not None and base.days is not None:
+    if (
+        new.ranges
+        and base.ranges
+        and ns is not None
+        and bs is not None
+        and new.days is not None
+        and base.days is not None
+    ):
         dims = {**bs.dims, **ns.dims}
         scenarios = joint_scenarios(ns, bs)
         evaluated = len(scenarios)
@@ -90,6 +100,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
 
         speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
         if new_cost is not None and base_cost is not None and cost_ratio is not None:
+
             def cost(s: Scenario) -> float:
                 assert new_cost is not None and base_cost is not None
                 return (new_cost * ns.days(s) / n_days) / (base_cost * bs.days(s) / b_days)
@@ -108,6 +119,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
             for role, central in central_even.items():
                 if not all(role in e for e in evens):
                     continue
+
                 def even(s: Scenario, k: str = role) -> float:
                     return even_of(s)[k]
 
@@ -129,25 +141,38 @@ def compare(new: Projection, base: Projection) -> Comparison:
             f"{sa.mem_bw_tb_s:g} vs {sb.mem_bw_tb_s:g} TB/s "
             f"({sa.mem_bw_tb_s / sb.mem_bw_tb_s:.2f}x); efficiency "
             f"{a.efficiency * 100:.1f} % vs {b.efficiency * 100:.1f} %; per-GPU rate "
-            f"{a.per_gpu_tokens_per_s / b.per_gpu_tokens_per_s:.2f}x")
+            f"{a.per_gpu_tokens_per_s / b.per_gpu_tokens_per_s:.2f}x"
+        )
         pa, pb = ga.by_gpu[a.gpu].ratio, gb.by_gpu[b.gpu].ratio
         if pa and pb and ga.reference_gpu == gb.reference_gpu:
-            why.append(f"{role} price {pa / pb:.2f}x per GPU-hour, so "
-                       f"{(pa / pb) / (a.per_gpu_tokens_per_s / b.per_gpu_tokens_per_s):.2f}x "
-                       f"the cost per {role} token")
+            why.append(
+                f"{role} price {pa / pb:.2f}x per GPU-hour, so "
+                f"{(pa / pb) / (a.per_gpu_tokens_per_s / b.per_gpu_tokens_per_s):.2f}x "
+                f"the cost per {role} token"
+            )
     for role in ("target", "drafter"):
         a, b = getattr(new, role), getattr(base, role)
         if a.count != b.count:
             why.append(f"{role} GPUs {b.count} -> {a.count}")
     if new.bottleneck != base.bottleneck:
-        why.append(f"bottleneck {base.bottleneck or 'none (does not fit)'} -> "
-                   f"{new.bottleneck or 'none (does not fit)'}")
-    return Comparison(speedup=speedup, cost_ratio=cost_ratio, days_delta=days_delta,
-                      speedup_range=speedup_range, cost_ratio_range=cost_range,
-                      break_even_price_ratio=break_even(new, base), why=tuple(why),
-                      speedup_range_scenarios=speedup_at, cost_ratio_range_scenarios=cost_at,
-                      break_even_price_ratio_range=even_range,
-                      break_even_range_scenarios=even_at, scenarios_evaluated=evaluated)
+        why.append(
+            f"bottleneck {base.bottleneck or 'none (does not fit)'} -> "
+            f"{new.bottleneck or 'none (does not fit)'}"
+        )
+    return Comparison(
+        speedup=speedup,
+        cost_ratio=cost_ratio,
+        days_delta=days_delta,
+        speedup_range=speedup_range,
+        cost_ratio_range=cost_range,
+        break_even_price_ratio=break_even(new, base),
+        why=tuple(why),
+        speedup_range_scenarios=speedup_at,
+        cost_ratio_range_scenarios=cost_at,
+        break_even_price_ratio_range=even_range,
+        break_even_range_scenarios=even_at,
+        scenarios_evaluated=evaluated,
+    )
 
 
 def joint_scenarios(new: PlanScenarios, base: PlanScenarios) -> list[dict[str, str]]:
@@ -155,12 +180,13 @@ def joint_scenarios(new: PlanScenarios, base: PlanScenarios) -> list[dict[str, s
     of every reading, crossed with each plan's own dimensions at the end that widens the
     ratio (one plan slow and the other fast, then the other way round)."""
     dims: dict[str, Dim] = {**base.dims, **new.dims}
-    enumerated = [k for k in dims if (k in new.dims and k in base.dims)
-                  or k.startswith("reading:")]
+    enumerated = [k for k in dims if (k in new.dims and k in base.dims) or k.startswith("reading:")]
     out: list[dict[str, str]] = []
     for new_end, base_end in ((LOW, HIGH), (HIGH, LOW)):
-        fixed = {**{k: base_end for k in base.dims if k not in enumerated},
-                 **{k: new_end for k in new.dims if k not in enumerated}}
+        fixed = {
+            **{k: base_end for k in base.dims if k not in enumerated},
+            **{k: new_end for k in new.dims if k not in enumerated},
+        }
         for values in itertools.product(*(dims[k].values for k in enumerated)):
             s = {**fixed, **dict(zip(enumerated, values, strict=True))}
             if s not in out:
@@ -168,9 +194,14 @@ def joint_scenarios(new: PlanScenarios, base: PlanScenarios) -> list[dict[str, s
     return out
 
 
-def _spread(central: float | None, scenarios: list[dict[str, str]],
-            value: Callable[[Scenario], float], dims: dict[str, Dim], new: PlanScenarios,
-            base: PlanScenarios) -> tuple[tuple[float, float] | None, tuple[str, str] | None]:
+def _spread(
+    central: float | None,
+    scenarios: list[dict[str, str]],
+    value: Callable[[Scenario], float],
+    dims: dict[str, Dim],
+    new: PlanScenarios,
+    base: PlanScenarios,
+) -> tuple[tuple[float, float] | None, tuple[str, str] | None]:
     """A ratio's (low, high) over the scenarios and the scenario of each end in words;
     (central, central) and no names when the scenarios agree."""
     if central is None or not scenarios:
@@ -182,9 +213,15 @@ def _spread(central: float | None, scenarios: list[dict[str, str]],
 
     def named(s: dict[str, str]) -> str:
         base_value = value(s)
-        keys = tuple(k for k in s if any(
-            abs(value({**s, k: other}) - base_value) > NO_SPREAD * abs(base_value)
-            for other in dims[k].values if other != s[k]))
+        keys = tuple(
+            k
+            for k in s
+            if any(
+                abs(value({**s, k: other}) - base_value) > NO_SPREAD * abs(base_value)
+                for other in dims[k].values
+                if other != s[k]
+            )
+        )
         held = [*new.floors(s), *base.floors(s)]
         return "; ".join([label(s, dims, keys), *held] if keys or not held else held)
 

@@ -25,32 +25,40 @@ class SplitCurve:
     target_tokens_per_s: tuple[float, ...]
     drafter_tokens_per_s: tuple[float, ...]
     link_tokens_per_s: tuple[float, ...]
-    current: int                     # the plan's own target count
-    switch: int | None               # the first target count at which the drafters bind
+    current: int  # the plan's own target count
+    switch: int | None  # the first target count at which the drafters bind
 
 
 def split_curve(p: Projection) -> SplitCurve:
     """Every split of the same GPUs with whole TP replicas, through one pipeline call."""
     plan = p.plan
     if plan.target.gpu != plan.drafter.gpu:
-        raise PlanError("the split curve moves GPUs between roles, so both roles must use "
-                        "the same GPU type", "drafter.gpu")
+        raise PlanError(
+            "the split curve moves GPUs between roles, so both roles must use the same GPU type",
+            "drafter.gpu",
+        )
     sweep = splits(p.inputs, plan.target.count + plan.drafter.count, plan.target.tp)
     if sweep is None:
-        raise PlanError("the split curve needs room for one target replica and one drafter",
-                        "target.count")
+        raise PlanError(
+            "the split curve needs room for one target replica and one drafter", "target.count"
+        )
     targets, f = sweep
 
     def floats(values: object) -> tuple[float, ...]:
-        return tuple(float(v) for v in np.broadcast_to(np.asarray(values, float),
-                                                       targets.shape))
+        return tuple(float(v) for v in np.broadcast_to(np.asarray(values, float), targets.shape))
 
     drafter = np.asarray(f.drafter_tokens_per_s, float)
     target = np.asarray(f.target_tokens_per_s, float)
     binds = np.flatnonzero(drafter < target)
-    return SplitCurve(tuple(int(t) for t in targets), floats(f.tokens_per_s), floats(target),
-                      floats(drafter), floats(f.link_tokens_per_s), plan.target.count,
-                      int(targets[binds[0]]) if binds.size else None)
+    return SplitCurve(
+        tuple(int(t) for t in targets),
+        floats(f.tokens_per_s),
+        floats(target),
+        floats(drafter),
+        floats(f.link_tokens_per_s),
+        plan.target.count,
+        int(targets[binds[0]]) if binds.size else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +68,9 @@ class Bar:
     name: str
     low_label: str
     high_label: str
-    days: tuple[float, float]        # at the input's low and high end
+    days: tuple[float, float]  # at the input's low and high end
     cost: tuple[float | None, float | None]
-    role: str | None = None          # a role's rate: the projection's range of that role
+    role: str | None = None  # a role's rate: the projection's range of that role
 
     @property
     def days_span(self) -> float:
@@ -109,20 +117,30 @@ def _scenario_bars(p: Projection) -> list[Bar]:
         else:
             name = f"{role} rate"
             low, high = (f"{model.rate(s) / 1e3:,.1f}K" for s in (slow, fast))
-        bars.append(Bar(name, low, high, (slow_days, fast_days),
-                        (cost(slow_days), cost(fast_days)), role))
+        bars.append(
+            Bar(name, low, high, (slow_days, fast_days), (cost(slow_days), cost(fast_days)), role)
+        )
     rate_keys = {dim.key for model in (scen.target, scen.drafter) for dim in model.dims}
     for key, dim in scen.dims.items():
         if key in rate_keys:
             continue
-        runs = sorted(((scen.days({key: value}), value) for value in dim.values),
-                      key=lambda run: run[0], reverse=True)      # the slow end first
+        runs = sorted(
+            ((scen.days({key: value}), value) for value in dim.values),
+            key=lambda run: run[0],
+            reverse=True,
+        )  # the slow end first
         (slow_days, slow_value), (fast_days, fast_value) = runs[0], runs[-1]
         if abs(fast_days - slow_days) <= 1e-9 * slow_days:
             continue
-        bars.append(Bar(dim.chart_name or dim.name, dim.brief(slow_value),
-                        dim.brief(fast_value), (slow_days, fast_days),
-                        (cost(slow_days), cost(fast_days))))
+        bars.append(
+            Bar(
+                dim.chart_name or dim.name,
+                dim.brief(slow_value),
+                dim.brief(fast_value),
+                (slow_days, fast_days),
+                (cost(slow_days), cost(fast_days)),
+            )
+        )
     return bars
 
 
@@ -147,15 +165,29 @@ def tornado(p: Projection, catalog: Catalog, price_spread: float = 0.5) -> tuple
         bars.append(Bar("anchors", f"{a}", f"{b}", (low[0], high[0]), (low[1], high[1])))
     bars += _scenario_bars(p)
     if p.total_cost is not None:
-        bars.append(Bar("price per GPU-hour", f"-{price_spread:.0%}", f"+{price_spread:.0%}",
-                        (p.days, p.days), (p.total_cost * (1 - price_spread),
-                                           p.total_cost * (1 + price_spread))))
+        bars.append(
+            Bar(
+                "price per GPU-hour",
+                f"-{price_spread:.0%}",
+                f"+{price_spread:.0%}",
+                (p.days, p.days),
+                (p.total_cost * (1 - price_spread), p.total_cost * (1 + price_spread)),
+            )
+        )
     lengths = [max(1, round(w.avg_sample_tokens * f)) for f in (0.75, 1.25)]
     lengths = [min(n, w.max_length) for n in lengths]
     if lengths[0] != lengths[1]:
         low, high = (run(_edit(plan, workload={"avg_sample_tokens": n})) for n in lengths)
-        bars.append(Bar("mean sample length", f"{lengths[0]:,}", f"{lengths[1]:,}",
-                        (low[0], high[0]), (low[1], high[1])))
+        bars.append(
+            Bar(
+                "mean sample length",
+                f"{lengths[0]:,}",
+                f"{lengths[1]:,}",
+                (low[0], high[0]),
+                (low[1], high[1]),
+            )
+        )
+
     def cost_span(b: Bar) -> float:
         return abs((b.cost[1] or 0.0) - (b.cost[0] or 0.0))
 

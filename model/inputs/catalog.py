@@ -54,21 +54,30 @@ class Catalog:
     today: dt.date | None = None
 
     def with_model(self, spec: str, model: TargetModel) -> Catalog:
-        return Catalog(gpus=self.gpus, models={**self.models, spec: model}, offers=self.offers,
-                       today=self.today)
+        return Catalog(
+            gpus=self.gpus,
+            models={**self.models, spec: model},
+            offers=self.offers,
+            today=self.today,
+        )
 
     def gpu(self, key: str, plan_key: str) -> Gpu:
         """The GPU `key`, named by the plan at `plan_key`."""
         try:
             return self.gpus[key]
         except KeyError:
-            raise PlanError(f"{plan_key}: unknown GPU {key!r}{suggest(key, self.gpus)}; "
-                            f"known: {', '.join(self.gpus)}", plan_key) from None
+            raise PlanError(
+                f"{plan_key}: unknown GPU {key!r}{suggest(key, self.gpus)}; "
+                f"known: {', '.join(self.gpus)}",
+                plan_key,
+            ) from None
 
     def model(self, spec: str) -> TargetModel:
         try:
             return self.models[spec]
         except KeyError:
-            raise PlanError(f"workload.target_model = {spec!r}: not loaded (a preset: "
-                            f"{', '.join(PRESETS)}, or the path of a config.json)",
-                            "workload.target_model") from None
+            raise PlanError(
+                f"workload.target_model = {spec!r}: not loaded (a preset: "
+                f"{', '.join(PRESETS)}, or the path of a config.json)",
+                "workload.target_model",
+            ) from None

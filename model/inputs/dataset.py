@@ -35,7 +35,7 @@ MAX_RECORD_BYTES = 16 << 20
 CHARS_PER_TOKEN = 4.0
 CHARS_PER_TOKEN_SOURCE = "OpenAI's rule of thumb for English, platform.openai.com/tokenizer"
 CACHE_VERSION = 1
-CACHE_ENTRIES = 16           # datasets remembered per plan; the oldest is dropped first
+CACHE_ENTRIES = 16  # datasets remembered per plan; the oldest is dropped first
 
 # A tokenizer: the path of a tokenizer.json (or a folder holding one), read with the
 # optional `tokenizers` package; or a function from text to its token count.
@@ -68,9 +68,11 @@ class DatasetStats:
     from_cache: bool = False
 
     def summary(self) -> str:
-        text = (f"{self.samples:,} samples, {self.mean_tokens:,.0f} tokens on average "
-                f"(p50 {self.p50_tokens:,}, p99 {self.p99_tokens:,}, max {self.max_tokens:,}; "
-                f"{self.basis})")
+        text = (
+            f"{self.samples:,} samples, {self.mean_tokens:,.0f} tokens on average "
+            f"(p50 {self.p50_tokens:,}, p99 {self.p99_tokens:,}, max {self.max_tokens:,}; "
+            f"{self.basis})"
+        )
         if self.bad_lines:
             text += f"; {self.bad_lines:,} bad lines skipped (first: {self.first_bad})"
         return text
@@ -78,13 +80,21 @@ class DatasetStats:
     def workload_updates(self) -> dict[str, tuple[int, str]]:
         """Plan keys this sets, each with where it came from."""
         where = f"{Path(self.path).name} ({self.basis})"
-        mean = self.mean_tokens if self.mean_tokens_truncated is None \
-            else self.mean_tokens_truncated
-        cut = "" if self.mean_tokens_truncated is None else \
-            f", truncated at max_length {self.max_length:,}"
-        return {"workload.samples": (self.samples, f"{where}: sample count"),
-                "workload.avg_sample_tokens": (max(1, round(mean)),
-                                               f"{where}: mean sample length{cut}")}
+        mean = (
+            self.mean_tokens if self.mean_tokens_truncated is None else self.mean_tokens_truncated
+        )
+        cut = (
+            ""
+            if self.mean_tokens_truncated is None
+            else f", truncated at max_length {self.max_length:,}"
+        )
+        return {
+            "workload.samples": (self.samples, f"{where}: sample count"),
+            "workload.avg_sample_tokens": (
+                max(1, round(mean)),
+                f"{where}: mean sample length{cut}",
+            ),
+        }
 
 
 def sample_texts(record: Any) -> tuple[str, list[str]]:
@@ -125,29 +135,33 @@ def _turn_text(turn: Any, key: str, index: int) -> str:
     if name is None:
         raise ValueError(f"{where} has no 'value' or 'content'")
     content = turn[name]
-    if isinstance(content, list):           # OpenAI-style parts: only text is counted
-        return "".join(_string(part.get("text"), f"{where} text part")
-                       for part in content if isinstance(part, dict)
-                       and part.get("type") == "text")
+    if isinstance(content, list):  # OpenAI-style parts: only text is counted
+        return "".join(
+            _string(part.get("text"), f"{where} text part")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
     return _string(content, f"{where}.{name}")
 
 
 def _string(value: Any, where: str) -> str:
     if value is None:
-        return ""                           # e.g. an assistant turn that only calls tools
+        return ""  # e.g. an assistant turn that only calls tools
     if not isinstance(value, str):
         raise ValueError(f"{where} is a {type(value).__name__}, not text")
     return value
 
 
-def _counter(tokenizer: str | Path | TokenCounter | None
-             ) -> tuple[TokenCounter, float, str]:
+def _counter(tokenizer: str | Path | TokenCounter | None) -> tuple[TokenCounter, float, str]:
     """What counts a text (tokens, or characters for the estimate), the units per token,
     and the basis to state. The estimate divides a sample's characters, all turns
     together, by CHARS_PER_TOKEN and rounds up."""
     if tokenizer is None:
-        return (len, CHARS_PER_TOKEN, f"estimated at {CHARS_PER_TOKEN:g} characters per "
-                                      f"token, {CHARS_PER_TOKEN_SOURCE}")
+        return (
+            len,
+            CHARS_PER_TOKEN,
+            f"estimated at {CHARS_PER_TOKEN:g} characters per token, {CHARS_PER_TOKEN_SOURCE}",
+        )
     if callable(tokenizer):
         name = getattr(tokenizer, "__name__", type(tokenizer).__name__)
         return tokenizer, 1.0, f"counted with tokenizer {name}"
@@ -155,25 +169,36 @@ def _counter(tokenizer: str | Path | TokenCounter | None
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
-        raise PlanError(f"{path}: no such tokenizer file (give the tokenizer.json of the "
-                        f"target model, or its folder)")
+        raise PlanError(
+            f"{path}: no such tokenizer file (give the tokenizer.json of the "
+            f"target model, or its folder)"
+        )
     try:
         from tokenizers import Tokenizer  # optional: only when a tokenizer is given
     except ImportError:
-        raise PlanError(f"{path}: reading a tokenizer needs the 'tokenizers' package "
-                        f"(pip install tokenizers); without a tokenizer the length is "
-                        f"estimated from characters") from None
+        raise PlanError(
+            f"{path}: reading a tokenizer needs the 'tokenizers' package "
+            f"(pip install tokenizers); without a tokenizer the length is "
+            f"estimated from characters"
+        ) from None
     try:
         loaded = Tokenizer.from_file(str(path))
-    except Exception as err:                # the Rust library raises its own types
+    except Exception as err:  # the Rust library raises its own types
         raise PlanError(f"{path}: not a tokenizer.json: {str(err).splitlines()[0]}") from None
-    return (lambda text: len(loaded.encode(text, add_special_tokens=False).ids), 1.0,
-            f"counted with {path}")
+    return (
+        lambda text: len(loaded.encode(text, add_special_tokens=False).ids),
+        1.0,
+        f"counted with {path}",
+    )
 
 
-def measure(path: Path, tokenizer: str | Path | TokenCounter | None = None,
-            progress: Progress | None = None, max_length: int | None = None,
-            tokens_per_turn: int = 0) -> DatasetStats:
+def measure(
+    path: Path,
+    tokenizer: str | Path | TokenCounter | None = None,
+    progress: Progress | None = None,
+    max_length: int | None = None,
+    tokens_per_turn: int = 0,
+) -> DatasetStats:
     """Count the samples of a JSONL dataset and their length distribution.
 
     tokens_per_turn adds the chat template's own tokens per turn when known (Qwen's
@@ -186,8 +211,7 @@ def measure(path: Path, tokenizer: str | Path | TokenCounter | None = None,
     bad = 0
     first_bad: str | None = None
     formats: dict[str, int] = {}
-    for record in records(path, MAX_RECORD_BYTES, progress=progress,
-                          what="a JSONL dataset"):
+    for record in records(path, MAX_RECORD_BYTES, progress=progress, what="a JSONL dataset"):
         try:
             if record.data is None:
                 raise ValueError(f"longer than {MAX_RECORD_BYTES >> 20} MiB")
@@ -196,13 +220,16 @@ def measure(path: Path, tokenizer: str | Path | TokenCounter | None = None,
             except UnicodeDecodeError:
                 raise ValueError("not UTF-8 text") from None
             except ValueError as err:
-                raise ValueError("not JSON: " + ("cut short (the file may be truncated)"
-                                                 if record.last else str(err))) from None
+                raise ValueError(
+                    "not JSON: "
+                    + ("cut short (the file may be truncated)" if record.last else str(err))
+                ) from None
             except RecursionError:
                 raise ValueError("not JSON: nested too deeply") from None
             kind, texts = sample_texts(parsed)
-            tokens = (math.ceil(sum(count(text) for text in texts) / per_token)
-                      + tokens_per_turn * len(texts))
+            tokens = math.ceil(
+                sum(count(text) for text in texts) / per_token
+            ) + tokens_per_turn * len(texts)
         except ValueError as err:
             bad += 1
             if first_bad is None:
@@ -213,8 +240,10 @@ def measure(path: Path, tokenizer: str | Path | TokenCounter | None = None,
         formats[kind] = formats.get(kind, 0) + 1
     if not lengths:
         why = f" ({bad:,} bad lines; first: {first_bad})" if bad else " (empty file)"
-        raise PlanError(f"{path}: no samples{why}; each line must be a JSON object with "
-                        f"conversations, messages, text or prompt/response")
+        raise PlanError(
+            f"{path}: no samples{why}; each line must be a JSON object with "
+            f"conversations, messages, text or prompt/response"
+        )
     values = np.sort(np.frombuffer(lengths, dtype=np.uint32).astype(np.int64))
     n = len(values)
     truncated = over = None
@@ -222,11 +251,21 @@ def measure(path: Path, tokenizer: str | Path | TokenCounter | None = None,
         truncated = float(np.minimum(values, max_length).mean())
         over = int((values > max_length).sum())
     return DatasetStats(
-        path=str(path), samples=n, mean_tokens=float(values.mean()),
-        p50_tokens=_nearest_rank(values, 0.50), p99_tokens=_nearest_rank(values, 0.99),
-        max_tokens=int(values[-1]), basis=basis, mean_turns=turns_total / n,
-        bad_lines=bad, first_bad=first_bad, formats=formats, max_length=max_length,
-        mean_tokens_truncated=truncated, over_max_length=over)
+        path=str(path),
+        samples=n,
+        mean_tokens=float(values.mean()),
+        p50_tokens=_nearest_rank(values, 0.50),
+        p99_tokens=_nearest_rank(values, 0.99),
+        max_tokens=int(values[-1]),
+        basis=basis,
+        mean_turns=turns_total / n,
+        bad_lines=bad,
+        first_bad=first_bad,
+        formats=formats,
+        max_length=max_length,
+        mean_tokens_truncated=truncated,
+        over_max_length=over,
+    )
 
 
 def _nearest_rank(sorted_values: np.ndarray, share: float) -> int:
@@ -236,6 +275,7 @@ def _nearest_rank(sorted_values: np.ndarray, share: float) -> int:
 
 # --- the cache next to a plan -----------------------------------------------------------
 
+
 def cache_path(plan_path: Path) -> Path:
     """Where the cache of a plan's dataset measurements lives: `.plan.toml.datasets.json`
     beside the plan (hidden, so it does not crowd the folder)."""
@@ -243,13 +283,16 @@ def cache_path(plan_path: Path) -> Path:
     return plan_path.with_name(f".{plan_path.name}.datasets.json")
 
 
-def _key(path: Path, tokenizer: str | Path | None, max_length: int | None,
-         tokens_per_turn: int) -> str | None:
+def _key(
+    path: Path, tokenizer: str | Path | None, max_length: int | None, tokens_per_turn: int
+) -> str | None:
     """The cache key: the dataset's absolute path, size and modification time (and the
     tokenizer file's), so an edited or replaced file is measured again."""
+
     def stamp(p: Path) -> str:
         info = p.stat()
         return f"{p.resolve()}|{info.st_size}|{info.st_mtime_ns}"
+
     try:
         parts = [stamp(path)]
         if tokenizer is not None:
@@ -257,8 +300,11 @@ def _key(path: Path, tokenizer: str | Path | None, max_length: int | None,
             parts.append(stamp(tok / "tokenizer.json" if tok.is_dir() else tok))
     except OSError:
         return None
-    parts += [f"max_length={max_length}", f"tokens_per_turn={tokens_per_turn}",
-              f"chars_per_token={CHARS_PER_TOKEN}"]
+    parts += [
+        f"max_length={max_length}",
+        f"tokens_per_turn={tokens_per_turn}",
+        f"chars_per_token={CHARS_PER_TOKEN}",
+    ]
     return "\n".join(parts)
 
 
@@ -266,18 +312,25 @@ def _read_cache(file: Path) -> dict[str, Any]:
     try:
         doc = json.loads(read_text(file))
     except (PlanError, ValueError):
-        return {}                           # no cache, or a broken one: measure again
-    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION \
-            or not isinstance(doc.get("entries"), dict):
+        return {}  # no cache, or a broken one: measure again
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != CACHE_VERSION
+        or not isinstance(doc.get("entries"), dict)
+    ):
         return {}
     entries: dict[str, Any] = doc["entries"]
     return entries
 
 
-def measure_cached(path: Path, plan_path: Path,
-                   tokenizer: str | Path | TokenCounter | None = None,
-                   progress: Progress | None = None, max_length: int | None = None,
-                   tokens_per_turn: int = 0) -> DatasetStats:
+def measure_cached(
+    path: Path,
+    plan_path: Path,
+    tokenizer: str | Path | TokenCounter | None = None,
+    progress: Progress | None = None,
+    max_length: int | None = None,
+    tokens_per_turn: int = 0,
+) -> DatasetStats:
     """`measure`, answered from the cache next to plan_path when the dataset (and the
     tokenizer file) are unchanged; a fresh result is written back atomically. A tokenizer
     given as a function is not cached (nothing identifies it across runs)."""
@@ -289,17 +342,24 @@ def measure_cached(path: Path, plan_path: Path,
         try:
             return DatasetStats(**{**entries[key], "from_cache": True})
         except TypeError:
-            pass                            # an entry of another shape: measure again
+            pass  # an entry of another shape: measure again
     stats = measure(path, tokenizer, progress, max_length, tokens_per_turn)
     if key:
         entries.pop(key, None)
         entries[key] = {k: v for k, v in asdict(stats).items() if k != "from_cache"}
         while len(entries) > CACHE_ENTRIES:
             entries.pop(next(iter(entries)))
-        write_atomic(file, json.dumps({"version": CACHE_VERSION, "entries": entries},
-                                      indent=1) + "\n")
+        write_atomic(
+            file, json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1) + "\n"
+        )
     return stats
 
 
-__all__ = ["CHARS_PER_TOKEN", "DatasetStats", "cache_path", "measure", "measure_cached",
-           "sample_texts"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DatasetStats",
+    "cache_path",
+    "measure",
+    "measure_cached",
+    "sample_texts",
+]

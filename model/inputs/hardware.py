@@ -25,31 +25,43 @@ KEY_CHARS = 64
 # Every figure of a GPU, with its range (docs/limits.md).
 Tflops = Annotated[float, v.TFLOPS.before, v.TFLOPS.field("dense, per GPU")]
 MemoryGb = Annotated[float, v.MEMORY_GB.before, v.MEMORY_GB.field("usable memory")]
-MemoryTbPerS = Annotated[float, v.MEMORY_TB_PER_S.before,
-                         v.MEMORY_TB_PER_S.field("memory bandwidth")]
+MemoryTbPerS = Annotated[
+    float, v.MEMORY_TB_PER_S.before, v.MEMORY_TB_PER_S.field("memory bandwidth")
+]
 HostMemoryGb = Annotated[float, v.HOST_MEMORY_GB.before, v.HOST_MEMORY_GB.field("host RAM")]
-LinkGbPerS = Annotated[float, v.LINK_GB_PER_S.before,
-                       v.LINK_GB_PER_S.field("one direction, per GPU")]
-NetworkGbitPerS = Annotated[float, v.NETWORK_GBIT_PER_S.before,
-                            v.NETWORK_GBIT_PER_S.field("cross-node NIC bandwidth per GPU")]
+LinkGbPerS = Annotated[
+    float, v.LINK_GB_PER_S.before, v.LINK_GB_PER_S.field("one direction, per GPU")
+]
+NetworkGbitPerS = Annotated[
+    float,
+    v.NETWORK_GBIT_PER_S.before,
+    v.NETWORK_GBIT_PER_S.field("cross-node NIC bandwidth per GPU"),
+]
 GpusPerNode = Annotated[int, v.GPUS_PER_NODE.before, v.GPUS_PER_NODE.field("GPUs per node")]
-DomainGpus = Annotated[int, v.NVLINK_DOMAIN_GPUS.before,
-                       v.NVLINK_DOMAIN_GPUS.field("GPUs sharing one NVLink domain")]
+DomainGpus = Annotated[
+    int, v.NVLINK_DOMAIN_GPUS.before, v.NVLINK_DOMAIN_GPUS.field("GPUs sharing one NVLink domain")
+]
 TdpW = Annotated[float, v.TDP_W.before, v.TDP_W.field("board power")]
-UsdPerGpuHour = Annotated[float, v.USD_PER_GPU_HOUR.before,
-                          v.USD_PER_GPU_HOUR.field("catalog price")]
-Efficiency = Annotated[float, v.EFFICIENCY.before,
-                       v.EFFICIENCY.field("achieved share of the dense bf16 peak")]
-SoftmaxSpeedup = Annotated[float, v.SOFTMAX_SPEEDUP.before,
-                           v.SOFTMAX_SPEEDUP.field("softmax exponent throughput vs matmul")]
+UsdPerGpuHour = Annotated[
+    float, v.USD_PER_GPU_HOUR.before, v.USD_PER_GPU_HOUR.field("catalog price")
+]
+Efficiency = Annotated[
+    float, v.EFFICIENCY.before, v.EFFICIENCY.field("achieved share of the dense bf16 peak")
+]
+SoftmaxSpeedup = Annotated[
+    float,
+    v.SOFTMAX_SPEEDUP.before,
+    v.SOFTMAX_SPEEDUP.field("softmax exponent throughput vs matmul"),
+]
 GpuName = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
 
 
 class Link(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     kind: LinkKind
-    gb_per_s: LinkGbPerS = Field(description="GPU-to-GPU bandwidth, one direction, GB/s; "
-                                             f"{v.LINK_GB_PER_S.describe()}")
+    gb_per_s: LinkGbPerS = Field(
+        description=f"GPU-to-GPU bandwidth, one direction, GB/s; {v.LINK_GB_PER_S.describe()}"
+    )
 
 
 MaturityFactor = Annotated[float, Field(gt=0, le=2)]
@@ -61,8 +73,10 @@ class Maturity(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     role: Literal["target", "drafter"]
-    engine: str = Field(description="capture engine (sglang, vllm) for the target role, "
-                                    "training stack (pytorch) for the drafter")
+    engine: str = Field(
+        description="capture engine (sglang, vllm) for the target role, "
+        "training stack (pytorch) for the drafter"
+    )
     factor: MaturityFactor = Field(description="central factor on the rate")
     low: MaturityFactor
     high: MaturityFactor
@@ -73,8 +87,9 @@ class Maturity(BaseModel):
     @model_validator(mode="after")
     def _ordered(self) -> Maturity:
         if not self.low <= self.factor <= self.high:
-            raise ValueError(f"low {self.low:g} <= factor {self.factor:g} <= high "
-                             f"{self.high:g} must hold")
+            raise ValueError(
+                f"low {self.low:g} <= factor {self.factor:g} <= high {self.high:g} must hold"
+            )
         if self.expires <= self.date:
             raise ValueError(f"expires {self.expires} must come after date {self.date}")
         return self
@@ -101,16 +116,24 @@ class Gpu(BaseModel):
     matmul_ceiling: Efficiency | None = None
     softmax_speedup: SoftmaxSpeedup = 1.0
     host_link_gb_per_s: LinkGbPerS | None = Field(
-        None, description="GPU-host copy bandwidth, one direction, GB/s; default: the GPU "
-                          "link when it is PCIe")
+        None,
+        description="GPU-host copy bandwidth, one direction, GB/s; default: the GPU "
+        "link when it is PCIe",
+    )
     host_memory_gb: HostMemoryGb | None = Field(
-        None, description="host RAM of one node, GB (the Mooncake store's segments and "
-                          "buffers live there); None: unknown, not checked")
-    arch: str = Field("", description="kernel family (e.g. sm100, sm120, sm90): a measured "
-                                      "shortfall may belong to it")
+        None,
+        description="host RAM of one node, GB (the Mooncake store's segments and "
+        "buffers live there); None: unknown, not checked",
+    )
+    arch: str = Field(
+        "",
+        description="kernel family (e.g. sm100, sm120, sm90): a measured "
+        "shortfall may belong to it",
+    )
     source: str = Field("", max_length=v.TEXT_CHARS)
-    maturity: tuple[Maturity, ...] = Field((), description="software maturity per role and "
-                                                           "engine (dated, with a source)")
+    maturity: tuple[Maturity, ...] = Field(
+        (), description="software maturity per role and engine (dated, with a source)"
+    )
 
     def maturity_of(self, role: str, engine: str) -> Maturity | None:
         return next((m for m in self.maturity if m.role == role and m.engine == engine), None)
@@ -152,38 +175,56 @@ class Gpu(BaseModel):
 GPU_FIELDS = [name for name in Gpu.model_fields if name != "key"]
 
 
-def parse_gpus(doc: Mapping[str, object], where: str, text: str | None = None,
-               base: Mapping[str, Gpu] | None = None) -> dict[str, Gpu]:
+def parse_gpus(
+    doc: Mapping[str, object],
+    where: str,
+    text: str | None = None,
+    base: Mapping[str, Gpu] | None = None,
+) -> dict[str, Gpu]:
     """GPU tables of a TOML document. A table whose key is in base only changes the fields
     it names (so `[b200] usd_per_gpu_hour = 6.1` is a complete override file)."""
     gpus: dict[str, Gpu] = {}
     for key, table in doc.items():
         line = None
-        if len(key) > KEY_CHARS or not KEY_PATTERN.fullmatch(key) \
-                or not isinstance(table, Mapping):
+        if len(key) > KEY_CHARS or not KEY_PATTERN.fullmatch(key) or not isinstance(table, Mapping):
             line = line_of(text, (key,)) if text else None
         place = f"{where}:{line}" if line else where
         if len(key) > KEY_CHARS or not KEY_PATTERN.fullmatch(key):
-            raise PlanError(f"{place}: GPU key {v.short_repr(key)}: use lower-case letters, "
-                            f"digits, '.' and '-', starting with a letter or digit, at most "
-                            f"{KEY_CHARS} characters (e.g. my-gpu)", key)
+            raise PlanError(
+                f"{place}: GPU key {v.short_repr(key)}: use lower-case letters, "
+                f"digits, '.' and '-', starting with a letter or digit, at most "
+                f"{KEY_CHARS} characters (e.g. my-gpu)",
+                key,
+            )
         if not isinstance(table, Mapping):
-            raise PlanError(f"{place}: '{key}' must be a table [{key}] of GPU fields, "
-                            f"got {v.short_repr(table)}", key)
+            raise PlanError(
+                f"{place}: '{key}' must be a table [{key}] of GPU fields, "
+                f"got {v.short_repr(table)}",
+                key,
+            )
         fields = dict(table)
         if "key" in fields:
             line = line_of(text, (key, "key")) if text else None
-            raise PlanError(f"{where}:{line}: {key}.key: not a GPU field; the table name "
-                            f"[{key}] is the GPU's key" if line else
-                            f"{where}: {key}.key: not a GPU field; the table name [{key}] is "
-                            f"the GPU's key", f"{key}.key")
+            raise PlanError(
+                f"{where}:{line}: {key}.key: not a GPU field; the table name "
+                f"[{key}] is the GPU's key"
+                if line
+                else f"{where}: {key}.key: not a GPU field; the table name [{key}] is "
+                f"the GPU's key",
+                f"{key}.key",
+            )
         if base and key in base:
             fields = {**base[key].model_dump(exclude={"key"}, exclude_none=True), **fields}
         try:
             gpus[key] = Gpu.model_validate({**fields, "key": key})
         except ValidationError as err:
-            raise explain(err, where, text, prefix=(key,),
-                          known={(key,): GPU_FIELDS, (key, "link"): ["kind", "gb_per_s"]}) from None
+            raise explain(
+                err,
+                where,
+                text,
+                prefix=(key,),
+                known={(key,): GPU_FIELDS, (key, "link"): ["kind", "gb_per_s"]},
+            ) from None
     return gpus
 
 

@@ -33,9 +33,10 @@ class Offer(BaseModel):
     usd_per_gpu_hour: float = Field(gt=0.0, le=1000.0, allow_inf_nan=False)
     unit_gpus: int = Field(1, ge=1, le=1024)
     instance: str = Field("", max_length=200)
-    date: str = Field(pattern=r"^(\d{4}-\d{2}(-\d{2})?|undated)$",
-                      description="YYYY-MM-DD or YYYY-MM when the source showed the price, "
-                                  "or undated")
+    date: str = Field(
+        pattern=r"^(\d{4}-\d{2}(-\d{2})?|undated)$",
+        description="YYYY-MM-DD or YYYY-MM when the source showed the price, or undated",
+    )
     source: str = Field("", max_length=2000)
     quote: str = Field("", max_length=4000)
     notes: str = Field("", max_length=4000)
@@ -52,8 +53,7 @@ class Offer(BaseModel):
         return age is None or age > PRICE_MAX_AGE_DAYS
 
 
-def parse_offers(doc: Mapping[str, Any], where: str, text: str | None = None
-                 ) -> tuple[Offer, ...]:
+def parse_offers(doc: Mapping[str, Any], where: str, text: str | None = None) -> tuple[Offer, ...]:
     rows = doc.get("offer", [])
     unknown = set(doc) - {"offer"}
     if unknown:
@@ -86,4 +86,3 @@ def find(offers: Sequence[Offer], provider: str, gpu: str, kind: str) -> Offer |
     """The provider's offer for a GPU: the smallest rental unit, then the lowest price."""
     matches = [o for o in offers if o.provider == provider and o.gpu == gpu and o.kind == kind]
     return min(matches, key=lambda o: (o.unit_gpus, o.usd_per_gpu_hour), default=None)
-

@@ -32,8 +32,9 @@ SCHEMA_VERSION: Final = 1
 # Every number a plan holds, with its range (docs/limits.md).
 GpuCount = Annotated[int, v.GPUS_PER_ROLE.before, v.GPUS_PER_ROLE.field("GPUs of this role")]
 TpSize = Annotated[int, v.TP.before, v.TP.field("GPUs per target replica (tensor parallel)")]
-BatchSize = Annotated[int, v.BATCH_SIZE.before,
-                      v.BATCH_SIZE.field("samples per drafter GPU per step")]
+BatchSize = Annotated[
+    int, v.BATCH_SIZE.before, v.BATCH_SIZE.field("samples per drafter GPU per step")
+]
 SampleCount = Annotated[int, v.SAMPLES.before, v.SAMPLES.field("samples per epoch")]
 SequenceTokens = Annotated[int, v.SEQUENCE_TOKENS.before, v.SEQUENCE_TOKENS.field("tokens")]
 EpochCount = Annotated[int, v.EPOCHS.before, v.EPOCHS.field("epochs")]
@@ -42,16 +43,20 @@ BlockSize = Annotated[int, v.BLOCK_SIZE.before, v.BLOCK_SIZE.field("drafted toke
 DraftLayers = Annotated[int, v.DRAFT_LAYERS.before, v.DRAFT_LAYERS.field("drafter layers")]
 LayerId = Annotated[int, v.LAYER_ID.before, v.LAYER_ID.field("a target layer number")]
 UsdPerGpuHour = Annotated[float, v.USD_PER_GPU_HOUR.before, v.USD_PER_GPU_HOUR.field("price")]
-PriceRatio = Annotated[float, v.PRICE_RATIO.before,
-                       v.PRICE_RATIO.field("price relative to the reference GPU")]
-TokensPerS = Annotated[float, v.TOKENS_PER_S_PER_GPU.before,
-                       v.TOKENS_PER_S_PER_GPU.field("measured rate")]
+PriceRatio = Annotated[
+    float, v.PRICE_RATIO.before, v.PRICE_RATIO.field("price relative to the reference GPU")
+]
+TokensPerS = Annotated[
+    float, v.TOKENS_PER_S_PER_GPU.before, v.TOKENS_PER_S_PER_GPU.field("measured rate")
+]
 Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
 StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
-StorageReadGbPerS = Annotated[float, v.STORAGE_READ_GB_PER_S.before,
-                              v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")]
-UsdPerTbMonth = Annotated[float, v.USD_PER_TB_MONTH.before,
-                          v.USD_PER_TB_MONTH.field("storage price")]
+StorageReadGbPerS = Annotated[
+    float, v.STORAGE_READ_GB_PER_S.before, v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")
+]
+UsdPerTbMonth = Annotated[
+    float, v.USD_PER_TB_MONTH.before, v.USD_PER_TB_MONTH.field("storage price")
+]
 Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
 Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
 
@@ -61,37 +66,48 @@ class _Section(BaseModel):
 
 
 class Workload(_Section):
-    target_model: Text = Field("qwen3-8b", min_length=1,
-                              description="a preset key or the path of a config.json")
+    target_model: Text = Field(
+        "qwen3-8b", min_length=1, description="a preset key or the path of a config.json"
+    )
     samples: SampleCount = recipe.SAMPLES
     avg_sample_tokens: SequenceTokens = 2344
     epochs: EpochCount = recipe.EPOCHS
     max_length: SequenceTokens = recipe.MAX_LENGTH
     num_anchors: AnchorCount = recipe.NUM_ANCHORS
     block_size: BlockSize | None = Field(
-        None, description=f"None: the target's default (16); {v.BLOCK_SIZE.describe()}")
+        None, description=f"None: the target's default (16); {v.BLOCK_SIZE.describe()}"
+    )
     draft_layers: DraftLayers = recipe.DRAFT_LAYERS
     target_layer_ids: tuple[LayerId, ...] | None = Field(
-        None, max_length=int(v.DRAFT_LAYERS.hi),
+        None,
+        max_length=int(v.DRAFT_LAYERS.hi),
         description="captured target layers; None: one per drafter layer, spread from "
-                    f"1 to n_layers - 3; each {v.LAYER_ID.describe()}")
+        f"1 to n_layers - 3; each {v.LAYER_ID.describe()}",
+    )
 
     transport: Literal["mooncake", "direct"] = Field(
-        "mooncake", description="how hidden states reach the drafters: staged through host "
-                                "memory and a Mooncake store (SpecForge, speculators), or "
-                                "device to device (your own in-process pipeline)")
+        "mooncake",
+        description="how hidden states reach the drafters: staged through host "
+        "memory and a Mooncake store (SpecForge, speculators), or "
+        "device to device (your own in-process pipeline)",
+    )
     mode: Literal["online", "offline"] = Field(
-        "online", description="online: the targets feed the drafters every epoch; offline: "
-                              "capture hidden states to storage once, then train every "
-                              "epoch from storage")
+        "online",
+        description="online: the targets feed the drafters every epoch; offline: "
+        "capture hidden states to storage once, then train every "
+        "epoch from storage",
+    )
     storage_dtype: Literal["bf16", "fp8"] = Field(
-        "bf16", description="precision of hidden states written to storage (offline)")
+        "bf16", description="precision of hidden states written to storage (offline)"
+    )
 
     @model_validator(mode="after")
     def _sample_fits(self) -> Workload:
         if self.avg_sample_tokens > self.max_length:
-            raise ValueError(f"avg_sample_tokens ({self.avg_sample_tokens}) exceeds max_length "
-                             f"({self.max_length})")
+            raise ValueError(
+                f"avg_sample_tokens ({self.avg_sample_tokens}) exceeds max_length "
+                f"({self.max_length})"
+            )
         if self.target_layer_ids is not None and not self.target_layer_ids:
             raise ValueError("target_layer_ids must be a non-empty list of layer numbers >= 0")
         return self
@@ -105,8 +121,9 @@ class TargetPool(_Section):
     @model_validator(mode="after")
     def _tp_divides(self) -> TargetPool:
         if self.count % self.tp:
-            raise ValueError(f"count {self.count} is not a multiple of tp {self.tp} "
-                             f"(each replica takes tp GPUs)")
+            raise ValueError(
+                f"count {self.count} is not a multiple of tp {self.tp} (each replica takes tp GPUs)"
+            )
         return self
 
     @property
@@ -125,13 +142,16 @@ class Cost(_Section):
     ratio: dict[str, PriceRatio] = Field(default_factory=dict)
     usd_per_gpu_hour: dict[str, UsdPerGpuHour] = Field(default_factory=dict)
     provider: Name | None = Field(
-        None, description="take prices and rental units from this provider's offers "
-                          "(dflash-plan prices); the plan's own figures still win")
+        None,
+        description="take prices and rental units from this provider's offers "
+        "(dflash-plan prices); the plan's own figures still win",
+    )
     kind: Literal["on-demand", "spot", "reserved"] = "on-demand"
     unit_gpus: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=dict,
         description="GPUs per rental unit of a GPU type (8 when only whole 8-GPU nodes are "
-                    "rented): cost counts the GPUs billed, in whole units; 1 to 1024")
+        "rented): cost counts the GPUs billed, in whole units; 1 to 1024",
+    )
 
 
 # The on-disk formats of offline hidden states (model/physics/storage.py says what each
@@ -143,18 +163,24 @@ class Storage(_Section):
     """Where offline hidden states live. Every key is optional: None means not bounded
     (space, bandwidth) or not priced."""
 
-    tb: StorageTb | None = Field(None, description="space available, TB (1e12 bytes); "
-                                                   "None: not checked")
+    tb: StorageTb | None = Field(
+        None, description="space available, TB (1e12 bytes); None: not checked"
+    )
     read_gb_per_s_per_node: StorageReadGbPerS | None = Field(
-        None, description="what one node reads from storage, GB/s; None: not a bound")
+        None, description="what one node reads from storage, GB/s; None: not a bound"
+    )
     usd_per_tb_month: UsdPerTbMonth | None = Field(None, description="None: not priced")
     format: StorageFormat | None = Field(
-        None, description="what is stored per token besides the captured layers; None: "
-                          "the launch format's (speculators for speculators, else specforge)")
+        None,
+        description="what is stored per token besides the captured layers; None: "
+        "the launch format's (speculators for speculators, else specforge)",
+    )
     billing: Literal["by-phase", "whole-run"] = Field(
-        "by-phase", description="by-phase: the targets are rented for the capture only and "
-                                "the drafters for the training only; whole-run: the plan's "
-                                "GPUs are rented for both phases, each role idle in the other")
+        "by-phase",
+        description="by-phase: the targets are rented for the capture only and "
+        "the drafters for the training only; whole-run: the plan's "
+        "GPUs are rented for both phases, each role idle in the other",
+    )
 
 
 class Measurement(_Section):
@@ -162,16 +188,19 @@ class Measurement(_Section):
     plan's workload"; `gpu_busy` records whether the GPUs ran at full utilisation near
     their power limit (which rules out a host-bound reading of a low rate)."""
 
-    tokens_per_s: TokensPerS = Field(description="per GPU, dataset tokens per second; "
-                                                 f"{v.TOKENS_PER_S_PER_GPU.describe()}")
+    tokens_per_s: TokensPerS = Field(
+        description=f"per GPU, dataset tokens per second; {v.TOKENS_PER_S_PER_GPU.describe()}"
+    )
     target_model: Text | None = None
     avg_sample_tokens: SequenceTokens | None = None
     num_anchors: AnchorCount | None = Field(None, description="drafter measurements")
     batch_size: BatchSize | None = Field(None, description="drafter measurements")
     gpu_busy: bool | None = None
     bound: Literal["exact", "at_least"] = Field(
-        "exact", description="at_least: the role kept up at this rate (e.g. its input "
-                             "queue stayed empty), so its capacity is at least this")
+        "exact",
+        description="at_least: the role kept up at this rate (e.g. its input "
+        "queue stayed empty), so its capacity is at least this",
+    )
     source: str = ""
     date: str | None = None
 
@@ -186,9 +215,11 @@ def _calibration_kind(value: Any) -> str:
 
 
 CalibrationEntry = Annotated[
-    Annotated[TokensPerS, Tag("(rate)")] | Annotated[Measurement, Tag("(measurement)")]
+    Annotated[TokensPerS, Tag("(rate)")]
+    | Annotated[Measurement, Tag("(measurement)")]
     | Annotated[tuple[Measurement, ...], Tag("(measurements)")],
-    Discriminator(_calibration_kind)]
+    Discriminator(_calibration_kind),
+]
 
 
 class Calibration(_Section):
@@ -198,8 +229,13 @@ class Calibration(_Section):
 
 # The launch formats, by name: the one list, which model/launch's registry maps to one
 # module each (the plan sits below the launch code, so the names live here).
-LAUNCH_FORMATS: tuple[str, ...] = ("specforge", "speculators", "specforge-legacy", "slurm",
-                                   "template")
+LAUNCH_FORMATS: tuple[str, ...] = (
+    "specforge",
+    "speculators",
+    "specforge-legacy",
+    "slurm",
+    "template",
+)
 
 
 def _launch_format(value: str) -> str:
@@ -217,18 +253,21 @@ class Launch(_Section):
     plan). Every key is optional."""
 
     format: LaunchFormat = "specforge"
-    run_id: Name | None = Field(None, min_length=1,
-                                description="default: <target_model>-dflash (follows the model)")
+    run_id: Name | None = Field(
+        None, min_length=1, description="default: <target_model>-dflash (follows the model)"
+    )
     train_data_path: Text = Field("./cache/dataset/train.jsonl", min_length=1)
     output_dir: Text | None = Field(None, description="default: ./outputs/<run_id>")
     target_model_path: Text | None = Field(None, description="default: the preset's repository")
     chat_template: Text | None = None
-    hosts: tuple[Name, ...] = Field((), max_length=int(v.GPUS_PER_ROLE.hi) * 2,
-                                    description="node host names, node 0 first")
+    hosts: tuple[Name, ...] = Field(
+        (), max_length=int(v.GPUS_PER_ROLE.hi) * 2, description="node host names, node 0 first"
+    )
     master_port: Port = 29500
     base_port: Annotated[int, v.PORT.before, v.PORT.field("first capture server port")] = 30000
-    template: str | None = Field(None, max_length=v.TEMPLATE_CHARS,
-                                 description="command template with {placeholders}")
+    template: str | None = Field(
+        None, max_length=v.TEMPLATE_CHARS, description="command template with {placeholders}"
+    )
 
 
 class Plan(_Section):
@@ -266,8 +305,11 @@ def plan_from_dict(doc: dict[str, Any], where: str, text: str | None = None) -> 
     version = doc.get("schema_version", SCHEMA_VERSION)
     # `true == 1` in Python: the type is checked too.
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise PlanError(f"{where}: schema_version = {v.short_repr(version)}: this dflash-plan "
-                        f"reads schema_version {SCHEMA_VERSION} (an integer)", "schema_version")
+        raise PlanError(
+            f"{where}: schema_version = {v.short_repr(version)}: this dflash-plan "
+            f"reads schema_version {SCHEMA_VERSION} (an integer)",
+            "schema_version",
+        )
     try:
         return Plan.model_validate(doc)
     except ValidationError as err:
@@ -361,14 +403,19 @@ def apply_sets(doc: dict[str, Any], sets: list[str]) -> tuple[dict[str, Any], se
         key, sep, raw = item.partition("=")
         path = tuple(part.strip() for part in key.strip().split("."))
         if not sep or not all(path):
-            raise PlanError(f"--set {v.short_repr(item)}: expected KEY=VALUE with a dotted key, "
-                            f"e.g. target.count=7")
+            raise PlanError(
+                f"--set {v.short_repr(item)}: expected KEY=VALUE with a dotted key, "
+                f"e.g. target.count=7"
+            )
         node = doc
         for depth, part in enumerate(path[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise PlanError(f"--set {v.short_repr(item)}: '{'.'.join(path[:depth + 1])}' "
-                                f"is a value, not a table", ".".join(path[:depth + 1]))
+                raise PlanError(
+                    f"--set {v.short_repr(item)}: '{'.'.join(path[: depth + 1])}' "
+                    f"is a value, not a table",
+                    ".".join(path[: depth + 1]),
+                )
             node = child
         node[path[-1]] = _parse_value(raw.strip())
         touched.add(path)
@@ -392,8 +439,9 @@ def load_plan(path: Path | None, sets: list[str] | None = None) -> Plan:
             for key in touched:
                 dotted = ".".join(key)
                 # The error is on a key that was set, inside it, or on its table.
-                mine = err.key is not None and ((err.key + ".").startswith(dotted + ".")
-                                                or dotted.startswith(err.key + "."))
+                mine = err.key is not None and (
+                    (err.key + ".").startswith(dotted + ".") or dotted.startswith(err.key + ".")
+                )
                 if mine or f" {dotted} " in message or f"'{dotted}'" in message:
                     raise PlanError(f"--set {message.split(': ', 1)[1]}", err.key) from None
             raise

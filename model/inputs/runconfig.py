@@ -89,6 +89,7 @@ def _toml(value: Any) -> str:
 
 # --- YAML with line numbers -------------------------------------------------------------
 
+
 def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The document and the 1-based line of every key (`a.b`, `a.list[0].c`)."""
     text = read_text(path, "a run config", MAX_CONFIG_BYTES)
@@ -105,16 +106,20 @@ def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     if doc is None:
         raise PlanError(f"{path}: empty: no run config")
     if not isinstance(doc, dict):
-        raise PlanError(f"{path}: a run config is a mapping of sections (model:, data:, "
-                        f"training: ...), not a {type(doc).__name__}")
+        raise PlanError(
+            f"{path}: a run config is a mapping of sections (model:, data:, "
+            f"training: ...), not a {type(doc).__name__}"
+        )
     lines: dict[str, int] = {}
     budget = [MAX_YAML_NODES]
 
     def walk(n: yaml.Node, prefix: str) -> None:
         budget[0] -= 1
         if budget[0] < 0:
-            raise PlanError(f"{path}: more than {MAX_YAML_NODES:,} YAML nodes "
-                            f"(aliases expanding?): not a run config")
+            raise PlanError(
+                f"{path}: more than {MAX_YAML_NODES:,} YAML nodes "
+                f"(aliases expanding?): not a run config"
+            )
         if isinstance(n, yaml.MappingNode):
             for key_node, value_node in n.value:
                 name = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
@@ -143,12 +148,13 @@ def _leaves(doc: Any, prefix: str = "") -> Iterator[str]:
 class _Reader:
     """Looks keys up in a document, records the ones used, builds Settings."""
 
-    def __init__(self, path: Path, doc: dict[str, Any], lines: dict[str, int],
-                 tool: str, base: str = "") -> None:
+    def __init__(
+        self, path: Path, doc: dict[str, Any], lines: dict[str, int], tool: str, base: str = ""
+    ) -> None:
         self.path, self.doc, self.lines, self.tool, self.base = path, doc, lines, tool, base
         self.settings: list[Setting] = []
         self.used: set[str] = set()
-        self.wanted: set[str] = set()       # every key looked up, present or not
+        self.wanted: set[str] = set()  # every key looked up, present or not
         self.notes: list[str] = []
 
     def where(self, key: str) -> str:
@@ -172,18 +178,24 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-            raise PlanError(f"{self.where(key)}: {key} = {short_repr(value)}: must be a "
-                            f"whole number of at least {lo}")
+            raise PlanError(
+                f"{self.where(key)}: {key} = {short_repr(value)}: must be a "
+                f"whole number of at least {lo}"
+            )
         return value
 
     def layer_ids(self, key: str) -> tuple[int, ...] | None:
         value = self.get(key)
         if value is None:
             return None
-        if not isinstance(value, list) or not value or not all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value):
-            raise PlanError(f"{self.where(key)}: {key} = {short_repr(value)}: must be a "
-                            f"list of layer numbers")
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value)
+        ):
+            raise PlanError(
+                f"{self.where(key)}: {key} = {short_repr(value)}: must be a list of layer numbers"
+            )
         return tuple(value)
 
     def text(self, key: str) -> str | None:
@@ -198,8 +210,9 @@ class _Reader:
         self.settings.append(Setting(plan_key, value, f"{self.where(key)} ({key})"))
 
     def default(self, plan_key: str, value: Any, key: str, schema: str) -> None:
-        self.settings.append(Setting(plan_key, value,
-                                     f"{self.tool}'s default for {key} ({schema})"))
+        self.settings.append(
+            Setting(plan_key, value, f"{self.tool}'s default for {key} ({schema})")
+        )
 
     def result(self) -> RunConfig:
         ignored = []
@@ -207,16 +220,17 @@ class _Reader:
             if leaf in self.used or any(leaf.startswith(u + ".") for u in self.used):
                 continue
             ignored.append(f"{leaf} ({self.where(leaf)}){self._hint(leaf)}")
-        return RunConfig(str(self.path), self.tool, tuple(self.settings), tuple(ignored),
-                         tuple(self.notes))
-
+        return RunConfig(
+            str(self.path), self.tool, tuple(self.settings), tuple(ignored), tuple(self.notes)
+        )
 
     def _hint(self, leaf: str) -> str:
         """' (did you mean ...?)' when an ignored key is a near-miss of a key read here
         in the same section (a typo would otherwise leave the tool's default in force)."""
         section, _, name = leaf.rpartition(".")
-        names = [w.rpartition(".")[2] for w in self.wanted - self.used
-                 if w.rpartition(".")[0] == section]
+        names = [
+            w.rpartition(".")[2] for w in self.wanted - self.used if w.rpartition(".")[0] == section
+        ]
         close = difflib.get_close_matches(name, names, n=1, cutoff=SUGGEST_CUTOFF)
         return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -257,12 +271,16 @@ def _specforge(path: Path, doc: dict[str, Any], lines: dict[str, int]) -> RunCon
     r = _Reader(path, doc, lines, "SpecForge")
     strategy = r.text("training.strategy") or "eagle3"
     if strategy not in ("dflash", "domino", "dspark"):
-        r.notes.append(f"training.strategy = {strategy!r}: the planner models DFlash; the "
-                       f"workload below is read as if it were")
-    for key, plan_key, default in (("training.num_anchors", "workload.num_anchors", 512),
-                                   ("training.num_epochs", "workload.epochs", 1),
-                                   ("training.batch_size", "drafter.batch_size", 1),
-                                   ("data.max_length", "workload.max_length", 2048)):
+        r.notes.append(
+            f"training.strategy = {strategy!r}: the planner models DFlash; the "
+            f"workload below is read as if it were"
+        )
+    for key, plan_key, default in (
+        ("training.num_anchors", "workload.num_anchors", 512),
+        ("training.num_epochs", "workload.epochs", 1),
+        ("training.batch_size", "drafter.batch_size", 1),
+        ("data.max_length", "workload.max_length", 2048),
+    ):
         value = r.number(key)
         if value is None:
             r.default(plan_key, default, key, _SF_SCHEMA)
@@ -273,52 +291,75 @@ def _specforge(path: Path, doc: dict[str, Any], lines: dict[str, int]) -> RunCon
     draft_spec = r.text("model.draft_model_config")
     draft = _draft_config(path, draft_spec)
     if draft_spec and draft is None:
-        r.notes.append(f"model.draft_model_config {draft_spec!r} is not a local file: its "
-                       f"layers, block size and captured layers were not read")
+        r.notes.append(
+            f"model.draft_model_config {draft_spec!r} is not a local file: its "
+            f"layers, block size and captured layers were not read"
+        )
     for key, plan_key, draft_key, default in (
-            ("model.draft_num_hidden_layers", "workload.draft_layers", "num_hidden_layers", 1),
-            ("model.draft_block_size", "workload.block_size", "block_size", 16)):
+        ("model.draft_num_hidden_layers", "workload.draft_layers", "num_hidden_layers", 1),
+        ("model.draft_block_size", "workload.block_size", "block_size", 16),
+    ):
         value = r.number(key)
         if value is not None:
             r.put(plan_key, value, key)
         elif draft and isinstance(draft[0].get(draft_key), int):
-            r.settings.append(Setting(plan_key, draft[0][draft_key],
-                                      f"{draft[1]} ({draft_key}, model.draft_model_config)"))
+            r.settings.append(
+                Setting(
+                    plan_key,
+                    draft[0][draft_key],
+                    f"{draft[1]} ({draft_key}, model.draft_model_config)",
+                )
+            )
         elif draft_spec is None:
             r.default(plan_key, default, key, _SF_SCHEMA)
     layer_ids = r.layer_ids("model.aux_hidden_state_layer_ids")
     if layer_ids is not None:
         r.put("workload.target_layer_ids", list(layer_ids), "model.aux_hidden_state_layer_ids")
-    elif draft and isinstance(draft[0].get("dflash_config"), dict) and \
-            isinstance(draft[0]["dflash_config"].get("target_layer_ids"), list):
-        r.settings.append(Setting("workload.target_layer_ids",
-                                  list(draft[0]["dflash_config"]["target_layer_ids"]),
-                                  f"{draft[1]} (dflash_config.target_layer_ids, "
-                                  f"model.draft_model_config)"))
+    elif (
+        draft
+        and isinstance(draft[0].get("dflash_config"), dict)
+        and isinstance(draft[0]["dflash_config"].get("target_layer_ids"), list)
+    ):
+        r.settings.append(
+            Setting(
+                "workload.target_layer_ids",
+                list(draft[0]["dflash_config"]["target_layer_ids"]),
+                f"{draft[1]} (dflash_config.target_layer_ids, model.draft_model_config)",
+            )
+        )
     target = r.text("model.target_model_path")
     if target:
         model = _target_model(target)
         if model:
             r.put("workload.target_model", model, "model.target_model_path")
         else:
-            r.notes.append(f"model.target_model_path {target!r}: not a preset's repository "
-                           f"nor a local folder with config.json; the plan's model is kept")
+            r.notes.append(
+                f"model.target_model_path {target!r}: not a preset's repository "
+                f"nor a local folder with config.json; the plan's model is kept"
+            )
         r.put("launch.target_model_path", target, "model.target_model_path")
-    for key, plan_key in (("data.train_data_path", "launch.train_data_path"),
-                          ("data.chat_template", "launch.chat_template"),
-                          ("run_id", "launch.run_id"), ("output_dir", "launch.output_dir")):
+    for key, plan_key in (
+        ("data.train_data_path", "launch.train_data_path"),
+        ("data.chat_template", "launch.chat_template"),
+        ("run_id", "launch.run_id"),
+        ("output_dir", "launch.output_dir"),
+    ):
         if (text := r.text(key)) is not None:
             r.put(plan_key, text, key)
     _specforge_topology(r)
     accumulation = r.number("training.accumulation_steps") or 1
     if accumulation > 1:
-        r.notes.append(f"training.accumulation_steps = {accumulation}: one optimizer step "
-                       f"takes {accumulation} batches; the plan counts samples per batch")
+        r.notes.append(
+            f"training.accumulation_steps = {accumulation}: one optimizer step "
+            f"takes {accumulation} batches; the plan counts samples per batch"
+        )
     max_steps = r.number("training.max_steps")
     if max_steps:
-        r.notes.append(f"training.max_steps = {max_steps:,} stops the run after "
-                       f"{max_steps:,} optimizer steps, before num_epochs if the dataset "
-                       f"is larger than that many steps' samples")
+        r.notes.append(
+            f"training.max_steps = {max_steps:,} stops the run after "
+            f"{max_steps:,} optimizer steps, before num_epochs if the dataset "
+            f"is larger than that many steps' samples"
+        )
     return r.result()
 
 
@@ -329,24 +370,35 @@ def _specforge_topology(r: _Reader) -> None:
     nodes = r.number("deployment.trainer.nnodes")
     per_node = r.number("deployment.trainer.nproc_per_node")
     if nodes is not None or per_node is not None:
-        key = "deployment.trainer.nproc_per_node" if per_node is not None \
+        key = (
+            "deployment.trainer.nproc_per_node"
+            if per_node is not None
             else "deployment.trainer.nnodes"
-        r.settings.append(Setting("drafter.count", (nodes or 1) * (per_node or 1),
-                                  f"{r.where(key)} (deployment.trainer.nnodes x "
-                                  f"nproc_per_node)"))
+        )
+        r.settings.append(
+            Setting(
+                "drafter.count",
+                (nodes or 1) * (per_node or 1),
+                f"{r.where(key)} (deployment.trainer.nnodes x nproc_per_node)",
+            )
+        )
     backend = r.text("deployment.disaggregated.backend")
     if backend == "mooncake":
         r.put("workload.transport", "mooncake", "deployment.disaggregated.backend")
     elif backend:
-        r.notes.append(f"deployment.disaggregated.backend = {backend!r}: neither of the "
-                       f"planner's transports; the plan's is kept")
+        r.notes.append(
+            f"deployment.disaggregated.backend = {backend!r}: neither of the "
+            f"planner's transports; the plan's is kept"
+        )
     servers = r.get("deployment.disaggregated.managed_local.capture_servers")
     key = "deployment.disaggregated.managed_local.capture_servers"
     if isinstance(servers, list) and servers:
         tps = [s.get("tp_size", 1) if isinstance(s, dict) else None for s in servers]
         if not all(isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 for tp in tps):
-            raise PlanError(f"{r.where(key)}: {key}: every server's tp_size must be a "
-                            f"whole number of at least 1")
+            raise PlanError(
+                f"{r.where(key)}: {key}: every server's tp_size must be a "
+                f"whole number of at least 1"
+            )
         r.put("target.count", sum(tps), key)
         if len(set(tps)) == 1:
             r.put("target.tp", tps[0], key)
@@ -354,8 +406,10 @@ def _specforge_topology(r: _Reader) -> None:
             r.notes.append(f"capture servers of different tp_size {tps}: the plan has one")
     urls = r.get("deployment.disaggregated.server_urls")
     if isinstance(urls, list) and urls and not servers:
-        r.notes.append(f"{len(urls)} external capture server(s) in server_urls: the config "
-                       f"does not say their GPUs; set target.count and target.tp")
+        r.notes.append(
+            f"{len(urls)} external capture server(s) in server_urls: the config "
+            f"does not say their GPUs; set target.count and target.tp"
+        )
 
 
 # --- speculators ------------------------------------------------------------------------
@@ -370,16 +424,32 @@ _SP_FIELDS: dict[str, tuple[str, str, Any]] = {
     "total_seq_len": ("data", "workload.max_length", 8192),
     "verifier_name_or_path": ("verifier", "workload.target_model", None),
 }
-_SP_GROUPS = ("verifier", "draft", "data", "generation", "loss", "optimizer", "scheduler",
-              "trainer", "logging", "dflash", "dspark", "peagle", "mtp", "backend")
+_SP_GROUPS = (
+    "verifier",
+    "draft",
+    "data",
+    "generation",
+    "loss",
+    "optimizer",
+    "scheduler",
+    "trainer",
+    "logging",
+    "dflash",
+    "dspark",
+    "peagle",
+    "mtp",
+    "backend",
+)
 
 
 def _speculators_fields(r: _Reader, values: dict[str, Any], keys: dict[str, str]) -> None:
     """Settings from flat field values (keys: field -> the key or flag it was read from)."""
     kind = values.get("speculator_type")
     if kind is not None and kind != "dflash":
-        r.notes.append(f"speculator_type = {kind!r}: the planner models DFlash; the "
-                       f"workload below is read as if it were")
+        r.notes.append(
+            f"speculator_type = {kind!r}: the planner models DFlash; the "
+            f"workload below is read as if it were"
+        )
     for name, (_, plan_key, default) in _SP_FIELDS.items():
         value = values.get(name)
         source = keys.get(name, name)
@@ -391,25 +461,37 @@ def _speculators_fields(r: _Reader, values: dict[str, Any], keys: dict[str, str]
             model = _target_model(str(value))
             if model:
                 r.settings.append(Setting(plan_key, model, f"{r.where(source)} ({source})"))
-                r.settings.append(Setting("launch.target_model_path", str(value),
-                                          f"{r.where(source)} ({source})"))
+                r.settings.append(
+                    Setting("launch.target_model_path", str(value), f"{r.where(source)} ({source})")
+                )
             else:
-                r.notes.append(f"{source} {value!r}: not a preset's repository nor a local "
-                               f"folder with config.json; the plan's model is kept")
+                r.notes.append(
+                    f"{source} {value!r}: not a preset's repository nor a local "
+                    f"folder with config.json; the plan's model is kept"
+                )
             continue
         if name == "target_layer_ids":
-            ok = isinstance(value, list) and value and all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value)
+            ok = (
+                isinstance(value, list)
+                and value
+                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value)
+            )
         else:
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         if not ok:
             kind = _FLAG_KIND.get(name, "a whole number of at least 1")
-            raise PlanError(f"{r.where(source)}: {source} = {short_repr(value)}: must be "
-                            f"{kind}")
-        r.settings.append(Setting(plan_key, list(value) if isinstance(value, list) else value,
-                                  f"{r.where(source)} ({source})"))
-    r.notes.append("speculators packs samples into total_seq_len tokens per step: it has "
-                   "no per-GPU batch size, and max_length is the packed length")
+            raise PlanError(f"{r.where(source)}: {source} = {short_repr(value)}: must be {kind}")
+        r.settings.append(
+            Setting(
+                plan_key,
+                list(value) if isinstance(value, list) else value,
+                f"{r.where(source)} ({source})",
+            )
+        )
+    r.notes.append(
+        "speculators packs samples into total_seq_len tokens per step: it has "
+        "no per-GPU batch size, and max_length is the packed length"
+    )
 
 
 def _speculators_yaml(path: Path, doc: dict[str, Any], lines: dict[str, int]) -> RunConfig:
@@ -430,9 +512,13 @@ def _speculators_yaml(path: Path, doc: dict[str, Any], lines: dict[str, int]) ->
     if base:
         others = [k for k in doc if k != "train"]
         if others:
-            result = RunConfig(result.path, result.tool, result.settings,
-                               result.ignored + tuple(f"{k} (stage, not train)" for k in others),
-                               result.notes)
+            result = RunConfig(
+                result.path,
+                result.tool,
+                result.settings,
+                result.ignored + tuple(f"{k} (stage, not train)" for k in others),
+                result.notes,
+            )
     return result
 
 
@@ -467,14 +553,17 @@ def read_train_command(path: Path) -> RunConfig:
         at = next((i for i, w in enumerate(words) if w.endswith("train.py")), None)
         if at is None:
             continue
-        config = _speculators_flags(path, raw, start, words[at + 1:], variables)
+        config = _speculators_flags(path, raw, start, words[at + 1 :], variables)
         drafters = _torchrun_gpus(path, raw, start, words[:at], variables)
         if drafters is None:
             return config
-        return RunConfig(config.path, config.tool, (*config.settings, drafters),
-                         config.ignored, config.notes)
-    raise PlanError(f"{path}: no scripts/train.py command (a speculators launch script "
-                    f"runs `torchrun ... scripts/train.py --max-anchors ...`)")
+        return RunConfig(
+            config.path, config.tool, (*config.settings, drafters), config.ignored, config.notes
+        )
+    raise PlanError(
+        f"{path}: no scripts/train.py command (a speculators launch script "
+        f"runs `torchrun ... scripts/train.py --max-anchors ...`)"
+    )
 
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$")
@@ -500,8 +589,9 @@ def _shell_variables(joined: list[tuple[int, str]]) -> dict[str, tuple[str, int]
     return found
 
 
-def _speculators_flags(path: Path, raw: list[str], start: int, words: list[str],
-                       variables: dict[str, tuple[str, int]]) -> RunConfig:
+def _speculators_flags(
+    path: Path, raw: list[str], start: int, words: list[str], variables: dict[str, tuple[str, int]]
+) -> RunConfig:
     lines: dict[str, int] = {}
     values: dict[str, Any] = {}
     keys: dict[str, str] = {}
@@ -519,12 +609,15 @@ def _speculators_flags(path: Path, raw: list[str], start: int, words: list[str],
             args.append(words[i])
             i += 1
         name = flag[2:].replace("-", "_")
-        line = next((n for n in range(start, len(raw) + 1)
-                     if flag in raw[n - 1].split("#", 1)[0]), start)
+        line = next(
+            (n for n in range(start, len(raw) + 1) if flag in raw[n - 1].split("#", 1)[0]), start
+        )
         where = f"{path.name}:{line}"
         if name == "config":
-            r.notes.append(f"{where}: --config {' '.join(args)}: read that file too "
-                           f"(its values yield to these flags)")
+            r.notes.append(
+                f"{where}: --config {' '.join(args)}: read that file too "
+                f"(its values yield to these flags)"
+            )
             continue
         if name not in _SP_FIELDS and name != "speculator_type":
             ignored.append(f"{flag} ({where})")
@@ -535,13 +628,15 @@ def _speculators_flags(path: Path, raw: list[str], start: int, words: list[str],
             variable = ref and (ref.group(1) or ref.group(2))
             if variable and variable in variables:
                 value, at_line = variables[variable]
-                resolved += value.split()   # an unquoted expansion is split into words
+                resolved += value.split()  # an unquoted expansion is split into words
                 via.append(f"{variable} at {path.name}:{at_line}")
             else:
                 resolved.append(arg)
         if any("$" in arg for arg in resolved):
-            ignored.append(f"{flag} {' '.join(args)} ({where}: a shell variable this "
-                           f"script does not set plainly, not read)")
+            ignored.append(
+                f"{flag} {' '.join(args)} ({where}: a shell variable this "
+                f"script does not set plainly, not read)"
+            )
             unresolved.add(name)
             continue
         try:
@@ -552,8 +647,10 @@ def _speculators_flags(path: Path, raw: list[str], start: int, words: list[str],
             else:
                 parsed = int(resolved[0])
         except (ValueError, IndexError):
-            raise PlanError(f"{where}: {flag} {short_repr(' '.join(resolved))}: must be "
-                            f"{_FLAG_KIND.get(name, 'a whole number')}") from None
+            raise PlanError(
+                f"{where}: {flag} {short_repr(' '.join(resolved))}: must be "
+                f"{_FLAG_KIND.get(name, 'a whole number')}"
+            ) from None
         keys[name] = flag + (f", {', '.join(via)}" if via else "")
         values[name] = parsed
         lines[keys[name]] = line
@@ -564,8 +661,9 @@ def _speculators_flags(path: Path, raw: list[str], start: int, words: list[str],
     return RunConfig(str(path), "speculators", settings, tuple(ignored), tuple(r.notes))
 
 
-def _torchrun_gpus(path: Path, raw: list[str], start: int, words: list[str],
-                   variables: dict[str, tuple[str, int]]) -> Setting | None:
+def _torchrun_gpus(
+    path: Path, raw: list[str], start: int, words: list[str], variables: dict[str, tuple[str, int]]
+) -> Setting | None:
     """drafter.count from torchrun's --nnodes x --nproc_per_node before the script (the
     trainer's ranks are the drafter GPUs), when both are literal or plain variables."""
     found: dict[str, int] = {}
@@ -586,12 +684,18 @@ def _torchrun_gpus(path: Path, raw: list[str], start: int, words: list[str],
         lines.append(f"{path.name}:{line}")
     if "nproc_per_node" not in found:
         return None
-    return Setting("drafter.count", found.get("nnodes", 1) * found["nproc_per_node"],
-                   f"{lines[0]} (torchrun --nnodes x --nproc_per_node)")
+    return Setting(
+        "drafter.count",
+        found.get("nnodes", 1) * found["nproc_per_node"],
+        f"{lines[0]} (torchrun --nnodes x --nproc_per_node)",
+    )
 
 
-_FLAG_KIND = {"target_layer_ids": "a list of layer numbers", "verifier_name_or_path": "a model",
-              "speculator_type": "a speculator type"}
+_FLAG_KIND = {
+    "target_layer_ids": "a list of layer numbers",
+    "verifier_name_or_path": "a model",
+    "speculator_type": "a speculator type",
+}
 
 
 def read_run_config(path: Path) -> RunConfig:
@@ -604,9 +708,14 @@ def read_run_config(path: Path) -> RunConfig:
     doc, lines = _load_yaml(path)
     if "model" in doc or "training" in doc:
         return _specforge(path, doc, lines)
-    if isinstance(doc.get("train"), dict) or any(g in doc for g in _SP_GROUPS if g != "data") \
-            or "speculator_type" in doc:
+    if (
+        isinstance(doc.get("train"), dict)
+        or any(g in doc for g in _SP_GROUPS if g != "data")
+        or "speculator_type" in doc
+    ):
         return _speculators_yaml(path, doc, lines)
-    raise PlanError(f"{path}: neither a SpecForge config (model:, data:, training:) nor a "
-                    f"speculators one (verifier:, draft:, data:, trainer:); top-level keys: "
-                    f"{', '.join(map(str, list(doc)[:8]))}")
+    raise PlanError(
+        f"{path}: neither a SpecForge config (model:, data:, training:) nor a "
+        f"speculators one (verifier:, draft:, data:, trainer:); top-level keys: "
+        f"{', '.join(map(str, list(doc)[:8]))}"
+    )

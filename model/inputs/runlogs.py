@@ -83,8 +83,10 @@ class Spread:
     warmup: int
 
     def describe(self, unit: str = "tok/s") -> str:
-        return (f"median of {self.count} reports {self.median:,.0f} {unit} (quartiles "
-                f"{self.low:,.0f}-{self.high:,.0f}; first {self.warmup} dropped as warm-up)")
+        return (
+            f"median of {self.count} reports {self.median:,.0f} {unit} (quartiles "
+            f"{self.low:,.0f}-{self.high:,.0f}; first {self.warmup} dropped as warm-up)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +135,11 @@ def steady(values: Sequence[float], warmup_share: float = WARMUP_SHARE) -> Sprea
     (in the order given, which is the run's order), or None for no values."""
     if not values:
         return None
-    drop = (max(1, math.ceil(len(values) * warmup_share))
-            if len(values) >= MIN_REPORTS_FOR_WARMUP else 0)
+    drop = (
+        max(1, math.ceil(len(values) * warmup_share))
+        if len(values) >= MIN_REPORTS_FOR_WARMUP
+        else 0
+    )
     kept = sorted(values[drop:])
     median = statistics.median(kept)
     low, high = median, median
@@ -168,14 +173,29 @@ def _file_date(path: Path) -> str:
     return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).date().isoformat()
 
 
-def _point(role: Role, gpu: str | None, tokens_per_s: float, ctx: RunContext, *,
-           bound: str, source: str, date: str | None, spread: Spread | None,
-           gpu_busy: bool | None = None, notes: list[str]) -> Point | None:
+def _point(
+    role: Role,
+    gpu: str | None,
+    tokens_per_s: float,
+    ctx: RunContext,
+    *,
+    bound: str,
+    source: str,
+    date: str | None,
+    spread: Spread | None,
+    gpu_busy: bool | None = None,
+    notes: list[str],
+) -> Point | None:
     """A Point, or None with a note when the rate is outside what a plan accepts."""
     fields: dict[str, Any] = {
-        "tokens_per_s": tokens_per_s, "bound": bound, "source": source, "date": date,
+        "tokens_per_s": tokens_per_s,
+        "bound": bound,
+        "source": source,
+        "date": date,
         "avg_sample_tokens": max(1, round(ctx.avg_sample_tokens)),
-        "target_model": ctx.target_model, "gpu_busy": gpu_busy}
+        "target_model": ctx.target_model,
+        "gpu_busy": gpu_busy,
+    }
     if role == "drafter":
         fields |= {"num_anchors": ctx.num_anchors, "batch_size": ctx.batch_size}
     try:
@@ -187,11 +207,16 @@ def _point(role: Role, gpu: str | None, tokens_per_s: float, ctx: RunContext, *,
 
 
 def _require_tokens(ctx: RunContext) -> None:
-    if not (isinstance(ctx.avg_sample_tokens, (int, float))
-            and math.isfinite(ctx.avg_sample_tokens) and ctx.avg_sample_tokens > 0):
-        raise PlanError(f"average sample length {ctx.avg_sample_tokens!r}: must be a "
-                        f"positive number of tokens (it turns samples/s into tokens/s)",
-                        "workload.avg_sample_tokens")
+    if not (
+        isinstance(ctx.avg_sample_tokens, (int, float))
+        and math.isfinite(ctx.avg_sample_tokens)
+        and ctx.avg_sample_tokens > 0
+    ):
+        raise PlanError(
+            f"average sample length {ctx.avg_sample_tokens!r}: must be a "
+            f"positive number of tokens (it turns samples/s into tokens/s)",
+            "workload.avg_sample_tokens",
+        )
 
 
 # --- SpecForge ------------------------------------------------------------------------
@@ -207,8 +232,7 @@ def _require_tokens(ctx: RunContext) -> None:
 # "train/" prefix (specforge/training/tracking.py, training_metric_names).
 _SPECFORGE_STEP = re.compile(r"\bstep (\d+): \{")
 _SPECFORGE_DICT = re.compile(r"\bstep (\d+): (\{.*\})\s*$")
-_PY_SCALAR = re.compile(
-    r"'((?:[^'\\]|\\.)*)': (-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)")
+_PY_SCALAR = re.compile(r"'((?:[^'\\]|\\.)*)': (-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)")
 # The legacy colocated trainer (scripts/train_dflash.py, SpecForge 40d8fef, removed in
 # d5883d5) shows on its rank-0 tqdm bar, per micro step:
 #     progress_bar.set_postfix({"loss": ..., "acc": ..., "iter_time": f"{elapsed:.2f}s"})
@@ -228,12 +252,16 @@ _LEGACY_BAR = re.compile(r"Training Epoch (\d+):.*\biter_time=(\d+\.?\d*)s")
 # torchspec/inference/factory.py:129/184/327 print
 #   f"Initializing {n} Sgl engines ({g} GPU(s) each, ...)" (HF and vLLM alike).
 _TS_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d)[ T]\d\d:\d\d:\d\d")
-_TS_START = re.compile(r"Starting: num_steps=\d+.*?global_batch_size=(\d+), "
-                       r"accumulation_steps=(\d+), dp_size=(\d+), "
-                       r"per_dp_rank_batch_size=(\d+)")
+_TS_START = re.compile(
+    r"Starting: num_steps=\d+.*?global_batch_size=(\d+), "
+    r"accumulation_steps=(\d+), dp_size=(\d+), "
+    r"per_dp_rank_batch_size=(\d+)"
+)
 _TS_ENGINES = re.compile(r"Initializing (\d+) (?:Sgl|HF|vLLM) engines \((\d+) GPU\(s\) each")
-_TS_TIMING = re.compile(r"TIMING step=(\d+): step=(\d+\.?\d*)s data=(\d+\.?\d*)s "
-                        r"compute=(\d+\.?\d*)s .*dispatch=(\d+\.?\d*)s")
+_TS_TIMING = re.compile(
+    r"TIMING step=(\d+): step=(\d+\.?\d*)s data=(\d+\.?\d*)s "
+    r"compute=(\d+\.?\d*)s .*dispatch=(\d+\.?\d*)s"
+)
 _TS_BAR_FIELD = re.compile(r"(?:^|[ ,])(thru|I|T)=(\d+\.?\d*)(?=[,\]\s]|$)")
 
 
@@ -258,8 +286,7 @@ class _Series:
         self.values.setdefault(kind, []).append(value)
 
 
-def read_training_log(path: Path, ctx: RunContext,
-                      progress: Progress | None = None) -> LogReading:
+def read_training_log(path: Path, ctx: RunContext, progress: Progress | None = None) -> LogReading:
     """The drafter's (and, where the log shows it, the targets') per-GPU rate in a
     SpecForge or TorchSpec training log. PlanError when the file has none of their
     throughput lines."""
@@ -268,8 +295,9 @@ def read_training_log(path: Path, ctx: RunContext,
     skips = _Skips(path)
     spec, legacy, torch = _Series(), _Series(), _Series()
     ts_shape: dict[str, int] = {}
-    for record in records(path, MAX_LOG_LINE_BYTES, split_cr=True, progress=progress,
-                          what="a training log"):
+    for record in records(
+        path, MAX_LOG_LINE_BYTES, split_cr=True, progress=progress, what="a training log"
+    ):
         text = _text(record, skips)
         if text is None:
             continue
@@ -292,9 +320,11 @@ def read_training_log(path: Path, ctx: RunContext,
     if legacy.values:
         return _legacy_reading(path, ctx, legacy, skips, date)
     hint = f"; skipped {skips.count:,} (first: {skips.first})" if skips.count else ""
-    raise PlanError(f"{path}: no SpecForge or TorchSpec throughput lines (looked for "
-                    f"'step N: {{...perf/...}}', 'TIMING step=', tqdm 'iter_time=' or "
-                    f"'thru='): is this the trainer's log?{hint}")
+    raise PlanError(
+        f"{path}: no SpecForge or TorchSpec throughput lines (looked for "
+        f"'step N: {{...perf/...}}', 'TIMING step=', tqdm 'iter_time=' or "
+        f"'thru='): is this the trainer's log?{hint}"
+    )
 
 
 def _specforge_line(text: str, record: Record, series: _Series, skips: _Skips) -> None:
@@ -306,11 +336,20 @@ def _specforge_line(text: str, record: Record, series: _Series, skips: _Skips) -
     step_s = metrics.get("perf/optimizer_step_time_s")
     samples_per_s = metrics.get("perf/global_samples_per_second")
     if step_s is None and samples_per_s is None:
-        return              # an eval line or a version without perf figures: not ours
-    if not (step_s and samples_per_s and step_s > 0 and samples_per_s > 0
-            and math.isfinite(step_s) and math.isfinite(samples_per_s)):
-        skips.add(record.line, f"step {match.group(1)}: perf figures missing or not "
-                               f"positive (step time {step_s}, samples/s {samples_per_s})")
+        return  # an eval line or a version without perf figures: not ours
+    if not (
+        step_s
+        and samples_per_s
+        and step_s > 0
+        and samples_per_s > 0
+        and math.isfinite(step_s)
+        and math.isfinite(samples_per_s)
+    ):
+        skips.add(
+            record.line,
+            f"step {match.group(1)}: perf figures missing or not "
+            f"positive (step time {step_s}, samples/s {samples_per_s})",
+        )
         return
     wait_s = metrics.get("perf/data_wait_time_s", 0.0)
     compute_s = metrics.get("perf/train_compute_time_s", step_s - wait_s)
@@ -324,8 +363,9 @@ def _specforge_line(text: str, record: Record, series: _Series, skips: _Skips) -
     series.add("samples_per_s", samples_per_s)
 
 
-def _specforge_reading(path: Path, ctx: RunContext, s: _Series, skips: _Skips,
-                       date: str) -> LogReading:
+def _specforge_reading(
+    path: Path, ctx: RunContext, s: _Series, skips: _Skips, date: str
+) -> LogReading:
     notes: list[str] = []
     points: list[Point] = []
     v = s.values
@@ -338,82 +378,132 @@ def _specforge_reading(path: Path, ctx: RunContext, s: _Series, skips: _Skips,
         per_gpu_step = [float(ctx.batch_size * ctx.accumulation_steps)] * windows
         dp = [g * t / per_gpu_step[0] for g, t in zip(v["samples_per_s"], v["step_s"], strict=True)]
         dp_median = statistics.median(dp)
-        notes.append(f"{dp_median:.1f} drafter GPUs implied by the log's global samples/s "
-                     f"and {ctx.batch_size} x {ctx.accumulation_steps} samples per GPU "
-                     f"per step")
+        notes.append(
+            f"{dp_median:.1f} drafter GPUs implied by the log's global samples/s "
+            f"and {ctx.batch_size} x {ctx.accumulation_steps} samples per GPU "
+            f"per step"
+        )
         if ctx.drafter_gpus and abs(dp_median / ctx.drafter_gpus - 1) > 0.1:
-            notes.append(f"the plan says {ctx.drafter_gpus} drafter GPUs: check the batch "
-                         f"size and GPU count of the run this log is from")
+            notes.append(
+                f"the plan says {ctx.drafter_gpus} drafter GPUs: check the batch "
+                f"size and GPU count of the run this log is from"
+            )
     elif ctx.drafter_gpus:
-        per_gpu_step = [g * t / ctx.drafter_gpus
-                        for g, t in zip(v["samples_per_s"], v["step_s"], strict=True)]
+        per_gpu_step = [
+            g * t / ctx.drafter_gpus for g, t in zip(v["samples_per_s"], v["step_s"], strict=True)
+        ]
     if per_gpu_step is None:
-        notes.append("drafter rate not derived: give the run's batch size or its number "
-                     "of drafter GPUs")
+        notes.append(
+            "drafter rate not derived: give the run's batch size or its number of drafter GPUs"
+        )
     else:
         # The drafter's own capacity: its samples over its compute time, data wait left
         # out (the model adds a blocking fetch separately, model/pipeline.py). Compute
         # includes the gradient all-reduce, so a multi-GPU run slightly understates one
         # GPU's compute rate.
-        rates = [n / c * ctx.avg_sample_tokens
-                 for n, c in zip(per_gpu_step, v["compute_s"], strict=True)]
+        rates = [
+            n / c * ctx.avg_sample_tokens for n, c in zip(per_gpu_step, v["compute_s"], strict=True)
+        ]
         spread = steady(rates)
         assert spread is not None
-        point = _point("drafter", ctx.drafter_gpu, spread.median, ctx, bound="exact",
-                       source=f"{where}, samples per GPU-step / compute time, "
-                              f"{spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            "drafter",
+            ctx.drafter_gpu,
+            spread.median,
+            ctx,
+            bound="exact",
+            source=f"{where}, samples per GPU-step / compute time, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     shares = steady([w / t for w, t in zip(v["wait_s"], v["step_s"], strict=True)])
     assert shares is not None
     if shares.median >= DATA_WAIT_NOTE_SHARE:
-        notes.append(f"the drafter waited for data {shares.median:.0%} of each step: "
-                     f"the targets or the hidden-state transfer set the pace")
+        notes.append(
+            f"the drafter waited for data {shares.median:.0%} of each step: "
+            f"the targets or the hidden-state transfer set the pace"
+        )
     else:
-        notes.append(f"the drafter waited for data {shares.median:.0%} of each step: it "
-                     f"set the pace, so the targets' rate is a lower bound")
+        notes.append(
+            f"the drafter waited for data {shares.median:.0%} of each step: it "
+            f"set the pace, so the targets' rate is a lower bound"
+        )
     if ctx.target_gpus:
         rates = [g * ctx.avg_sample_tokens / ctx.target_gpus for g in v["samples_per_s"]]
         spread = steady(rates)
         assert spread is not None
-        point = _point("target", ctx.target_gpu, spread.median, ctx, bound="at_least",
-                       source=f"{where}, pipeline tokens/s over {ctx.target_gpus} target "
-                              f"GPUs, {spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            "target",
+            ctx.target_gpu,
+            spread.median,
+            ctx,
+            bound="at_least",
+            source=f"{where}, pipeline tokens/s over {ctx.target_gpus} target "
+            f"GPUs, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     else:
         notes.append("targets' rate not derived: give the run's number of target GPUs")
-    return LogReading(str(path), "SpecForge log", tuple(points), windows, skips.count,
-                      skips.first, tuple(notes))
+    return LogReading(
+        str(path), "SpecForge log", tuple(points), windows, skips.count, skips.first, tuple(notes)
+    )
 
 
-def _legacy_reading(path: Path, ctx: RunContext, s: _Series, skips: _Skips,
-                    date: str) -> LogReading:
-    notes = ["colocated trainer: every GPU ran the target forward and the drafter step "
-             "in turn at this rate, so each role alone runs at least this fast"]
+def _legacy_reading(
+    path: Path, ctx: RunContext, s: _Series, skips: _Skips, date: str
+) -> LogReading:
+    notes = [
+        "colocated trainer: every GPU ran the target forward and the drafter step "
+        "in turn at this rate, so each role alone runs at least this fast"
+    ]
     points: list[Point] = []
     iters = s.values["iter_s"]
     if not ctx.batch_size:
-        notes.append("rates not derived: give the run's --batch-size (samples per GPU "
-                     "per step; the bar does not show it)")
+        notes.append(
+            "rates not derived: give the run's --batch-size (samples per GPU "
+            "per step; the bar does not show it)"
+        )
     else:
         rates = [ctx.batch_size * ctx.avg_sample_tokens / t for t in iters]
         spread = steady(rates)
         assert spread is not None
-        pairs: tuple[tuple[Role, str | None], ...] = (("target", ctx.target_gpu),
-                                                      ("drafter", ctx.drafter_gpu))
+        pairs: tuple[tuple[Role, str | None], ...] = (
+            ("target", ctx.target_gpu),
+            ("drafter", ctx.drafter_gpu),
+        )
         for role, gpu in pairs:
-            point = _point(role, gpu, spread.median, ctx, bound="at_least",
-                           source=f"{path.name}: SpecForge legacy train_dflash.py bar, "
-                                  f"batch / iter_time, {spread.describe()}",
-                           date=date, spread=spread, notes=notes)
+            point = _point(
+                role,
+                gpu,
+                spread.median,
+                ctx,
+                bound="at_least",
+                source=f"{path.name}: SpecForge legacy train_dflash.py bar, "
+                f"batch / iter_time, {spread.describe()}",
+                date=date,
+                spread=spread,
+                notes=notes,
+            )
             points += [point] if point else []
-    return LogReading(str(path), "SpecForge legacy log", tuple(points), len(iters),
-                      skips.count, skips.first, tuple(notes))
+    return LogReading(
+        str(path),
+        "SpecForge legacy log",
+        tuple(points),
+        len(iters),
+        skips.count,
+        skips.first,
+        tuple(notes),
+    )
 
 
-def _torchspec_line(text: str, record: Record, series: _Series, shape: dict[str, int],
-                    skips: _Skips) -> None:
+def _torchspec_line(
+    text: str, record: Record, series: _Series, shape: dict[str, int], skips: _Skips
+) -> None:
     stamp = _TS_STAMP.match(text)
     if "TIMING step=" in text:
         match = _TS_TIMING.search(text)
@@ -440,67 +530,102 @@ def _torchspec_line(text: str, record: Record, series: _Series, shape: dict[str,
     elif match := _TS_START.search(text):
         shape.update(global_batch=int(match.group(1)), dp=int(match.group(3)))
     elif match := _TS_ENGINES.search(text):
-        shape["target_gpus"] = shape.get("target_gpus", 0) + \
-            int(match.group(1)) * int(match.group(2))
+        shape["target_gpus"] = shape.get("target_gpus", 0) + int(match.group(1)) * int(
+            match.group(2)
+        )
     else:
         return
     if stamp:
         series.date = stamp.group(1)
 
 
-def _torchspec_reading(path: Path, ctx: RunContext, s: _Series, shape: dict[str, int],
-                       skips: _Skips, date: str) -> LogReading:
+def _torchspec_reading(
+    path: Path, ctx: RunContext, s: _Series, shape: dict[str, int], skips: _Skips, date: str
+) -> LogReading:
     notes: list[str] = []
     points: list[Point] = []
     v = s.values
     where = f"{path.name}: TorchSpec log"
     dp = shape.get("dp") or ctx.drafter_gpus
-    per_gpu_step = (shape["global_batch"] / shape["dp"] if "global_batch" in shape
-                    and shape.get("dp") else
-                    ctx.batch_size * ctx.accumulation_steps if ctx.batch_size else None)
+    per_gpu_step = (
+        shape["global_batch"] / shape["dp"]
+        if "global_batch" in shape and shape.get("dp")
+        else ctx.batch_size * ctx.accumulation_steps
+        if ctx.batch_size
+        else None
+    )
     if "dp" in shape and ctx.drafter_gpus and shape["dp"] != ctx.drafter_gpus:
-        notes.append(f"the log's run had dp_size={shape['dp']} drafter GPUs, the plan "
-                     f"{ctx.drafter_gpus}: the per-GPU rate is the log's")
+        notes.append(
+            f"the log's run had dp_size={shape['dp']} drafter GPUs, the plan "
+            f"{ctx.drafter_gpus}: the per-GPU rate is the log's"
+        )
     target_gpus = shape.get("target_gpus") or ctx.target_gpus
     if v.get("compute_s") and per_gpu_step:
         # Per GPU: the global batch over the data-parallel ranks, over rank 0's CUDA-event
         # compute time (forward, backward, optimizer; docs/performance_metrics.md).
         spread = steady([per_gpu_step / c * ctx.avg_sample_tokens for c in v["compute_s"]])
         assert spread is not None
-        point = _point("drafter", ctx.drafter_gpu, spread.median, ctx, bound="exact",
-                       source=f"{where}, TIMING steps {s.steps[0]}-{s.steps[-1]}, batch "
-                              f"per GPU / compute time, {spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            "drafter",
+            ctx.drafter_gpu,
+            spread.median,
+            ctx,
+            bound="exact",
+            source=f"{where}, TIMING steps {s.steps[0]}-{s.steps[-1]}, batch "
+            f"per GPU / compute time, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     elif v.get("train") and dp:
         # T = global batch / step time: includes the data wait, so a lower bound.
         spread = steady([t / dp * ctx.avg_sample_tokens for t in v["train"]])
         assert spread is not None
-        point = _point("drafter", ctx.drafter_gpu, spread.median, ctx, bound="at_least",
-                       source=f"{where}, bar T over {dp} GPUs, {spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            "drafter",
+            ctx.drafter_gpu,
+            spread.median,
+            ctx,
+            bound="at_least",
+            source=f"{where}, bar T over {dp} GPUs, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     else:
-        notes.append("drafter rate not derived: no TIMING lines with a known batch per "
-                     "GPU (debug.enable_perf_metrics, or give the batch size)")
+        notes.append(
+            "drafter rate not derived: no TIMING lines with a known batch per "
+            "GPU (debug.enable_perf_metrics, or give the batch size)"
+        )
     kind, bound = ("infer", "exact") if v.get("infer") else ("thru", "at_least")
     if v.get(kind) and target_gpus:
         # I: the engines' capacity if every slot were busy; thru: what flowed.
-        label = ("bar I (inference capacity)" if kind == "infer"
-                 else "bar thru (pipeline samples/s)")
+        label = "bar I (inference capacity)" if kind == "infer" else "bar thru (pipeline samples/s)"
         spread = steady([x * ctx.avg_sample_tokens / target_gpus for x in v[kind]])
         assert spread is not None
-        point = _point("target", ctx.target_gpu, spread.median, ctx, bound=bound,
-                       source=f"{where}, {label} over {target_gpus} target GPUs, "
-                              f"{spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            "target",
+            ctx.target_gpu,
+            spread.median,
+            ctx,
+            bound=bound,
+            source=f"{where}, {label} over {target_gpus} target GPUs, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     elif v.get(kind):
-        notes.append("targets' rate not derived: the log names no engines; give the "
-                     "run's number of target GPUs")
+        notes.append(
+            "targets' rate not derived: the log names no engines; give the "
+            "run's number of target GPUs"
+        )
     used = max(len(v.get("compute_s", ())), len(v.get("thru", ())))
-    return LogReading(str(path), "TorchSpec log", tuple(points), used, skips.count,
-                      skips.first, tuple(notes))
+    return LogReading(
+        str(path), "TorchSpec log", tuple(points), used, skips.count, skips.first, tuple(notes)
+    )
 
 
 # --- the user's own pipeline ------------------------------------------------------------
@@ -521,8 +646,9 @@ def _timestamp(value: Any) -> float:
             try:
                 stamp = dt.datetime.fromisoformat(text)
             except ValueError:
-                raise ValueError("must be seconds since 1970 or an ISO 8601 date and time "
-                                 "(2026-11-30T15:04:05Z)") from None
+                raise ValueError(
+                    "must be seconds since 1970 or an ISO 8601 date and time (2026-11-30T15:04:05Z)"
+                ) from None
             if stamp.tzinfo is None:
                 stamp = stamp.replace(tzinfo=dt.UTC)
             seconds = stamp.timestamp()
@@ -531,12 +657,17 @@ def _timestamp(value: Any) -> float:
     return seconds
 
 
-def _own_rows(path: Path, skips: _Skips, progress: Progress | None
-              ) -> Iterator[tuple[int, dict[str, Any]]]:
+def _own_rows(
+    path: Path, skips: _Skips, progress: Progress | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     header: list[str] | None = None
     json_lines: bool | None = None
-    for record in records(path, MAX_LOG_LINE_BYTES, progress=progress,
-                          what="a throughput file (timestamp, role, gpu, tokens_per_s)"):
+    for record in records(
+        path,
+        MAX_LOG_LINE_BYTES,
+        progress=progress,
+        what="a throughput file (timestamp, role, gpu, tokens_per_s)",
+    ):
         text = _text(record, skips)
         if text is None:
             continue
@@ -547,9 +678,11 @@ def _own_rows(path: Path, skips: _Skips, progress: Progress | None
                 header = [name.strip().lower() for name in next(csv.reader([text]))]
                 missing = [c for c in OWN_COLUMNS if c not in header]
                 if missing:
-                    raise PlanError(f"{path}:{record.line}: header {short_repr(text)} lacks "
-                                    f"{', '.join(missing)}; the columns are "
-                                    f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)")
+                    raise PlanError(
+                        f"{path}:{record.line}: header {short_repr(text)} lacks "
+                        f"{', '.join(missing)}; the columns are "
+                        f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+                    )
                 continue
         if json_lines:
             try:
@@ -566,19 +699,23 @@ def _own_rows(path: Path, skips: _Skips, progress: Progress | None
             cells = next(csv.reader([text]))
             if len(cells) != len(header):
                 why = " (the file may be truncated)" if record.last else ""
-                skips.add(record.line, f"{len(cells)} columns, the header has "
-                                       f"{len(header)}{why}")
+                skips.add(record.line, f"{len(cells)} columns, the header has {len(header)}{why}")
                 continue
             row = dict(zip(header, cells, strict=True))
         yield record.line, row
     if json_lines is None:
         what = f"no readable line (first: {skips.first})" if skips.count else "empty file"
-        raise PlanError(f"{path}: {what}; expected lines of {', '.join(OWN_COLUMNS)} "
-                        f"(docs/own-numbers.md)")
+        raise PlanError(
+            f"{path}: {what}; expected lines of {', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+        )
 
 
-def read_own_log(path: Path, ctx: RunContext, progress: Progress | None = None,
-                 warmup_share: float = WARMUP_SHARE) -> LogReading:
+def read_own_log(
+    path: Path,
+    ctx: RunContext,
+    progress: Progress | None = None,
+    warmup_share: float = WARMUP_SHARE,
+) -> LogReading:
     """Per (role, GPU) the median rate of a `timestamp, role, gpu, tokens_per_s` file
     (CSV with that header, or JSON lines with those keys; docs/own-numbers.md), over the
     steady part of each series in time order."""
@@ -609,14 +746,17 @@ def read_own_log(path: Path, ctx: RunContext, progress: Progress | None = None,
         elif not gpu or len(gpu) > 200 or not gpu.isprintable():
             skips.add(line, f"gpu {short_repr(row['gpu'])}: must be a GPU key (b200)")
         elif not (math.isfinite(rate) and rate > 0):
-            skips.add(line, f"tokens_per_s {short_repr(row['tokens_per_s'])}: must be a "
-                            f"positive number")
+            skips.add(
+                line, f"tokens_per_s {short_repr(row['tokens_per_s'])}: must be a positive number"
+            )
         else:
             series.setdefault((role, gpu), []).append((seconds, rate))
     if not series:
         hint = f" ({skips.count:,} skipped, first: {skips.first})" if skips.count else ""
-        raise PlanError(f"{path}: no throughput reports{hint}; expected lines of "
-                        f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)")
+        raise PlanError(
+            f"{path}: no throughput reports{hint}; expected lines of "
+            f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+        )
     notes = [f"columns not used: {', '.join(sorted(extra))}"] if extra else []
     points: list[Point] = []
     for (role, gpu), reports in sorted(series.items()):
@@ -624,13 +764,22 @@ def read_own_log(path: Path, ctx: RunContext, progress: Progress | None = None,
         spread = steady([rate for _, rate in reports], warmup_share)
         assert spread is not None
         date = dt.datetime.fromtimestamp(reports[-1][0], dt.UTC).date().isoformat()
-        point = _point(role, gpu, spread.median, ctx, bound="exact",  # type: ignore[arg-type]
-                       source=f"{path.name}: own pipeline, {spread.describe()}",
-                       date=date, spread=spread, notes=notes)
+        point = _point(
+            role,
+            gpu,
+            spread.median,
+            ctx,
+            bound="exact",  # type: ignore[arg-type]
+            source=f"{path.name}: own pipeline, {spread.describe()}",
+            date=date,
+            spread=spread,
+            notes=notes,
+        )
         points += [point] if point else []
     used = sum(len(r) for r in series.values())
-    return LogReading(str(path), "own pipeline", tuple(points), used, skips.count,
-                      skips.first, tuple(notes))
+    return LogReading(
+        str(path), "own pipeline", tuple(points), used, skips.count, skips.first, tuple(notes)
+    )
 
 
 # --- probe results ----------------------------------------------------------------------
@@ -667,8 +816,15 @@ class _ProbeFile(BaseModel):
     drafter: _ProbeRole | None = None
 
 
-_MEASUREMENT_FIELDS = ("tokens_per_s", "gpu_busy", "target_model", "avg_sample_tokens",
-                       "num_anchors", "batch_size", "bound")
+_MEASUREMENT_FIELDS = (
+    "tokens_per_s",
+    "gpu_busy",
+    "target_model",
+    "avg_sample_tokens",
+    "num_anchors",
+    "batch_size",
+    "bound",
+)
 
 
 def read_probe(path: Path) -> LogReading:
@@ -681,8 +837,10 @@ def read_probe(path: Path) -> LogReading:
     if version is None:
         raise PlanError(f"{path}: not a dflash-plan probe result (no probe_format key)")
     if isinstance(version, int) and not isinstance(version, bool) and version > PROBE_FORMAT:
-        raise PlanError(f"{path}: probe_format {version} was written by a newer "
-                        f"dflash-plan; this one reads probe_format {PROBE_FORMAT}")
+        raise PlanError(
+            f"{path}: probe_format {version} was written by a newer "
+            f"dflash-plan; this one reads probe_format {PROBE_FORMAT}"
+        )
     known_top = set(_ProbeFile.model_fields)
     known_role = set(_ProbeRole.model_fields)
     ignored = [k for k in doc if k not in known_top]
@@ -696,10 +854,11 @@ def read_probe(path: Path) -> LogReading:
     except ValidationError as err:
         raise explain(err, str(path), text) from None
     if probe.probe_format != PROBE_FORMAT:
-        raise PlanError(f"{path}: probe_format = {probe.probe_format!r}: this dflash-plan "
-                        f"reads probe_format {PROBE_FORMAT}")
-    notes = [f"keys not known to this version, left out: {', '.join(ignored)}"] if ignored \
-        else []
+        raise PlanError(
+            f"{path}: probe_format = {probe.probe_format!r}: this dflash-plan "
+            f"reads probe_format {PROBE_FORMAT}"
+        )
+    notes = [f"keys not known to this version, left out: {', '.join(ignored)}"] if ignored else []
     points: list[Point] = []
     for role in ROLES:
         result: _ProbeRole | None = getattr(probe, role)
@@ -712,9 +871,11 @@ def read_probe(path: Path) -> LogReading:
             measured.pop("batch_size", None)
         seconds = f", {result.seconds:,.0f} s" if result.seconds else ""
         try:
-            measurement = Measurement(**measured, date=probe.date,
-                                      source=f"probe {path.name} ({probe.tool_version}"
-                                             f"{seconds})")
+            measurement = Measurement(
+                **measured,
+                date=probe.date,
+                source=f"probe {path.name} ({probe.tool_version}{seconds})",
+            )
         except ValidationError as err:
             raise explain(err, str(path), text, prefix=(role,)) from None
         values.pop("seconds", None)
@@ -724,8 +885,9 @@ def read_probe(path: Path) -> LogReading:
     return LogReading(str(path), "probe result", tuple(points), len(points), notes=tuple(notes))
 
 
-def read_throughput(path: Path, ctx: RunContext | None = None,
-                    progress: Progress | None = None) -> LogReading:
+def read_throughput(
+    path: Path, ctx: RunContext | None = None, progress: Progress | None = None
+) -> LogReading:
     """Any of the three kinds: a .toml file is a probe result; a .csv or .jsonl file, or
     one whose first line is a JSON object or names tokens_per_s, the own format; anything
     else a training log. ctx is required for the last two."""
@@ -733,8 +895,9 @@ def read_throughput(path: Path, ctx: RunContext | None = None,
     if path.suffix.lower() == ".toml":
         return read_probe(path)
     if ctx is None:
-        raise PlanError(f"{path}: reading a log needs the plan's average sample length "
-                        f"(tokens per sample)")
+        raise PlanError(
+            f"{path}: reading a log needs the plan's average sample length (tokens per sample)"
+        )
     if path.suffix.lower() in (".csv", ".jsonl"):
         return read_own_log(path, ctx, progress)
     stream = records(path, MAX_LOG_LINE_BYTES, what="a log or throughput file")

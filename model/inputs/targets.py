@@ -35,8 +35,9 @@ class TargetModel(BaseModel):
     name: str
     n_layers: Layers
     hidden: Width
-    intermediate: Width = Field(description="config intermediate_size (the dense FFN); "
-                                            f"{v.MODEL_WIDTH.describe()}")
+    intermediate: Width = Field(
+        description=f"config intermediate_size (the dense FFN); {v.MODEL_WIDTH.describe()}"
+    )
     n_heads: Heads
     n_kv_heads: Heads
     head_dim: HeadDim
@@ -85,8 +86,10 @@ class TargetModel(BaseModel):
     @property
     def ffn_params_total(self) -> int:
         if self.is_moe:
-            return (self.hidden * self.n_experts
-                    + self.n_experts * 3 * self.hidden * self.moe_intermediate)
+            return (
+                self.hidden * self.n_experts
+                + self.n_experts * 3 * self.hidden * self.moe_intermediate
+            )
         return 3 * self.hidden * self.intermediate
 
     @property
@@ -127,36 +130,113 @@ def _preset(**fields: Any) -> TargetModel:
 PRESETS: dict[str, TargetModel] = {
     model.key: model
     for model in (
-        _preset(key="qwen3-4b", hf_id="Qwen/Qwen3-4B", chat_template="qwen",
-                name="Qwen3-4B", n_layers=36, hidden=2560, intermediate=9728,
-                n_heads=32, n_kv_heads=8, head_dim=128, vocab=151_936, tie_embeddings=True),
-        _preset(key="qwen3-8b", hf_id="Qwen/Qwen3-8B", chat_template="qwen",
-                name="Qwen3-8B", n_layers=36, hidden=4096, intermediate=12288,
-                n_heads=32, n_kv_heads=8, head_dim=128, vocab=151_936),
-        _preset(key="llama-3.1-8b-instruct", hf_id="meta-llama/Llama-3.1-8B-Instruct",
-                chat_template="llama3",
-                name="Llama-3.1-8B-Instruct", n_layers=32,
-                hidden=4096, intermediate=14336, n_heads=32, n_kv_heads=8, head_dim=128,
-                vocab=128_256),
-        _preset(key="qwen3-30b-a3b", hf_id="Qwen/Qwen3-30B-A3B", chat_template="qwen",
-                name="Qwen3-30B-A3B", n_layers=48, hidden=2048,
-                intermediate=6144, n_heads=32, n_kv_heads=4, head_dim=128, vocab=151_936,
-                n_experts=128, experts_per_token=8, moe_intermediate=768),
-        _preset(key="llama-3.3-70b-instruct", hf_id="meta-llama/Llama-3.3-70B-Instruct",
-                chat_template="llama3",
-                name="Llama-3.3-70B-Instruct", n_layers=80,
-                hidden=8192, intermediate=28672, n_heads=64, n_kv_heads=8, head_dim=128,
-                vocab=128_256),
-        _preset(key="gpt-oss-20b", hf_id="openai/gpt-oss-20b", chat_template="gpt-oss",
-                name="gpt-oss-20b", n_layers=24, hidden=2880,
-                intermediate=2880, n_heads=64, n_kv_heads=8, head_dim=64, vocab=201_088,
-                n_experts=32, experts_per_token=4, moe_intermediate=2880, sliding_window=128,
-                sliding_layers=tuple(range(0, 24, 2)), default_block_size=10),
-        _preset(key="gpt-oss-120b", hf_id="openai/gpt-oss-120b", chat_template="gpt-oss",
-                name="gpt-oss-120b", n_layers=36, hidden=2880,
-                intermediate=2880, n_heads=64, n_kv_heads=8, head_dim=64, vocab=201_088,
-                n_experts=128, experts_per_token=4, moe_intermediate=2880, sliding_window=128,
-                sliding_layers=tuple(range(0, 36, 2)), default_block_size=10),
+        _preset(
+            key="qwen3-4b",
+            hf_id="Qwen/Qwen3-4B",
+            chat_template="qwen",
+            name="Qwen3-4B",
+            n_layers=36,
+            hidden=2560,
+            intermediate=9728,
+            n_heads=32,
+            n_kv_heads=8,
+            head_dim=128,
+            vocab=151_936,
+            tie_embeddings=True,
+        ),
+        _preset(
+            key="qwen3-8b",
+            hf_id="Qwen/Qwen3-8B",
+            chat_template="qwen",
+            name="Qwen3-8B",
+            n_layers=36,
+            hidden=4096,
+            intermediate=12288,
+            n_heads=32,
+            n_kv_heads=8,
+            head_dim=128,
+            vocab=151_936,
+        ),
+        _preset(
+            key="llama-3.1-8b-instruct",
+            hf_id="meta-llama/Llama-3.1-8B-Instruct",
+            chat_template="llama3",
+            name="Llama-3.1-8B-Instruct",
+            n_layers=32,
+            hidden=4096,
+            intermediate=14336,
+            n_heads=32,
+            n_kv_heads=8,
+            head_dim=128,
+            vocab=128_256,
+        ),
+        _preset(
+            key="qwen3-30b-a3b",
+            hf_id="Qwen/Qwen3-30B-A3B",
+            chat_template="qwen",
+            name="Qwen3-30B-A3B",
+            n_layers=48,
+            hidden=2048,
+            intermediate=6144,
+            n_heads=32,
+            n_kv_heads=4,
+            head_dim=128,
+            vocab=151_936,
+            n_experts=128,
+            experts_per_token=8,
+            moe_intermediate=768,
+        ),
+        _preset(
+            key="llama-3.3-70b-instruct",
+            hf_id="meta-llama/Llama-3.3-70B-Instruct",
+            chat_template="llama3",
+            name="Llama-3.3-70B-Instruct",
+            n_layers=80,
+            hidden=8192,
+            intermediate=28672,
+            n_heads=64,
+            n_kv_heads=8,
+            head_dim=128,
+            vocab=128_256,
+        ),
+        _preset(
+            key="gpt-oss-20b",
+            hf_id="openai/gpt-oss-20b",
+            chat_template="gpt-oss",
+            name="gpt-oss-20b",
+            n_layers=24,
+            hidden=2880,
+            intermediate=2880,
+            n_heads=64,
+            n_kv_heads=8,
+            head_dim=64,
+            vocab=201_088,
+            n_experts=32,
+            experts_per_token=4,
+            moe_intermediate=2880,
+            sliding_window=128,
+            sliding_layers=tuple(range(0, 24, 2)),
+            default_block_size=10,
+        ),
+        _preset(
+            key="gpt-oss-120b",
+            hf_id="openai/gpt-oss-120b",
+            chat_template="gpt-oss",
+            name="gpt-oss-120b",
+            n_layers=36,
+            hidden=2880,
+            intermediate=2880,
+            n_heads=64,
+            n_kv_heads=8,
+            head_dim=64,
+            vocab=201_088,
+            n_experts=128,
+            experts_per_token=4,
+            moe_intermediate=2880,
+            sliding_window=128,
+            sliding_layers=tuple(range(0, 36, 2)),
+            default_block_size=10,
+        ),
     )
 }
 
@@ -181,12 +261,19 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "sliding_window": ("sliding_window",),
 }
 _BOUNDS: dict[str, v.Bound] = {
-    "hidden": v.MODEL_WIDTH, "n_heads": v.MODEL_HEADS, "n_layers": v.MODEL_LAYERS,
-    "intermediate": v.MODEL_WIDTH, "n_kv_heads": v.MODEL_HEADS, "head_dim": v.HEAD_DIM,
-    "vocab": v.VOCAB, "n_experts": v.EXPERTS, "experts_per_token": v.EXPERTS,
-    "moe_intermediate": v.MODEL_WIDTH, "sliding_window": v.SLIDING_WINDOW,
+    "hidden": v.MODEL_WIDTH,
+    "n_heads": v.MODEL_HEADS,
+    "n_layers": v.MODEL_LAYERS,
+    "intermediate": v.MODEL_WIDTH,
+    "n_kv_heads": v.MODEL_HEADS,
+    "head_dim": v.HEAD_DIM,
+    "vocab": v.VOCAB,
+    "n_experts": v.EXPERTS,
+    "experts_per_token": v.EXPERTS,
+    "moe_intermediate": v.MODEL_WIDTH,
+    "sliding_window": v.SLIDING_WINDOW,
 }
-_NAME_CHARS = 100          # a `_name_or_path` longer than this is shown cut
+_NAME_CHARS = 100  # a `_name_or_path` longer than this is shown cut
 
 
 def _reject_constant(name: str) -> float:
@@ -218,23 +305,26 @@ class _Config:
                 raise PlanError(f"{self.where}: {name} = {v.short_repr(value)}: {err}") from None
         if default is not None:
             return default
-        raise PlanError(f"{self.where}: missing '{names[0]}' (a Hugging Face config.json of a "
-                        f"decoder model has it)")
+        raise PlanError(
+            f"{self.where}: missing '{names[0]}' (a Hugging Face config.json of a "
+            f"decoder model has it)"
+        )
 
     def flag(self, name: str, default: bool) -> bool:
         value = self.doc.get(name, default)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise PlanError(f"{self.where}: {name} = {v.short_repr(value)}: must be true or "
-                            f"false")
+            raise PlanError(f"{self.where}: {name} = {v.short_repr(value)}: must be true or false")
         return value
 
     def sliding_layers(self, n_layers: int) -> tuple[int, ...]:
         kinds = self.doc.get("layer_types") or []
         if not isinstance(kinds, list) or len(kinds) > v.MODEL_LAYERS.hi:
-            raise PlanError(f"{self.where}: layer_types: must be a list of at most "
-                            f"{v.MODEL_LAYERS.hi:,} layer kinds (e.g. \"sliding_attention\")")
+            raise PlanError(
+                f"{self.where}: layer_types: must be a list of at most "
+                f'{v.MODEL_LAYERS.hi:,} layer kinds (e.g. "sliding_attention")'
+            )
         return tuple(i for i, kind in enumerate(kinds[:n_layers]) if kind == "sliding_attention")
 
     def name(self, path: Path) -> str:
@@ -249,8 +339,7 @@ class _Config:
 def load_config_json(path: Path) -> TargetModel:
     """A target from a local Hugging Face config.json (dense, MoE, sliding-window layers).
     The file is read bounded and every field it gives is checked for type and range."""
-    text = read_text(path, "workload.target_model takes a preset name or the path of a "
-                           "config.json")
+    text = read_text(path, "workload.target_model takes a preset name or the path of a config.json")
     where = str(path)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
@@ -258,9 +347,12 @@ def load_config_json(path: Path) -> TargetModel:
         raise PlanError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
     except RecursionError:
         raise PlanError(f"{path}: not valid JSON: nested too deeply") from None
-    except ValueError as err:           # NaN/Infinity, or an integer of over 4,300 digits
-        detail = ("an integer of more than 4,300 digits" if "digits" in str(err)
-                  else str(err).splitlines()[0])
+    except ValueError as err:  # NaN/Infinity, or an integer of over 4,300 digits
+        detail = (
+            "an integer of more than 4,300 digits"
+            if "digits" in str(err)
+            else str(err).splitlines()[0]
+        )
         raise PlanError(f"{path}: not valid JSON: {detail}") from None
     if not isinstance(doc, dict):
         raise PlanError(f"{path}: expected a JSON object, got {type(doc).__name__}")
@@ -275,11 +367,15 @@ def load_config_json(path: Path) -> TargetModel:
     window = window if sliding else 0
     experts_per_token = config.whole("experts_per_token", default=0) if n_experts else 0
     if experts_per_token > n_experts:
-        raise PlanError(f"{path}: num_experts_per_tok = {experts_per_token}: more than the "
-                        f"{n_experts} experts")
+        raise PlanError(
+            f"{path}: num_experts_per_tok = {experts_per_token}: more than the {n_experts} experts"
+        )
     try:
         return TargetModel(
-            key=str(path), name=config.name(Path(path)), n_layers=layers, hidden=hidden,
+            key=str(path),
+            name=config.name(Path(path)),
+            n_layers=layers,
+            hidden=hidden,
             path=str(Path(path).resolve().parent),
             intermediate=config.whole("intermediate"),
             n_heads=heads,
@@ -308,5 +404,7 @@ def resolve_target(spec: str, base_dir: Path | None = None) -> TargetModel:
         if path.is_dir():
             path = path / "config.json"
         return load_config_json(path)
-    raise PlanError(f"workload.target_model = {spec!r}: unknown model{suggest(spec, PRESETS)}; "
-                    f"use a preset ({', '.join(PRESETS)}) or the path of a config.json")
+    raise PlanError(
+        f"workload.target_model = {spec!r}: unknown model{suggest(spec, PRESETS)}; "
+        f"use a preset ({', '.join(PRESETS)}) or the path of a config.json"
+    )

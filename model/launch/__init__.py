@@ -29,11 +29,19 @@ FORMATS: tuple[str, ...] = LAUNCH_FORMATS
 _MODULES = {name: name.replace("-", "_") for name in FORMATS}
 
 # Names other code imports from here, loaded on first use.
-_LAZY = {"LaunchScript": "common", "mem_fraction_static": "common", "context": "common",
-         "Layout": "layout", "Replica": "layout", "assign_devices": "layout",
-         "MAX_NODES": "layout", "TEMPLATE_PLACEHOLDERS": "template"}
+_LAZY = {
+    "LaunchScript": "common",
+    "mem_fraction_static": "common",
+    "context": "common",
+    "Layout": "layout",
+    "Replica": "layout",
+    "assign_devices": "layout",
+    "MAX_NODES": "layout",
+    "TEMPLATE_PLACEHOLDERS": "template",
+}
 
 __all__ = ["FORMATS", "generate", "launch_line", "launch_transport", *_LAZY]
+
 
 def launch_line(plan: Plan, fmt: str | None = None) -> str:
     """One line: which launch a projection of plan describes."""
@@ -43,11 +51,15 @@ def launch_line(plan: Plan, fmt: str | None = None) -> str:
     if transport is None:
         return f"launch: {fmt} is not what these figures describe: {PATHS[fmt][1]}"
     if transport == own:
-        return (f"launch: these figures describe the {fmt} launch (hidden states "
-                f"{TRANSPORT_NAMES[own]}, workload.transport = {own})")
-    return (f"launch: these figures are for hidden states {TRANSPORT_NAMES[own]} "
-            f"(workload.transport = {own}), which the {fmt} launch does not run: "
-            f"{PATHS[fmt][1]}; --set workload.transport={transport} projects the launched run")
+        return (
+            f"launch: these figures describe the {fmt} launch (hidden states "
+            f"{TRANSPORT_NAMES[own]}, workload.transport = {own})"
+        )
+    return (
+        f"launch: these figures are for hidden states {TRANSPORT_NAMES[own]} "
+        f"(workload.transport = {own}), which the {fmt} launch does not run: "
+        f"{PATHS[fmt][1]}; --set workload.transport={transport} projects the launched run"
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -60,13 +72,15 @@ def format_module(fmt: str) -> Any:
     from ..basics.errors import PlanError
 
     if fmt not in _MODULES:
-        raise PlanError(f"launch format {fmt!r}: choose one of {', '.join(FORMATS)}",
-                        "launch.format")
+        raise PlanError(
+            f"launch format {fmt!r}: choose one of {', '.join(FORMATS)}", "launch.format"
+        )
     return importlib.import_module(f".{_MODULES[fmt]}", __name__)
 
 
-def generate(plan: Plan, catalog: Catalog, fmt: str | None = None,
-             template: str | None = None) -> LaunchScript:
+def generate(
+    plan: Plan, catalog: Catalog, fmt: str | None = None, template: str | None = None
+) -> LaunchScript:
     """The launch script of plan in format fmt (default: the plan's launch.format).
     `template` is the user config's template, used when the plan has none. The plan is
     resolved first, so launch refuses exactly what the projection refuses."""

@@ -64,9 +64,11 @@ def output_dir(plan: Plan) -> str:
 
 def read_node_rank(nodes: int) -> str:
     """node_rank from NODE_RANK, checked to be a node index of this plan."""
-    return (f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"'
-            f"\ncase \"$node_rank\" in\n  ''|*[!0-9]*) echo \"NODE_RANK must be 0-{nodes - 1}\" "
-            f">&2; exit 2 ;;\nesac")
+    return (
+        f'node_rank="${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"'
+        f'\ncase "$node_rank" in\n  \'\'|*[!0-9]*) echo "NODE_RANK must be 0-{nodes - 1}" '
+        f">&2; exit 2 ;;\nesac"
+    )
 
 
 def node_case(sections: dict[int, list[str]], nodes: int, read_rank: bool = True) -> str:
@@ -77,7 +79,7 @@ def node_case(sections: dict[int, list[str]], nodes: int, read_rank: bool = True
     for node in range(nodes):
         body = sections.get(node) or ["echo 'nothing to run on this node'"]
         out.append(f"  {node})")
-        out += ["    " + line for line in body]   # inner newlines may sit inside quotes
+        out += ["    " + line for line in body]  # inner newlines may sit inside quotes
         out.append("    ;;")
     out += [f'  *) echo "NODE_RANK must be 0-{nodes - 1}" >&2; exit 2 ;;', "esac"]
     return "\n".join(out)
@@ -108,11 +110,14 @@ FABRIC_IP_FUNCTION = r"""fabric_ip() {   # $1: the head node
 
 def export_fabric_ip(head: str) -> str:
     """Export this node's fabric address for Mooncake (see FABRIC_IP_FUNCTION)."""
-    return (f'fabric_addr="$(fabric_ip {q(head)})"\n'
-            'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"')
+    return (
+        f'fabric_addr="$(fabric_ip {q(head)})"\n'
+        'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"'
+    )
 
 
 # --- capture-server memory ---------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class CaptureMemory:
@@ -123,9 +128,9 @@ class CaptureMemory:
 
     gpu_gib: float
     weights_gib: float
-    kv_gib: float              # KV of every in-flight sequence
-    activations_gib: float     # one layer's activations for the whole prefill batch
-    capture_gib: float         # captured hidden states of the prefill batch
+    kv_gib: float  # KV of every in-flight sequence
+    activations_gib: float  # one layer's activations for the whole prefill batch
+    capture_gib: float  # captured hidden states of the prefill batch
     runtime_gib: float
     fraction: float
 
@@ -133,7 +138,8 @@ class CaptureMemory:
     def fits(self) -> bool:
         static = self.weights_gib + self.kv_gib
         return static <= self.fraction * self.gpu_gib and (
-            static + self.activations_gib + self.capture_gib + self.runtime_gib <= self.gpu_gib)
+            static + self.activations_gib + self.capture_gib + self.runtime_gib <= self.gpu_gib
+        )
 
     def reasoning(self) -> list[str]:
         tokens = "8 in-flight max-length sequences"
@@ -143,15 +149,19 @@ class CaptureMemory:
             f"{self.kv_gib:.1f} GiB; outside it stay prefill activations "
             f"{self.activations_gib:.1f} GiB, captured states {self.capture_gib:.1f} GiB and "
             f"{self.runtime_gib:g} GiB runtime (CUDA context, NCCL, allocator); the pool "
-            f"takes the rest, within the 0.4-0.85 upstream examples use"]
+            f"takes the rest, within the 0.4-0.85 upstream examples use"
+        ]
         if not self.fits:
-            lines.append("warning: this does not fit; the capture server may run out of "
-                         "memory (fewer in-flight requests or a larger tp)")
+            lines.append(
+                "warning: this does not fit; the capture server may run out of "
+                "memory (fewer in-flight requests or a larger tp)"
+            )
         return lines
 
 
-def capture_memory(plan: Plan, gpu_memory_gib: float, model: TargetModel,
-                   captured_layers: int) -> CaptureMemory:
+def capture_memory(
+    plan: Plan, gpu_memory_gib: float, model: TargetModel, captured_layers: int
+) -> CaptureMemory:
     tp, length = plan.target.tp, plan.workload.max_length
     tokens = IN_FLIGHT_PER_SERVER * (length + CONTEXT_EXTRA_TOKENS)
     # The projection's target memory, for the whole in-flight batch instead of one sample:
@@ -165,22 +175,25 @@ def capture_memory(plan: Plan, gpu_memory_gib: float, model: TargetModel,
     static_share = (weights + kv) / gpu_memory_gib
     if fraction < static_share:
         fraction = min(0.95, math.ceil(static_share * 20 - 1e-9) / 20)
-    return CaptureMemory(gpu_memory_gib, weights, kv, activations, capture,
-                         RUNTIME_RESERVE_GIB, fraction)
+    return CaptureMemory(
+        gpu_memory_gib, weights, kv, activations, capture, RUNTIME_RESERVE_GIB, fraction
+    )
 
 
 def mem_fraction_static(plan: Plan, catalog: Catalog, model: TargetModel) -> float:
     """Share of a target GPU's memory SGLang reserves (see CaptureMemory)."""
     resolved = resolve(plan, catalog)
-    return capture_memory(plan, resolved.target_gpu.memory_gb, model,
-                          len(resolved.layer_ids)).fraction
+    return capture_memory(
+        plan, resolved.target_gpu.memory_gb, model, len(resolved.layer_ids)
+    ).fraction
 
 
 def sample_feature_bytes(resolved: Resolved) -> int:
     """store.sample_feature_bytes of the resolved plan (the projection's store_memory
     reads the same function)."""
-    return store.sample_feature_bytes(resolved.model.hidden, len(resolved.layer_ids),
-                                      resolved.plan.workload.max_length)
+    return store.sample_feature_bytes(
+        resolved.model.hidden, len(resolved.layer_ids), resolved.plan.workload.max_length
+    )
 
 
 def segment_gib(resolved: Resolved, samples: float) -> int:
@@ -190,12 +203,13 @@ def segment_gib(resolved: Resolved, samples: float) -> int:
 
 # --- the context every format renders from ------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Context:
     resolved: Resolved
     catalog: Catalog
     layout: Layout
-    memory: CaptureMemory      # one capture server's GPU memory and mem_fraction_static
+    memory: CaptureMemory  # one capture server's GPU memory and mem_fraction_static
 
     @property
     def plan(self) -> Plan:
@@ -222,12 +236,12 @@ class Context:
         return self.plan.launch.chat_template or self.model.chat_template
 
 
-
 def context(plan: Plan, catalog: Catalog) -> Context:
     """Resolve first, exactly as the projection does; then lay out the devices."""
     resolved = resolve(plan, catalog)
-    memory = capture_memory(plan, resolved.target_gpu.memory_gb, resolved.model,
-                            len(resolved.layer_ids))
+    memory = capture_memory(
+        plan, resolved.target_gpu.memory_gb, resolved.model, len(resolved.layer_ids)
+    )
     return Context(resolved, catalog, assign_devices(resolved), memory)
 
 
@@ -237,11 +251,13 @@ def require_derived_layers(ctx: Context, fmt: str) -> None:
     specforge/modeling/draft/dflash.py)."""
     derived = ctx.model.default_layer_ids(ctx.plan.workload.draft_layers)
     if ctx.layer_ids != derived:
-        raise PlanError(f"workload.target_layer_ids = {list(ctx.layer_ids)}: {fmt} derives the "
-                        f"captured layers from draft_layers ({list(derived)} for "
-                        f"{ctx.plan.workload.draft_layers} layers) and accepts no other set; "
-                        f"remove the key or use the speculators or template format",
-                        "workload.target_layer_ids")
+        raise PlanError(
+            f"workload.target_layer_ids = {list(ctx.layer_ids)}: {fmt} derives the "
+            f"captured layers from draft_layers ({list(derived)} for "
+            f"{ctx.plan.workload.draft_layers} layers) and accepts no other set; "
+            f"remove the key or use the speculators or template format",
+            "workload.target_layer_ids",
+        )
 
 
 def figures(projection: Projection) -> str:
@@ -255,20 +271,25 @@ def figures(projection: Projection) -> str:
         if pair is None:
             return ""
         low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return "" if low == high else f" (range {low}-{high})"     # never zero wide
+        return "" if low == high else f" (range {low}-{high})"  # never zero wide
 
-    text = (f"{p.tokens_per_s / 1e3:,.1f} Ktok/s" + spread(r.tokens_per_s if r else None, 1e3)
-            + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
-            + spread(r.days if r else None))
+    text = (
+        f"{p.tokens_per_s / 1e3:,.1f} Ktok/s"
+        + spread(r.tokens_per_s if r else None, 1e3)
+        + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
+        + spread(r.days if r else None)
+    )
     if p.total_cost is not None:
-        text += (f", cost {p.total_cost:,.0f} {p.cost_unit}"
-                 + spread(r.total_cost if r else None, digits=0))
+        text += f", cost {p.total_cost:,.0f} {p.cost_unit}" + spread(
+            r.total_cost if r else None, digits=0
+        )
     return text
 
 
 def with_transport(plan: Plan, transport: str) -> Plan:
-    return plan.model_copy(update={"workload": plan.workload.model_copy(
-        update={"transport": transport})})
+    return plan.model_copy(
+        update={"workload": plan.workload.model_copy(update={"transport": transport})}
+    )
 
 
 def projection_notes(ctx: Context, fmt: str) -> list[str]:
@@ -281,53 +302,81 @@ def projection_notes(ctx: Context, fmt: str) -> list[str]:
     if transport is None:
         return [f"projection: none for this run: {PATHS[fmt][1]}"]
     launched = project(with_transport(plan, transport), ctx.catalog)
-    lines = [f"projection of this run (hidden states {TRANSPORT_NAMES[transport]}, "
-             f"workload.transport = {transport}): {figures(launched)}"]
+    lines = [
+        f"projection of this run (hidden states {TRANSPORT_NAMES[transport]}, "
+        f"workload.transport = {transport}): {figures(launched)}"
+    ]
     if plan.workload.transport != transport:
         own = project(plan, ctx.catalog)
-        lines.append(f"the plan's own figures are for hidden states "
-                     f"{TRANSPORT_NAMES[plan.workload.transport]} (workload.transport = "
-                     f"{plan.workload.transport}): {figures(own)}; this launch does not run "
-                     f"that path: {PATHS[fmt][1]}")
+        lines.append(
+            f"the plan's own figures are for hidden states "
+            f"{TRANSPORT_NAMES[plan.workload.transport]} (workload.transport = "
+            f"{plan.workload.transport}): {figures(own)}; this launch does not run "
+            f"that path: {PATHS[fmt][1]}"
+        )
     return lines
 
 
-def header(ctx: Context, title: str, notes: list[str], ports: bool = True,
-           fmt: str = "template") -> str:
+def header(
+    ctx: Context, title: str, notes: list[str], ports: bool = True, fmt: str = "template"
+) -> str:
     """The comment block: plan, the projection of the launched run, GPUs per node (with
     capture-server ports where the format starts one server per replica), notes."""
     p, layout = ctx.plan, ctx.layout
-    lines = [comment(f"dflash-plan launch: {title}"),
-             comment(f"plan: {p.name or 'unnamed'}"),
-             *(comment(line) for line in projection_notes(ctx, fmt)),
-             comment(f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
-                     f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
-                     f"{layout.nodes} node(s)")]
+    lines = [
+        comment(f"dflash-plan launch: {title}"),
+        comment(f"plan: {p.name or 'unnamed'}"),
+        *(comment(line) for line in projection_notes(ctx, fmt)),
+        comment(
+            f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
+            f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
+            f"{layout.nodes} node(s)"
+        ),
+    ]
     for i, host in enumerate(layout.hosts):
-        targets = [devices(r.devices) + (f":{r.port}" if ports else "")
-                   for r in layout.targets_on(i)]
+        targets = [
+            devices(r.devices) + (f":{r.port}" if ports else "") for r in layout.targets_on(i)
+        ]
         drafters = devices(layout.drafters.get(i, ()))
-        lines.append(comment(f"  node {i} ({host}): targets [{' '.join(targets) or '-'}], "
-                             f"drafters [{drafters or '-'}]"))
+        lines.append(
+            comment(
+                f"  node {i} ({host}): targets [{' '.join(targets) or '-'}], "
+                f"drafters [{drafters or '-'}]"
+            )
+        )
     if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
-        lines.append(comment(f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
-                             f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
-                             f"--set 'launch.hosts=[\"gpu-a\", \"gpu-b\"]'; every node must "
-                             f"reach the others by these names"))
+        lines.append(
+            comment(
+                f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
+                f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
+                f'--set \'launch.hosts=["gpu-a", "gpu-b"]\'; every node must '
+                f"reach the others by these names"
+            )
+        )
     lines += [comment(f"note: {n}") for n in notes]
     return "\n".join(lines)
 
 
-def script(ctx: Context, title: str, notes: list[str], body: list[str], *, fmt: str,
-           shebang: str = "#!/usr/bin/env bash", ports: bool = True) -> str:
-    return "\n\n".join([shebang, header(ctx, title, notes, ports, fmt), "set -euo pipefail",
-                        *body]) + "\n"
+def script(
+    ctx: Context,
+    title: str,
+    notes: list[str],
+    body: list[str],
+    *,
+    fmt: str,
+    shebang: str = "#!/usr/bin/env bash",
+    ports: bool = True,
+) -> str:
+    return (
+        "\n\n".join([shebang, header(ctx, title, notes, ports, fmt), "set -euo pipefail", *body])
+        + "\n"
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class LaunchScript:
     format: str
-    text: str                                # the whole script, ready to save and run
-    files: dict[str, str]                    # files the script writes (name -> content)
+    text: str  # the whole script, ready to save and run
+    files: dict[str, str]  # files the script writes (name -> content)
     notes: tuple[str, ...]
     layout: Layout

@@ -93,18 +93,21 @@ def heredoc(name: str, content: str) -> str:
 
 # --- documents -----------------------------------------------------------------------------
 
+
 def to_yaml(doc: dict[str, Any]) -> str:
     """YAML from PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same
     output, several times faster); every string reads back as itself."""
     import yaml
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text: str = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False,
-                          allow_unicode=True)
+    text: str = yaml.dump(
+        doc, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
     return text
 
 
 # --- a user's command template --------------------------------------------------------------
+
 
 class TemplateShell:
     """Follows a command template's text as bash reads it, so that a value that needs
@@ -118,11 +121,11 @@ class TemplateShell:
         # quoting starts afresh): [state, open parentheses].
         self.frames: list[list[Any]] = [["code", 0]]
         self.escaped = False
-        self.arithmetic = 0                           # open `((` (their `<<` is a shift)
+        self.arithmetic = 0  # open `((` (their `<<` is a shift)
         self.last = "\n"
-        self.word: str | None = None                  # the delimiter after `<<`, so far
-        self.pending: list[tuple[str, bool]] = []     # heredocs opened on this line
-        self.body: list[tuple[str, bool]] = []        # heredoc bodies being read
+        self.word: str | None = None  # the delimiter after `<<`, so far
+        self.pending: list[tuple[str, bool]] = []  # heredocs opened on this line
+        self.body: list[tuple[str, bool]] = []  # heredoc bodies being read
         self.line = ""
 
     @property
@@ -174,7 +177,7 @@ class TemplateShell:
                 self.arithmetic -= 1
             if frame[1] <= 0 and len(self.frames) > 1:
                 self.frames.pop()
-        elif c == "<" and self.last == "<" and not self.arithmetic:   # `((1 << 2))` shifts
+        elif c == "<" and self.last == "<" and not self.arithmetic:  # `((1 << 2))` shifts
             self.word = ""
         elif c == "\n":
             self._newline()
@@ -182,7 +185,7 @@ class TemplateShell:
     def _delimiter(self, c: str) -> bool:
         """Collect the heredoc delimiter after `<<`; True when c was part of it."""
         word = self.word or ""
-        if c == "<" and not word:                     # `<<<` is a here-string
+        if c == "<" and not word:  # `<<<` is a here-string
             self.word = None
             return True
         if c in " \t-" and not word.strip(" \t-"):
@@ -222,16 +225,27 @@ class TemplateShell:
             return comment_text(word)
         place = ""
         if last == "$" and state != "single":
-            place = "after a $"                       # it would be read as a variable
+            place = "after a $"  # it would be read as a variable
         elif word != str(value):
-            place = {"single": "inside single quotes", "double": "inside double quotes",
-                     "backtick": "inside backquotes", "heredoc": "inside a heredoc"}.get(
-                         state, "after a backslash" if escaped else
-                         "in a heredoc delimiter" if self.word is not None else "")
+            place = {
+                "single": "inside single quotes",
+                "double": "inside double quotes",
+                "backtick": "inside backquotes",
+                "heredoc": "inside a heredoc",
+            }.get(
+                state,
+                "after a backslash"
+                if escaped
+                else "in a heredoc delimiter"
+                if self.word is not None
+                else "",
+            )
         if not place:
             self.line += word if self.body else ""
             return word
-        raise PlanError(f"{where}: placeholder {{{name}}} sits {place}, where its value "
-                        f"{short_repr(str(value))} cannot be quoted; write the placeholder as "
-                        f"a word of its own, without quotes (dflash-plan quotes every value)",
-                        "launch.template")
+        raise PlanError(
+            f"{where}: placeholder {{{name}}} sits {place}, where its value "
+            f"{short_repr(str(value))} cannot be quoted; write the placeholder as "
+            f"a word of its own, without quotes (dflash-plan quotes every value)",
+            "launch.template",
+        )

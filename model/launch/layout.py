@@ -27,9 +27,9 @@ class Replica:
 @dataclass(frozen=True, slots=True)
 class Layout:
     hosts: tuple[str, ...]
-    gpus_per_node: int                       # of the target GPU type
+    gpus_per_node: int  # of the target GPU type
     replicas: tuple[Replica, ...]
-    drafters: dict[int, tuple[int, ...]]     # node -> drafter devices on it
+    drafters: dict[int, tuple[int, ...]]  # node -> drafter devices on it
 
     @property
     def nodes(self) -> int:
@@ -73,27 +73,35 @@ def assign_devices(resolved: Resolved) -> Layout:
     plan = resolved.plan
     nodes = nodes_needed(resolved)
     if nodes > MAX_NODES:
-        raise PlanError(f"target.count + drafter.count = {plan.target.count} + "
-                        f"{plan.drafter.count}: {nodes} nodes; launch scripts are written "
-                        f"for up to {MAX_NODES} nodes (see docs/launch.md)", "target.count")
+        raise PlanError(
+            f"target.count + drafter.count = {plan.target.count} + "
+            f"{plan.drafter.count}: {nodes} nodes; launch scripts are written "
+            f"for up to {MAX_NODES} nodes (see docs/launch.md)",
+            "target.count",
+        )
     hosts = plan.launch.hosts or tuple(f"node{i}" for i in range(nodes))
     if len(hosts) < nodes:
-        raise PlanError(f"launch.hosts names {len(hosts)} host(s); this plan needs {nodes} "
-                        f"nodes ({plan.target.count} + {plan.drafter.count} GPUs)",
-                        "launch.hosts")
+        raise PlanError(
+            f"launch.hosts names {len(hosts)} host(s); this plan needs {nodes} "
+            f"nodes ({plan.target.count} + {plan.drafter.count} GPUs)",
+            "launch.hosts",
+        )
     per_node, tp = resolved.target_gpu.gpus_per_node, plan.target.tp
     if plan.launch.base_port + per_node // tp - 1 > 65535:
-        raise PlanError(f"launch.base_port = {plan.launch.base_port}: the capture servers of "
-                        f"one node need ports up to {plan.launch.base_port + per_node // tp - 1}",
-                        "launch.base_port")
+        raise PlanError(
+            f"launch.base_port = {plan.launch.base_port}: the capture servers of "
+            f"one node need ports up to {plan.launch.base_port + per_node // tp - 1}",
+            "launch.base_port",
+        )
     replicas: list[Replica] = []
     node, slot = 0, 0
     for _ in range(plan.target.replicas):
         if slot + tp > per_node:
             node, slot = node + 1, 0
         # Ports count per node: servers on different hosts may share one.
-        replicas.append(Replica(node, tuple(range(slot, slot + tp)),
-                                plan.launch.base_port + slot // tp))
+        replicas.append(
+            Replica(node, tuple(range(slot, slot + tp)), plan.launch.base_port + slot // tp)
+        )
         slot += tp
     drafters: dict[int, list[int]] = {}
     if resolved.same_gpu_type:
@@ -105,9 +113,12 @@ def assign_devices(resolved: Resolved) -> Layout:
             node, slot = node + 1, 0
         drafters.setdefault(node, []).append(slot)
         slot += 1
-    layout = Layout(hosts=tuple(hosts[:nodes]), gpus_per_node=per_node,
-                    replicas=tuple(replicas),
-                    drafters={n: tuple(devs) for n, devs in drafters.items()})
+    layout = Layout(
+        hosts=tuple(hosts[:nodes]),
+        gpus_per_node=per_node,
+        replicas=tuple(replicas),
+        drafters={n: tuple(devs) for n, devs in drafters.items()},
+    )
     check_layout(layout, resolved)
     return layout
 

@@ -14,16 +14,21 @@ SPECFORGE_PATH = "SpecForge stages hidden states through its Mooncake store"
 PATHS: dict[str, tuple[str | None, str]] = {
     "specforge": ("mooncake", SPECFORGE_PATH),
     "slurm": ("mooncake", SPECFORGE_PATH),
-    "speculators": ("mooncake", "speculators stages hidden states in host memory: files "
-                                "under /tmp on one node, its Mooncake backend across nodes "
-                                "(both projected with the Mooncake path's measured ceilings)"),
-    "specforge-legacy": (None, "the legacy trainer runs target and drafter colocated on "
-                               "every GPU, which the planner's target/drafter split does "
-                               "not describe"),
+    "speculators": (
+        "mooncake",
+        "speculators stages hidden states in host memory: files "
+        "under /tmp on one node, its Mooncake backend across nodes "
+        "(both projected with the Mooncake path's measured ceilings)",
+    ),
+    "specforge-legacy": (
+        None,
+        "the legacy trainer runs target and drafter colocated on "
+        "every GPU, which the planner's target/drafter split does "
+        "not describe",
+    ),
     "template": (None, "your command runs the plan's own workload.transport"),
 }
-TRANSPORT_NAMES = {"mooncake": "host-staged through a Mooncake store",
-                   "direct": "device to device"}
+TRANSPORT_NAMES = {"mooncake": "host-staged through a Mooncake store", "direct": "device to device"}
 
 
 def launch_transport(plan: Plan, fmt: str | None = None) -> str | None:

@@ -34,8 +34,8 @@ ROLES = ("target", "drafter", "both")
 # GPUs count as busy when their median utilisation and power are this close to the top.
 BUSY_UTILIZATION = 0.9
 BUSY_POWER_SHARE = 0.9
-CEILING_STEPS = 3                 # optimizer steps of each ceiling run
-SYNTHETIC_SAMPLES = 2_000         # the epochs repeat them; about 20 MB at 2,344 tokens
+CEILING_STEPS = 3  # optimizer steps of each ceiling run
+SYNTHETIC_SAMPLES = 2_000  # the epochs repeat them; about 20 MB at 2,344 tokens
 # Characters per token of the synthetic text (English-like words; docs/own-numbers.md).
 CHARS_PER_TOKEN = 4
 
@@ -44,7 +44,7 @@ CHARS_PER_TOKEN = 4
 class ProbeScript:
     text: str
     gpu: str
-    gpus: int                  # GPUs the probe rents (one node, or the part it uses)
+    gpus: int  # GPUs the probe rents (one node, or the part it uses)
     minutes: float
     gpu_hours: float
     cost_usd: float | None
@@ -58,13 +58,22 @@ def probe_plan(plan: Plan, catalog: Catalog, gpu: str, role: str) -> Plan:
         raise PlanError(f"--role {role!r}: choose one of {', '.join(ROLES)}", "probe.role")
     spec = catalog.gpu(gpu, "--gpu")
     tp, drafters = probe_gpus(plan, spec, role)
-    probe = plan.model_copy(update={
-        "name": f"probe: {spec.name}, {role}",
-        "target": plan.target.model_copy(update={"gpu": gpu, "count": tp, "tp": tp}),
-        "drafter": plan.drafter.model_copy(update={"gpu": gpu, "count": drafters}),
-        "launch": plan.launch.model_copy(update={
-            "format": "specforge", "hosts": (), "run_id": f"probe-{gpu}",
-            "train_data_path": "./train.jsonl", "output_dir": "./outputs"})})
+    probe = plan.model_copy(
+        update={
+            "name": f"probe: {spec.name}, {role}",
+            "target": plan.target.model_copy(update={"gpu": gpu, "count": tp, "tp": tp}),
+            "drafter": plan.drafter.model_copy(update={"gpu": gpu, "count": drafters}),
+            "launch": plan.launch.model_copy(
+                update={
+                    "format": "specforge",
+                    "hosts": (),
+                    "run_id": f"probe-{gpu}",
+                    "train_data_path": "./train.jsonl",
+                    "output_dir": "./outputs",
+                }
+            ),
+        }
+    )
     resolve(probe, catalog)
     return probe
 
@@ -74,7 +83,9 @@ def _synthetic(plan: Plan) -> str:
     from .escape import feed
 
     w = plan.workload
-    return feed("python3 -", f"""import json, random
+    return feed(
+        "python3 -",
+        f"""import json, random
 random.seed(0)
 words = ("the of and to in is that for it as with was on be at by this had not are but from "
          "or have an they which one you were all we her she there would their will when who "
@@ -88,11 +99,14 @@ with open("train.jsonl", "w") as out:
         turns = [{{"role": "user", "content": text[:half]}},
                  {{"role": "assistant", "content": text[half:]}}]
         out.write(json.dumps({{"conversations": turns}}) + "\\n")
-""", "DFLASH_PROBE_PY")
+""",
+        "DFLASH_PROBE_PY",
+    )
 
 
-def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
-                 minutes: float = 10.0) -> ProbeScript:
+def probe_script(
+    plan: Plan, catalog: Catalog, gpu: str, role: str = "both", minutes: float = 10.0
+) -> ProbeScript:
     """The probe for `gpu`, and what it costs at the plan's price."""
     from ..basics.tomlfile import to_toml
     from . import generate
@@ -114,31 +128,51 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
     name = catalog.gpus[gpu].name
     # Written by the TOML serializer into a quoted heredoc (the model path may hold
     # anything); only the two values known at run time are appended, by printf.
-    manifest = to_toml({
-        "probe_format": 1, "gpu": gpu, "role": role, "minutes": minutes,
-        "target_gpus": probe.target.count, "drafter_gpus": probe.drafter.count,
-        "tp": probe.target.tp, "batch_size": plan.drafter.batch_size,
-        "target_model": w.target_model, "avg_sample_tokens": w.avg_sample_tokens,
-        "max_length": w.max_length, "num_anchors": w.num_anchors})
+    manifest = to_toml(
+        {
+            "probe_format": 1,
+            "gpu": gpu,
+            "role": role,
+            "minutes": minutes,
+            "target_gpus": probe.target.count,
+            "drafter_gpus": probe.drafter.count,
+            "tp": probe.target.tp,
+            "batch_size": plan.drafter.batch_size,
+            "target_model": w.target_model,
+            "avg_sample_tokens": w.avg_sample_tokens,
+            "max_length": w.max_length,
+            "num_anchors": w.num_anchors,
+        }
+    )
     steps = [
         "#!/usr/bin/env bash",
-        comment(f"dflash-plan probe: {name}, {role}, about {minutes + ceiling_minutes:g} "
-                f"minutes on one node ({minutes:g} of the workload"
-                + (f", {ceiling_minutes:g} of memory-ceiling runs" if ceiling_minutes else "")
-                + f"; {probe.target.count} target + {probe.drafter.count} drafter GPUs)"),
-        comment(f"plan: {plan.name or 'unnamed'}; {w.target_model}, {w.avg_sample_tokens} "
-                f"tokens per sample, {w.num_anchors} anchors, batch {plan.drafter.batch_size}"),
-        comment(f"cost: {gpus} GPUs for about {minutes + ceiling_minutes:g} minutes = "
-                f"{gpu_hours:.2f} GPU-hours" + (f", about ${cost:,.2f}" if cost else "")),
-        comment("needs: SpecForge with its SGLang capture patch and mooncake_master on PATH "
-                "(the same stack as the full run), nvidia-smi"),
+        comment(
+            f"dflash-plan probe: {name}, {role}, about {minutes + ceiling_minutes:g} "
+            f"minutes on one node ({minutes:g} of the workload"
+            + (f", {ceiling_minutes:g} of memory-ceiling runs" if ceiling_minutes else "")
+            + f"; {probe.target.count} target + {probe.drafter.count} drafter GPUs)"
+        ),
+        comment(
+            f"plan: {plan.name or 'unnamed'}; {w.target_model}, {w.avg_sample_tokens} "
+            f"tokens per sample, {w.num_anchors} anchors, batch {plan.drafter.batch_size}"
+        ),
+        comment(
+            f"cost: {gpus} GPUs for about {minutes + ceiling_minutes:g} minutes = "
+            f"{gpu_hours:.2f} GPU-hours" + (f", about ${cost:,.2f}" if cost else "")
+        ),
+        comment(
+            "needs: SpecForge with its SGLang capture patch and mooncake_master on PATH "
+            "(the same stack as the full run), nvidia-smi"
+        ),
         "set -euo pipefail",
         'out="${PROBE_OUT:-}"',
         f'[ -n "$out" ] || out={q(f"probe-{gpu}")}',
         'mkdir -p "$out" && cd "$out"',
-        comment("1. samples: your dataset (PROBE_DATASET), else synthetic ones at the plan's "
-                "length"),
-        'if [ -n "${PROBE_DATASET:-}" ]; then head -n ' + str(SYNTHETIC_SAMPLES)
+        comment(
+            "1. samples: your dataset (PROBE_DATASET), else synthetic ones at the plan's length"
+        ),
+        'if [ -n "${PROBE_DATASET:-}" ]; then head -n '
+        + str(SYNTHETIC_SAMPLES)
         + ' "$PROBE_DATASET" > train.jsonl; else',
         _synthetic(plan),
         "fi",
@@ -158,9 +192,9 @@ def probe_script(plan: Plan, catalog: Catalog, gpu: str, role: str = "both",
         steps += [
             comment("5. the memory ceiling: the drafter batch up until it no longer fits"),
             f"for b in {' '.join(map(str, CEILING_BATCHES))}; do",
-            f"  if timeout 5m specforge train -c run.yaml training.batch_size=\"$b\" "
+            f'  if timeout 5m specforge train -c run.yaml training.batch_size="$b" '
             f"training.max_steps={CEILING_STEPS} "
-            "deployment.disaggregated.control_dir=\"./control-b$b\" > \"mem-b$b.log\" 2>&1; "
+            'deployment.disaggregated.control_dir="./control-b$b" > "mem-b$b.log" 2>&1; '
             "then max_batch=$b; else break; fi",
             "done",
         ]
@@ -189,8 +223,9 @@ def _busy(path: Path) -> bool | None:
                 continue
     if not util:
         return None
-    return (statistics.median(util) >= BUSY_UTILIZATION
-            and statistics.median(power) >= BUSY_POWER_SHARE)
+    return (
+        statistics.median(util) >= BUSY_UTILIZATION and statistics.median(power) >= BUSY_POWER_SHARE
+    )
 
 
 def read_probe_dir(folder: Path) -> LogReading:
@@ -203,57 +238,81 @@ def read_probe_dir(folder: Path) -> LogReading:
     doc, _ = read_toml(manifest_path)
     try:
         gpu = str(doc["gpu"])
-        ctx = RunContext(avg_sample_tokens=float(doc["avg_sample_tokens"]), target_gpu=gpu,
-                         drafter_gpu=gpu, target_gpus=int(doc["target_gpus"]),
-                         drafter_gpus=int(doc["drafter_gpus"]),
-                         batch_size=int(doc["batch_size"]),
-                         num_anchors=int(doc["num_anchors"]),
-                         target_model=str(doc["target_model"]))
+        ctx = RunContext(
+            avg_sample_tokens=float(doc["avg_sample_tokens"]),
+            target_gpu=gpu,
+            drafter_gpu=gpu,
+            target_gpus=int(doc["target_gpus"]),
+            drafter_gpus=int(doc["drafter_gpus"]),
+            batch_size=int(doc["batch_size"]),
+            num_anchors=int(doc["num_anchors"]),
+            target_model=str(doc["target_model"]),
+        )
     except (KeyError, TypeError, ValueError) as err:
-        raise PlanError(f"{manifest_path}: missing or bad {err}: is this a probe "
-                        f"folder written by dflash-plan probe?") from None
+        raise PlanError(
+            f"{manifest_path}: missing or bad {err}: is this a probe "
+            f"folder written by dflash-plan probe?"
+        ) from None
     if doc.get("probe_format") != 1:
-        raise PlanError(f"{manifest_path}: probe_format = {doc.get('probe_format')!r}: this "
-                        f"dflash-plan reads probe_format 1")
+        raise PlanError(
+            f"{manifest_path}: probe_format = {doc.get('probe_format')!r}: this "
+            f"dflash-plan reads probe_format 1"
+        )
     from ..inputs.runlogs import read_training_log
 
     reading = read_training_log(folder / "train.log", ctx)
     busy = _busy(folder / "gpu.csv")
     points = tuple(
-        replace(p, measurement=p.measurement.model_copy(update={
-            "gpu_busy": busy if p.role == "target" else p.measurement.gpu_busy,
-            "source": f"probe {folder.name}: {p.measurement.source}".strip(": "),
-            "date": str(doc.get("date") or p.measurement.date or "")}),
-            workload={**p.workload, "max_batch_size": doc.get("max_batch_size"),
-                      "max_length": doc.get("max_length"), "tp": doc.get("tp")})
-        for p in reading.points)
+        replace(
+            p,
+            measurement=p.measurement.model_copy(
+                update={
+                    "gpu_busy": busy if p.role == "target" else p.measurement.gpu_busy,
+                    "source": f"probe {folder.name}: {p.measurement.source}".strip(": "),
+                    "date": str(doc.get("date") or p.measurement.date or ""),
+                }
+            ),
+            workload={
+                **p.workload,
+                "max_batch_size": doc.get("max_batch_size"),
+                "max_length": doc.get("max_length"),
+                "tp": doc.get("tp"),
+            },
+        )
+        for p in reading.points
+    )
     _write_result(folder / "probe.toml", gpu, doc, points)
     return replace(reading, points=points, format="probe folder")
 
 
-def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point, ...]
-                  ) -> None:
+def _write_result(path: Path, gpu: str, doc: dict[str, Any], points: tuple[Point, ...]) -> None:
     """The probe result file (docs/own-numbers.md): one table per role measured."""
     from ..basics.tomlfile import to_toml
 
-    result: dict[str, Any] = {"probe_format": 1, "tool_version": "dflash-plan",
-                              "date": str(doc.get("date") or dt.date.today().isoformat()),
-                              "gpu": gpu}
+    result: dict[str, Any] = {
+        "probe_format": 1,
+        "tool_version": "dflash-plan",
+        "date": str(doc.get("date") or dt.date.today().isoformat()),
+        "gpu": gpu,
+    }
     for p in points:
         m = p.measurement
-        table: dict[str, Any] = {"tokens_per_s": m.tokens_per_s,
-                                 "seconds": float(doc.get("minutes", 0)) * 60,
-                                 "target_model": m.target_model or doc.get("target_model"),
-                                 "avg_sample_tokens": m.avg_sample_tokens
-                                 or doc.get("avg_sample_tokens"),
-                                 "max_length": doc.get("max_length")}
+        table: dict[str, Any] = {
+            "tokens_per_s": m.tokens_per_s,
+            "seconds": float(doc.get("minutes", 0)) * 60,
+            "target_model": m.target_model or doc.get("target_model"),
+            "avg_sample_tokens": m.avg_sample_tokens or doc.get("avg_sample_tokens"),
+            "max_length": doc.get("max_length"),
+        }
         if p.role == "target":
             table |= {"tp": doc.get("tp"), "gpu_busy": m.gpu_busy}
             if m.bound != "exact":
                 table["bound"] = m.bound
         else:
-            table |= {"num_anchors": m.num_anchors or doc.get("num_anchors"),
-                      "batch_size": m.batch_size or doc.get("batch_size"),
-                      "max_batch_size": doc.get("max_batch_size")}
+            table |= {
+                "num_anchors": m.num_anchors or doc.get("num_anchors"),
+                "batch_size": m.batch_size or doc.get("batch_size"),
+                "max_batch_size": doc.get("max_batch_size"),
+            }
         result[p.role] = {k: v for k, v in table.items() if v is not None}
     write_atomic(path, to_toml(result))

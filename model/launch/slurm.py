@@ -38,9 +38,11 @@ def on_node_definition() -> str:
     """`on_node`: a bash program a step runs its command through (`bash -c "$on_node"
     on_node HEAD command...`): it exports the node's fabric address for Mooncake, found on
     that node, then runs the command."""
-    program = (FABRIC_IP_FUNCTION + '\nfabric_addr="$(fabric_ip "$1")"; shift\n'
-               'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"'
-               '\nexec "$@"')
+    program = (
+        FABRIC_IP_FUNCTION + '\nfabric_addr="$(fabric_ip "$1")"; shift\n'
+        'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"'
+        '\nexec "$@"'
+    )
     end = terminator(program, "DFLASH_ON_NODE_EOF")
     return f"on_node=\"$(cat <<'{end}'\n{program}\n{end}\n)\""
 
@@ -61,19 +63,27 @@ def host_needs(ctx: Context) -> tuple[int, int, str]:
     for node in range(layout.nodes):
         servers, ranks = len(layout.targets_on(node)), len(layout.drafters.get(node, ()))
         mem = servers * (segment + weights) + ranks * rank
-        cpus = (servers * (p.target.tp + SERVER_EXTRA_PROCESSES) + ranks
-                + (PRODUCER_PROCESSES + 1 if node == head else 0))
+        cpus = (
+            servers * (p.target.tp + SERVER_EXTRA_PROCESSES)
+            + ranks
+            + (PRODUCER_PROCESSES + 1 if node == head else 0)
+        )
         best = max(best, (mem, cpus))
     mem_gib = math.ceil(best[0])
-    return mem_gib, best[1], (
-        f"--mem={mem_gib}G: per capture server its Mooncake segment and buffer "
-        f"{segment:.0f} GiB and the target weights it loads through host memory "
-        f"{weights:.1f} GiB; per trainer rank its buffer and two fetched batches "
-        f"{rank:.1f} GiB; --cpus-per-task={best[1]}: one per process (each server's TP "
-        f"schedulers, tokenizer manager and detokenizer; each trainer rank; the producer "
-        f"and its {PRODUCER_PROCESSES - 1} tokenizing workers; the Mooncake master); the "
-        f"processes' own runtime comes on top: raise --mem by your cluster's usual "
-        f"allowance per process")
+    return (
+        mem_gib,
+        best[1],
+        (
+            f"--mem={mem_gib}G: per capture server its Mooncake segment and buffer "
+            f"{segment:.0f} GiB and the target weights it loads through host memory "
+            f"{weights:.1f} GiB; per trainer rank its buffer and two fetched batches "
+            f"{rank:.1f} GiB; --cpus-per-task={best[1]}: one per process (each server's TP "
+            f"schedulers, tokenizer manager and detokenizer; each trainer rank; the producer "
+            f"and its {PRODUCER_PROCESSES - 1} tokenizing workers; the Mooncake master); the "
+            f"processes' own runtime comes on top: raise --mem by your cluster's usual "
+            f"allowance per process"
+        ),
+    )
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -87,14 +97,22 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     gpus_per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
     whole_nodes = gpus_per_node == layout.gpus_per_node
     billed = layout.nodes * (layout.gpus_per_node if whole_nodes else gpus_per_node)
-    notes = ["host names come from the allocation (scontrol show hostnames); node i of the "
-             "plan is the i-th host", "output_dir must be on a filesystem all nodes share",
-             f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
-             f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''}; the "
-             f"plan uses {p.target.count + p.drafter.count}",
-             *specforge.memory_notes(ctx)]
-    directives = ["#!/bin/bash", f"#SBATCH --job-name={job}", f"#SBATCH --nodes={layout.nodes}",
-                  "#SBATCH --ntasks-per-node=1", f"#SBATCH --gpus-per-node={gpus_per_node}"]
+    notes = [
+        "host names come from the allocation (scontrol show hostnames); node i of the "
+        "plan is the i-th host",
+        "output_dir must be on a filesystem all nodes share",
+        f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
+        f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''}; the "
+        f"plan uses {p.target.count + p.drafter.count}",
+        *specforge.memory_notes(ctx),
+    ]
+    directives = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job}",
+        f"#SBATCH --nodes={layout.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={gpus_per_node}",
+    ]
     if whole_nodes:
         # Whole nodes: every CPU and (--mem=0) all of each node's memory.
         directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
@@ -125,44 +143,64 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         on_node_definition(),
         f'export MOONCAKE_MASTER_SERVER_ADDR="$HEAD:{MOONCAKE_RPC_PORT}"',
         f'export MOONCAKE_METADATA_SERVER="http://$HEAD:{MOONCAKE_METADATA_PORT}/metadata"',
-        "export MOONCAKE_PROTOCOL=tcp", "",
-        heredoc("run.yaml", yaml_text := to_yaml(doc)), "", "urls=()"]
+        "export MOONCAKE_PROTOCOL=tcp",
+        "",
+        heredoc("run.yaml", yaml_text := to_yaml(doc)),
+        "",
+        "urls=()",
+    ]
     lines += [f'urls+=("http://${{NODES[{r.node}]}}:{r.port}")' for r in layout.replicas]
-    lines += ['server_urls="[$(printf \'"%s",\' "${urls[@]}" | sed \'s/,$//\')]"',
-              'overrides=("deployment.disaggregated.server_urls=$server_urls"',
-              '           "deployment.disaggregated.mooncake_master_server_addr='
-              '$MOONCAKE_MASTER_SERVER_ADDR"',
-              '           "deployment.disaggregated.mooncake_metadata_server='
-              '$MOONCAKE_METADATA_SERVER")']
+    lines += [
+        'server_urls="[$(printf \'"%s",\' "${urls[@]}" | sed \'s/,$//\')]"',
+        'overrides=("deployment.disaggregated.server_urls=$server_urls"',
+        '           "deployment.disaggregated.mooncake_master_server_addr='
+        '$MOONCAKE_MASTER_SERVER_ADDR"',
+        '           "deployment.disaggregated.mooncake_metadata_server=$MOONCAKE_METADATA_SERVER")',
+    ]
     if len(d_nodes) > 1:
         lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
-    lines += ["", "# Mooncake master (CPU) on the first trainer node",
-              f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
-              f"{cmd(*specforge.mooncake_master(), lead=2)} > mooncake.log 2>&1 &",
-              f"until curl -s -o /dev/null \"$MOONCAKE_METADATA_SERVER?key="
-              f"{specforge.HEALTH_KEY}\"; do sleep 2; done",
-              "", "# capture servers: one step per target replica"]
+    lines += [
+        "",
+        "# Mooncake master (CPU) on the first trainer node",
+        f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
+        f"{cmd(*specforge.mooncake_master(), lead=2)} > mooncake.log 2>&1 &",
+        f'until curl -s -o /dev/null "$MOONCAKE_METADATA_SERVER?key='
+        f'{specforge.HEALTH_KEY}"; do sleep 2; done',
+        "",
+        "# capture servers: one step per target replica",
+    ]
     for r in layout.replicas:
-        lines.append(f"{step(r.node, True)} {local(r.node)} "
-                     f"{env(**specforge.server_env(ctx, r))} "
-                     f"{cmd(*specforge.capture_server(ctx, r), lead=3)} "
-                     f"> {q(f'capture-{r.node}-{r.port}.log')} 2>&1 &")
-    lines += ['for url in "${urls[@]}"; do until curl -sf "$url/health" >/dev/null; do sleep 10; '
-              'done; done', "", "# producer (CPU) on the first trainer node",
-              f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
-              f'{cmd("specforge", "train", "-c", "run.yaml", "--role", "producer")} '
-              f'"${{overrides[@]}}" > producer.log 2>&1 &', "",
-              "# trainers: one step per drafter node, on the drafter GPUs",
-              "consumers=()"]
+        lines.append(
+            f"{step(r.node, True)} {local(r.node)} "
+            f"{env(**specforge.server_env(ctx, r))} "
+            f"{cmd(*specforge.capture_server(ctx, r), lead=3)} "
+            f"> {q(f'capture-{r.node}-{r.port}.log')} 2>&1 &"
+        )
+    lines += [
+        'for url in "${urls[@]}"; do until curl -sf "$url/health" >/dev/null; do sleep 10; '
+        "done; done",
+        "",
+        "# producer (CPU) on the first trainer node",
+        f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
+        f"{cmd('specforge', 'train', '-c', 'run.yaml', '--role', 'producer')} "
+        f'"${{overrides[@]}}" > producer.log 2>&1 &',
+        "",
+        "# trainers: one step per drafter node, on the drafter GPUs",
+        "consumers=()",
+    ]
     for rank, node in enumerate(d_nodes):
-        lines.append(f"{step(node, True)} {local(node)} "
-                     f"{env(**specforge.consumer_env(ctx, node, rank))} "
-                     + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer",
-                           "--node-rank", rank) + " "
-                     f'"${{overrides[@]}}" > {q(f"consumer-{rank}.log")} 2>&1 &')
+        lines.append(
+            f"{step(node, True)} {local(node)} "
+            f"{env(**specforge.consumer_env(ctx, node, rank))} "
+            + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer", "--node-rank", rank)
+            + " "
+            f'"${{overrides[@]}}" > {q(f"consumer-{rank}.log")} 2>&1 &'
+        )
         lines.append("consumers+=($!)")
-    lines += ['wait "${consumers[@]}"',
-              "# The training is done: stop the servers, the master and the producer.",
-              "kill $(jobs -p) 2>/dev/null || true"]
+    lines += [
+        'wait "${consumers[@]}"',
+        "# The training is done: stop the servers, the master and the producer.",
+        "kill $(jobs -p) 2>/dev/null || true",
+    ]
     text = script(ctx, TITLE, notes, ["\n".join(lines)], fmt=NAME, shebang="\n".join(directives))
     return LaunchScript(NAME, text, {"run.yaml": yaml_text}, tuple(notes), layout)

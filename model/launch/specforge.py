@@ -71,8 +71,9 @@ def server_segment_gib(ctx: Context) -> int:
     """Mooncake segment of one capture server (store.specforge_segment_samples: what the
     projection's store_memory shows)."""
     high, _ = in_flight(ctx)
-    return segment_gib(ctx.resolved,
-                       store.specforge_segment_samples(high, len(ctx.layout.replicas)))
+    return segment_gib(
+        ctx.resolved, store.specforge_segment_samples(high, len(ctx.layout.replicas))
+    )
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
@@ -82,24 +83,33 @@ def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
     counts = {len(ctx.layout.drafters[n]) for n in nodes}
     if len(counts) > 1:
         spread = " + ".join(str(len(ctx.layout.drafters[n])) for n in nodes)
-        raise PlanError(f"drafter.count = {ctx.plan.drafter.count}: the drafters land {spread} "
-                        f"on {len(nodes)} nodes, and torchrun needs the same number on each; "
-                        f"change the split so the drafters fill whole nodes", "drafter.count")
+        raise PlanError(
+            f"drafter.count = {ctx.plan.drafter.count}: the drafters land {spread} "
+            f"on {len(nodes)} nodes, and torchrun needs the same number on each; "
+            f"change the split so the drafters fill whole nodes",
+            "drafter.count",
+        )
     return nodes, counts.pop()
 
 
-def config(ctx: Context, *, managed_local: bool, server_urls: list[str],
-           head: str) -> dict[str, Any]:
+def config(
+    ctx: Context, *, managed_local: bool, server_urls: list[str], head: str
+) -> dict[str, Any]:
     """The `specforge train -c` YAML document (keys from SpecForge's schema)."""
     require_derived_layers(ctx, "SpecForge")
     p, w = ctx.plan, ctx.plan.workload
     nodes, per_node = trainer_nodes(ctx)
     fraction = ctx.memory.fraction
     training: dict[str, Any] = {
-        "strategy": "dflash", "num_epochs": w.epochs, "batch_size": p.drafter.batch_size,
-        "learning_rate": recipe.LEARNING_RATE, "warmup_ratio": recipe.WARMUP_RATIO,
-        "max_grad_norm": recipe.MAX_GRAD_NORM, "num_anchors": w.num_anchors,
-        "save_interval": recipe.SAVE_INTERVAL, "dist_timeout": recipe.DIST_TIMEOUT_MIN,
+        "strategy": "dflash",
+        "num_epochs": w.epochs,
+        "batch_size": p.drafter.batch_size,
+        "learning_rate": recipe.LEARNING_RATE,
+        "warmup_ratio": recipe.WARMUP_RATIO,
+        "max_grad_norm": recipe.MAX_GRAD_NORM,
+        "num_anchors": w.num_anchors,
+        "save_interval": recipe.SAVE_INTERVAL,
+        "dist_timeout": recipe.DIST_TIMEOUT_MIN,
     }
     if ctx.block == 16:
         training["loss_decay_gamma"] = recipe.LOSS_DECAY_GAMMA_B16
@@ -111,33 +121,46 @@ def config(ctx: Context, *, managed_local: bool, server_urls: list[str],
             "trainer_cuda_visible_devices": [str(d) for d in ctx.layout.drafters[nodes[0]]],
             "mooncake": {"global_segment_size_bytes": server_segment_gib(ctx) * GIB},
             "capture_servers": [
-                {"port": r.port, "cuda_visible_devices": [str(d) for d in r.devices],
-                 "tp_size": p.target.tp, "mem_fraction_static": fraction}
-                for r in ctx.layout.replicas],
+                {
+                    "port": r.port,
+                    "cuda_visible_devices": [str(d) for d in r.devices],
+                    "tp_size": p.target.tp,
+                    "mem_fraction_static": fraction,
+                }
+                for r in ctx.layout.replicas
+            ],
         }
     else:
-        disaggregated.update({
-            "consumer_state_dir": consumer_state_dir(ctx),
-            "server_urls": server_urls,
-            "mooncake_metadata_server": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
-            "mooncake_master_server_addr": f"{head}:{MOONCAKE_RPC_PORT}",
-            "mooncake_protocol": "tcp",
-        })
+        disaggregated.update(
+            {
+                "consumer_state_dir": consumer_state_dir(ctx),
+                "server_urls": server_urls,
+                "mooncake_metadata_server": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
+                "mooncake_master_server_addr": f"{head}:{MOONCAKE_RPC_PORT}",
+                "mooncake_protocol": "tcp",
+            }
+        )
         if len(nodes) > 1:
             trainer["master_addr"] = head
             trainer["master_port"] = p.launch.master_port
     doc: dict[str, Any] = {
-        "model": {"target_model_path": ctx.path, "trust_remote_code": True,
-                  "draft_num_hidden_layers": w.draft_layers, "draft_block_size": ctx.block,
-                  "sglang_mem_fraction_static": fraction,
-                  "sglang_context_length": w.max_length + CONTEXT_EXTRA_TOKENS},
-        "data": {"train_data_path": p.launch.train_data_path, "max_length": w.max_length,
-                 "chat_template": ctx.chat_template},
+        "model": {
+            "target_model_path": ctx.path,
+            "trust_remote_code": True,
+            "draft_num_hidden_layers": w.draft_layers,
+            "draft_block_size": ctx.block,
+            "sglang_mem_fraction_static": fraction,
+            "sglang_context_length": w.max_length + CONTEXT_EXTRA_TOKENS,
+        },
+        "data": {
+            "train_data_path": p.launch.train_data_path,
+            "max_length": w.max_length,
+            "chat_template": ctx.chat_template,
+        },
         "training": training,
         "run_id": run_id(p),
         "output_dir": out,
-        "deployment": {"mode": "disaggregated", "trainer": trainer,
-                       "disaggregated": disaggregated},
+        "deployment": {"mode": "disaggregated", "trainer": trainer, "disaggregated": disaggregated},
     }
     high, low = in_flight(ctx)
     if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
@@ -149,37 +172,71 @@ def capture_server(ctx: Context, replica: Replica) -> list[object]:
     """A patched SGLang capture server, the flags managed-local would pass
     (launch_plan._managed_local_services), listening on every interface."""
     p = ctx.plan
-    return ["python", "-m", "sglang.launch_server", "--model-path", ctx.path,
-            "--dtype", "bfloat16", "--trust-remote-code", "--skip-tokenizer-init",
-            "--tp-size", p.target.tp, "--chunked-prefill-size", -1, "--enable-spec-capture",
-            "--spec-capture-method", "dflash", "--spec-capture-aux-layer-ids", *ctx.layer_ids,
-            "--host", "0.0.0.0", "--port", replica.port, "--attention-backend", "flashinfer",
-            "--mem-fraction-static", ctx.memory.fraction, "--disable-radix-cache",
-            "--ep-size", 1, "--context-length", p.workload.max_length + CONTEXT_EXTRA_TOKENS]
+    return [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        ctx.path,
+        "--dtype",
+        "bfloat16",
+        "--trust-remote-code",
+        "--skip-tokenizer-init",
+        "--tp-size",
+        p.target.tp,
+        "--chunked-prefill-size",
+        -1,
+        "--enable-spec-capture",
+        "--spec-capture-method",
+        "dflash",
+        "--spec-capture-aux-layer-ids",
+        *ctx.layer_ids,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        replica.port,
+        "--attention-backend",
+        "flashinfer",
+        "--mem-fraction-static",
+        ctx.memory.fraction,
+        "--disable-radix-cache",
+        "--ep-size",
+        1,
+        "--context-length",
+        p.workload.max_length + CONTEXT_EXTRA_TOKENS,
+    ]
 
 
 def mooncake_master() -> list[object]:
     """The master with its HTTP metadata server open to the other nodes (the two-node
     example's flags)."""
-    return ["mooncake_master", "--enable_http_metadata_server=true",
-            "--http_metadata_server_host=0.0.0.0", f"--rpc_port={MOONCAKE_RPC_PORT}",
-            f"--http_metadata_server_port={MOONCAKE_METADATA_PORT}",
-            f"--metrics_port={MOONCAKE_METRICS_PORT}"]
+    return [
+        "mooncake_master",
+        "--enable_http_metadata_server=true",
+        "--http_metadata_server_host=0.0.0.0",
+        f"--rpc_port={MOONCAKE_RPC_PORT}",
+        f"--http_metadata_server_port={MOONCAKE_METADATA_PORT}",
+        f"--metrics_port={MOONCAKE_METRICS_PORT}",
+    ]
 
 
 def mooncake_env(head: str) -> dict[str, str]:
     """What producer, consumer and capture servers read to reach the master (the servers
     read only the environment: SpecForge's spec_capture_sink patch defaults to localhost)."""
-    return {"MOONCAKE_MASTER_SERVER_ADDR": f"{head}:{MOONCAKE_RPC_PORT}",
-            "MOONCAKE_METADATA_SERVER": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
-            "MOONCAKE_PROTOCOL": "tcp"}
+    return {
+        "MOONCAKE_MASTER_SERVER_ADDR": f"{head}:{MOONCAKE_RPC_PORT}",
+        "MOONCAKE_METADATA_SERVER": f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata",
+        "MOONCAKE_PROTOCOL": "tcp",
+    }
 
 
 def server_env(ctx: Context, replica: Replica) -> dict[str, object]:
-    return {"CUDA_VISIBLE_DEVICES": devices(replica.devices),
-            "MOONCAKE_GLOBAL_SEGMENT_SIZE": server_segment_gib(ctx) * GIB,
-            "MOONCAKE_LOCAL_BUFFER_SIZE": MOONCAKE_LOCAL_BUFFER_BYTES,
-            "FLASHINFER_DISABLE_VERSION_CHECK": 1}
+    return {
+        "CUDA_VISIBLE_DEVICES": devices(replica.devices),
+        "MOONCAKE_GLOBAL_SEGMENT_SIZE": server_segment_gib(ctx) * GIB,
+        "MOONCAKE_LOCAL_BUFFER_SIZE": MOONCAKE_LOCAL_BUFFER_BYTES,
+        "FLASHINFER_DISABLE_VERSION_CHECK": 1,
+    }
 
 
 def node_config(node: int) -> str:
@@ -193,8 +250,10 @@ def consumer_env(ctx: Context, node: int, rank: int) -> dict[str, object]:
     workers inherit NODE_RANK, and SpecForge's node-rank check (_resolved_node_rank in
     specforge/launch_plan.py) reads it in every worker, where --node-rank is not passed:
     it must be the trainer rank, not the node's index in the plan."""
-    out: dict[str, object] = {"NODE_RANK": rank,
-                              "CUDA_VISIBLE_DEVICES": devices(ctx.layout.drafters[node])}
+    out: dict[str, object] = {
+        "NODE_RANK": rank,
+        "CUDA_VISIBLE_DEVICES": devices(ctx.layout.drafters[node]),
+    }
     if len(ctx.layout.drafter_nodes) > 1:
         out["PET_RDZV_CONF"] = f"timeout={RENDEZVOUS_TIMEOUT_S}"
     return out
@@ -207,25 +266,32 @@ def wait_for_metadata(url: str) -> str:
 
 def wait_healthy(urls: list[str]) -> str:
     if len(urls) <= 4:
-        return "\n".join(f"until curl -sf {q(u + '/health')} >/dev/null; do sleep 5; done"
-                         for u in urls)
+        return "\n".join(
+            f"until curl -sf {q(u + '/health')} >/dev/null; do sleep 5; done" for u in urls
+        )
     # One line: a script's node sections indent only an entry's first line.
-    return (f"for url in {' '.join(q(u) for u in urls)}; do "
-            f'until curl -sf "$url/health" >/dev/null; do sleep 5; done; done')
+    return (
+        f"for url in {' '.join(q(u) for u in urls)}; do "
+        f'until curl -sf "$url/health" >/dev/null; do sleep 5; done; done'
+    )
 
 
 def memory_notes(ctx: Context) -> list[str]:
     segment = server_segment_gib(ctx)
     high, low = in_flight(ctx)
-    notes = [*ctx.memory.reasoning(),
-             f"Mooncake segment {segment} GiB of host memory per capture server: captured "
-             f"features wait there until the trainer acknowledges them (up to {high} "
-             f"samples in flight, spread over the servers)"]
+    notes = [
+        *ctx.memory.reasoning(),
+        f"Mooncake segment {segment} GiB of host memory per capture server: captured "
+        f"features wait there until the trainer acknowledges them (up to {high} "
+        f"samples in flight, spread over the servers)",
+    ]
     if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
-        notes.append(f"in-flight watermarks {high}/{low}: one optimizer step takes "
-                     f"{consumer_quantum(ctx)} samples, more than SpecForge's defaults "
-                     f"({IN_FLIGHT_HIGH_DEFAULT}/{IN_FLIGHT_LOW_DEFAULT}), which its "
-                     f"producer refuses; it pauses at two steps' samples and resumes at one")
+        notes.append(
+            f"in-flight watermarks {high}/{low}: one optimizer step takes "
+            f"{consumer_quantum(ctx)} samples, more than SpecForge's defaults "
+            f"({IN_FLIGHT_HIGH_DEFAULT}/{IN_FLIGHT_LOW_DEFAULT}), which its "
+            f"producer refuses; it pauses at two steps' samples and resumes at one"
+        )
     return notes
 
 
@@ -233,26 +299,38 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     layout, notes = ctx.layout, []
     if layout.nodes == 1:
         doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
-        notes.append("managed-local: SpecForge starts the capture servers, Mooncake and the "
-                     "trainer; needs mooncake_master on PATH and SGLang with the spec-capture "
-                     "patch; control_dir must not exist yet")
+        notes.append(
+            "managed-local: SpecForge starts the capture servers, Mooncake and the "
+            "trainer; needs mooncake_master on PATH and SGLang with the spec-capture "
+            "patch; control_dir must not exist yet"
+        )
         notes += memory_notes(ctx)
         text = to_yaml(doc)
         # The SpecForge CLI rejects a partial torch.distributed environment, and it and
         # the trainer's workers take NODE_RANK as the trainer's node rank: one node is 0.
-        body = ["unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "
-                "NODE_RANK", heredoc("run.yaml", text), cmd("specforge", "train", "-c", "run.yaml")]
-        return LaunchScript(NAME, script(ctx, TITLE, notes, body, fmt=NAME), {"run.yaml": text},
-                            tuple(notes), layout)
+        body = [
+            "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT NODE_RANK",
+            heredoc("run.yaml", text),
+            cmd("specforge", "train", "-c", "run.yaml"),
+        ]
+        return LaunchScript(
+            NAME,
+            script(ctx, TITLE, notes, body, fmt=NAME),
+            {"run.yaml": text},
+            tuple(notes),
+            layout,
+        )
     d_nodes, _ = trainer_nodes(ctx)
     head = layout.hosts[d_nodes[0]]
     urls = [f"http://{layout.hosts[r.node]}:{r.port}" for r in layout.replicas]
     doc = config(ctx, managed_local=False, server_urls=urls, head=head)
-    notes += ["multi-node: run this script on every node with NODE_RANK set; output_dir "
-              "must be on a filesystem all nodes share, control_dir must not exist yet",
-              f"node {d_nodes[0]} ({head}) runs the Mooncake master, the producer and trainer "
-              f"rank 0; the host names must be reachable from every node",
-              *memory_notes(ctx)]
+    notes += [
+        "multi-node: run this script on every node with NODE_RANK set; output_dir "
+        "must be on a filesystem all nodes share, control_dir must not exist yet",
+        f"node {d_nodes[0]} ({head}) runs the Mooncake master, the producer and trainer "
+        f"rank 0; the host names must be reachable from every node",
+        *memory_notes(ctx),
+    ]
     metadata_url = f"http://{head}:{MOONCAKE_METADATA_PORT}/metadata"
     sections: dict[int, list[str]] = {}
     for node in range(layout.nodes):
@@ -265,8 +343,10 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         if replicas:
             lines.append(wait_for_metadata(metadata_url))
         for r in replicas:
-            lines.append(f"{env(**server_env(ctx, r))} {cmd(*capture_server(ctx, r), lead=3)}"
-                         f" > {q(f'capture-{r.port}.log')} 2>&1 &")
+            lines.append(
+                f"{env(**server_env(ctx, r))} {cmd(*capture_server(ctx, r), lead=3)}"
+                f" > {q(f'capture-{r.port}.log')} 2>&1 &"
+            )
     for rank, node in enumerate(d_nodes):
         lines = sections[node]
         config_file = node_config(node)
@@ -274,12 +354,17 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # rendezvous does not wait out the target's download on the first trainer node.
         lines.append(wait_healthy(urls))
         if rank == 0:
-            lines.append(f"{env(CUDA_VISIBLE_DEVICES='')} "
-                         f"{cmd('specforge', 'train', '-c', config_file, '--role', 'producer')}"
-                         f" > producer.log 2>&1 &")
-        lines.append(f"{env(**consumer_env(ctx, node, rank))} "
-                     + cmd("specforge", "train", "-c", config_file, "--role", "consumer",
-                           "--node-rank", rank))
+            lines.append(
+                f"{env(CUDA_VISIBLE_DEVICES='')} "
+                f"{cmd('specforge', 'train', '-c', config_file, '--role', 'producer')}"
+                f" > producer.log 2>&1 &"
+            )
+        lines.append(
+            f"{env(**consumer_env(ctx, node, rank))} "
+            + cmd(
+                "specforge", "train", "-c", config_file, "--role", "consumer", "--node-rank", rank
+            )
+        )
     for node in layout.target_nodes:
         if node not in d_nodes:
             sections[node].append("wait   # the capture servers run until stopped")
@@ -295,6 +380,12 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # One file per node: nodes sharing a working directory do not rewrite each
         # other's (the YAML is the same on every node).
         feed('cat > "run-node$node_rank.yaml"', yaml_text),
-        node_case(sections, layout.nodes, read_rank=False)]
-    return LaunchScript(NAME, script(ctx, TITLE, notes, body, fmt=NAME), {"run.yaml": yaml_text},
-                        tuple(notes), layout)
+        node_case(sections, layout.nodes, read_rank=False),
+    ]
+    return LaunchScript(
+        NAME,
+        script(ctx, TITLE, notes, body, fmt=NAME),
+        {"run.yaml": yaml_text},
+        tuple(notes),
+        layout,
+    )

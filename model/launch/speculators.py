@@ -41,8 +41,12 @@ def vllm_segment_gib(ctx: Context) -> int:
     of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
     in flight are spread over the engines (target replicas)."""
     p = ctx.plan
-    return segment_gib(ctx.resolved, store.speculators_segment_samples(
-        p.drafter.batch_size, p.drafter.count, len(ctx.layout.replicas)))
+    return segment_gib(
+        ctx.resolved,
+        store.speculators_segment_samples(
+            p.drafter.batch_size, p.drafter.count, len(ctx.layout.replicas)
+        ),
+    )
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -50,23 +54,31 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     multi = layout.nodes > 1
     head = layout.hosts[layout.target_nodes[0]]
     base_url = f"http://{head if multi else 'localhost'}:{VLLM_PORT}"
-    notes = ["launch_vllm.py comes from a speculators checkout matching the installed "
-             "version; run this script from its top folder",
-             f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
-             f"{data_dir(ctx)} (skipped when that folder already holds the dataset)"]
+    notes = [
+        "launch_vllm.py comes from a speculators checkout matching the installed "
+        "version; run this script from its top folder",
+        f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
+        f"{data_dir(ctx)} (skipped when that folder already holds the dataset)",
+    ]
     if multi:
         segment = vllm_segment_gib(ctx)
         engines = max(len(layout.targets_on(n)) for n in layout.target_nodes)
-        notes += ["multi-node: run this script on every node with NODE_RANK set; output_dir "
-                  "must be on a filesystem all nodes share",
-                  f"hidden states travel through Mooncake (master on node "
-                  f"{layout.target_nodes[0]}, {head}); each vLLM data-parallel engine "
-                  f"registers a segment of {segment} GiB of host memory (up to {engines} "
-                  f"engine(s) = {engines * segment} GiB on a node): "
-                  f"{store.BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
-                  f"over the {len(layout.replicas)} engines"]
-        common: list[object] = ["--hidden-states-backend", "mooncake",
-                                "--mooncake-master", f"{head}:{MOONCAKE_RPC_PORT}"]
+        notes += [
+            "multi-node: run this script on every node with NODE_RANK set; output_dir "
+            "must be on a filesystem all nodes share",
+            f"hidden states travel through Mooncake (master on node "
+            f"{layout.target_nodes[0]}, {head}); each vLLM data-parallel engine "
+            f"registers a segment of {segment} GiB of host memory (up to {engines} "
+            f"engine(s) = {engines * segment} GiB on a node): "
+            f"{store.BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
+            f"over the {len(layout.replicas)} engines",
+        ]
+        common: list[object] = [
+            "--hidden-states-backend",
+            "mooncake",
+            "--mooncake-master",
+            f"{head}:{MOONCAKE_RPC_PORT}",
+        ]
         launch_backend = [*common, "--mooncake-global-segment-gib", segment]
     else:
         notes.append(f"hidden states travel through files under {HIDDEN_STATES_DIR} (one host)")
@@ -86,43 +98,109 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # launch_vllm.py's --trust-remote-code acts only on its own config lookup; vLLM
         # takes it after `--` (scripts/launch_vllm.py at c05b95b3), as SpecForge's YAML
         # sets model.trust_remote_code.
-        serve: list[object] = ["--trust-remote-code", "--data-parallel-size", replicas_total,
-                               "--tensor-parallel-size", p.target.tp, "--port", VLLM_PORT,
-                               "--max-model-len", w.max_length + 1]
+        serve: list[object] = [
+            "--trust-remote-code",
+            "--data-parallel-size",
+            replicas_total,
+            "--tensor-parallel-size",
+            p.target.tp,
+            "--port",
+            VLLM_PORT,
+            "--max-model-len",
+            w.max_length + 1,
+        ]
         if multi:
-            serve += ["--data-parallel-size-local", len(local), "--data-parallel-address", head,
-                      "--data-parallel-rpc-port", VLLM_DP_RPC_PORT]
+            serve += [
+                "--data-parallel-size-local",
+                len(local),
+                "--data-parallel-address",
+                head,
+                "--data-parallel-rpc-port",
+                VLLM_DP_RPC_PORT,
+            ]
             if index > 0:
                 serve += ["--headless", "--data-parallel-start-rank", start_rank]
         start_rank += len(local)
         lines = sections.setdefault(node, [])
         if multi and index == 0:
-            lines.append(f"{cmd('mooncake_master', f'--rpc_port={MOONCAKE_RPC_PORT}')} "
-                         f"> mooncake.log 2>&1 &")
+            lines.append(
+                f"{cmd('mooncake_master', f'--rpc_port={MOONCAKE_RPC_PORT}')} > mooncake.log 2>&1 &"
+            )
         lines.append(
             f"{env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "
-            + cmd("python", "scripts/launch_vllm.py", ctx.path, *launch_backend,
-                  "--target-layer-ids", *ctx.layer_ids, "--trust-remote-code", "--", *serve,
-                  lead=3)
-            + f" > {q(f'vllm-{node}.log')} 2>&1 &")
+            + cmd(
+                "python",
+                "scripts/launch_vllm.py",
+                ctx.path,
+                *launch_backend,
+                "--target-layer-ids",
+                *ctx.layer_ids,
+                "--trust-remote-code",
+                "--",
+                *serve,
+                lead=3,
+            )
+            + f" > {q(f'vllm-{node}.log')} 2>&1 &"
+        )
     train: list[object] = [
-        "-m", "speculators.train", "--verifier-name-or-path", ctx.path,
-        "--speculator-type", "dflash", "--data-path", data_dir(ctx),
-        "--vllm-endpoint", f"{base_url}/v1", *common,
-        "--block-size", ctx.block, "--max-anchors", w.num_anchors,
-        "--num-layers", w.draft_layers, "--target-layer-ids", *ctx.layer_ids,
-        "--epochs", w.epochs, "--lr", recipe.LEARNING_RATE, "--optimizer", "adamw",
-        "--scheduler-type", "cosine", "--scheduler-warmup-ratio", recipe.WARMUP_RATIO,
-        "--total-seq-len", w.max_length * p.drafter.batch_size,
-        "--save-path", f"{output_dir(p)}/checkpoints"]
+        "-m",
+        "speculators.train",
+        "--verifier-name-or-path",
+        ctx.path,
+        "--speculator-type",
+        "dflash",
+        "--data-path",
+        data_dir(ctx),
+        "--vllm-endpoint",
+        f"{base_url}/v1",
+        *common,
+        "--block-size",
+        ctx.block,
+        "--max-anchors",
+        w.num_anchors,
+        "--num-layers",
+        w.draft_layers,
+        "--target-layer-ids",
+        *ctx.layer_ids,
+        "--epochs",
+        w.epochs,
+        "--lr",
+        recipe.LEARNING_RATE,
+        "--optimizer",
+        "adamw",
+        "--scheduler-type",
+        "cosine",
+        "--scheduler-warmup-ratio",
+        recipe.WARMUP_RATIO,
+        "--total-seq-len",
+        w.max_length * p.drafter.batch_size,
+        "--save-path",
+        f"{output_dir(p)}/checkpoints",
+    ]
     if ctx.block == 16:
         # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
-        train += ["--per-position-loss-weight", "fixed-exp-decay",
-                  "--dflash-decay-gamma", recipe.LOSS_DECAY_GAMMA_B16]
-    prepare = cmd("speculators", "prepare-data", "--model", ctx.path,
-                  "--data", p.launch.train_data_path, "--render-endpoint", base_url,
-                  "--output", data_dir(ctx), "--seq-length", w.max_length,
-                  "--trust-remote-code", lead=2)
+        train += [
+            "--per-position-loss-weight",
+            "fixed-exp-decay",
+            "--dflash-decay-gamma",
+            recipe.LOSS_DECAY_GAMMA_B16,
+        ]
+    prepare = cmd(
+        "speculators",
+        "prepare-data",
+        "--model",
+        ctx.path,
+        "--data",
+        p.launch.train_data_path,
+        "--render-endpoint",
+        base_url,
+        "--output",
+        data_dir(ctx),
+        "--seq-length",
+        w.max_length,
+        "--trust-remote-code",
+        lead=2,
+    )
     ready = q(f"{data_dir(ctx)}/dataset_info.json")
     d_nodes = layout.drafter_nodes
     master = layout.hosts[d_nodes[0]]
@@ -131,25 +209,45 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         if len(d_nodes) == 1:
             launcher: list[object] = ["torchrun", "--standalone", "--nproc_per_node", len(devs)]
         else:
-            launcher = ["torchrun", "--nnodes", len(d_nodes), "--node_rank", rank,
-                        "--master_addr", master, "--master_port", p.launch.master_port,
-                        "--rdzv_conf", f"timeout={RENDEZVOUS_TIMEOUT_S}",
-                        "--nproc_per_node", len(devs)]
+            launcher = [
+                "torchrun",
+                "--nnodes",
+                len(d_nodes),
+                "--node_rank",
+                rank,
+                "--master_addr",
+                master,
+                "--master_port",
+                p.launch.master_port,
+                "--rdzv_conf",
+                f"timeout={RENDEZVOUS_TIMEOUT_S}",
+                "--nproc_per_node",
+                len(devs),
+            ]
         lines = sections.setdefault(node, [])
         if rank == 0:
             lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
             lines.append(prepare)
         else:
             lines.append(f"until [ -e {ready} ]; do sleep 10; done   # rank 0 prepares the data")
-        lines.append(f"{env(CUDA_VISIBLE_DEVICES=devices(devs))} "
-                     f"{cmd(*launcher, *train, lead=len(launcher) + 2)}")
+        lines.append(
+            f"{env(CUDA_VISIBLE_DEVICES=devices(devs))} "
+            f"{cmd(*launcher, *train, lead=len(launcher) + 2)}"
+        )
     for node in layout.target_nodes:
         if node not in d_nodes:
             sections[node].append("wait   # vLLM runs until stopped")
-    trap = ("# Background services stop with this script.\n"
-            "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT")
-    body = [trap, *([FABRIC_IP_FUNCTION, node_case(sections, layout.nodes)] if multi
-                    else ["\n".join(sections[0])])]
+    trap = (
+        "# Background services stop with this script.\n"
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"
+    )
+    body = [
+        trap,
+        *(
+            [FABRIC_IP_FUNCTION, node_case(sections, layout.nodes)]
+            if multi
+            else ["\n".join(sections[0])]
+        ),
+    ]
     text = script(ctx, TITLE, notes, body, fmt=NAME, ports=False)
-    return LaunchScript(NAME, text, {}, tuple(notes),
-                        layout)
+    return LaunchScript(NAME, text, {}, tuple(notes), layout)

@@ -41,6 +41,7 @@ CAPTURED_LAYERS = 5
 
 # --- reading the cases -------------------------------------------------------------------
 
+
 @functools.cache
 def _blocks() -> dict[str, str]:
     """Each case's TOML text by id: the file split at its `[[case]]` headers, so a fit
@@ -73,26 +74,39 @@ def group(case: Case) -> str:
 
 # --- what a case states, as the model reads it --------------------------------------------
 
+
 def case_model(case: Case) -> TargetModel:
     key = case.get("model", "")
     if key in PRESETS:
         return PRESETS[key]
     d = case["model_dims"]
-    return TargetModel(key=key, name=key, n_layers=d["num_hidden_layers"],
-                       hidden=d["hidden_size"], intermediate=d["intermediate_size"],
-                       n_heads=d["num_attention_heads"], n_kv_heads=d["num_key_value_heads"],
-                       head_dim=d["head_dim"], vocab=d["vocab_size"])
+    return TargetModel(
+        key=key,
+        name=key,
+        n_layers=d["num_hidden_layers"],
+        hidden=d["hidden_size"],
+        intermediate=d["intermediate_size"],
+        n_heads=d["num_attention_heads"],
+        n_kv_heads=d["num_key_value_heads"],
+        head_dim=d["head_dim"],
+        vocab=d["vocab_size"],
+    )
 
 
 def case_drafter(case: Case, model: TargetModel) -> tuple[DrafterShape, DrafterWork]:
     block = case.get("block_size", model.default_block_size)
     layers = case.get("draft_layers", CAPTURED_LAYERS)
     shape = drafter_shape(model, layers, block, len(model.default_layer_ids(layers)))
-    if "draft_vocab" in case:         # a reduced draft vocabulary (speculators' option)
+    if "draft_vocab" in case:  # a reduced draft vocabulary (speculators' option)
         shape = replace(shape, vocab=case["draft_vocab"])
     anchors = case.get("anchors") or max(1, int(case["sample_tokens"]) // block)
-    work = drafter_work(shape, anchors, float(case["sample_tokens"]), case.get("batch", 1),
-                        case.get("drafter_gpus", 1))
+    work = drafter_work(
+        shape,
+        anchors,
+        float(case["sample_tokens"]),
+        case.get("batch", 1),
+        case.get("drafter_gpus", 1),
+    )
     return shape, work
 
 
@@ -108,16 +122,25 @@ def training_time_flop_per_token(model: TargetModel, gpu: Gpu, sample_tokens: fl
     return 3 * (work.time_flop(gpu.softmax_speedup) + 2 * model.hidden * model.vocab)
 
 
-def case_drafter_memory(case: Case, gpu: Gpu, activation_io_multiple: float,
-                        reserve_gib: float) -> MemoryFit:
+def case_drafter_memory(
+    case: Case, gpu: Gpu, activation_io_multiple: float, reserve_gib: float
+) -> MemoryFit:
     """A drafter-memory case as the model computes it: at the longest sample, in a
     pipeline (optimizer state sharded over its trainers) or alone (a microbenchmark); the
     fitted multiple and reserve given (memory.case_drafter_memory: at their fitted values)."""
     shape, work = case_drafter(case, case_model(case))
     longest = float(case.get("max_length", case["sample_tokens"]))
-    return drafter_footprint(shape, work, longest, case.get("batch", 1),
-                             case.get("drafter_gpus", 1), gpu.memory_gb,
-                             "drafter_gpus" in case, activation_io_multiple, reserve_gib)
+    return drafter_footprint(
+        shape,
+        work,
+        longest,
+        case.get("batch", 1),
+        case.get("drafter_gpus", 1),
+        gpu.memory_gb,
+        "drafter_gpus" in case,
+        activation_io_multiple,
+        reserve_gib,
+    )
 
 
 def _gpu(key: str) -> Gpu:
@@ -127,6 +150,7 @@ def _gpu(key: str) -> Gpu:
 
 
 # --- fits on plain numbers ----------------------------------------------------------------
+
 
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
@@ -152,15 +176,15 @@ Span = tuple[float, float]
 class Constant:
     """One fitted constant: where it lives, what it is fitted on, what it applies to."""
 
-    name: str                         # the module constant's name
-    home: str                         # "memory", "pipeline", "roofline" or "hardware.toml"
+    name: str  # the module constant's name
+    home: str  # "memory", "pipeline", "roofline" or "hardware.toml"
     unit: str
-    fitted_on: tuple[str, ...]        # case ids the value is fitted on
-    range_on: tuple[str, ...]         # case ids whose implied values span the range
+    fitted_on: tuple[str, ...]  # case ids the value is fitted on
+    range_on: tuple[str, ...]  # case ids whose implied values span the range
     applies_when: str
     fit: Callable[[Sequence[Case], Values], float]
-    implied: Callable[[Case, Values], Span]      # the value (span) one case implies
-    needs: tuple[str, ...] = ()       # constants fitted first and used by this fit
+    implied: Callable[[Case, Values], Span]  # the value (span) one case implies
+    needs: tuple[str, ...] = ()  # constants fitted first and used by this fit
     # Values it takes where applied outside its runs' conditions (widen the range).
     alternatives: Callable[[Values], Sequence[float]] = lambda _: ()
     # (GPU key, field) of hardware.toml values it sets; empty for a module constant.
@@ -182,8 +206,11 @@ def _sink(case: Case, _: Values) -> Span:
 
 
 def _fetch_bytes(case: Case) -> float:
-    return (int(case.get("batch", 1)) * float(case["sample_tokens"])
-            * hidden_state_bytes_per_token(case_model(case)))
+    return (
+        int(case.get("batch", 1))
+        * float(case["sample_tokens"])
+        * hidden_state_bytes_per_token(case_model(case))
+    )
 
 
 def _fetch(case: Case, _: Values) -> Span:
@@ -193,8 +220,9 @@ def _fetch(case: Case, _: Values) -> Span:
 def _fetch_fit(cases: Sequence[Case], _: Values) -> float:
     # time = bytes / rate through the origin: a free intercept comes out negative on
     # SpecForge's two batches (no fixed cost per fetch to separate).
-    seconds_per_byte = slope_through_origin([_fetch_bytes(c) for c in cases],
-                                            [c["fetch_ms"] / 1e3 for c in cases])
+    seconds_per_byte = slope_through_origin(
+        [_fetch_bytes(c) for c in cases], [c["fetch_ms"] / 1e3 for c in cases]
+    )
     return 1.0 / seconds_per_byte
 
 
@@ -220,8 +248,11 @@ def _trainer_reserve(case: Case, values: Values) -> Span:
 
 def _dense_training_rate(case: Case, gpu: Gpu) -> float:
     """Training tokens/s per GPU at the GPU's dense default efficiency."""
-    return (gpu.bf16_flop_per_s * gpu.training_efficiency
-            / training_time_flop_per_token(case_model(case), gpu, float(case["sample_tokens"])))
+    return (
+        gpu.bf16_flop_per_s
+        * gpu.training_efficiency
+        / training_time_flop_per_token(case_model(case), gpu, float(case["sample_tokens"]))
+    )
 
 
 def _moe(case: Case, _: Values) -> Span:
@@ -232,16 +263,17 @@ def _training_efficiency(case: Case, _: Values) -> Span:
     if case["quantity"] == "training_mfu":
         return _point(float(case["value"]))
     gpu = _gpu(case["gpu"])
-    return _point(float(case["value"])
-                  * training_time_flop_per_token(case_model(case), gpu,
-                                                 float(case["sample_tokens"]))
-                  / gpu.bf16_flop_per_s)
+    return _point(
+        float(case["value"])
+        * training_time_flop_per_token(case_model(case), gpu, float(case["sample_tokens"]))
+        / gpu.bf16_flop_per_s
+    )
 
 
-def _mean_of(implied: Callable[[Case, Values], Span]
-             ) -> Callable[[Sequence[Case], Values], float]:
+def _mean_of(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case], Values], float]:
     def fit(cases: Sequence[Case], values: Values) -> float:
         return mean([sum(implied(c, values)) / 2 for c in cases])
+
     return fit
 
 
@@ -261,115 +293,169 @@ def _matmul_share(case: Case, _: Values) -> Span:
     return _point(float(case["value"]) / _catalog_spec(case["gpu"], "bf16_tflops"))
 
 
-def _ceiling(label: str, case_id: str, keys: tuple[str, ...], others: tuple[str, ...]
-             ) -> Constant:
+def _ceiling(label: str, case_id: str, keys: tuple[str, ...], others: tuple[str, ...]) -> Constant:
     """A GPU's matmul ceiling: the best measured bf16 matmul over its dense peak."""
     return Constant(
-        f"{label}_MATMUL_CEILING", "hardware.toml", "share of the dense bf16 peak",
-        fitted_on=(case_id,), range_on=(case_id, *others),
+        f"{label}_MATMUL_CEILING",
+        "hardware.toml",
+        "share of the dense bf16 peak",
+        fitted_on=(case_id,),
+        range_on=(case_id, *others),
         applies_when=f"the best bf16 torch.matmul shape found on {label}: the ceiling of "
-                     f"every efficiency on {', '.join(keys)}",
-        fit=_mean_of(_matmul_share), implied=_matmul_share,
-        gpu_fields=tuple((k, "matmul_ceiling") for k in keys))
+        f"every efficiency on {', '.join(keys)}",
+        fit=_mean_of(_matmul_share),
+        implied=_matmul_share,
+        gpu_fields=tuple((k, "matmul_ceiling") for k in keys),
+    )
 
 
-SPECFORGE_PIPELINE = ("SpecForge's disaggregated Domino pipeline on one 8 x H200 node "
-                      "(Qwen3-8B, Mooncake over RDMA)")
+SPECFORGE_PIPELINE = (
+    "SpecForge's disaggregated Domino pipeline on one 8 x H200 node (Qwen3-8B, Mooncake over RDMA)"
+)
 
 CONSTANTS: tuple[Constant, ...] = (
     Constant(
-        "NETWORK_EFFICIENCY", "pipeline", "share of the NIC rate",
+        "NETWORK_EFFICIENCY",
+        "pipeline",
+        "share of the NIC rate",
         fitted_on=("mooncake-vllm-pd-qwen3-8b-h800-rdma-peak",),
-        range_on=("mooncake-vllm-pd-qwen3-8b-h800-rdma-peak",
-                  "mooncake-vllm-pd-qwen3-8b-h800-rdma-20mb"),
+        range_on=(
+            "mooncake-vllm-pd-qwen3-8b-h800-rdma-peak",
+            "mooncake-vllm-pd-qwen3-8b-h800-rdma-20mb",
+        ),
         applies_when="GB-sized transfers between two nodes over RDMA (Mooncake, 8 RoCE NICs, "
-                     "H800); a 20 MB object, about one sample's hidden states, reached 18 %",
-        fit=_mean_of(_network), implied=_network),
+        "H800); a 20 MB object, about one sample's hidden states, reached 18 %",
+        fit=_mean_of(_network),
+        implied=_network,
+    ),
     Constant(
-        "CAPTURE_SINK_BYTES_PER_S", "pipeline", "bytes/s per capture server",
+        "CAPTURE_SINK_BYTES_PER_S",
+        "pipeline",
+        "bytes/s per capture server",
         fitted_on=("specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",),
         range_on=("specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",),
         applies_when=f"the capture server's copy into a Mooncake store: {SPECFORGE_PIPELINE}; "
-                     f"the midpoint of the 44-57 samples/s the sink sustained",
-        fit=_mean_of(_sink), implied=_sink),
+        f"the midpoint of the 44-57 samples/s the sink sustained",
+        fit=_mean_of(_sink),
+        implied=_sink,
+    ),
     Constant(
-        "TRAINER_FETCH_BYTES_PER_S", "pipeline", "bytes/s per drafter GPU",
-        fitted_on=("specforge-domino-qwen3-8b-h200-trainer-memory-b2",
-                   "specforge-domino-qwen3-8b-h200-trainer-memory-b8"),
-        range_on=("specforge-domino-qwen3-8b-h200-trainer-memory-b2",
-                  "specforge-domino-qwen3-8b-h200-trainer-memory-b8"),
+        "TRAINER_FETCH_BYTES_PER_S",
+        "pipeline",
+        "bytes/s per drafter GPU",
+        fitted_on=(
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b2",
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b8",
+        ),
+        range_on=(
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b2",
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b8",
+        ),
         applies_when=f"a trainer's blocking get from a Mooncake store: {SPECFORGE_PIPELINE}. "
-                     f"A per-byte host cost (40,960 B per Qwen3-8B token: about 20 us per "
-                     f"token) that does not scale with the drafter GPU: 4x the bytes took "
-                     f"4.5x the time, at 4 % of the H200's host link; no DFlash-family run "
-                     f"measures it on another GPU",
-        fit=_fetch_fit, implied=_fetch),
+        f"A per-byte host cost (40,960 B per Qwen3-8B token: about 20 us per "
+        f"token) that does not scale with the drafter GPU: 4x the bytes took "
+        f"4.5x the time, at 4 % of the H200's host link; no DFlash-family run "
+        f"measures it on another GPU",
+        fit=_fetch_fit,
+        implied=_fetch,
+    ),
     Constant(
-        "RUNTIME_RESERVE_GIB", "memory", "GiB per GPU",
+        "RUNTIME_RESERVE_GIB",
+        "memory",
+        "GiB per GPU",
         fitted_on=("specforge-qwen3-8b-h200-capture-server-memory-mf050",),
-        range_on=("specforge-qwen3-8b-h200-capture-server-memory-mf050",
-                  "specforge-qwen3-8b-h200-capture-server-memory-mf085"),
+        range_on=(
+            "specforge-qwen3-8b-h200-capture-server-memory-mf050",
+            "specforge-qwen3-8b-h200-capture-server-memory-mf085",
+        ),
         applies_when="what an SGLang capture server (SpecForge's patch, TP1, H200) holds "
-                     "outside its static pool; applied to every target GPU and engine",
-        fit=_mean_of(_capture_reserve), implied=_capture_reserve),
+        "outside its static pool; applied to every target GPU and engine",
+        fit=_mean_of(_capture_reserve),
+        implied=_capture_reserve,
+    ),
     Constant(
-        "ACTIVATION_IO_MULTIPLE", "memory", "x the elements a layer reads and writes",
+        "ACTIVATION_IO_MULTIPLE",
+        "memory",
+        "x the elements a layer reads and writes",
         fitted_on=("specforge-domino-qwen3-8b-h200-microbench-b8-memory",),
-        range_on=("specforge-domino-qwen3-8b-h200-microbench-b8-memory",
-                  "specforge-domino-qwen3-8b-h200-microbench-b2-memory"),
+        range_on=(
+            "specforge-domino-qwen3-8b-h200-microbench-b8-memory",
+            "specforge-domino-qwen3-8b-h200-microbench-b2-memory",
+        ),
         applies_when="SpecForge's Domino trainer (two full-vocabulary heads, checkpointed "
-                     "objective slices), one H200, sequence 768 in the benchmark",
-        fit=_mean_of(_activation), implied=_activation),
+        "objective slices), one H200, sequence 768 in the benchmark",
+        fit=_mean_of(_activation),
+        implied=_activation,
+    ),
     Constant(
-        "TRAINER_RUNTIME_RESERVE_GIB", "memory", "GiB per drafter GPU",
+        "TRAINER_RUNTIME_RESERVE_GIB",
+        "memory",
+        "GiB per drafter GPU",
         fitted_on=("specforge-domino-qwen3-8b-h200-trainer-memory-b2",),
-        range_on=("specforge-domino-qwen3-8b-h200-trainer-memory-b2",
-                  "specforge-domino-qwen3-8b-h200-trainer-memory-b8"),
+        range_on=(
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b2",
+            "specforge-domino-qwen3-8b-h200-trainer-memory-b8",
+        ),
         applies_when=f"one FSDP (SHARD_GRAD_OP) trainer inside {SPECFORGE_PIPELINE}, as "
-                     f"nvidia-smi-style monitoring reads it; a trainer without FSDP buffers "
-                     f"or prefetched batches may hold only a process's reserve "
-                     f"(RUNTIME_RESERVE_GIB), the range's low end",
-        fit=_mean_of(_trainer_reserve), implied=_trainer_reserve,
+        f"nvidia-smi-style monitoring reads it; a trainer without FSDP buffers "
+        f"or prefetched batches may hold only a process's reserve "
+        f"(RUNTIME_RESERVE_GIB), the range's low end",
+        fit=_mean_of(_trainer_reserve),
+        implied=_trainer_reserve,
         needs=("ACTIVATION_IO_MULTIPLE", "RUNTIME_RESERVE_GIB"),
-        alternatives=lambda v: [x for x in (v["RUNTIME_RESERVE_GIB"],) if x is not None]),
+        alternatives=lambda v: [x for x in (v["RUNTIME_RESERVE_GIB"],) if x is not None],
+    ),
     Constant(
-        "MOE_EFFICIENCY_FACTOR", "roofline", "x the dense default efficiency",
+        "MOE_EFFICIENCY_FACTOR",
+        "roofline",
+        "x the dense default efficiency",
         fitted_on=("mbridge-b300-gptoss120b-bf16-pretrain",),
-        range_on=("mbridge-b300-gptoss120b-bf16-pretrain",
-                  "mbridge-b200-gptoss120b-bf16-pretrain",
-                  "mbridge-h100-gptoss120b-bf16-pretrain"),
+        range_on=(
+            "mbridge-b300-gptoss120b-bf16-pretrain",
+            "mbridge-b200-gptoss120b-bf16-pretrain",
+            "mbridge-h100-gptoss120b-bf16-pretrain",
+        ),
         applies_when="gpt-oss-120b bf16 pretraining in Megatron-Bridge (EP8, 64 GPUs); "
-                     "applied to MoE prefill and training on every GPU",
-        fit=_mean_of(_moe), implied=_moe),
+        "applied to MoE prefill and training on every GPU",
+        fit=_mean_of(_moe),
+        implied=_moe,
+    ),
     Constant(
-        "A100_TRAINING_EFFICIENCY", "hardware.toml", "share of the dense bf16 peak",
-        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu",
-                   "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
-        range_on=("torchtitan-a100-llama3-8b-bf16-mfu",
-                  "torchtitan-a100-llama3-8b-bf16-fsdp64",
-                  "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
+        "A100_TRAINING_EFFICIENCY",
+        "hardware.toml",
+        "share of the dense bf16 peak",
+        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu", "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
+        range_on=(
+            "torchtitan-a100-llama3-8b-bf16-mfu",
+            "torchtitan-a100-llama3-8b-bf16-fsdp64",
+            "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu",
+        ),
         applies_when="7-8B dense bf16 training at 8,192 tokens with FSDP and activation "
-                     "checkpointing on A100 (torchtitan Llama 3 8B on 64 GPUs; llm-foundry "
-                     "MPT-7B on 8): the a100-80g training_efficiency",
-        fit=_mean_of(_training_efficiency), implied=_training_efficiency,
-        gpu_fields=(("a100-80g", "training_efficiency"),)),
-    *(_ceiling(*args) for args in (
-        ("A100", "stas00-mamf-a100-bf16", ("a100-80g",), ()),
-        ("B200", "stas00-mamf-b200-bf16", ("b200",), ("zzc-b200-bf16-matmul",)),
-        ("B300", "stas00-mamf-b300-bf16", ("b300",), ()),
-        ("GB200", "stas00-mamf-gb200-bf16", ("gb200",), ()),
-        # H100 PCIe and H200 take the H100 SXM figure (same Hopper kernels; stas00: "H200
-        # is the same").
-        ("H100", "stas00-mamf-h100-bf16", ("h100-sxm", "h100-pcie", "h200"), ()),
-        ("MI300X", "stas00-mamf-mi300x-bf16", ("mi300x",), ()),
-        ("L40S", "zzc-l40s-bf16-matmul", ("l40s",), ()),
-    )),
+        "checkpointing on A100 (torchtitan Llama 3 8B on 64 GPUs; llm-foundry "
+        "MPT-7B on 8): the a100-80g training_efficiency",
+        fit=_mean_of(_training_efficiency),
+        implied=_training_efficiency,
+        gpu_fields=(("a100-80g", "training_efficiency"),),
+    ),
+    *(
+        _ceiling(*args)
+        for args in (
+            ("A100", "stas00-mamf-a100-bf16", ("a100-80g",), ()),
+            ("B200", "stas00-mamf-b200-bf16", ("b200",), ("zzc-b200-bf16-matmul",)),
+            ("B300", "stas00-mamf-b300-bf16", ("b300",), ()),
+            ("GB200", "stas00-mamf-gb200-bf16", ("gb200",), ()),
+            # H100 PCIe and H200 take the H100 SXM figure (same Hopper kernels; stas00: "H200
+            # is the same").
+            ("H100", "stas00-mamf-h100-bf16", ("h100-sxm", "h100-pcie", "h200"), ()),
+            ("MI300X", "stas00-mamf-mi300x-bf16", ("mi300x",), ()),
+            ("L40S", "zzc-l40s-bf16-matmul", ("l40s",), ()),
+        )
+    ),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}
 
 
-def fit_all(cases: Mapping[str, Case], leave_out: str | None = None
-            ) -> dict[str, float | None]:
+def fit_all(cases: Mapping[str, Case], leave_out: str | None = None) -> dict[str, float | None]:
     """Every constant fitted on its cases outside the group `leave_out`; None for one
     whose fit cases are all in that group (or that needs such a constant)."""
     values: dict[str, float | None] = {}
@@ -380,8 +466,9 @@ def fit_all(cases: Mapping[str, Case], leave_out: str | None = None
     return values
 
 
-def span(c: Constant, cases: Mapping[str, Case], values: Values,
-         folds: Iterable[float | None] = ()) -> Span:
+def span(
+    c: Constant, cases: Mapping[str, Case], values: Values, folds: Iterable[float | None] = ()
+) -> Span:
     """The constant's range: what each case of its kind implies, its fold values, and the
     alternatives where it is applied outside its runs."""
     points = [x for case_id in c.range_on for x in c.implied(cases[case_id], values)]
@@ -411,8 +498,11 @@ def value_range(name: str) -> Span:
     cases = cases_by_id(ids)
     values: dict[str, float | None] = {n: value(n) for n in needed}
     groups = {group(cases[i]) for i in c.fitted_on}
-    folds = ([c.fit([cases[i] for i in c.fitted_on if group(cases[i]) != g], values)
-              for g in groups] if len(groups) > 1 else [])
+    folds = (
+        [c.fit([cases[i] for i in c.fitted_on if group(cases[i]) != g], values) for g in groups]
+        if len(groups) > 1
+        else []
+    )
     return span(c, cases, values, folds)
 
 
@@ -421,6 +511,7 @@ def all_case_ids() -> tuple[str, ...]:
 
 
 # --- the built-in catalog ----------------------------------------------------------------
+
 
 def builtin_gpus() -> dict[str, Gpu]:
     """The built-in GPU catalog, hardware.toml with its fitted fields computed (parsed once

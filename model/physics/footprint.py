@@ -25,9 +25,9 @@ LOGIT_SLICE_BYTES = BF16_BYTES + BF16_BYTES + FP32_BYTES
 
 @dataclass(frozen=True, slots=True)
 class MemoryFit:
-    items_gb: tuple[tuple[str, float], ...]       # GiB per item
-    available_gb: float                           # GiB
-    band: tuple[float, float] = (1.0, 1.0)        # the estimate's spread, as factors
+    items_gb: tuple[tuple[str, float], ...]  # GiB per item
+    available_gb: float  # GiB
+    band: tuple[float, float] = (1.0, 1.0)  # the estimate's spread, as factors
 
     @property
     def needed_gb(self) -> float:
@@ -52,10 +52,17 @@ class MemoryFit:
         return self.needed_gb / self.available_gb
 
 
-def drafter_footprint(shape: DrafterShape, work: DrafterWork, sample_tokens: float,
-                      batch_size: int, drafter_gpus: int, available_gb: float,
-                      optimizer: bool, activation_io_multiple: float,
-                      reserve_gib: float) -> MemoryFit:
+def drafter_footprint(
+    shape: DrafterShape,
+    work: DrafterWork,
+    sample_tokens: float,
+    batch_size: int,
+    drafter_gpus: int,
+    available_gb: float,
+    optimizer: bool,
+    activation_io_multiple: float,
+    reserve_gib: float,
+) -> MemoryFit:
     """One drafter GPU: bf16 weights, the sharded fp32 master copy, Adam state and
     gradients (FSDP SHARD_GRAD_OP), the frozen embedding and LM head, activations of a
     micro-batch, one checkpointed slice of logits, and the runtime reserve."""
@@ -65,16 +72,21 @@ def drafter_footprint(shape: DrafterShape, work: DrafterWork, sample_tokens: flo
     state = SHARDED_BYTES_PER_PARAM * params / drafter_gpus if optimizer else 0.0
     frozen = BF16_BYTES * shape.frozen_params
     io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
-    per_sample = (multiple * BF16_BYTES * work.positions * shape.layers * io
-                  + BF16_BYTES * sample_tokens * (shape.captured_layers * shape.target_hidden
-                                                  + shape.layers * 2 * shape.kv_dim))
+    per_sample = (
+        multiple * BF16_BYTES * work.positions * shape.layers * io
+        + BF16_BYTES
+        * sample_tokens
+        * (shape.captured_layers * shape.target_hidden + shape.layers * 2 * shape.kv_dim)
+    )
     slice_positions = min(work.positions, OBJECTIVE_CHUNK_BLOCKS * shape.block_size)
     logits = LOGIT_SLICE_BYTES * batch_size * slice_positions * shape.vocab
     items = [("weights", weights / BYTES_PER_GIB)]
     if optimizer:
         items.append(("optimizer state", state / BYTES_PER_GIB))
-    items += [("embedding + LM head", frozen / BYTES_PER_GIB),
-              ("activations", batch_size * per_sample / BYTES_PER_GIB),
-              ("logit slice", logits / BYTES_PER_GIB),
-              ("runtime reserve", reserve_gib)]
+    items += [
+        ("embedding + LM head", frozen / BYTES_PER_GIB),
+        ("activations", batch_size * per_sample / BYTES_PER_GIB),
+        ("logit slice", logits / BYTES_PER_GIB),
+        ("runtime reserve", reserve_gib),
+    ]
     return MemoryFit(items_gb=tuple(items), available_gb=available_gb)

@@ -24,8 +24,9 @@ from .work import (
 # TRAINER_RUNTIME_RESERVE_GIB.
 
 
-def target_memory(model: TargetModel, tp: int, tokens: int, captured_layers: int,
-                  available_gb: float) -> MemoryFit:
+def target_memory(
+    model: TargetModel, tp: int, tokens: int, captured_layers: int, available_gb: float
+) -> MemoryFit:
     """One target GPU: its weight shard, the KV cache and activations of `tokens` in one
     forward (the projection: one max-length sample, single-pass prefill as capture servers
     run --chunked-prefill-size -1; a launch script: its in-flight batch), the captured
@@ -33,15 +34,23 @@ def target_memory(model: TargetModel, tp: int, tokens: int, captured_layers: int
     weights = BF16_BYTES * model.total_params / tp
     kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * tokens / tp
     # Live activations of one layer at a time, for the whole sequence.
-    activations = BF16_BYTES * tokens * layer_io_elements(
-        model.hidden, model.q_dim, model.kv_dim, model.ffn_width) / tp
+    activations = (
+        BF16_BYTES
+        * tokens
+        * layer_io_elements(model.hidden, model.q_dim, model.kv_dim, model.ffn_width)
+        / tp
+    )
     captured = BF16_BYTES * tokens * captured_layers * model.hidden
-    return MemoryFit(items_gb=(("weights", weights / BYTES_PER_GIB),
-                               ("KV cache", kv / BYTES_PER_GIB),
-                               ("activations", activations / BYTES_PER_GIB),
-                               ("captured states", captured / BYTES_PER_GIB),
-                               ("runtime reserve", RUNTIME_RESERVE_GIB)),
-                     available_gb=available_gb)
+    return MemoryFit(
+        items_gb=(
+            ("weights", weights / BYTES_PER_GIB),
+            ("KV cache", kv / BYTES_PER_GIB),
+            ("activations", activations / BYTES_PER_GIB),
+            ("captured states", captured / BYTES_PER_GIB),
+            ("runtime reserve", RUNTIME_RESERVE_GIB),
+        ),
+        available_gb=available_gb,
+    )
 
 
 def capture_server_memory_gib(mem_fraction_static: float, available_gb: float) -> float:
@@ -50,17 +59,34 @@ def capture_server_memory_gib(mem_fraction_static: float, available_gb: float) -
     return mem_fraction_static * available_gb + RUNTIME_RESERVE_GIB
 
 
-def drafter_memory(shape: DrafterShape, work: DrafterWork, sample_tokens: float,
-                   batch_size: int, drafter_gpus: int, available_gb: float,
-                   optimizer: bool = True, *, activation_io_multiple: float | None = None,
-                   reserve_gib: float | None = None) -> MemoryFit:
+def drafter_memory(
+    shape: DrafterShape,
+    work: DrafterWork,
+    sample_tokens: float,
+    batch_size: int,
+    drafter_gpus: int,
+    available_gb: float,
+    optimizer: bool = True,
+    *,
+    activation_io_multiple: float | None = None,
+    reserve_gib: float | None = None,
+) -> MemoryFit:
     """One drafter GPU's memory (footprint.py), at the fitted multiple and reserve unless
     they are given."""
     multiple = ACTIVATION_IO_MULTIPLE if activation_io_multiple is None else activation_io_multiple
     if reserve_gib is None:
         reserve_gib = _reserve_gib(optimizer)
-    return drafter_footprint(shape, work, sample_tokens, batch_size, drafter_gpus,
-                             available_gb, optimizer, multiple, reserve_gib)
+    return drafter_footprint(
+        shape,
+        work,
+        sample_tokens,
+        batch_size,
+        drafter_gpus,
+        available_gb,
+        optimizer,
+        multiple,
+        reserve_gib,
+    )
 
 
 def _reserve_gib(optimizer: bool) -> float:
@@ -70,8 +96,9 @@ def _reserve_gib(optimizer: bool) -> float:
 
 def case_drafter_memory(case: Case, gpu: Gpu) -> MemoryFit:
     """A drafter-memory case of the validation set at the fitted values."""
-    return fitting.case_drafter_memory(case, gpu, ACTIVATION_IO_MULTIPLE,
-                                       _reserve_gib("drafter_gpus" in case))
+    return fitting.case_drafter_memory(
+        case, gpu, ACTIVATION_IO_MULTIPLE, _reserve_gib("drafter_gpus" in case)
+    )
 
 
 # What a CUDA process holds beyond its tensors: the CUDA context and kernels (about 0.5-1

@@ -33,8 +33,8 @@ from . import fitting
 # share of the step hides communication.
 BACKWARD_SHARE_OF_STEP = 2 / 3
 
-Count = Any        # int or a numpy integer array
-Number = Any       # float or a numpy float array
+Count = Any  # int or a numpy integer array
+Number = Any  # float or a numpy float array
 
 
 def _numpy_in(*values: object) -> Any:
@@ -71,18 +71,20 @@ class HiddenStatePath:
 
     bytes_per_token: float
     sample_tokens: float
-    sender_bytes_per_s: float         # per target replica
-    receiver_bytes_per_s: float       # per drafter GPU
-    sender_s_per_sample: float        # fixed cost per sample on the producing side
-    receiver_s_per_sample: float      # fixed cost per sample on the consuming side
-    receive_blocks_training: bool     # the drafter waits for its fetch (not overlapped)
-    target_network_bytes_per_s: float    # per target GPU, across nodes
-    drafter_network_bytes_per_s: float   # per drafter GPU, across nodes
+    sender_bytes_per_s: float  # per target replica
+    receiver_bytes_per_s: float  # per drafter GPU
+    sender_s_per_sample: float  # fixed cost per sample on the producing side
+    receiver_s_per_sample: float  # fixed cost per sample on the consuming side
+    receive_blocks_training: bool  # the drafter waits for its fetch (not overlapped)
+    target_network_bytes_per_s: float  # per target GPU, across nodes
+    drafter_network_bytes_per_s: float  # per drafter GPU, across nodes
     description: str
 
     def receive_s_per_token(self) -> float:
-        return (self.bytes_per_token / self.receiver_bytes_per_s
-                + self.receiver_s_per_sample / self.sample_tokens)
+        return (
+            self.bytes_per_token / self.receiver_bytes_per_s
+            + self.receiver_s_per_sample / self.sample_tokens
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,23 +92,27 @@ class PipelineInputs:
     """What the pipeline needs that does not depend on the counts."""
 
     tp: int
-    replica_tokens_per_s: float       # one target replica, TP communication included
-    drafter_tokens_per_s: float       # one drafter GPU, compute only
-    drafter_step_tokens: float        # dataset tokens per drafter GPU per step
-    grad_bytes: float                 # gradient all-reduce payload per step
-    drafter_link_bytes_per_s: float   # all-reduce bandwidth inside a fast domain, per link
-    drafter_mesh_links: int           # links one all-reduce can drive (1 unless a mesh)
-    drafter_node_network_bytes_per_s: float   # one node's network bandwidth
-    drafter_domain_gpus: int          # GPUs reachable over the GPU link (node or NVL rack)
+    replica_tokens_per_s: float  # one target replica, TP communication included
+    drafter_tokens_per_s: float  # one drafter GPU, compute only
+    drafter_step_tokens: float  # dataset tokens per drafter GPU per step
+    grad_bytes: float  # gradient all-reduce payload per step
+    drafter_link_bytes_per_s: float  # all-reduce bandwidth inside a fast domain, per link
+    drafter_mesh_links: int  # links one all-reduce can drive (1 unless a mesh)
+    drafter_node_network_bytes_per_s: float  # one node's network bandwidth
+    drafter_domain_gpus: int  # GPUs reachable over the GPU link (node or NVL rack)
     target_gpus_per_node: int
     drafter_gpus_per_node: int
-    same_gpu_type: bool               # one pool of nodes, drafters after the targets
+    same_gpu_type: bool  # one pool of nodes, drafters after the targets
     hidden: HiddenStatePath
 
-    def with_rates(self, replica_tokens_per_s: float, drafter_tokens_per_s: float
-                   ) -> PipelineInputs:
-        return replace(self, replica_tokens_per_s=replica_tokens_per_s,
-                       drafter_tokens_per_s=drafter_tokens_per_s)
+    def with_rates(
+        self, replica_tokens_per_s: float, drafter_tokens_per_s: float
+    ) -> PipelineInputs:
+        return replace(
+            self,
+            replica_tokens_per_s=replica_tokens_per_s,
+            drafter_tokens_per_s=drafter_tokens_per_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,24 +120,25 @@ class Flow:
     """Throughput of one split (or of arrays of splits), and what sets it."""
 
     tokens_per_s: Number
-    target_tokens_per_s: Number       # target capacity
-    drafter_tokens_per_s: Number      # drafter capacity, all-reduce included
-    link_tokens_per_s: Number         # hidden-state path capacity
-    drafter_scaling: Number           # data-parallel efficiency of the drafters
-    crossing_share: Number            # share of hidden-state traffic leaving its node
+    target_tokens_per_s: Number  # target capacity
+    drafter_tokens_per_s: Number  # drafter capacity, all-reduce included
+    link_tokens_per_s: Number  # hidden-state path capacity
+    drafter_scaling: Number  # data-parallel efficiency of the drafters
+    crossing_share: Number  # share of hidden-state traffic leaving its node
     nodes: Count
     drafters_span_nodes: Any
 
 
-def placement(inputs: PipelineInputs, targets: Count, drafters: Count
-              ) -> tuple[Number, Count, Count, Any]:
+def placement(
+    inputs: PipelineInputs, targets: Count, drafters: Count
+) -> tuple[Number, Count, Count, Any]:
     """Targets fill nodes from the first; drafters follow on the same nodes when both roles
     use one GPU type, else on nodes of their own. TP groups never straddle a node (tp
     divides the node, resolve.check_tp), so GPU slots pack without gaps.
     Returns (crossing share, nodes, drafter nodes, drafters span nodes)."""
     pt, pd = inputs.target_gpus_per_node, inputs.drafter_gpus_per_node
     if inputs.same_gpu_type:
-        first = targets % pt                                   # targets on the shared node
+        first = targets % pt  # targets on the shared node
         shared_drafters = _where(first > 0, _minimum(drafters, pt - first), 0)
         local = first * shared_drafters / (targets * drafters)
         nodes = _ceil_div(targets + drafters, pt)
@@ -185,26 +192,32 @@ def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
     serial_s_per_token = h.receive_s_per_token() if h.receive_blocks_training else 0.0
     drafter_rate = 1.0 / (1.0 / inputs.drafter_tokens_per_s + serial_s_per_token)
     step_s = inputs.drafter_step_tokens / drafter_rate
-    inside = allreduce_seconds(drafters, inputs.grad_bytes,
-                               inputs.drafter_link_bytes_per_s
-                               * _minimum(_maximum(drafters - 1, 1), inputs.drafter_mesh_links))
-    across = allreduce_seconds(drafter_nodes, inputs.grad_bytes,
-                               inputs.drafter_node_network_bytes_per_s)
+    inside = allreduce_seconds(
+        drafters,
+        inputs.grad_bytes,
+        inputs.drafter_link_bytes_per_s
+        * _minimum(_maximum(drafters - 1, 1), inputs.drafter_mesh_links),
+    )
+    across = allreduce_seconds(
+        drafter_nodes, inputs.grad_bytes, inputs.drafter_node_network_bytes_per_s
+    )
     spans_domain = drafter_nodes * inputs.drafter_gpus_per_node > inputs.drafter_domain_gpus
     comm_s = inside + _where(spans_domain, across, 0.0)
     exposed_s = _maximum(0.0, comm_s - BACKWARD_SHARE_OF_STEP * step_s)
     scaling = step_s / (step_s + exposed_s)
     drafter_cap = drafters * drafter_rate * scaling
 
-    send = replicas / (h.bytes_per_token / h.sender_bytes_per_s
-                       + h.sender_s_per_sample / h.sample_tokens)
+    send = replicas / (
+        h.bytes_per_token / h.sender_bytes_per_s + h.sender_s_per_sample / h.sample_tokens
+    )
     # A blocking fetch is already in the drafters' capacity; otherwise it is its own limit.
-    receive = (math.inf if h.receive_blocks_training
-               else drafters / h.receive_s_per_token())
-    network = _minimum(targets * h.target_network_bytes_per_s,
-                       drafters * h.drafter_network_bytes_per_s)
-    crossing_cap = _where(crossing > 0, network / _maximum(crossing, 1e-12) / h.bytes_per_token,
-                          math.inf)
+    receive = math.inf if h.receive_blocks_training else drafters / h.receive_s_per_token()
+    network = _minimum(
+        targets * h.target_network_bytes_per_s, drafters * h.drafter_network_bytes_per_s
+    )
+    crossing_cap = _where(
+        crossing > 0, network / _maximum(crossing, 1e-12) / h.bytes_per_token, math.inf
+    )
     link_cap = _minimum(_minimum(send, receive), crossing_cap)
     tokens = _minimum(_minimum(target_cap, drafter_cap), link_cap)
     return Flow(tokens, target_cap, drafter_cap, link_cap, scaling, crossing, nodes, span)
@@ -212,8 +225,11 @@ def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
 
 def bottleneck(f: Flow) -> str:
     """The role whose capacity sets a scalar flow's throughput (first on a tie)."""
-    caps = (("target", f.target_tokens_per_s), ("drafter", f.drafter_tokens_per_s),
-            ("link", f.link_tokens_per_s))
+    caps = (
+        ("target", f.target_tokens_per_s),
+        ("drafter", f.drafter_tokens_per_s),
+        ("link", f.link_tokens_per_s),
+    )
     return min(caps, key=lambda item: float(item[1]))[0]
 
 
@@ -236,8 +252,9 @@ TRAINER_FETCH_BYTES_PER_S: float = fitting.value("TRAINER_FETCH_BYTES_PER_S")
 NETWORK_EFFICIENCY: float = fitting.value("NETWORK_EFFICIENCY")
 
 
-def hidden_state_path(target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float,
-                      sample_tokens: float, transport: str) -> HiddenStatePath:
+def hidden_state_path(
+    target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float, sample_tokens: float, transport: str
+) -> HiddenStatePath:
     """The path of one plan's hidden states. `direct`: device to device (an in-process
     pipeline on one node uses PCIe or NVLink peer copies; across nodes the network), no
     store. `mooncake`: host-staged through the store, with SpecForge's measured ceilings."""
@@ -245,40 +262,62 @@ def hidden_state_path(target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float,
     net_d = drafter_gpu.network_bytes_per_s * NETWORK_EFFICIENCY
     if transport == "direct":
         return HiddenStatePath(
-            bytes_per_token=bytes_per_token, sample_tokens=sample_tokens,
+            bytes_per_token=bytes_per_token,
+            sample_tokens=sample_tokens,
             sender_bytes_per_s=target_gpu.link_bytes_per_s
             * mesh_links(target_gpu, target_gpu.gpus_per_node),
             receiver_bytes_per_s=drafter_gpu.link_bytes_per_s
             * mesh_links(drafter_gpu, drafter_gpu.gpus_per_node),
-            sender_s_per_sample=0.0, receiver_s_per_sample=0.0,
+            sender_s_per_sample=0.0,
+            receiver_s_per_sample=0.0,
             receive_blocks_training=False,
-            target_network_bytes_per_s=net_t, drafter_network_bytes_per_s=net_d,
-            description="device to device")
+            target_network_bytes_per_s=net_t,
+            drafter_network_bytes_per_s=net_d,
+            description="device to device",
+        )
     return HiddenStatePath(
-        bytes_per_token=bytes_per_token, sample_tokens=sample_tokens,
+        bytes_per_token=bytes_per_token,
+        sample_tokens=sample_tokens,
         sender_bytes_per_s=min(target_gpu.host_link_bytes_per_s, CAPTURE_SINK_BYTES_PER_S),
         receiver_bytes_per_s=min(drafter_gpu.host_link_bytes_per_s, TRAINER_FETCH_BYTES_PER_S),
-        sender_s_per_sample=0.0, receiver_s_per_sample=0.0,
+        sender_s_per_sample=0.0,
+        receiver_s_per_sample=0.0,
         receive_blocks_training=True,
-        target_network_bytes_per_s=net_t, drafter_network_bytes_per_s=net_d,
-        description="host-staged through a Mooncake store")
+        target_network_bytes_per_s=net_t,
+        drafter_network_bytes_per_s=net_d,
+        description="host-staged through a Mooncake store",
+    )
 
 
-def tp_efficiency(gpu: Gpu, tp: int, hidden: int, layers_run: int,
-                  gpu_tokens_per_s: float) -> float:
+def tp_efficiency(
+    gpu: Gpu, tp: int, hidden: int, layers_run: int, gpu_tokens_per_s: float
+) -> float:
     """Share of a TP group's time spent computing: two all-reduces of the hidden state per
     layer per token over the GPU link (Megatron-style TP), not overlapped."""
-    comm_s = (allreduce_seconds(tp, BF16_BYTES * hidden,
-                                gpu.link_bytes_per_s * mesh_links(gpu, tp)) * 2 * layers_run)
+    comm_s = (
+        allreduce_seconds(tp, BF16_BYTES * hidden, gpu.link_bytes_per_s * mesh_links(gpu, tp))
+        * 2
+        * layers_run
+    )
     compute_s = 1 / (gpu_tokens_per_s * tp)
     return float(compute_s / (compute_s + comm_s))
 
 
-def pipeline_inputs(target_gpu: Gpu, drafter_gpu: Gpu, tp: int, target_tokens_per_s: float,
-                    drafter_tokens_per_s: float, *, hidden: int, layers_run: int,
-                    trainable_params: int, batch_size: int, sample_tokens: float,
-                    hidden_state_bytes_per_token: float, transport: str = "mooncake"
-                    ) -> PipelineInputs:
+def pipeline_inputs(
+    target_gpu: Gpu,
+    drafter_gpu: Gpu,
+    tp: int,
+    target_tokens_per_s: float,
+    drafter_tokens_per_s: float,
+    *,
+    hidden: int,
+    layers_run: int,
+    trainable_params: int,
+    batch_size: int,
+    sample_tokens: float,
+    hidden_state_bytes_per_token: float,
+    transport: str = "mooncake",
+) -> PipelineInputs:
     """The pipeline's inputs from per-GPU rates (one GPU of each role)."""
     tp_eff = tp_efficiency(target_gpu, tp, hidden, layers_run, target_tokens_per_s)
     return PipelineInputs(
@@ -289,11 +328,14 @@ def pipeline_inputs(target_gpu: Gpu, drafter_gpu: Gpu, tp: int, target_tokens_pe
         grad_bytes=BF16_BYTES * trainable_params,
         drafter_link_bytes_per_s=drafter_gpu.link_bytes_per_s,
         drafter_mesh_links=mesh_links(drafter_gpu, drafter_gpu.gpus_per_node),
-        drafter_node_network_bytes_per_s=(drafter_gpu.network_bytes_per_s
-                                          * drafter_gpu.gpus_per_node),
+        drafter_node_network_bytes_per_s=(
+            drafter_gpu.network_bytes_per_s * drafter_gpu.gpus_per_node
+        ),
         drafter_domain_gpus=drafter_gpu.fast_domain_gpus,
         target_gpus_per_node=target_gpu.gpus_per_node,
         drafter_gpus_per_node=drafter_gpu.gpus_per_node,
         same_gpu_type=target_gpu.key == drafter_gpu.key,
-        hidden=hidden_state_path(target_gpu, drafter_gpu, hidden_state_bytes_per_token,
-                                 sample_tokens, transport))
+        hidden=hidden_state_path(
+            target_gpu, drafter_gpu, hidden_state_bytes_per_token, sample_tokens, transport
+        ),
+    )

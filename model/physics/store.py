@@ -73,35 +73,48 @@ def speculators_segment_samples(batch_size: int, drafters: int, engines: int) ->
 class StoreMemory:
     """The store's host memory per node of the plan's split."""
 
-    format: str                      # "specforge" or "speculators": whose sizing
-    sample_bytes: int                # one max-length sample's features
-    segment_gib: int                 # per capture server
-    local_buffer_gib: float          # per Mooncake client (server or trainer rank)
-    rank_gib: float                  # per trainer rank: its buffer and two batches
-    node_gib: float                  # the busiest node
+    format: str  # "specforge" or "speculators": whose sizing
+    sample_bytes: int  # one max-length sample's features
+    segment_gib: int  # per capture server
+    local_buffer_gib: float  # per Mooncake client (server or trainer rank)
+    rank_gib: float  # per trainer rank: its buffer and two batches
+    node_gib: float  # the busiest node
     node_servers: int
     node_ranks: int
-    host_memory_gb: float | None     # of that node's type; None: unknown
-    fits: bool | None                # every node within its host RAM; None: unknown
+    host_memory_gb: float | None  # of that node's type; None: unknown
+    fits: bool | None  # every node within its host RAM; None: unknown
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.format, "sample_bytes": self.sample_bytes,
-                "segment_gib_per_server": self.segment_gib,
-                "local_buffer_gib": self.local_buffer_gib, "rank_gib": self.rank_gib,
-                "busiest_node_gib": self.node_gib, "busiest_node_servers": self.node_servers,
-                "busiest_node_ranks": self.node_ranks,
-                "host_memory_gb": self.host_memory_gb, "fits": self.fits}
+        return {
+            "format": self.format,
+            "sample_bytes": self.sample_bytes,
+            "segment_gib_per_server": self.segment_gib,
+            "local_buffer_gib": self.local_buffer_gib,
+            "rank_gib": self.rank_gib,
+            "busiest_node_gib": self.node_gib,
+            "busiest_node_servers": self.node_servers,
+            "busiest_node_ranks": self.node_ranks,
+            "host_memory_gb": self.host_memory_gb,
+            "fits": self.fits,
+        }
 
 
-def nodes_of_split(targets: int, drafters: int, tp: int, target_per_node: int,
-                   drafter_per_node: int, same_gpu_type: bool
-                   ) -> list[tuple[int, int, str]]:
+def nodes_of_split(
+    targets: int,
+    drafters: int,
+    tp: int,
+    target_per_node: int,
+    drafter_per_node: int,
+    same_gpu_type: bool,
+) -> list[tuple[int, int, str]]:
     """(capture servers, trainer ranks, role of the node's GPU type) of the nodes whose
     load can be the largest, packed as pipeline.placement packs them: targets fill nodes
     from the first and, with one GPU type, drafters follow on the same nodes."""
     if not same_gpu_type:
-        return [(min(targets, target_per_node) // tp, 0, "target"),
-                (0, min(drafters, drafter_per_node), "drafter")]
+        return [
+            (min(targets, target_per_node) // tp, 0, "target"),
+            (0, min(drafters, drafter_per_node), "drafter"),
+        ]
     per, total = target_per_node, targets + drafters
     out = []
     for node in sorted({0, min(targets // per, (total - 1) // per), (total - 1) // per}):
@@ -111,19 +124,40 @@ def nodes_of_split(targets: int, drafters: int, tp: int, target_per_node: int,
     return out
 
 
-def store_memory(fmt: str, sample_bytes: int, segment: int, batch_size: int,
-                 nodes: list[tuple[int, int, str]], host_memory_gb: dict[str, float | None]
-                 ) -> StoreMemory:
+def store_memory(
+    fmt: str,
+    sample_bytes: int,
+    segment: int,
+    batch_size: int,
+    nodes: list[tuple[int, int, str]],
+    host_memory_gb: dict[str, float | None],
+) -> StoreMemory:
     """The busiest node's store memory, and whether every node's fits its host RAM."""
-    buffer = (SPECULATORS_LOCAL_BUFFER_BYTES if fmt == "speculators"
-              else MOONCAKE_LOCAL_BUFFER_BYTES) / GIB
+    buffer = (
+        SPECULATORS_LOCAL_BUFFER_BYTES if fmt == "speculators" else MOONCAKE_LOCAL_BUFFER_BYTES
+    ) / GIB
     rank = buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
-    loads = [(servers * (segment + buffer) + ranks * rank, servers, ranks, role)
-             for servers, ranks, role in nodes]
-    over = [load for load in loads if (host := host_memory_gb[load[3]]) is not None
-            and load[0] * GIB / 1e9 > host]
+    loads = [
+        (servers * (segment + buffer) + ranks * rank, servers, ranks, role)
+        for servers, ranks, role in nodes
+    ]
+    over = [
+        load
+        for load in loads
+        if (host := host_memory_gb[load[3]]) is not None and load[0] * GIB / 1e9 > host
+    ]
     known = any(host_memory_gb[load[3]] is not None for load in loads)
     # The node shown: the busiest of those over their RAM, else the busiest.
     gib, servers, ranks, role = max(over or loads)
-    return StoreMemory(fmt, sample_bytes, segment, buffer, rank, gib, servers, ranks,
-                       host_memory_gb[role], not over if known else None)
+    return StoreMemory(
+        fmt,
+        sample_bytes,
+        segment,
+        buffer,
+        rank,
+        gib,
+        servers,
+        ranks,
+        host_memory_gb[role],
+        not over if known else None,
+    )

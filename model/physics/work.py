@@ -73,17 +73,24 @@ class TargetWork:
 
     @property
     def bytes_per_token(self) -> float:
-        return (self.weight_bytes_per_forward / self.tokens_per_forward
-                + self.activation_bytes_per_token)
+        return (
+            self.weight_bytes_per_forward / self.tokens_per_forward
+            + self.activation_bytes_per_token
+        )
 
     def time_flop(self, softmax_speedup: float) -> float:
         """FLOPs to charge at the matmul rate, attention's softmax time included."""
-        return (self.linear_flop_per_token
-                + self.attention_flop_per_token * softmax_factor(self.head_dim, softmax_speedup))
+        return self.linear_flop_per_token + self.attention_flop_per_token * softmax_factor(
+            self.head_dim, softmax_speedup
+        )
 
 
-def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: float,
-                transferred_layers: int | None = None) -> TargetWork:
+def target_work(
+    model: TargetModel,
+    layer_ids: tuple[int, ...],
+    sample_tokens: float,
+    transferred_layers: int | None = None,
+) -> TargetWork:
     """`transferred_layers`: hidden states sent per token, when more than the captured
     layers (speculators also sends the final layer)."""
     # The capture servers run the whole forward: SpecForge's SGLang capture patch prefills
@@ -108,7 +115,8 @@ def target_work(model: TargetModel, layer_ids: tuple[int, ...], sample_tokens: f
         weight_bytes_per_forward=BF16_BYTES * model.layer_params_total * layers_run,
         tokens_per_forward=sample_tokens,
         activation_bytes_per_token=BF16_BYTES * (io + kv_write) * layers_run,
-        hidden_state_bytes_per_token=BF16_BYTES * (transferred_layers or len(layer_ids))
+        hidden_state_bytes_per_token=BF16_BYTES
+        * (transferred_layers or len(layer_ids))
         * model.hidden,
     )
 
@@ -130,8 +138,11 @@ class DrafterShape:
 
     @property
     def layer_params(self) -> int:
-        return (2 * self.hidden * self.q_dim + 2 * self.hidden * self.kv_dim
-                + 3 * self.hidden * self.intermediate)
+        return (
+            2 * self.hidden * self.q_dim
+            + 2 * self.hidden * self.kv_dim
+            + 3 * self.hidden * self.intermediate
+        )
 
     @property
     def projection_params(self) -> int:
@@ -148,12 +159,21 @@ class DrafterShape:
         return 2 * self.vocab * self.hidden
 
 
-def drafter_shape(model: TargetModel, layers: int, block_size: int, captured_layers: int
-                  ) -> DrafterShape:
-    return DrafterShape(layers=layers, hidden=model.hidden, intermediate=model.intermediate,
-                        q_dim=model.q_dim, kv_dim=model.kv_dim, head_dim=model.head_dim,
-                        vocab=model.vocab, captured_layers=captured_layers,
-                        target_hidden=model.hidden, block_size=block_size)
+def drafter_shape(
+    model: TargetModel, layers: int, block_size: int, captured_layers: int
+) -> DrafterShape:
+    return DrafterShape(
+        layers=layers,
+        hidden=model.hidden,
+        intermediate=model.intermediate,
+        q_dim=model.q_dim,
+        kv_dim=model.kv_dim,
+        head_dim=model.head_dim,
+        vocab=model.vocab,
+        captured_layers=captured_layers,
+        target_hidden=model.hidden,
+        block_size=block_size,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,17 +192,26 @@ class DrafterWork:
 
     @property
     def flop_per_sample(self) -> float:
-        return (self.layer_flop + self.lm_head_flop + self.attention_flop
-                + self.context_kv_flop + self.projection_flop)
+        return (
+            self.layer_flop
+            + self.lm_head_flop
+            + self.attention_flop
+            + self.context_kv_flop
+            + self.projection_flop
+        )
 
     def time_flop(self, softmax_speedup: float) -> float:
-        return (self.flop_per_sample - self.attention_flop
-                + self.attention_flop * softmax_factor(self.head_dim, softmax_speedup))
+        return (
+            self.flop_per_sample
+            - self.attention_flop
+            + self.attention_flop * softmax_factor(self.head_dim, softmax_speedup)
+        )
 
 
-def drafter_work(shape: DrafterShape, num_anchors: int, sample_tokens: float,
-                 batch_size: int, drafter_gpus: int) -> DrafterWork:
-    anchors = min(num_anchors, int(sample_tokens))   # a sample cannot hold more anchors
+def drafter_work(
+    shape: DrafterShape, num_anchors: int, sample_tokens: float, batch_size: int, drafter_gpus: int
+) -> DrafterWork:
+    anchors = min(num_anchors, int(sample_tokens))  # a sample cannot hold more anchors
     positions = anchors * shape.block_size
     # fwd + bwd of a trainable matmul: 3 x 2 FLOPs per weight per position.
     layer = 6.0 * positions * shape.layers * (shape.layer_params)
@@ -200,16 +229,27 @@ def drafter_work(shape: DrafterShape, num_anchors: int, sample_tokens: float,
     projection = 6.0 * sample_tokens * shape.projection_params
     io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
     weights_per_pass = BF16_BYTES * (shape.trainable_params + shape.frozen_params)
-    optimizer = (OPTIMIZER_TRAFFIC_PER_STATE_BYTE * SHARDED_BYTES_PER_PARAM
-                 * shape.trainable_params / drafter_gpus)
+    optimizer = (
+        OPTIMIZER_TRAFFIC_PER_STATE_BYTE
+        * SHARDED_BYTES_PER_PARAM
+        * shape.trainable_params
+        / drafter_gpus
+    )
     bytes_per_sample = (
-        2 * weights_per_pass / batch_size             # weights read in forward and backward
-        + optimizer / batch_size                      # one optimizer step per micro-batch
+        2 * weights_per_pass / batch_size  # weights read in forward and backward
+        + optimizer / batch_size  # one optimizer step per micro-batch
         + positions * shape.vocab * LOGIT_TRAFFIC_BYTES
-        + 3 * BF16_BYTES * positions * shape.layers * io   # saved, re-read, gradient written
+        + 3 * BF16_BYTES * positions * shape.layers * io  # saved, re-read, gradient written
         + BF16_BYTES * sample_tokens * shape.captured_layers * shape.target_hidden
     )
-    return DrafterWork(anchors=anchors, positions=positions, layer_flop=layer,
-                       lm_head_flop=lm_head, attention_flop=attention, context_kv_flop=context_kv,
-                       projection_flop=projection, head_dim=shape.head_dim,
-                       bytes_per_sample=bytes_per_sample)
+    return DrafterWork(
+        anchors=anchors,
+        positions=positions,
+        layer_flop=layer,
+        lm_head_flop=lm_head,
+        attention_flop=attention,
+        context_kv_flop=context_kv,
+        projection_flop=projection,
+        head_dim=shape.head_dim,
+        bytes_per_sample=bytes_per_sample,
+    )

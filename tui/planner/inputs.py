@@ -32,9 +32,14 @@ class FieldInput(Input):
         # No validation by the Input: the panel parses every change (on_input_changed) and
         # the row marks a bad value (-problem); the Input's own would parse it twice and
         # restyle every field once more at start-up (its -valid class).
-        super().__init__(value, id=spec.widget_id, compact=True, select_on_focus=True,
-                         classes="field-control" + (" -number" if spec.numeric else ""),
-                         validate_on=[])
+        super().__init__(
+            value,
+            id=spec.widget_id,
+            compact=True,
+            select_on_focus=True,
+            classes="field-control" + (" -number" if spec.numeric else ""),
+            validate_on=[],
+        )
         self.spec = spec
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
@@ -47,13 +52,12 @@ class FieldInput(Input):
         if self.spec.numeric:
             event.prevent_default()
             event.stop()
-            self.value = " ".join(line.strip() for line in event.text.splitlines()
-                                  if line.strip())
+            self.value = " ".join(line.strip() for line in event.text.splitlines() if line.strip())
             self.cursor_position = len(self.value)
 
     async def _on_key(self, event: events.Key) -> None:
         if self.spec.numeric and event.key == "question_mark":
-            event.prevent_default()     # not typed (Input's handler): help, as elsewhere
+            event.prevent_default()  # not typed (Input's handler): help, as elsewhere
             event.stop()
             await self.run_action("app.help")
 
@@ -64,15 +68,20 @@ class FieldSelect(Picker):
     def __init__(self, spec: FieldSpec, options: list[tuple[str, str]], value: Any) -> None:
         # The reference GPU may be unset (prices then come from the catalog).
         optional = spec.key == "cost.reference_gpu"
-        super().__init__(options, value, id=spec.widget_id, allow_blank=optional,
-                         prompt="catalog prices" if optional else "choose",
-                         classes="field-control -span")
+        super().__init__(
+            options,
+            value,
+            id=spec.widget_id,
+            allow_blank=optional,
+            prompt="catalog prices" if optional else "choose",
+            classes="field-control -span",
+        )
         self.spec = spec
 
 
 LABEL_WIDTH = 11
-CONTROL_WIDTH = 14            # a number's box; NARROW below 100 columns, TINY below 72;
-NARROW_CONTROL_WIDTH = 11     # text spans the row
+CONTROL_WIDTH = 14  # a number's box; NARROW below 100 columns, TINY below 72;
+NARROW_CONTROL_WIDTH = 11  # text spans the row
 TINY_CONTROL_WIDTH = 9
 CONTROL_WIDTHS = {"-narrow": NARROW_CONTROL_WIDTH, "-tiny": TINY_CONTROL_WIDTH}
 FIRST_FOCUS = "target.count"  # what a plan is first changed by: focused at start-up
@@ -86,7 +95,7 @@ class FieldRow(Widget):
     of the planner's. Pickers are the row's child from the start. Its error, when it has
     one, is mounted on the row below."""
 
-    SCOPED_CSS = False          # the narrow rule starts at the screen
+    SCOPED_CSS = False  # the narrow rule starts at the screen
     DEFAULT_CSS = f"""
     FieldRow {{
         layout: horizontal;
@@ -114,18 +123,24 @@ class FieldRow(Widget):
     }}
     """
 
-    def __init__(self, spec: FieldSpec, options: list[tuple[str, str]] | None,
-                 value: Any, title: str = "") -> None:
-        super().__init__(id=f"row-{spec.widget_id}", classes="field-row -titled" if title
-                         else "field-row")
+    def __init__(
+        self, spec: FieldSpec, options: list[tuple[str, str]] | None, value: Any, title: str = ""
+    ) -> None:
+        super().__init__(
+            id=f"row-{spec.widget_id}", classes="field-row -titled" if title else "field-row"
+        )
         self.spec = spec
         self.title = title
-        self.text = show(value)                 # what the control shows, typed or set
+        self.text = show(value)  # what the control shows, typed or set
         self.placeholder = ""
         self.control: FieldInput | FieldSelect | None = (
-            FieldSelect(spec, options, value) if options is not None
-            else self._editor() if spec.key == FIRST_FOCUS else None)
-        self.can_focus = self.control is None   # focused, it opens its editor
+            FieldSelect(spec, options, value)
+            if options is not None
+            else self._editor()
+            if spec.key == FIRST_FOCUS
+            else None
+        )
+        self.can_focus = self.control is None  # focused, it opens its editor
         self.unit = spec.unit
         self.error: Static | None = None
         self.error_text: str | None = None
@@ -150,14 +165,14 @@ class FieldRow(Widget):
             return None
         editor = self.control = self._editor()
         editor.set_class(bool(self.error_text), "-problem")
-        self.can_focus = False                  # the editor takes the focus from now on
+        self.can_focus = False  # the editor takes the focus from now on
         return self.mount(editor)
 
     async def on_focus(self) -> None:
         mounting = self.open_editor()
         if mounting is not None:
             await mounting
-        if self.editor is not None and self.screen.focused is self:    # still the row's
+        if self.editor is not None and self.screen.focused is self:  # still the row's
             self.screen.set_focus(self.editor)
 
     def on_key(self, event: events.Key) -> None:
@@ -190,20 +205,24 @@ class FieldRow(Widget):
             return self.control.outer_size.width
         if self.spec.kind == "text":
             return max(self.size.width - LABEL_WIDTH, 0)
-        return next((width for name, width in CONTROL_WIDTHS.items()
-                     if self.screen.has_class(name)), CONTROL_WIDTH)
+        return next(
+            (width for name, width in CONTROL_WIDTHS.items() if self.screen.has_class(name)),
+            CONTROL_WIDTH,
+        )
 
     def render(self) -> Content:
         """The section's title, the label, the value (until the editor opens), then the
         unit."""
         width = self._box_width()
-        parts: list[tuple[str, str] | str] = [(self.spec.label, "$foreground-muted"),
-                                              " " * (LABEL_WIDTH - len(self.spec.label))]
+        parts: list[tuple[str, str] | str] = [
+            (self.spec.label, "$foreground-muted"),
+            " " * (LABEL_WIDTH - len(self.spec.label)),
+        ]
         if self.control is None:
             box = "on $error 30%" if self.error_text else "on $surface"
             shown = self.text or self.placeholder
-            style = "$foreground" if self.text else "$foreground-disabled"   # as Input's
-            parts.append((set_cell_size(shown, width), f"{style} {box}"))   # wide glyphs too
+            style = "$foreground" if self.text else "$foreground-disabled"  # as Input's
+            parts.append((set_cell_size(shown, width), f"{style} {box}"))  # wide glyphs too
         else:
             parts.append(" " * width)
         parts += [" ", (self.unit, "$foreground-muted")]
@@ -255,11 +274,18 @@ class InputsPanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         for title, fields in SECTIONS:
             for index, spec in enumerate(fields):
-                options = (self.gpu_options if spec.kind == "gpu" else
-                           list(self._models) if spec.kind == "model" else
-                           [(c, c) for c in spec.choices] if spec.kind == "choice" else None)
-                row = self.rows[spec.key] = FieldRow(spec, options, self.first.values.get(spec.key),
-                                                     title if index == 0 else "")
+                options = (
+                    self.gpu_options
+                    if spec.kind == "gpu"
+                    else list(self._models)
+                    if spec.kind == "model"
+                    else [(c, c) for c in spec.choices]
+                    if spec.kind == "choice"
+                    else None
+                )
+                row = self.rows[spec.key] = FieldRow(
+                    spec, options, self.first.values.get(spec.key), title if index == 0 else ""
+                )
                 yield row
 
     def on_mount(self) -> None:
@@ -289,9 +315,10 @@ class InputsPanel(VerticalScroll):
                 if value != control.value and (value is not None or control.allow_blank):
                     with control.prevent(Picker.Changed):
                         control.value = value
-            elif force or not (key in view.unparsed
-                               or (control is not None and control.has_focus
-                                   and key == view.source)):
+            elif force or not (
+                key in view.unparsed
+                or (control is not None and control.has_focus and key == view.source)
+            ):
                 text = show(value)
                 if row.text != text or (control is not None and control.value != text):
                     row.show_text(text)
@@ -316,7 +343,7 @@ class InputsPanel(VerticalScroll):
         if spec is None:
             return
         row = self.rows[spec.key]
-        if event.value == row.text:         # the text it was given, not an edit
+        if event.value == row.text:  # the text it was given, not an edit
             return
         row.text = event.value
         try:

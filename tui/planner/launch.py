@@ -45,20 +45,33 @@ class LaunchPanel(Vertical):
         self.built = True
         template = Horizontal(
             Label("template", classes="field-label"),
-            Input(view.values.get(TEMPLATE.key) or "", compact=True, id="launch-template",
-                  placeholder="my-launcher --targets {target_devices} ..."),
-            id="template-bar")
+            Input(
+                view.values.get(TEMPLATE.key) or "",
+                compact=True,
+                id="launch-template",
+                placeholder="my-launcher --targets {target_devices} ...",
+            ),
+            id="template-bar",
+        )
         template.display = view.launch_format == "template"
-        self.mount_all([
-            Horizontal(
-                Label("format", classes="field-label"),
-                Picker([(f, f) for f in formats], view.launch_format, id="launch-format"),
-                Static("ctrl+y copy · ctrl+e export", id="launch-hint"),
-                id="launch-bar"),
-            template,
-            TextArea("# writing the launch script…", id="launch-command", read_only=True,
-                     soft_wrap=False, show_line_numbers=False),
-        ])
+        self.mount_all(
+            [
+                Horizontal(
+                    Label("format", classes="field-label"),
+                    Picker([(f, f) for f in formats], view.launch_format, id="launch-format"),
+                    Static("ctrl+y copy · ctrl+e export", id="launch-hint"),
+                    id="launch-bar",
+                ),
+                template,
+                TextArea(
+                    "# writing the launch script…",
+                    id="launch-command",
+                    read_only=True,
+                    soft_wrap=False,
+                    show_line_numbers=False,
+                ),
+            ]
+        )
 
     def watch_view(self, view: View | None) -> None:
         if view is None or not self.built:

@@ -23,4 +23,3 @@ class FieldInvalid(Message):
     def __init__(self, key: str, reason: str) -> None:
         self.key, self.reason = key, reason
         super().__init__()
-

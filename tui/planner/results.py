@@ -64,8 +64,11 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         return f"range {text}" if text else ""
 
     rows = (
-        ("throughput", fmt.ktok(p.tokens_per_s),
-         ("measured" if measured else "estimated") if p.fits else "does not fit"),
+        (
+            "throughput",
+            fmt.ktok(p.tokens_per_s),
+            ("measured" if measured else "estimated") if p.fits else "does not fit",
+        ),
         ("", span("tokens_per_s", fmt.ktok), ""),
         ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
         ("", span("days", fmt.duration), ""),
@@ -157,16 +160,18 @@ def measurements(p: Projection) -> Text:
                 name = p.resolved.gpus[gpu].name if gpu in p.resolved.gpus else gpu
                 bound = "at least " if m.bound == "at_least" else ""
                 text.append(f"{role} on {name}: {bound}{m.tokens_per_s:,.0f} tok/s")
-                details = [d for d in (m.source, m.date,
-                                       "busy" if m.gpu_busy else "") if d]
+                details = [d for d in (m.source, m.date, "busy" if m.gpu_busy else "") if d]
                 if details:
                     text.append(f"  {'; '.join(details)}", style="dim")
                 text.append("\n")
         rate = getattr(p, role).rate
         if rate.fitted_overhead_s_per_token is not None:
-            text.append(f"{role} fit: device time at {rate.efficiency:.0%} of peak plus "
-                        f"{rate.fitted_overhead_s_per_token * 1e6:,.1f} us per token of "
-                        f"overhead\n", style="dim")
+            text.append(
+                f"{role} fit: device time at {rate.efficiency:.0%} of peak plus "
+                f"{rate.fitted_overhead_s_per_token * 1e6:,.1f} us per token of "
+                f"overhead\n",
+                style="dim",
+            )
     if p.narrowing:
         text.append("to narrow the range: ", style="bold")
         text.append(p.narrowing + "\n")
@@ -176,18 +181,32 @@ def measurements(p: Projection) -> Text:
 
 def side(p: Projection) -> Content:
     """Utilisation, memory and the value of one more GPU, each under a title."""
-    sections = [("utilisation  (busy, capacity)", utilisation(p)),
-                ("memory per GPU (needed / usable)", memory(p))]
-    if p.fits and p.marginal_target_tokens_per_s is not None \
-            and p.marginal_drafter_tokens_per_s is not None:
+    sections = [
+        ("utilisation  (busy, capacity)", utilisation(p)),
+        ("memory per GPU (needed / usable)", memory(p)),
+    ]
+    if (
+        p.fits
+        and p.marginal_target_tokens_per_s is not None
+        and p.marginal_drafter_tokens_per_s is not None
+    ):
         unit = "replica" if p.plan.target.tp > 1 else "GPU"
-        sections.append(("one more GPU", Text(
-            f"{'+1 target ' + unit:<19}{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s\n"
-            f"{'+1 drafter GPU':<19}{p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s")))
+        sections.append(
+            (
+                "one more GPU",
+                Text(
+                    f"{'+1 target ' + unit:<19}{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s\n"
+                    f"{'+1 drafter GPU':<19}{p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s"
+                ),
+            )
+        )
     parts: list[Content | tuple[str, str]] = []
     for i, (title, body) in enumerate(sections):
-        parts += [(("\n" if i else "") + title + "\n", "bold $accent"),
-                  Content.from_rich_text(body), Content("\n")]
+        parts += [
+            (("\n" if i else "") + title + "\n", "bold $accent"),
+            Content.from_rich_text(body),
+            Content("\n"),
+        ]
     return Content.assemble(*parts[:-1])
 
 
@@ -226,8 +245,10 @@ def storage(p: Projection) -> Text:
     """Offline storage and the Mooncake store, when the plan runs either: offline mode, or
     hidden states through the store."""
     text = Text()
-    lines = [*(offline_lines(p) if p.mode == "offline" else []),
-             *(store_lines(p) if p.plan.workload.transport == "mooncake" else [])]
+    lines = [
+        *(offline_lines(p) if p.mode == "offline" else []),
+        *(store_lines(p) if p.plan.workload.transport == "mooncake" else []),
+    ]
     for line in lines:
         text.append(line + "\n")
     text.rstrip()
@@ -271,25 +292,30 @@ class Part:
 
 
 def text_part(content: Text | Content, shown: bool = True) -> Part:
-    key = (content.plain, tuple(content.spans), content.style if isinstance(content, Text)
-           else None)
+    key = (
+        content.plain,
+        tuple(content.spans),
+        content.style if isinstance(content, Text) else None,
+    )
     return Part(key, content.plain, lambda _width: content, shown)
 
 
 def figures_part(rows: tuple[FigureRow, ...], stale: bool) -> Part:
     """The figures as plain lines (cheap to render) where every row fits the width, else
     as a table whose values wrap under their column."""
-    plain = "\n".join(f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "")
-                      for name, value, note in rows)
+    plain = "\n".join(
+        f"{name:<{NAME_WIDTH}}{value}" + (f"  {note}" if note else "") for name, value, note in rows
+    )
 
-    longest_word = max((cell_len(word) for _, value, note in rows
-                        for word in f"{value} {note}".split()), default=0)
+    longest_word = max(
+        (cell_len(word) for _, value, note in rows for word in f"{value} {note}".split()), default=0
+    )
 
     def content(width: int) -> Shown:
         if width and height_unwrapped(plain, width) is not None:
             return figures_content(rows, stale)
         if width and width - NAME_WIDTH < longest_word:
-            return figures_stacked(rows, stale)         # no word is cut or broken
+            return figures_stacked(rows, stale)  # no word is cut or broken
         return figures_table(rows, stale)
 
     return Part((rows, stale), plain, content)
@@ -323,9 +349,9 @@ class ResultsPanel(VerticalScroll):
     def __init__(self, first: View) -> None:
         super().__init__(id="results")
         self.first = first
-        self._keys: dict[str, object] = {}      # what each Static shows now
-        self._figures: Part | None = None       # the figures shown, chosen by width
-        self._figures_width = 0                 # the width they were chosen at
+        self._keys: dict[str, object] = {}  # what each Static shows now
+        self._figures: Part | None = None  # the figures shown, chosen by width
+        self._figures_width = 0  # the width they were chosen at
 
     def compose(self) -> ComposeResult:
         # The first view's figures are composed in (filled after mounting, every Static
@@ -358,7 +384,7 @@ class ResultsPanel(VerticalScroll):
         self.query_one("#banner", Static).set_class(view.stale, "-stale")
         for widget_id, part in self._parts(view).items():
             widget = self.query_one(f"#{widget_id}", Static)
-            if self._keys.get(widget_id) != part.key:    # an unchanged part costs no render
+            if self._keys.get(widget_id) != part.key:  # an unchanged part costs no render
                 self._keys[widget_id] = part.key
                 replace(widget, part)
                 if widget_id == "figures":
@@ -394,5 +420,6 @@ class ResultsPanel(VerticalScroll):
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
             warnings=text_part(warnings(p), bool(p.warnings)),
-            assumptions=text_part(assumptions(p)))
+            assumptions=text_part(assumptions(p)),
+        )
         return parts

@@ -87,7 +87,7 @@ class TitleBar(Static):
     def show(self, view: View) -> None:
         if (view.name, view.title) != self._shown:
             self._shown = (view.name, view.title)
-            self.update(self._content(), layout=False)    # one line, always
+            self.update(self._content(), layout=False)  # one line, always
 
     def on_resize(self) -> None:
         self.update(self._content(), layout=False)
@@ -97,56 +97,154 @@ class PlannerScreen(Screen[None]):
     """One plan, edited live; every figure comes from the model."""
 
     BINDINGS = [
-        Binding("f1", "app.help", "Help", id="help-footer",        # first in the footer
-                tooltip="What each number means, the keys"),
-        Binding("ctrl+s", "save", "Save", id="save",
-                tooltip="Save the plan to its file (asks for one the first time)"),
-        Binding("ctrl+o", "open", "Open", id="open", show=False,
-                tooltip="Open a plan file; it becomes the baseline"),
-        Binding("less_than_sign", "to_drafter", "GPU→drafter", key_display="<",
-                id="split-to-drafter", priority=True,
-                tooltip="Move one GPU (one TP replica) from the targets to the drafters"),
-        Binding("greater_than_sign", "to_target", "GPU→target", key_display=">",
-                id="split-to-target", priority=True,
-                tooltip="Move one GPU (one TP replica) from the drafters to the targets"),
-        Binding("ctrl+b", "balance", "Balance", id="balance",
-                tooltip="Split the same GPUs between the roles for the highest throughput"),
-        Binding("f2", "save_as", "Save as", id="save-as", show=False,
-                tooltip="Save the plan to a new file"),
-        Binding("ctrl+n", "new", "New", id="new", show=False,
-                tooltip="Start again from the built-in plan (the measured run)"),
-        Binding("ctrl+l", "pin_baseline", "Pin baseline", id="pin-baseline", show=False,
-                tooltip="Compare against the current plan from now on"),
-        Binding("f3", "show_tab('results')", "Projection", id="tab-results", show=False,
-                tooltip="Show the projection"),
-        Binding("f4", "show_tab('launch')", "Launch", id="tab-launch", show=False,
-                tooltip="Show the launch script of the plan"),
-        Binding("ctrl+y", "copy_launch", "Copy launch", id="copy-launch", show=False,
-                tooltip="Copy the launch script to the clipboard"),
-        Binding("f5", "search", "Search", id="search", show=False,
-                tooltip="Search every GPU type and split for the cheapest or fastest plan"),
-        Binding("f6", "scenarios", "Compare", id="scenarios", show=False,
-                tooltip="The pinned scenarios side by side against the baseline"),
-        Binding("f7", "charts", "Charts", id="charts", show=False,
-                tooltip="The split curve and what moves days and cost (tornado)"),
+        Binding(
+            "f1",
+            "app.help",
+            "Help",
+            id="help-footer",  # first in the footer
+            tooltip="What each number means, the keys",
+        ),
+        Binding(
+            "ctrl+s",
+            "save",
+            "Save",
+            id="save",
+            tooltip="Save the plan to its file (asks for one the first time)",
+        ),
+        Binding(
+            "ctrl+o",
+            "open",
+            "Open",
+            id="open",
+            show=False,
+            tooltip="Open a plan file; it becomes the baseline",
+        ),
+        Binding(
+            "less_than_sign",
+            "to_drafter",
+            "GPU→drafter",
+            key_display="<",
+            id="split-to-drafter",
+            priority=True,
+            tooltip="Move one GPU (one TP replica) from the targets to the drafters",
+        ),
+        Binding(
+            "greater_than_sign",
+            "to_target",
+            "GPU→target",
+            key_display=">",
+            id="split-to-target",
+            priority=True,
+            tooltip="Move one GPU (one TP replica) from the drafters to the targets",
+        ),
+        Binding(
+            "ctrl+b",
+            "balance",
+            "Balance",
+            id="balance",
+            tooltip="Split the same GPUs between the roles for the highest throughput",
+        ),
+        Binding(
+            "f2",
+            "save_as",
+            "Save as",
+            id="save-as",
+            show=False,
+            tooltip="Save the plan to a new file",
+        ),
+        Binding(
+            "ctrl+n",
+            "new",
+            "New",
+            id="new",
+            show=False,
+            tooltip="Start again from the built-in plan (the measured run)",
+        ),
+        Binding(
+            "ctrl+l",
+            "pin_baseline",
+            "Pin baseline",
+            id="pin-baseline",
+            show=False,
+            tooltip="Compare against the current plan from now on",
+        ),
+        Binding(
+            "f3",
+            "show_tab('results')",
+            "Projection",
+            id="tab-results",
+            show=False,
+            tooltip="Show the projection",
+        ),
+        Binding(
+            "f4",
+            "show_tab('launch')",
+            "Launch",
+            id="tab-launch",
+            show=False,
+            tooltip="Show the launch script of the plan",
+        ),
+        Binding(
+            "ctrl+y",
+            "copy_launch",
+            "Copy launch",
+            id="copy-launch",
+            show=False,
+            tooltip="Copy the launch script to the clipboard",
+        ),
+        Binding(
+            "f5",
+            "search",
+            "Search",
+            id="search",
+            show=False,
+            tooltip="Search every GPU type and split for the cheapest or fastest plan",
+        ),
+        Binding(
+            "f6",
+            "scenarios",
+            "Compare",
+            id="scenarios",
+            show=False,
+            tooltip="The pinned scenarios side by side against the baseline",
+        ),
+        Binding(
+            "f7",
+            "charts",
+            "Charts",
+            id="charts",
+            show=False,
+            tooltip="The split curve and what moves days and cost (tornado)",
+        ),
         # priority: a text input would take ctrl+e as "end of line"
-        Binding("ctrl+e", "export_launch", "Export launch", id="export-launch", show=False,
-                priority=True, tooltip="Write the launch script to a file"),
+        Binding(
+            "ctrl+e",
+            "export_launch",
+            "Export launch",
+            id="export-launch",
+            show=False,
+            priority=True,
+            tooltip="Write the launch script to a file",
+        ),
     ]
 
-    AUTO_FOCUS = f"#{FIELDS[FIRST_FOCUS].widget_id}"     # what a plan is first changed by
+    AUTO_FOCUS = f"#{FIELDS[FIRST_FOCUS].widget_id}"  # what a plan is first changed by
 
-    view: reactive[View] = reactive(None, init=False, always_update=True,  # type: ignore[arg-type]
-                                    repaint=False)
+    view: reactive[View] = reactive(
+        None,
+        init=False,
+        always_update=True,  # type: ignore[arg-type]
+        repaint=False,
+    )
 
     def __init__(self, state: Planner, debounce_s: float) -> None:
         super().__init__()
         self.state = state
         self.debounce_s = debounce_s
         self.recompute_count = 0
-        self._last_edit_at = -math.inf          # when the last edit was typed
+        self._last_edit_at = -math.inf  # when the last edit was typed
         self._timer: Timer | None = None
-        self._hold: AbstractContextManager[None] | None = None    # frames held (hold_frames)
+        self._hold: AbstractContextManager[None] | None = None  # frames held (hold_frames)
         self._hold_timer: Timer | None = None
         self._launch: tuple[LaunchKey, str] | None = None
         self.set_reactive(PlannerScreen.view, state.view())
@@ -161,7 +259,9 @@ class PlannerScreen(Screen[None]):
         yield InputsPanel(self.view, gpus).data_bind(PlannerScreen.view)
         yield TabbedView(
             ("Projection", ResultsPanel(self.view).data_bind(PlannerScreen.view)),
-            ("Launch", LaunchPanel().data_bind(PlannerScreen.view)), id="tabs")
+            ("Launch", LaunchPanel().data_bind(PlannerScreen.view)),
+            id="tabs",
+        )
         yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -220,7 +320,7 @@ class PlannerScreen(Screen[None]):
         if self.state.edit(message.key, message.value):
             self._schedule(message.edited_at)
         else:
-            self.release_frames()               # nothing to project: paint the echo
+            self.release_frames()  # nothing to project: paint the echo
 
     def on_field_invalid(self, message: FieldInvalid) -> None:
         self._cancel()
@@ -243,7 +343,7 @@ class PlannerScreen(Screen[None]):
         if quiet:
             self.recompute()
         else:
-            self.release_frames()               # a burst: its keys show as they come
+            self.release_frames()  # a burst: its keys show as they come
             self._timer = self.set_timer(self.debounce_s, self.recompute)
 
     def recompute(self) -> None:
@@ -322,8 +422,7 @@ class PlannerScreen(Screen[None]):
     def action_charts(self) -> None:
         from ..charts import ChartsScreen
 
-        self._push_view(ChartsScreen(self.state.projection, self.state.catalog,
-                                     self.state.name))
+        self._push_view(ChartsScreen(self.state.projection, self.state.catalog, self.state.name))
 
     # --- tabs and the launch script ------------------------------------------------------
 
@@ -365,12 +464,17 @@ class PlannerScreen(Screen[None]):
     async def action_export_launch(self) -> None:
         self.flush()
         fmt = self.state.plan.launch.format
-        path = await self.app.push_screen_wait(PathDialog(
-            f"Export the {fmt} launch script to", "Export", f"launch-{fmt}.sh", check=writable))
+        path = await self.app.push_screen_wait(
+            PathDialog(
+                f"Export the {fmt} launch script to", "Export", f"launch-{fmt}.sh", check=writable
+            )
+        )
         if path is None:
             return
-        if path.exists() and await self.app.push_screen_wait(overwrite_question(path)) \
-                != "overwrite":
+        if (
+            path.exists()
+            and await self.app.push_screen_wait(overwrite_question(path)) != "overwrite"
+        ):
             return
         text = await self.launch_text()
         try:
@@ -411,12 +515,16 @@ class PlannerScreen(Screen[None]):
     async def save_as(self) -> bool:
         if not self._savable():
             return False
-        path = await self.app.push_screen_wait(PathDialog(
-            "Save plan as", "Save", str(self.state.path or "plan.toml"), check=writable))
+        path = await self.app.push_screen_wait(
+            PathDialog("Save plan as", "Save", str(self.state.path or "plan.toml"), check=writable)
+        )
         if path is None:
             return False
-        if path.exists() and path != self.state.path \
-                and await self.app.push_screen_wait(overwrite_question(path)) != "overwrite":
+        if (
+            path.exists()
+            and path != self.state.path
+            and await self.app.push_screen_wait(overwrite_question(path)) != "overwrite"
+        ):
             return False
         return self._write(path)
 
@@ -457,8 +565,9 @@ class PlannerScreen(Screen[None]):
                 return message if str(path) in message else f"{path}: {message}"
             return None
 
-        path = await self.app.push_screen_wait(PathDialog(
-            "Open plan", "Open", str(self.state.path or ""), check=check))
+        path = await self.app.push_screen_wait(
+            PathDialog("Open plan", "Open", str(self.state.path or ""), check=check)
+        )
         if path is not None:
             self._load(checked[path])
             self.notify(f"Opened {path}")
@@ -473,5 +582,5 @@ class PlannerScreen(Screen[None]):
     async def quit(self) -> None:
         """Quit, once unsaved changes are saved or dropped."""
         if await self.may_discard():
-            self.state.forget_recovery()    # its edits were saved or dropped just now
+            self.state.forget_recovery()  # its edits were saved or dropped just now
             self.app.exit()
