@@ -38,6 +38,12 @@ async def invalid_input(pilot):
     await put(pilot, "target.count", "3x")
 
 
+async def offline(pilot):
+    # Offline on 50 TB: the storage lines in the results, and the data not fitting.
+    await choose(pilot, "workload.mode", "offline")
+    await put(pilot, "storage.tb", "50")
+
+
 async def help_screen(pilot):
     await pilot.press("f1")
 
@@ -59,6 +65,7 @@ SCENES = {
     "drafter_bound": drafter_bound,
     "does_not_fit": does_not_fit,
     "invalid_input": invalid_input,
+    "offline": offline,
     "help": help_screen,
     "save_dialog": save_dialog,
     "launch_panel": launch_panel,

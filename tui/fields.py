@@ -13,8 +13,9 @@ from ..model.basics.numbers import NumberError, parse_number, parse_whole
 class FieldSpec:
     key: str  # dotted plan key, or a role-relative key (price.*, measured.*)
     label: str
-    kind: str  # "int", "optional-float", "gpu", "model", "text", "optional-text"
+    kind: str  # "int", "optional-float", "gpu", "model", "choice", "text", "optional-text"
     unit: str = ""
+    choices: tuple[str, ...] = ()  # a "choice" field's values
 
     @property
     def widget_id(self) -> str:
@@ -54,6 +55,7 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
             FieldSpec("workload.epochs", "epochs", "int"),
             FieldSpec("workload.max_length", "max length", "int", "tokens"),
+            FieldSpec("workload.mode", "mode", "choice", choices=("online", "offline")),
         ),
     ),
     (
@@ -71,6 +73,16 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
         (
             FieldSpec("measured.target", "target", "optional-float"),
             FieldSpec("measured.drafter", "drafter", "optional-float"),
+        ),
+    ),
+    # Offline hidden states (workload.mode = "offline"); empty: not bounded, not priced.
+    (
+        "Storage (offline)",
+        (
+            FieldSpec("workload.storage_dtype", "precision", "choice", choices=("bf16", "fp8")),
+            FieldSpec("storage.tb", "space", "optional-float", "TB"),
+            FieldSpec("storage.read_gb_per_s_per_node", "read", "optional-float", "GB/s/node"),
+            FieldSpec("storage.usd_per_tb_month", "price", "optional-float", "$/TB-month"),
         ),
     ),
 )

@@ -63,6 +63,18 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             "total cost",
             escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
         )
+        if p.mode == "offline" and (o := p.offline) is not None:
+            # The figures above are the online pipeline's (ranges, scenarios, search);
+            # this plan runs offline.
+            cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
+            summary.add_row(
+                "offline run",
+                escape(
+                    f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
+                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
+                    f"the figures above are the online pipeline's"
+                ),
+            )
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
             summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
@@ -116,6 +128,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f" KB/token{link_load} ({p.link.description})"
         )
     )
+    for line in [*offline_lines(p), *store_lines(p)]:
+        console.print(escape(line))
     if (
         p.fits
         and p.marginal_target_tokens_per_s is not None
@@ -167,8 +181,76 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             console.print("  " + escape(even))
         for line in c.why:
             console.print(f"  because {escape(line)}")
-    for warning in p.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    for d in p.diagnostics:
+        label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
+        console.print(f"{label} {escape(d.message)}")
+
+
+def store_lines(p: Projection) -> list[str]:
+    """The Mooncake store's host memory at the longest sample."""
+    m = p.store_memory
+    if m is None:
+        return []
+    host = (
+        ""
+        if m.host_memory_gb is None
+        else f" of {m.host_memory_gb:,.0f} GB" + ("" if m.fits else " (DOES NOT FIT)")
+    )
+    return [
+        f"Mooncake store ({m.format}): {m.segment_gib} GiB segment + "
+        f"{m.local_buffer_gib:g} GiB buffer per capture server, {m.rank_gib:,.1f} GiB per "
+        f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
+        f"{m.node_gib:,.0f} GiB of host memory{host}"
+    ]
+
+
+def offline_lines(p: Projection) -> list[str]:
+    """The online/offline decision: the storage offline needs, its days and cost beside the
+    online pipeline's, and the break-even epochs."""
+    o = p.offline
+    if o is None:
+        return []
+    fits = (
+        ""
+        if o.tb_available is None
+        else (f" of {o.tb_available:,.1f} TB" + ("" if o.fits else " (DOES NOT FIT)"))
+    )
+    read = (
+        "storage reads not bounded"
+        if o.storage_tokens_per_s is None
+        else f"storage feeds {fmt.ktok(o.storage_tokens_per_s)}"
+    )
+    lines = [
+        f"{'offline (this plan)' if p.mode == 'offline' else 'offline instead'}: "
+        f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
+        f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
+        f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
+        f"{fmt.duration(o.train_days_per_epoch)} per epoch at "
+        f"{fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound; {read})"
+    ]
+    cost = (
+        ""
+        if o.cost is None or o.online_cost is None
+        else (
+            f"; cost {fmt.cost(o.cost, o.cost_unit)} offline vs "
+            f"{fmt.cost(o.online_cost, o.cost_unit)} online ({o.billing} billing)"
+        )
+    )
+    storage = ""
+    if o.storage_usd is not None:
+        storage = f"; storage ${o.storage_usd:,.0f}" + (
+            "" if o.storage_in_cost else " (not in the GPU cost unit)"
+        )
+    even = [
+        f"{name} from {e:,.2f} epochs" if e is not None else f"{name} never"
+        for name, e in (("cheaper", o.break_even_epochs), ("faster", o.break_even_epochs_days))
+        if not (name == "cheaper" and o.cost is None)
+    ]
+    lines.append(
+        f"  {p.epochs} epochs: {fmt.duration(o.days)} offline vs "
+        f"{fmt.duration(o.online_days)} online{cost}{storage}; offline is " + ", ".join(even)
+    )
+    return lines
 
 
 def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str:
@@ -635,6 +717,23 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
                 ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,
             ]
         )
+    # Offline plans: their storage, days and cost beside the online figures (a column only
+    # when some plan runs offline, so all-online comparisons read as before).
+    if any(p.mode == "offline" for _, p, _ in rows):
+        headers.append("offline")
+        for row, (_, p, _) in zip(body, rows, strict=True):
+            o = p.offline
+            even = (
+                "never"
+                if o is None or o.break_even_epochs is None
+                else f"{o.break_even_epochs:.2f} epochs"
+            )
+            row.append(
+                fmt.DASH
+                if o is None or p.mode != "offline"
+                else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
+                f"cheaper from {even}"
+            )
     if style == "csv":
         import csv
 
@@ -657,7 +756,10 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
     columns = [
         _Column(
-            shown.get(h, h), h not in ("plan", "bottleneck"), drop=drops.get(h, 0), fold=h == "plan"
+            shown.get(h, h),
+            h not in ("plan", "bottleneck", "offline"),
+            drop=drops.get(h, 0),
+            fold=h in ("plan", "offline"),
         )
         for h in headers
     ]

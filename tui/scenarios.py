@@ -85,6 +85,19 @@ def column(p: Projection, base: Projection) -> list[str | Text]:
     ]
 
 
+# Shown when a column runs offline (workload.mode): its storage and its own days and cost.
+OFFLINE_ROWS = ("offline TB", "  days", "  cost", "  cheaper from")
+
+
+def offline_column(p: Projection) -> list[str]:
+    """An offline scenario's storage, days, cost and break-even epochs (dashes online)."""
+    o = p.offline
+    if o is None or p.mode != "offline":
+        return [fmt.DASH] * len(OFFLINE_ROWS)
+    even = fmt.DASH if o.break_even_epochs is None else f"{o.break_even_epochs:.2f} ep"
+    return [_num(o.tb), _days(o.days), _num(o.cost, 0), even]
+
+
 class NameDialog(ModalScreen[str | None]):
     """Ask for a scenario's new name."""
 
@@ -202,8 +215,13 @@ class ScenariosScreen(Screen[None]):
             f"per GPU-hour at which a plan costs what the baseline does",
             style="dim",
         )
-        values = [column(s.projection if s else state.projection, base) for s in self.columns]
-        for r, label in enumerate(ROWS):
+        shown = [s.projection if s else state.projection for s in self.columns]
+        values = [column(p, base) for p in shown]
+        rows: tuple[str, ...] = ROWS
+        if any(p.mode == "offline" for p in shown):
+            rows = ROWS + OFFLINE_ROWS
+            values = [[*v, *offline_column(p)] for v, p in zip(values, shown, strict=True)]
+        for r, label in enumerate(rows):
             table.add_row(
                 Text(label, style="dim" if label.startswith(" ") else "bold"),
                 *(

@@ -175,6 +175,9 @@ LAYER_ID = Bound(0, 9_999)
 USD_PER_GPU_HOUR = Bound(0.001, 1_000, "USD per GPU-hour", integer=False)
 PRICE_RATIO = Bound(0.001, 1_000, "x the reference GPU's price", integer=False)
 TOKENS_PER_S_PER_GPU = Bound(1, 100_000_000, "tokens/s per GPU", integer=False)
+STORAGE_TB = Bound(0.001, 1_000_000, "TB", integer=False)
+STORAGE_READ_GB_PER_S = Bound(0.001, 100_000, "GB/s per node", integer=False)
+USD_PER_TB_MONTH = Bound(0.001, 100_000, "USD per TB-month", integer=False)
 # The GPU catalog.
 TFLOPS = Bound(0.1, 100_000, "TFLOPS", integer=False)
 MEMORY_GB = Bound(1, 100_000, "GB", integer=False)
@@ -186,6 +189,7 @@ NVLINK_DOMAIN_GPUS = Bound(1, 100_000, "GPUs")
 TDP_W = Bound(1, 100_000, "W", integer=False)
 EFFICIENCY = Bound(0.001, 1, "of the dense peak", integer=False)
 SOFTMAX_SPEEDUP = Bound(1, 100, "x", integer=False)
+HOST_MEMORY_GB = Bound(1, 1_000_000, "GB per node", integer=False)
 # Target models (config.json).
 MODEL_LAYERS = Bound(1, 10_000, "layers")
 MODEL_WIDTH = Bound(1, 1_048_576)  # hidden and FFN widths

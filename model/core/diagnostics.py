@@ -27,9 +27,16 @@ class Diagnostic:
     key: str | None
     message: str
     values: dict[str, Any] = field(default_factory=dict)
+    level: str = "warning"  # "error": the plan cannot run as written
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "key": self.key, "message": self.message, "values": self.values}
+        return {
+            "code": self.code,
+            "key": self.key,
+            "message": self.message,
+            "values": self.values,
+            "level": self.level,
+        }
 
 
 def _pct(x: float) -> str:

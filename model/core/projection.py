@@ -16,6 +16,7 @@ from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
+from ..physics import store
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
@@ -41,6 +42,7 @@ from .diagnostics import (
     range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
+from .offline import Offline, offline, offline_checks
 from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
@@ -333,6 +335,13 @@ class Projection:
     diagnostics: tuple[Diagnostic, ...]
     assumptions: tuple[str, ...] = field(default=())
     scenarios: PlanScenarios | None = None  # the figures under any scenario (when it fits)
+    # The offline run beside the online pipeline (when the plan fits), whichever the mode.
+    offline: Offline | None = None
+    store_memory: store.StoreMemory | None = None  # the Mooncake store in host memory
+
+    @property
+    def mode(self) -> str:
+        return self.plan.workload.mode
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -424,6 +433,9 @@ class Projection:
                 for key, p in self.prices.by_gpu.items()
             },
             "reference_gpu": self.prices.reference_gpu,
+            "mode": self.mode,
+            "storage": self.offline.to_json(self.mode) if self.offline else None,
+            "store_memory": self.store_memory.to_json() if self.store_memory else None,
         }
 
 
@@ -450,9 +462,11 @@ def plan_inputs(
     target_gpu: Gpu | None = None,
     drafter_gpu: Gpu | None = None,
     tp: int | None = None,
+    transport: str | None = None,
 ) -> PipelineInputs:
-    """The pipeline's inputs of a resolved plan at these per-GPU rates (and GPUs, TP, when
-    not the plan's own): the one assembly, for the projection, its scenarios and search."""
+    """The pipeline's inputs of a resolved plan at these per-GPU rates (and GPUs, TP and
+    hidden-state path, when not the plan's own): the one assembly, for the projection, its
+    scenarios, the offline run and search."""
     p = r.plan
     return pipeline_inputs(
         target_gpu or r.target_gpu,
@@ -466,7 +480,7 @@ def plan_inputs(
         batch_size=p.drafter.batch_size,
         sample_tokens=float(p.workload.avg_sample_tokens),
         hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-        transport=p.workload.transport,
+        transport=transport or p.workload.transport,
     )
 
 
@@ -595,6 +609,23 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         diagnostics += measurement_checks(role_name, dict(measured), r.gpus, defaults)
     diagnostics += memory_checks((r.target_gpu, t_mem), (r.drafter_gpu, d_mem))
     diagnostics += anchors_check(w.num_anchors, recipe.NUM_ANCHORS)
+    store_mem = _store_memory(r)
+    if store_mem.fits is False:
+        diagnostics.append(
+            Diagnostic(
+                "store-memory",
+                "workload.max_length",
+                f"the Mooncake store needs {store_mem.node_gib:,.0f} GiB of host memory on its "
+                f"busiest node ({store_mem.node_servers} capture server(s) x "
+                f"{store_mem.segment_gib} GiB segment + {store_mem.local_buffer_gib:g} GiB buffer, "
+                f"{store_mem.node_ranks} trainer rank(s) x {store_mem.rank_gib:,.1f} GiB, at "
+                f"{w.max_length:,}-token samples of {store_mem.sample_bytes / 2**30:,.2f} GiB) "
+                f"but the node has {store_mem.host_memory_gb:,.0f} GB: shorten max_length, "
+                f"spread the targets over more nodes or use nodes with more RAM",
+                {"node_gib": store_mem.node_gib, "host_memory_gb": store_mem.host_memory_gb},
+                level="error",
+            )
+        )
     if w.transport == "direct" and plan.launch.format in ("specforge", "slurm", "speculators"):
         diagnostics.append(
             Diagnostic(
@@ -608,7 +639,21 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             )
         )
 
+    if w.mode == "offline" and plan.launch.format != "template":
+        # No format writes the capture-then-train pair yet: say so rather than let a
+        # launch script of the online pipeline pass for the offline run.
+        diagnostics.append(
+            Diagnostic(
+                "mode-differs-from-launch",
+                "workload.mode",
+                f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
+                f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
+                f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
+                {"mode": w.mode, "launch_format": plan.launch.format},
+            )
+        )
     econ: Economics | None = None
+    off: Offline | None = None
     ranges = narrowing = None
     marginal_t = marginal_d = None
     bneck = None
@@ -648,6 +693,29 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             )
         for rate in (t, d):
             diagnostics += range_note(rate)
+        # Offline, the drafters read from storage, not through the Mooncake store: their
+        # capacity without its fetch wait (storage's own bound is applied in offline()).
+        from_disk = (
+            f
+            if w.transport == "direct"
+            else flow(plan_inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
+        )
+        off = offline(
+            plan,
+            r.model.hidden,
+            len(r.layer_ids),
+            tokens_per_epoch,
+            float(f.target_tokens_per_s),
+            float(from_disk.drafter_tokens_per_s),
+            throughput,
+            r.drafter_gpu.gpus_per_node,
+            role_prices,
+            view.unit,
+            view.in_usd,
+            (billed_t, billed_d),
+            (unit_t, unit_d),
+        )
+        diagnostics += offline_checks(off, w.mode)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
@@ -743,6 +811,35 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         diagnostics=tuple(diagnostics),
         assumptions=assumptions,
         scenarios=scen if fits else None,
+        offline=off,
+        store_memory=store_mem,
+    )
+
+
+def _store_memory(r: Resolved) -> store.StoreMemory:
+    """The Mooncake store of the launched run, sized by the functions the launch scripts
+    use: SpecForge's segments hold the producer's high watermark spread over the capture
+    servers; speculators' hold every trainer rank's batches in flight."""
+    plan, w = r.plan, r.plan.workload
+    T, D, tp, batch = plan.target.count, plan.drafter.count, plan.target.tp, plan.drafter.batch_size
+    fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
+    sample = store.sample_feature_bytes(r.model.hidden, len(r.layer_ids), w.max_length)
+    servers = plan.target.replicas
+    if fmt == "speculators":
+        samples: float = store.speculators_segment_samples(batch, D, servers)
+    else:
+        high, _ = store.in_flight_watermarks(D * batch)
+        samples = store.specforge_segment_samples(high, servers)
+    nodes = store.nodes_of_split(
+        T, D, tp, r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node, r.same_gpu_type
+    )
+    return store.store_memory(
+        fmt,
+        sample,
+        store.segment_gib(sample, samples),
+        batch,
+        nodes,
+        {"target": r.target_gpu.host_memory_gb, "drafter": r.drafter_gpu.host_memory_gb},
     )
 
 

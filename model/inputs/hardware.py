@@ -28,6 +28,7 @@ MemoryGb = Annotated[float, v.MEMORY_GB.before, v.MEMORY_GB.field("usable memory
 MemoryTbPerS = Annotated[
     float, v.MEMORY_TB_PER_S.before, v.MEMORY_TB_PER_S.field("memory bandwidth")
 ]
+HostMemoryGb = Annotated[float, v.HOST_MEMORY_GB.before, v.HOST_MEMORY_GB.field("host RAM")]
 LinkGbPerS = Annotated[
     float, v.LINK_GB_PER_S.before, v.LINK_GB_PER_S.field("one direction, per GPU")
 ]
@@ -118,6 +119,11 @@ class Gpu(BaseModel):
         None,
         description="GPU-host copy bandwidth, one direction, GB/s; default: the GPU "
         "link when it is PCIe",
+    )
+    host_memory_gb: HostMemoryGb | None = Field(
+        None,
+        description="host RAM of one node, GB (the Mooncake store's segments and "
+        "buffers live there); None: unknown, not checked",
     )
     arch: str = Field(
         "",

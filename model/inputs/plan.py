@@ -50,6 +50,13 @@ TokensPerS = Annotated[
     float, v.TOKENS_PER_S_PER_GPU.before, v.TOKENS_PER_S_PER_GPU.field("measured rate")
 ]
 Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
+StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
+StorageReadGbPerS = Annotated[
+    float, v.STORAGE_READ_GB_PER_S.before, v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")
+]
+UsdPerTbMonth = Annotated[
+    float, v.USD_PER_TB_MONTH.before, v.USD_PER_TB_MONTH.field("storage price")
+]
 Name = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS))]
 Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
 
@@ -83,6 +90,15 @@ class Workload(_Section):
         description="how hidden states reach the drafters: staged through host "
         "memory and a Mooncake store (SpecForge, speculators), or "
         "device to device (your own in-process pipeline)",
+    )
+    mode: Literal["online", "offline"] = Field(
+        "online",
+        description="online: the targets feed the drafters every epoch; offline: "
+        "capture hidden states to storage once, then train every "
+        "epoch from storage",
+    )
+    storage_dtype: Literal["bf16", "fp8"] = Field(
+        "bf16", description="precision of hidden states written to storage (offline)"
     )
 
     @model_validator(mode="after")
@@ -135,6 +151,35 @@ class Cost(_Section):
         default_factory=dict,
         description="GPUs per rental unit of a GPU type (8 when only whole 8-GPU nodes are "
         "rented): cost counts the GPUs billed, in whole units; 1 to 1024",
+    )
+
+
+# The on-disk formats of offline hidden states (model/physics/storage.py says what each
+# one stores besides the captured layers, with its source).
+StorageFormat = Literal["specforge", "speculators", "deepspec"]
+
+
+class Storage(_Section):
+    """Where offline hidden states live. Every key is optional: None means not bounded
+    (space, bandwidth) or not priced."""
+
+    tb: StorageTb | None = Field(
+        None, description="space available, TB (1e12 bytes); None: not checked"
+    )
+    read_gb_per_s_per_node: StorageReadGbPerS | None = Field(
+        None, description="what one node reads from storage, GB/s; None: not a bound"
+    )
+    usd_per_tb_month: UsdPerTbMonth | None = Field(None, description="None: not priced")
+    format: StorageFormat | None = Field(
+        None,
+        description="what is stored per token besides the captured layers; None: "
+        "the launch format's (speculators for speculators, else specforge)",
+    )
+    billing: Literal["by-phase", "whole-run"] = Field(
+        "by-phase",
+        description="by-phase: the targets are rented for the capture only and "
+        "the drafters for the training only; whole-run: the plan's "
+        "GPUs are rented for both phases, each role idle in the other",
     )
 
 
@@ -234,6 +279,7 @@ class Plan(_Section):
     cost: Cost = Cost()
     calibration: Calibration = Calibration()
     launch: Launch = Launch()
+    storage: Storage = Storage()
 
     def gpus_in_use(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.target.gpu, self.drafter.gpu)))
@@ -251,6 +297,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("cost",): list(Cost.model_fields),
     ("calibration",): list(Calibration.model_fields),
     ("launch",): list(Launch.model_fields),
+    ("storage",): list(Storage.model_fields),
 }
 
 

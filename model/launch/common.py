@@ -8,29 +8,27 @@ import re
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
-from ..basics.units import BF16_BYTES
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
+from ..physics import store
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
+
+# Re-exported: the formats import them from here.
+from ..physics.store import GIB as GIB
+from ..physics.store import IN_FLIGHT_HIGH_DEFAULT as IN_FLIGHT_HIGH_DEFAULT
+from ..physics.store import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
+from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
+from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
 from .escape import comment, q
 from .layout import Layout, assign_devices
 from .paths import PATHS, TRANSPORT_NAMES, launch_transport
 
-GIB = 1 << 30
-
 # SGLang's request validator wants the prompt plus one generated and five internal slots
 # (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
 CONTEXT_EXTRA_TOKENS = 7
-# SpecForge's producer keeps up to runtime.producer_lease = 8 requests in flight per
-# capture server; it pauses at runtime.in_flight_high_watermark = 256 unacknowledged
-# samples and resumes at in_flight_low_watermark = 192 (specforge/config/schema.py,
-# RuntimeConfig defaults).
-IN_FLIGHT_PER_SERVER = 8
-IN_FLIGHT_HIGH_DEFAULT = 256
-IN_FLIGHT_LOW_DEFAULT = 192
 # Upstream examples set mem_fraction_static between 0.4 and 0.85 (SpecForge
 # examples/disagg/run_qwen3_8b_dflash_disagg_2node.sh uses 0.85); we stay inside it.
 MEM_FRACTION_MAX = 0.85
@@ -41,7 +39,6 @@ MEM_FRACTION_MIN = 0.4
 MOONCAKE_RPC_PORT = 35551
 MOONCAKE_METADATA_PORT = 35880
 MOONCAKE_METRICS_PORT = 35903
-MOONCAKE_LOCAL_BUFFER_BYTES = GIB
 
 
 def devices(devs: tuple[int, ...]) -> str:
@@ -192,16 +189,16 @@ def mem_fraction_static(plan: Plan, catalog: Catalog, model: TargetModel) -> flo
 
 
 def sample_feature_bytes(resolved: Resolved) -> int:
-    """Hidden states of one max-length sample as a capture server stores them: the
-    captured layers plus the final hidden state, bf16."""
-    w = resolved.plan.workload
-    return BF16_BYTES * w.max_length * (len(resolved.layer_ids) + 1) * resolved.model.hidden
+    """store.sample_feature_bytes of the resolved plan (the projection's store_memory
+    reads the same function)."""
+    return store.sample_feature_bytes(
+        resolved.model.hidden, len(resolved.layer_ids), resolved.plan.workload.max_length
+    )
 
 
 def segment_gib(resolved: Resolved, samples: float) -> int:
-    """A Mooncake global segment that holds `samples` max-length samples with a quarter
-    to spare, in whole GiB."""
-    return max(1, math.ceil(samples * sample_feature_bytes(resolved) * 1.25 / GIB))
+    """store.segment_gib for `samples` of the resolved plan's max-length samples."""
+    return store.segment_gib(sample_feature_bytes(resolved), samples)
 
 
 # --- the context every format renders from ------------------------------------------------

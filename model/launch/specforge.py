@@ -8,13 +8,13 @@ from typing import Any
 
 from ..basics import recipe
 from ..basics.errors import PlanError
+from ..physics import store
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     FABRIC_IP_FUNCTION,
     GIB,
     IN_FLIGHT_HIGH_DEFAULT,
     IN_FLIGHT_LOW_DEFAULT,
-    IN_FLIGHT_PER_SERVER,
     MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_METRICS_PORT,
@@ -64,19 +64,16 @@ def in_flight(ctx: Context) -> tuple[int, int]:
     either is below the consumer's quantum (_online_flow_window) and wants low <= high
     (RuntimeConfig). Above the defaults: resume at one window (low = quantum) and pause at
     two (high = 2 x quantum), so one window is captured while the trainer takes the other."""
-    quantum = consumer_quantum(ctx)
-    if quantum <= IN_FLIGHT_LOW_DEFAULT:
-        return IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT
-    return 2 * quantum, quantum
+    return store.in_flight_watermarks(consumer_quantum(ctx))
 
 
 def server_segment_gib(ctx: Context) -> int:
-    """Mooncake segment of one capture server: its captured features wait there until the
-    consumer acknowledges them; the producer keeps at most the high watermark of samples
-    unacknowledged, spread over the servers, and at least a lease per server."""
-    servers = len(ctx.layout.replicas)
+    """Mooncake segment of one capture server (store.specforge_segment_samples: what the
+    projection's store_memory shows)."""
     high, _ = in_flight(ctx)
-    return segment_gib(ctx.resolved, max(IN_FLIGHT_PER_SERVER, -(-high // servers)))
+    return segment_gib(
+        ctx.resolved, store.specforge_segment_samples(high, len(ctx.layout.replicas))
+    )
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:

@@ -6,6 +6,7 @@ hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
 from __future__ import annotations
 
 from ..basics import recipe
+from ..physics import store
 from .common import (
     FABRIC_IP_FUNCTION,
     MOONCAKE_RPC_PORT,
@@ -25,10 +26,6 @@ TITLE = "vLLM speculators (launch_vllm.py, prepare-data, speculators.train)"
 VLLM_PORT = 8000
 VLLM_DP_RPC_PORT = 13345
 HIDDEN_STATES_DIR = "/tmp/hidden_states"
-# Batches of hidden states one trainer rank may have requested and not yet loaded: each of
-# its num_workers = 12 data-loader workers waits on one generation at a time (TrainConfig
-# defaults, speculators/train/config/schema.py).
-BATCHES_IN_FLIGHT_PER_RANK = 12
 # torchrun's static rendezvous waits 600 s for the other trainer nodes by default
 # (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py); the first trainer node
 # joins only after vLLM is up and the data is prepared.
@@ -44,8 +41,12 @@ def vllm_segment_gib(ctx: Context) -> int:
     of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
     in flight are spread over the engines (target replicas)."""
     p = ctx.plan
-    samples = BATCHES_IN_FLIGHT_PER_RANK * p.drafter.batch_size * p.drafter.count
-    return segment_gib(ctx.resolved, samples / len(ctx.layout.replicas))
+    return segment_gib(
+        ctx.resolved,
+        store.speculators_segment_samples(
+            p.drafter.batch_size, p.drafter.count, len(ctx.layout.replicas)
+        ),
+    )
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -69,7 +70,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"{layout.target_nodes[0]}, {head}); each vLLM data-parallel engine "
             f"registers a segment of {segment} GiB of host memory (up to {engines} "
             f"engine(s) = {engines * segment} GiB on a node): "
-            f"{BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
+            f"{store.BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
             f"over the {len(layout.replicas)} engines",
         ]
         common: list[object] = [

@@ -63,7 +63,7 @@ class FieldInput(Input):
 
 
 class FieldSelect(Picker):
-    """A GPU or model picker."""
+    """A GPU, model or choice picker."""
 
     def __init__(self, spec: FieldSpec, options: list[tuple[str, str]], value: Any) -> None:
         # The reference GPU may be unset (prices then come from the catalog).
@@ -279,6 +279,8 @@ class InputsPanel(VerticalScroll):
                     if spec.kind == "gpu"
                     else list(self._models)
                     if spec.kind == "model"
+                    else [(c, c) for c in spec.choices]
+                    if spec.kind == "choice"
                     else None
                 )
                 row = self.rows[spec.key] = FieldRow(

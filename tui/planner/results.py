@@ -22,6 +22,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
+from ..report import offline_lines, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -242,6 +243,20 @@ def memory(p: Projection) -> Text:
     return text
 
 
+def storage(p: Projection) -> Text:
+    """Offline storage and the Mooncake store, when the plan runs either: offline mode, or
+    hidden states through the store."""
+    text = Text()
+    lines = [
+        *(offline_lines(p) if p.mode == "offline" else []),
+        *(store_lines(p) if p.plan.workload.transport == "mooncake" else []),
+    ]
+    for line in lines:
+        text.append(line + "\n")
+    text.rstrip()
+    return text
+
+
 def warnings(p: Projection) -> Text:
     text = Text()
     for line in p.warnings:
@@ -361,6 +376,7 @@ class ResultsPanel(VerticalScroll):
                 yield static("versus")
             yield static("side")
         yield static("measurements")
+        yield static("storage")
         yield static("warnings")
         yield static("assumptions")
 
@@ -398,11 +414,13 @@ class ResultsPanel(VerticalScroll):
         if p is None:
             return parts
         known = measurements(p)
+        stored = storage(p)
         parts.update(
             figures=figures_part(figure_rows(p), view.stale),
             versus=text_part(versus(view.comparison, view.baseline_name, p)),
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),
+            storage=text_part(stored, bool(stored.plain)),
             warnings=text_part(warnings(p), bool(p.warnings)),
             assumptions=text_part(assumptions(p)),
         )
