@@ -78,6 +78,21 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
         ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
     )
+    if p.mode == "offline" and (o := p.offline) is not None:
+        # The plan runs offline: its own days and cost lead; the rows after them are the
+        # online pipeline's (ranges, scenarios and search are the online pipeline's).
+        rows = (
+            (
+                "offline",
+                fmt.duration(o.days),
+                f"{o.tb:,.1f} TB, capture + {p.epochs} epochs"
+                if o.tb_available is None or o.tb <= o.tb_available
+                else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB",
+            ),
+            ("", fmt.cost(o.cost, o.cost_unit, compact=True) if o.cost is not None else "", ""),
+            ("online", "the figures below", ""),
+            *rows,
+        )
     return tuple(row for row in rows if row[1])
 
 
