@@ -345,3 +345,18 @@ async def test_comparison_view_shows_the_offline_rows():
         now = [str(v) for v in table.get_column_at(2)]
         assert now[len(ROWS)] == "76.8" and now[-1] == "0.92 ep"
         assert [str(v) for v in table.get_column_at(1)][len(ROWS)] == "—"  # the baseline
+
+
+def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseline):
+    """A plan set offline shows its own days and cost first; the online pipeline's rows
+    follow, named (the headline is not left looking like the online run's)."""
+    from dflash_plan.tui.planner.results import figure_rows
+
+    offline = project(edit(baseline, workload={"mode": "offline"}), catalog)
+    rows = figure_rows(offline)
+    assert rows[0][0] == "offline" and rows[0][1].endswith("days")
+    assert f"{offline.offline.tb:,.1f} TB" in rows[0][2]
+    assert ("online", "the figures below", "") in rows
+    full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
+    assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]
+    assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
