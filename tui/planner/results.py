@@ -63,7 +63,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         text = fmt.spread(getattr(r, field) if r is not None else None, one)
         return f"range {text}" if text else ""
 
-    rows = (
+    rows: tuple[FigureRow, ...] = (
         (
             "throughput",
             fmt.ktok(p.tokens_per_s),
