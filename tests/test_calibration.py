@@ -86,3 +86,29 @@ def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):
     assert rate.fitted_overhead_s_per_token == pytest.approx(50e-6, rel=1e-6)
     assert rate.tokens_per_s == pytest.approx(truth("b200", 0.40), rel=1e-6)
     assert rate.readings[0].name == "fit"
+
+
+def test_measurements_read_the_same_whatever_the_plans_drafter_count(catalog, baseline):
+    # Found by the capacity property (test_properties.py): two drafter measurements on
+    # B200 and GB200 were read as one GPU's work at the plan's drafter count, so a second
+    # drafter moved the optimizer's memory traffic, pushed the two rooflines' ratio past
+    # the fit's threshold, and the per-GPU rate fell from 307 to 0.23 tok/s. A
+    # measurement's work is its own GPU's: the per-GPU rate cannot depend on the count.
+    rates = []
+    for drafters in (1, 2, 3, 4):
+        plan = edit(
+            baseline,
+            workload={
+                "target_model": "gpt-oss-120b",
+                "avg_sample_tokens": 6440,
+                "max_length": 6440,
+                "num_anchors": 2,
+                "block_size": 32,
+                "draft_layers": 8,
+            },
+            target={"gpu": "mi355x", "count": 4, "tp": 4},
+            drafter={"gpu": "a100-80g", "count": drafters, "batch_size": 1},
+            calibration={"target": {}, "drafter": {"b200": 1.0242, "gb200": 1.1026}},
+        )
+        rates.append(project(plan, catalog).drafter.per_gpu_tokens_per_s)
+    assert max(rates) == pytest.approx(min(rates), rel=1e-9), rates

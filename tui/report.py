@@ -283,7 +283,8 @@ def validation(result: Validation) -> None:
         )
     _print_table(headline)
     constants = Table(
-        title="fitted constants (model/physics/fitting.py): computed from the cases they are fitted on",
+        title="fitted constants (model/physics/fitting.py): computed from the cases they are "
+        "fitted on",
         header_style="bold",
     )
     for header, right in (

@@ -158,7 +158,10 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-RooflineOf = Callable[[Gpu, Workload], Roofline]
+# (GPU, workload, for a measurement): a measurement's roofline is its one GPU's work (its
+# run's drafter count is not recorded), so that how the plan's drafters are sharded never
+# changes what the measurements say (a fit or a reading of them).
+RooflineOf = Callable[[Gpu, Workload, bool], Roofline]
 
 
 def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> list[Point]:
@@ -181,7 +184,7 @@ def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> li
             }
             workload = plan.workload.model_copy(update=changes) if changes else plan.workload
             same = workload == plan.workload and (m.batch_size in (None, plan.drafter.batch_size))
-            roof = roof_of(gpu, workload)
+            roof = roof_of(gpu, workload, True)
             moe = role == "target" and catalog.model(workload.target_model).is_moe
             x = 1.0 / (roof.tokens_per_s * default_efficiency(role, gpu, moe))
             points.append(Point(gpu, m.tokens_per_s, x, same, m.gpu_busy, m.source))
@@ -282,7 +285,7 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roofl
 
 
 def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
-    roof = roof_of(gpu, r.plan.workload)
+    roof = roof_of(gpu, r.plan.workload, False)
     moe = role == "target" and r.model.is_moe
     default = default_efficiency(role, gpu, moe)
     x_plan = 1.0 / (roof.tokens_per_s * default)
@@ -520,14 +523,12 @@ class Rates:
     drafter: RoleRate
 
 
-def _works(
-    r: Resolved, catalog: Catalog
-) -> tuple[Callable[[Gpu, Workload], Roofline], Callable[[Gpu, Workload], Roofline]]:
+def _works(r: Resolved, catalog: Catalog) -> tuple[RooflineOf, RooflineOf]:
     """Roofline functions of each role for any workload (a measurement's own or the plan's)."""
     cache: dict[tuple[str, Workload], object] = {}
     plan = r.plan
 
-    def target_of(gpu: Gpu, w: Workload) -> Roofline:
+    def target_of(gpu: Gpu, w: Workload, measured: bool = False) -> Roofline:
         key = ("t", w)
         if key not in cache:
             model = catalog.model(w.target_model)
@@ -535,8 +536,9 @@ def _works(
             cache[key] = target_work(model, tuple(layer_ids), float(w.avg_sample_tokens))
         return target_roofline(cache[key], gpu)  # type: ignore[arg-type]
 
-    def drafter_of(gpu: Gpu, w: Workload) -> Roofline:
-        key = ("d", w)
+    def drafter_of(gpu: Gpu, w: Workload, measured: bool = False) -> Roofline:
+        count = 1 if measured else plan.drafter.count
+        key = (f"d{count}", w)
         if key not in cache:
             shape = r.shape if w.target_model == plan.workload.target_model else None
             if shape is None:
@@ -547,7 +549,7 @@ def _works(
                 w.num_anchors,
                 float(w.avg_sample_tokens),
                 plan.drafter.batch_size,
-                plan.drafter.count,
+                count,
             )
         return drafter_roofline(cache[key], gpu, float(w.avg_sample_tokens))  # type: ignore[arg-type]
 
@@ -583,5 +585,5 @@ def measured_implied(
     out: dict[str, tuple[float, Roofline]] = {}
     for p in _points(role, r, catalog, roof_of):
         if p.on_plan_workload:
-            out[p.gpu.key] = (p.tokens_per_s, roof_of(p.gpu, r.plan.workload))
+            out[p.gpu.key] = (p.tokens_per_s, roof_of(p.gpu, r.plan.workload, True))
     return out
