@@ -25,19 +25,20 @@ def test_project_json_default(capsys):
     assert doc["target"]["source"] == "measured"
 
 
+# 4x B200 (the built-in plan's 3 + 1 on B200) against the measured run.
+FOUR_B200_VS_MEASURED = [
+    "project",
+    "--json",
+    "--set",
+    "target.gpu=b200",
+    "--set",
+    "drafter.gpu=b200",
+    "--baseline",
+]
+
+
 def test_project_json_against_the_baseline(capsys):
-    doc = run_json(
-        capsys,
-        [
-            "project",
-            "--json",
-            "--set",
-            "target.gpu=b200",
-            "--set",
-            "drafter.gpu=b200",
-            "--baseline",
-        ],
-    )
+    doc = run_json(capsys, FOUR_B200_VS_MEASURED)
     # The low end: the measured shortfall carried over, 3.97x per target GPU
     # (tests/test_projection.py derives the central figure and the high end).
     low = (2250 / 504) * (0.40 / 0.45)
@@ -197,18 +198,7 @@ def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, c
 
 
 def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
-    doc = run_json(
-        capsys,
-        [
-            "project",
-            "--json",
-            "--set",
-            "target.gpu=b200",
-            "--set",
-            "drafter.gpu=b200",
-            "--baseline",
-        ],
-    )
+    doc = run_json(capsys, FOUR_B200_VS_MEASURED)
     assert doc["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
     assert doc["baseline"]["name"].startswith("measured baseline")  # the two differ
     # Unchanged, or named by the user: the name stays.
