@@ -126,3 +126,17 @@ def test_validate_shows_the_decode_cases_cross_validated(catalog):
     assert cv.median_abs_error <= 0.25 and cv.worst_abs_error <= 1.10
     constant = next(c for c in result.constants if c.name == "DECODE_BANDWIDTH_EFFICIENCY")
     assert constant.cross_validatable and 0.5 < constant.value < 0.9
+
+
+def test_compare_shows_the_whole_job_of_a_plan_that_regenerates(capsys, tmp_path):
+    base, regen = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["new", str(base)]) == 0
+    text = base.read_text()
+    regen.write_text(
+        text.replace('transport = "direct"', 'transport = "direct"\nregenerate = true')
+    )
+    capsys.readouterr()
+    assert main(["compare", str(base), str(regen), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| whole job |" in out.splitlines()[0]
+    assert "(regenerate " in out and "+ train " in out

@@ -22,7 +22,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import offline_lines, store_lines
+from ..report import offline_lines, phase_lines, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -272,6 +272,32 @@ def storage(p: Projection) -> Text:
     return text
 
 
+PHASE_STYLES = {"regenerate": "magenta", "capture": "cyan", "train": "green"}
+TIMELINE_WIDTH = 36
+
+
+def phases(p: Projection) -> Text:
+    """The whole job's timeline when it has a regeneration phase: one bar, each phase's
+    share of the days in its colour, then the phases line by line."""
+    text = Text()
+    lines = phase_lines(p)
+    t = p.total
+    if not lines or t is None or not t.days:
+        return text
+    text.append("phases  ", style="bold")
+    for ph in p.phases:
+        cells = max(1, round(ph.days / t.days * TIMELINE_WIDTH))
+        text.append("█" * cells, style=PHASE_STYLES.get(ph.name, ""))
+    text.append("\n")
+    text.append(lines[0] + "\n")
+    for ph, line in zip(p.phases, lines[1:], strict=False):
+        text.append("  ■ ", style=PHASE_STYLES.get(ph.name, ""))
+        text.append(line.strip() + "\n")
+    text.append(lines[-1].strip() + "\n", style="dim")
+    text.rstrip()
+    return text
+
+
 def warnings(p: Projection) -> Text:
     text = Text()
     for line in p.warnings:
@@ -392,6 +418,7 @@ class ResultsPanel(VerticalScroll):
             yield static("side")
         yield static("measurements")
         yield static("storage")
+        yield static("phases")
         yield static("warnings")
         yield static("assumptions")
 
@@ -430,12 +457,14 @@ class ResultsPanel(VerticalScroll):
             return parts
         known = measurements(p)
         stored = storage(p)
+        timeline = phases(p)
         parts.update(
             figures=figures_part(figure_rows(p), view.stale),
             versus=text_part(versus(view.comparison, view.baseline_name, p)),
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
+            phases=text_part(timeline, bool(timeline.plain)),
             warnings=text_part(warnings(p), bool(p.warnings)),
             assumptions=text_part(assumptions(p)),
         )
