@@ -318,7 +318,7 @@ class Plan(_Section):
     regenerate: Regenerate = Regenerate()
 
     def gpus_in_use(self) -> tuple[str, ...]:
-        keys = (self.target.gpu, self.drafter.gpu)
+        keys: tuple[str, ...] = (self.target.gpu, self.drafter.gpu)
         if self.workload.regenerate:
             keys += (self.regenerate.gpu or self.target.gpu,)
         return tuple(dict.fromkeys(keys))

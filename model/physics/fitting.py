@@ -298,7 +298,7 @@ def case_decode_rate(case: Case, gpu: Gpu, efficiency: float, reserve_gib: float
     return rate.tokens_per_s_per_gpu
 
 
-def _decode_efficiency(case: Case, _: Values) -> Span:
+def _decode_efficiency(case: Case, _values: Values) -> Span:
     # The runtime reserve at its fit on all its cases (SpecForge's capture server): no
     # decode case shares its group, so a fold leaving SpecForge out still refits this.
     reserve = value("RUNTIME_RESERVE_GIB")
