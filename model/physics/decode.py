@@ -15,7 +15,9 @@ time.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..inputs.hardware import Gpu
@@ -125,6 +127,27 @@ def prefill_tokens_per_s_per_gpu(
     )
     return rate * tp_efficiency(gpu, tp, model.hidden, work.layers_run, rate)
 
+
+def case_rate(case: Mapping[str, Any], gpu: Gpu, efficiency: float, reserve_gib: float) -> float:
+    """A decode case of the validation set (measurements.toml) at this efficiency."""
+    rate = decode(
+        fitting.case_model(case),
+        gpu,
+        int(case.get("tp", 1)),
+        float(case["input_tokens"]),
+        float(case["output_tokens"]),
+        int(case.get("max_sequences", DEFAULT_MAX_SEQUENCES)),
+        precision=case.get("precision", "bf16"),
+        kv_dtype=case.get("kv_dtype", "bf16"),
+        bandwidth_efficiency=efficiency,
+        reserve_gib=reserve_gib,
+    )
+    if rate is None:
+        raise ValueError(f"{case['id']}: the weights leave no room for a sequence")
+    return rate.tokens_per_s_per_gpu
+
+
+fitting.register_decode_rate(case_rate)
 
 # Achieved share of the HBM bandwidth in a decode step. Fitted (fitting.py) on public
 # decode-throughput measurements at high concurrency (TensorRT-LLM's, NIM's and vLLM's

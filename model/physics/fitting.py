@@ -276,26 +276,21 @@ def _training_efficiency(case: Case, _: Values) -> Span:
 DECODE_EFFICIENCY_BOUNDS = (0.02, 1.0)
 
 
-def case_decode_rate(case: Case, gpu: Gpu, efficiency: float, reserve_gib: float) -> float:
-    """A decode case's output tokens/s per GPU at this bandwidth efficiency and reserve."""
-    # decode.py takes its fitted constant from this module: imported when first needed.
-    from .decode import DEFAULT_MAX_SEQUENCES, decode
+# decode.py registers its formula here when it loads (it takes its fitted constant from
+# this module, so this module cannot import it); evidence and the projection import it.
+_DECODE_RATE: list[Callable[[Case, Gpu, float, float], float]] = []
 
-    rate = decode(
-        case_model(case),
-        gpu,
-        int(case.get("tp", 1)),
-        float(case["input_tokens"]),
-        float(case["output_tokens"]),
-        int(case.get("max_sequences", DEFAULT_MAX_SEQUENCES)),
-        precision=case.get("precision", "bf16"),
-        kv_dtype=case.get("kv_dtype", "bf16"),
-        bandwidth_efficiency=efficiency,
-        reserve_gib=reserve_gib,
-    )
-    if rate is None:
-        raise ValueError(f"{case['id']}: the weights leave no room for a sequence")
-    return rate.tokens_per_s_per_gpu
+
+def register_decode_rate(rate: Callable[[Case, Gpu, float, float], float]) -> None:
+    _DECODE_RATE[:] = [rate]
+
+
+def case_decode_rate(case: Case, gpu: Gpu, efficiency: float, reserve_gib: float) -> float:
+    """A decode case's output tokens/s per GPU at this bandwidth efficiency and reserve
+    (decode.case_rate)."""
+    if not _DECODE_RATE:
+        raise RuntimeError("model.physics.decode is not imported: it registers the decode rate")
+    return _DECODE_RATE[0](case, gpu, efficiency, reserve_gib)
 
 
 def _decode_efficiency(case: Case, _values: Values) -> Span:
