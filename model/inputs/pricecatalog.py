@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..basics.errors import PlanError
-from .offers import Offer
+from .offers import Kind, Offer
 
 SKYPILOT = "skypilot"
 GPUHUNT = "gpuhunt"
@@ -245,11 +245,11 @@ def read_catalog(
             if offer is None:
                 without_gpu += 1
                 continue
-            key = (offer.gpu, offer.kind, offer.unit_gpus, offer.instance, offer.region)
-            key += (offer.usd_per_gpu_hour,)
+            o = offer
+            key = (o.gpu, o.kind, o.unit_gpus, o.instance, o.region, o.usd_per_gpu_hour)
             if key in offers:
                 duplicates += 1
-            offers.setdefault(key, offer)
+            offers.setdefault(key, o)
     return Imported(path, fmt, who, tuple(offers.values()), rows, without_gpu, unknown, duplicates)
 
 
@@ -315,11 +315,11 @@ def _offers_of(
         return
     gpus = cell.gpus(count_col)
 
-    def offer(kind: str, usd: float) -> Offer:
+    def offer(kind: Kind, usd: float) -> Offer:
         return Offer(
             provider=provider,
             gpu=key,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             usd_per_gpu_hour=round(usd / gpus, 6),
             unit_gpus=gpus,
             instance=cell.text(instance)[:200],
