@@ -212,6 +212,17 @@ def test_a_reimport_replaces_its_own_rows_and_keeps_yours(tmp_path, monkeypatch,
     assert "57 other offers kept" in capsys.readouterr().out
 
 
+def test_a_reimport_into_a_file_of_imported_offers_only(tmp_path, monkeypatch, capsys):
+    from dflash_plan.tui.cli import main
+
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    assert _import(main, VERDA, "--date", "2026-11-30") == 0
+    once = (tmp_path / "offers.toml").read_text()
+    assert _import(main, VERDA, "--date", "2026-11-30") == 0
+    assert (tmp_path / "offers.toml").read_text() == once
+    assert "replacing 56 from an earlier import; 0 other offers kept" in capsys.readouterr().out
+
+
 def test_search_uses_the_imported_offer_and_names_its_catalog(tmp_path, monkeypatch, capsys):
     from dflash_plan.tui.cli import main
 

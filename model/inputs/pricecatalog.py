@@ -368,26 +368,28 @@ def merge(existing: str | None, where: str, imported: Imported) -> Merged:
     import of the same catalog; the file's other offers and its comments kept."""
     import tomlkit  # only for writing: keeps the other commands fast
 
-    from ..basics.tomlfile import MAX_FILE_BYTES, parse_toml
+    from ..basics.tomlfile import MAX_FILE_BYTES, parse_toml, to_toml
     from .offers import parse_offers
 
+    head = NEW_FILE_HEAD
+    replaced = kept = 0
     if existing is not None:
         parse_offers(parse_toml(existing, where), where, existing)  # a bad file stops here
-    document = (
-        tomlkit.parse(existing.removeprefix("\ufeff")) if existing else tomlkit.parse(NEW_FILE_HEAD)
+        document = tomlkit.parse(existing.removeprefix("\ufeff"))
+        table = document.get("offer", [])
+        mine = [i for i, row in enumerate(table) if row.get("imported") == imported.tag]
+        for i in reversed(mine):
+            del table[i]
+        replaced, kept = len(mine), len(table)
+        if "offer" in document and not kept:
+            del document["offer"]  # an empty array of tables is written `offer = []`
+        head = tomlkit.dumps(document).rstrip("\n") + "\n"
+    # The new offers are appended as text: tomlkit spaces tables it appends unevenly.
+    blocks = (
+        to_toml({k: v for k, v in offer.model_dump().items() if v != ""})
+        for offer in imported.offers
     )
-    table = document.get("offer")
-    if table is None:
-        table = tomlkit.aot()
-        document.append("offer", table)
-    replaced = [i for i, row in enumerate(table) if row.get("imported") == imported.tag]
-    for i in reversed(replaced):
-        del table[i]
-    kept = len(table)
-    for offer in imported.offers:
-        row = {k: v for k, v in offer.model_dump().items() if v != "" and k != "quote"}
-        table.append(tomlkit.item(row))
-    text = tomlkit.dumps(document)
+    text = head + "".join(f"\n[[offer]]\n{block}" for block in blocks)
     parse_offers(parse_toml(text, where), where, text)  # what is written reads back
     if len(text.encode()) > MAX_FILE_BYTES:
         raise PlanError(
@@ -395,4 +397,4 @@ def merge(existing: str | None, where: str, imported: Imported) -> Merged:
             f"would be {len(text.encode()):,} bytes; offers files are read up to "
             f"{MAX_FILE_BYTES:,} bytes: import a smaller catalog (fewer regions or GPUs)"
         )
-    return Merged(text, len(replaced), kept)
+    return Merged(text, replaced, kept)
