@@ -224,6 +224,15 @@ def read_catalog(
 ) -> Imported:
     """The offers of one catalog file's text, or a one-line PlanError naming the file, line,
     column and value of the first bad row."""
+    try:
+        return _read(path, text, date=date, source=source, provider=provider)
+    except csv.Error as err:  # a field over csv's limit, a stray quote in strict files
+        raise PlanError(f"{path}: not a CSV file this reads: {err}") from None
+
+
+def _read(
+    path: Path, text: str, *, date: str | None, source: str, provider: str | None
+) -> Imported:
     lines = text.splitlines()
     reader = csv.reader(lines)
     header = next(reader, [])
