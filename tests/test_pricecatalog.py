@@ -170,7 +170,7 @@ def test_a_gpuhunt_file_names_its_provider_and_tells_spot_rows():
     got = read_catalog(GPUHUNT_VERDA, GPUHUNT_VERDA.read_text(), date=None, source="20261130-7")
     assert (got.format, got.provider, got.rows) == ("gpuhunt", "verda", 11)
     assert {o.date for o in got.offers} == {"2026-11-30"}  # from the gpuhunt version
-    assert got.without_gpu == 1 and dict(got.unknown) == {"A100": 1, "V100": 1}
+    assert got.without_gpu == 1 and dict(got.unknown) == {"A100 40 GB": 1, "V100 16 GB": 1}
     kinds = {(o.instance, o.kind): o.usd_per_gpu_hour for o in got.offers}
     assert kinds[("1B200.30V", "spot")] == 0.95
     assert kinds[("8RTXPRO6000.240V", "on-demand")] == pytest.approx(11.12 / 8)

@@ -153,7 +153,8 @@ class Imported:
             names = ", ".join(f"{n} ({c:,})" for n, c in sorted(self.unknown.items()))
             parts.append(f"{len(self.unknown)} GPU types not in hardware.toml: {names}")
         if self.without_gpu:
-            parts.append(f"{self.without_gpu:,} rows without a GPU")
+            rows = "row" if self.without_gpu == 1 else "rows"
+            parts.append(f"{self.without_gpu:,} {rows} without a GPU")
         if parts:
             text += f"; skipped {self.skipped:,} rows: " + "; ".join(parts)
         return text
@@ -320,7 +321,8 @@ def _offers_of(
         return
     key = gpu_key(name, memory, cell.text(instance))
     if key is None:
-        unknown[name] += 1
+        # gpuhunt names both A100s "A100": its memory tells which one was skipped.
+        unknown[name if memory is None else f"{name} {memory:g} GB"] += 1
         return
     gpus = cell.gpus(count_col)
 
