@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,7 +23,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import offline_lines, phase_lines, store_lines
+from ..report import offline_lines, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -273,29 +274,51 @@ def storage(p: Projection) -> Text:
 
 
 PHASE_STYLES = {"regenerate": "magenta", "capture": "cyan", "train": "green"}
-TIMELINE_WIDTH = 36
+# Cells of the timeline: it fits the results panel of an 80-column terminal.
+TIMELINE_WIDTH = 30
 
 
-def phases(p: Projection) -> Text:
-    """The whole job's timeline when it has a regeneration phase: one bar, each phase's
-    share of the days in its colour, then the phases line by line."""
-    text = Text()
-    lines = phase_lines(p)
-    t = p.total
-    if not lines or t is None or not t.days:
-        return text
-    text.append("phases  ", style="bold")
-    for ph in p.phases:
-        cells = max(1, round(ph.days / t.days * TIMELINE_WIDTH))
-        text.append("█" * cells, style=PHASE_STYLES.get(ph.name, ""))
-    text.append("\n")
-    text.append(lines[0] + "\n")
-    for ph, line in zip(p.phases, lines[1:], strict=False):
-        text.append("  ■ ", style=PHASE_STYLES.get(ph.name, ""))
-        text.append(line.strip() + "\n")
-    text.append(lines[-1].strip() + "\n", style="dim")
-    text.rstrip()
-    return text
+def phases_part(p: Projection) -> Part:
+    """The whole job's timeline when it has a regeneration phase: a bar, each phase's share
+    of the days in its colour, then a table of the phases and the decode figures."""
+    t, regen = p.total, p.regeneration
+    if t is None or regen is None or not t.days:
+        return Part(None, "", lambda _width: "", False)
+    unit = fmt.cost(t.cost, p.cost_unit, compact=True)
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    rows = [
+        (
+            ph.name,
+            fmt.duration(ph.days, compact=True),
+            f"{ph.gpus:,}",
+            fmt.cost_figure(ph.cost, p.cost_unit),
+        )
+        for ph in p.phases
+    ]
+    d = regen.decode
+    note = (
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, {d.batch} "
+        f"sequences in flight, {d.step_limit}-bound; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
+    head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
+    plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
+
+    def content(_width: int) -> Shown:
+        bar = Text()
+        for ph in p.phases:
+            cells = max(1, round(ph.days / t.days * TIMELINE_WIDTH))
+            bar.append("█" * cells, style=PHASE_STYLES[ph.name])
+        table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True)
+        table.add_column("phase", no_wrap=True, header_style="dim")
+        table.add_column("time", justify="right", no_wrap=True, header_style="dim")
+        table.add_column("GPUs", justify="right", no_wrap=True, header_style="dim")
+        table.add_column("cost", justify="right", no_wrap=True, header_style="dim")
+        for ph, (name, days, gpus, cost) in zip(p.phases, rows, strict=True):
+            table.add_row(Text("■ ", style=PHASE_STYLES[ph.name]) + name, days, gpus, cost)
+        return Group(Text(head, style="bold"), bar, table, Text(note, style="dim"))
+
+    return Part((rows, head, note), plain, content)
 
 
 def warnings(p: Projection) -> Text:
@@ -318,7 +341,7 @@ def assumptions(p: Projection) -> Text:
     return text
 
 
-Shown = Table | Text | Content | str
+Shown = Table | Text | Content | Group | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,14 +480,13 @@ class ResultsPanel(VerticalScroll):
             return parts
         known = measurements(p)
         stored = storage(p)
-        timeline = phases(p)
         parts.update(
             figures=figures_part(figure_rows(p), view.stale),
             versus=text_part(versus(view.comparison, view.baseline_name, p)),
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
-            phases=text_part(timeline, bool(timeline.plain)),
+            phases=phases_part(p),
             warnings=text_part(warnings(p), bool(p.warnings)),
             assumptions=text_part(assumptions(p)),
         )
