@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 from dflash_plan.model.evidence.evidence import validate
 from dflash_plan.model.inputs.targets import PRESETS
@@ -100,7 +102,10 @@ def test_regenerate_on_its_own_gpus(capsys):
     ("sets", "says"),
     [
         (["regenerate.gpu=h100-sxm"], "regenerate.gpu = 'h100-sxm' is no GPU of the plan"),
-        (["regenerate.count=3", "regenerate.tp=2"], "not a multiple of tp 2"),
+        (
+            ["regenerate.count=3", "regenerate.tp=2"],
+            "regenerate.count = 3 is not a multiple of tp 2",
+        ),
         (["workload.regenerate_output_tokens=3000"], "exceeds avg_sample_tokens (2344)"),
         (["regenerate.max_sequences=0"], "max_sequences"),
     ],
@@ -140,3 +145,36 @@ def test_compare_shows_the_whole_job_of_a_plan_that_regenerates(capsys, tmp_path
     out = capsys.readouterr().out
     assert "| whole job |" in out.splitlines()[0]
     assert "(regenerate " in out and "+ train " in out
+
+
+def test_search_ranks_the_whole_job_bit_for_bit(catalog, baseline):
+    # With regeneration, search's days and cost of every split are the projection's whole
+    # job (regeneration + training), exactly: a plan judged within a limit is within it.
+    from dflash_plan.model.core.projection import project
+    from dflash_plan.model.explore.search import (
+        Constraints,
+        _variant,
+        default_space,
+        rank,
+        sweep,
+    )
+    from support import edit
+
+    plan = edit(baseline, workload={"regenerate": True})
+    space = default_space(plan, catalog, ("b200", "rtx-pro-6000"), max_gpus=12, mixed=True)
+    swept = sweep(plan, catalog, space)
+    checked = 0
+    for b in swept.blocks:
+        for j in np.flatnonzero(b.fits)[::7]:
+            p = project(
+                _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j])),
+                catalog,
+            )
+            regen = p.phases[0]
+            assert regen.name == "regenerate"
+            assert (b.days[j], b.cost[j]) == (p.total.days, p.total.cost)
+            assert b.slow_days[j] == regen.days + p.ranges.days[1]
+            checked += 1
+    assert checked > 20
+    front = rank(swept, Constraints()).front
+    assert all(c.days == c.projection.total.days > c.projection.days for c in front)

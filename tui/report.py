@@ -204,6 +204,15 @@ def store_lines(p: Projection) -> list[str]:
     ]
 
 
+def _job(p: Projection) -> tuple[float | None, float | None]:
+    """Days and cost as search ranks them: the whole job's when the plan regenerates, else
+    the training run's."""
+    t = p.total
+    if p.regeneration is not None and t is not None:
+        return t.days, t.cost
+    return p.days, p.total_cost
+
+
 def phase_lines(p: Projection) -> list[str]:
     """The whole job by phase when it has more than training's (workload.regenerate): each
     phase's days, GPUs and cost, and their total."""
@@ -616,21 +625,24 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     rows = []
     for candidate in result.front:
         p = candidate.projection
+        days, cost = _job(p)
         rows.append(
             [
                 escape(_plan_cell(candidate.plan, names)),
                 f"{(p.ktok_per_s or 0):,.1f}",
-                fmt.duration(p.days),
+                fmt.duration(days),
                 fmt.duration(candidate.pessimistic_days),
-                fmt.cost_figure(p.total_cost, unit),
+                fmt.cost_figure(cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
                 str(p.bottleneck),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
+    whole = any(c.projection.regeneration is not None for c in result.front)
+    job = "; days and cost of the whole job, regeneration included" if whole else ""
     _print_fitted(
         f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
-        f"pessimistic end of the rates",
+        f"pessimistic end of the rates{job}",
         columns,
         rows,
     )
@@ -650,11 +662,12 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         if c is None:
             continue
         p = c.projection
+        days, cost = _job(p)
         console.print(
             f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
             f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
-            f"{fmt.duration(p.days)}, "
-            f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}"
+            f"{fmt.duration(days)}, "
+            f"{escape(fmt.cost(cost, unit))}{_verdict(c, unit)}"
         )
     console.print(
         f"[dim]the front and the winners are the plans that meet the constraints "

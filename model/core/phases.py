@@ -63,43 +63,67 @@ class Regeneration:
         }
 
 
-def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regeneration | None:
-    """The regeneration phase of a plan (None when workload.regenerate is off). Raises
-    PlanError when its GPUs are not set right or the weights leave no room to decode."""
-    w, g = plan.workload, plan.regenerate
-    if not w.regenerate:
-        return None
+def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
+    """The regeneration's GPU type, GPUs used and tp. Unset, every GPU of the plan of its
+    type in whole replicas (a GPU left over idles); a count the user sets must be whole
+    replicas. Raises PlanError otherwise."""
+    g = plan.regenerate
     key = g.gpu or plan.target.gpu
     if key not in gpus:
         raise PlanError(f"regenerate.gpu = {key!r}: unknown GPU", "regenerate.gpu", value=key)
+    tp = g.tp or plan.target.tp
+    if g.count is not None:
+        if g.count % tp:
+            raise PlanError(
+                f"regenerate.count = {g.count} is not a multiple of tp {tp} (each replica "
+                f"takes tp GPUs): set regenerate.count or regenerate.tp",
+                "regenerate.count",
+                value=str(g.count),
+            )
+        return key, g.count, tp
     same = {plan.target.gpu: plan.target.count}
     same[plan.drafter.gpu] = same.get(plan.drafter.gpu, 0) + plan.drafter.count
-    count = g.count if g.count is not None else same.get(key, 0)
+    count = same.get(key, 0) // tp * tp
     if count == 0:
+        reason = "is no GPU of the plan" if key not in same else f"has fewer than tp {tp} GPUs"
         raise PlanError(
-            f"regenerate.gpu = {key!r} is no GPU of the plan: set regenerate.count",
+            f"regenerate.gpu = {key!r} {reason}: set regenerate.count",
             "regenerate.count",
             value=key,
         )
-    tp = g.tp or plan.target.tp
-    if count % tp:
-        raise PlanError(
-            f"regenerate: {count} GPUs is not a multiple of tp {tp} (each replica takes tp "
-            f"GPUs): set regenerate.count or regenerate.tp",
-            "regenerate.count",
-            value=str(count),
-        )
+    return key, count, tp
+
+
+def regeneration_decode(plan: Plan, model: TargetModel, gpu: Gpu, tp: int) -> Decode:
+    """One replica's decode of the plan's answers (raises PlanError when the weights leave
+    no room for a sequence)."""
+    w = plan.workload
     output = w.regenerate_output_tokens or w.avg_sample_tokens
-    prompt = w.avg_sample_tokens - output
-    rate = decode(model, gpus[key], tp, prompt, output, g.max_sequences)
+    rate = decode(
+        model, gpu, tp, w.avg_sample_tokens - output, output, plan.regenerate.max_sequences
+    )
     if rate is None:
         raise PlanError(
             f"regenerate: {model.name}'s weights leave no room for a sequence's KV cache on "
-            f"{tp} x {gpus[key].name}: raise regenerate.tp",
+            f"{tp} x {gpu.name}: raise regenerate.tp",
             "regenerate.tp",
             value=str(tp),
         )
-    return Regeneration(key, gpus[key].name, count, tp, output, prompt, w.samples, rate)
+    return rate
+
+
+def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regeneration | None:
+    """The regeneration phase of a plan (None when workload.regenerate is off). Raises
+    PlanError when its GPUs are not set right or the weights leave no room to decode."""
+    w = plan.workload
+    if not w.regenerate:
+        return None
+    key, count, tp = regeneration_gpus(plan, gpus)
+    rate = regeneration_decode(plan, model, gpus[key], tp)
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    return Regeneration(
+        key, gpus[key].name, count, tp, output, w.avg_sample_tokens - output, w.samples, rate
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
+from ..core.phases import Regeneration, regenerate_phase, regeneration_decode, regeneration_gpus
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
@@ -101,10 +102,17 @@ class Candidate:
 
     @property
     def days(self) -> float:
+        """The whole job's days: training's, plus regeneration's when the plan has it."""
+        t = self.projection.total
+        if self.projection.regeneration is not None and t is not None:
+            return t.days
         return float(self.projection.days or math.inf)
 
     @property
     def cost(self) -> float:
+        t = self.projection.total
+        if self.projection.regeneration is not None and t is not None:
+            return float(t.cost if t.cost is not None else math.inf)
         return float(self.projection.total_cost or math.inf)
 
     def judged(self, at: At) -> tuple[float, float]:
@@ -369,12 +377,66 @@ def _block(
 
     days, cost = days_cost(central.tokens_per_s)
     slow_days, slow_cost = days_cost(slow.tokens_per_s)
+    if w.regenerate:
+        # The whole job: the regeneration phase first (phases.py, as the projection adds it).
+        regen_days, regen_cost = _regeneration(
+            plan, catalog, shared, t_key, d_key, tp, targets, drafters
+        )
+        days, cost = regen_days + days, regen_cost + cost
+        slow_days, slow_cost = regen_days + slow_days, regen_cost + slow_cost
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(
         t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits, nodes, covered
     )
+
+
+def _regeneration(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    targets: np.ndarray,
+    drafters: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The regeneration phase's days and cost of each split, computed by the projection's
+    own functions once per GPU count (phases.regeneration_gpus: every GPU of the plan of
+    its type, in whole replicas, unless regenerate.count says otherwise). A split with no
+    whole replica cannot regenerate: infinite."""
+    g = plan.regenerate
+    key, tp_r = g.gpu or t_key, g.tp or tp
+    gpu = catalog.gpus[key]
+    if g.count is not None:
+        regeneration_gpus(plan, dict(catalog.gpus))  # raises for a count of part replicas
+        counts = np.full(targets.shape, g.count)
+    else:
+        same = (targets if key == t_key else 0) + (drafters if key == d_key else 0)
+        counts = np.asarray(same) // tp_r * tp_r
+    rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+    w = plan.workload
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    distinct, where = np.unique(counts, return_inverse=True)
+    days = np.full(distinct.shape, math.inf)
+    cost = np.full(distinct.shape, math.inf)
+    for i, count in enumerate(distinct):
+        if count > 0:
+            regen = Regeneration(
+                key,
+                gpu.name,
+                int(count),
+                tp_r,
+                output,
+                w.avg_sample_tokens - output,
+                w.samples,
+                rate,
+            )
+            phase = regenerate_phase(regen, shared.prices)
+            days[i] = phase.days
+            cost[i] = math.inf if phase.cost is None else phase.cost
+    return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
 
 
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
@@ -620,11 +682,17 @@ def _blocks(
             "search.max_gpus",
         )
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]
-    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus)))
+    regen = (plan.regenerate.gpu,) if plan.workload.regenerate and plan.regenerate.gpu else ()
+    shared = _shared(
+        plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus + regen))
+    )
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute)
+            # The pruning is proved on the training figures; the regeneration phase moves
+            # with the GPU counts too, so a plan that regenerates has every split evaluated.
+            every = brute or plan.workload.regenerate
+            block = _block(plan, catalog, shared, t_key, d_key, tp, space, every)
             if block is not None:
                 yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
@@ -821,13 +889,18 @@ class _Ranking:
             t_gpu, d_gpu, tp = self.kinds[int(f["kind"][k])]
             chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]), int(f["drafters"][k]))
             p = project(chosen, catalog)
-            # The projection's own pessimistic figures (the sweep's equal them; tested).
+            # The projection's own pessimistic figures (the sweep's equal them; tested),
+            # plus the regeneration phase (no range: its rate is one estimate).
             slow_d = float(p.ranges.days[1]) if p.ranges else float(f["slow_days"][k])
             slow_c = (
                 float(p.ranges.total_cost[1])
                 if p.ranges and p.ranges.total_cost
                 else float(f["slow_cost"][k])
             )
+            if p.regeneration is not None and p.phases and p.ranges:
+                regen = p.phases[0]
+                slow_d = regen.days + slow_d
+                slow_c = slow_c if regen.cost is None else regen.cost + slow_c
             deadline, budget = constraints.deadline_days, constraints.budget
             return Candidate(
                 chosen,
