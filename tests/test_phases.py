@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pytest
 from dflash_plan.model.evidence.evidence import validate
 from dflash_plan.model.inputs.targets import PRESETS
