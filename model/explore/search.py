@@ -405,7 +405,8 @@ def _regeneration(
     """The regeneration phase's days and cost of each split, computed by the projection's
     own functions once per GPU count (phases.regeneration_gpus: every GPU of the plan of
     its type, in whole replicas, unless regenerate.count says otherwise). A split with no
-    whole replica cannot regenerate: infinite."""
+    whole replica, or whose replica cannot hold the weights and a sequence, cannot
+    regenerate: infinite."""
     g = plan.regenerate
     key, tp_r = g.gpu or t_key, g.tp or tp
     gpu = catalog.gpus[key]
@@ -415,7 +416,10 @@ def _regeneration(
     else:
         same = (targets if key == t_key else 0) + (drafters if key == d_key else 0)
         counts = np.asarray(same) // tp_r * tp_r
-    rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+    try:
+        rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+    except PlanError:  # the weights leave no room to decode at this tp: no such plan
+        return np.full(targets.shape, math.inf), np.full(targets.shape, math.inf)
     w = plan.workload
     output = w.regenerate_output_tokens or w.avg_sample_tokens
     distinct, where = np.unique(counts, return_inverse=True)
