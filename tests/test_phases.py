@@ -177,3 +177,15 @@ def test_search_ranks_the_whole_job_bit_for_bit(catalog, baseline):
     assert checked > 20
     front = rank(swept, Constraints()).front
     assert all(c.days == c.projection.total.days > c.projection.days for c in front)
+
+
+def test_search_skips_gpus_that_cannot_hold_the_target_to_regenerate(catalog, baseline):
+    # Llama-3.3-70B's 141 GB of bf16 weights leave an RTX 4090 replica (24 GB per GPU, at
+    # most 8 in a node) no room for a sequence: those plans cannot regenerate, B200's can.
+    from dflash_plan.model.explore.search import Constraints, default_space, search
+    from support import edit
+
+    plan = edit(baseline, workload={"regenerate": True, "target_model": "llama-3.3-70b-instruct"})
+    space = default_space(plan, catalog, ("rtx-4090", "b200"), max_gpus=16)
+    result = search(plan, catalog, space, Constraints())
+    assert result.front and {c.plan.target.gpu for c in result.front} == {"b200"}
