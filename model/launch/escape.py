@@ -94,12 +94,25 @@ def heredoc(name: str, content: str) -> str:
 # --- documents -----------------------------------------------------------------------------
 
 
-def to_yaml(doc: dict[str, Any]) -> str:
+def to_yaml(doc: dict[str, Any], blocks: bool = False) -> str:
     """YAML from PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same
-    output, several times faster); every string reads back as itself."""
+    output, several times faster); every string reads back as itself. `blocks`: a string
+    of several lines as a literal block (`|`), where the emitter can keep it exact (it
+    falls back to quotes where it cannot), so that a shell script reads as one."""
     import yaml
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    if blocks:
+
+        class BlockDumper(dumper):  # type: ignore[misc,valid-type]
+            pass
+
+        def text(dumper: Any, value: str) -> Any:
+            style = "|" if "\n" in value else None
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+        BlockDumper.add_representer(str, text)
+        dumper = BlockDumper
     text: str = yaml.dump(
         doc, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
     )
