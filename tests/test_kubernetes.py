@@ -254,3 +254,19 @@ def test_each_pod_starts_its_process_with_its_env_and_trainers_wait(
         assert run["deployment"]["disaggregated"]["server_urls"] == urls
         if len(trainers) > 1:
             assert run["deployment"]["trainer"]["master_addr"] == trainers[0].hostname
+
+
+def test_pods_request_the_host_memory_and_cpus_slurm_asks_for(catalog, baseline):
+    # One node: slurm's --mem and --cpus-per-task cover that node's processes; the pods
+    # that share it ask for the same between them (each rounded up on its own).
+    import re
+
+    sbatch = generate(baseline, catalog, "slurm").text
+    mem_gib = int(re.search(r"#SBATCH --mem=(\d+)G", sbatch).group(1))
+    cpus = int(re.search(r"#SBATCH --cpus-per-task=(\d+)", sbatch).group(1))
+    requests = [
+        p.spec["containers"][0]["resources"]["requests"] for p in pods(jobset(baseline, catalog))
+    ]
+    gib = sum(int(r.get("memory", "0Gi").removesuffix("Gi")) for r in requests)
+    assert mem_gib <= gib <= mem_gib + len(requests)
+    assert sum(r["cpu"] for r in requests) == cpus  # the store's master counts in both

@@ -6,11 +6,13 @@ start once the capture servers are ready and the JobSet ends when the trainers d
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from ..basics.errors import PlanError
 from . import specforge
+from .slurm import PRODUCER_PROCESSES, SERVER_EXTRA_PROCESSES
 from .common import (
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
@@ -77,6 +79,8 @@ def replicated_job(
     pods: int,
     container: dict[str, Any],
     *,
+    cpus: int,
+    memory_gib: int = 0,
     gpus: int = 0,
     selector: dict[str, str] | None = None,
     claim: str | None = None,
@@ -85,14 +89,16 @@ def replicated_job(
     """One replicated job: one Indexed Job of `pods` pods (each its index in
     JOB_COMPLETION_INDEX and the DNS name `<jobset>-<name>-0-<index>`), none restarted."""
     volumes, mounts = [], []
+    requests: dict[str, object] = {"cpu": cpus}
+    if memory_gib:
+        requests["memory"] = f"{memory_gib}Gi"
+    container["resources"] = {"requests": requests}
     if gpus:
         # NCCL and SGLang's TP ranks share memory through /dev/shm, 64 MiB in a pod.
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        container["resources"] = {
-            "limits": {GPU_RESOURCE: gpus},
-            "requests": {GPU_RESOURCE: gpus},
-        }
+        requests[GPU_RESOURCE] = gpus
+        container["resources"]["limits"] = {GPU_RESOURCE: gpus}  # GPUs: limits = requests
     if claim:
         volumes.append({"name": "workspace", "persistentVolumeClaim": {"claimName": claim}})
         mounts.append({"name": "workspace", "mountPath": WORKSPACE})
@@ -218,6 +224,12 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "CUDA_VISIBLE_DEVICES": devices(tuple(range(per_node))),
     }
     del trainer_env["NODE_RANK"]  # the pod's index, set by its shell
+    # Requests as slurm's --mem and --cpus-per-task count them: one CPU per process (a
+    # server's TP schedulers, tokenizer manager and detokenizer; each trainer rank, and on
+    # rank 0 the producer and its tokenizing workers, in every trainer pod's template).
+    segment, weights, rank = specforge.host_memory_gib(ctx)
+    server_cpus, server_gib = tp + SERVER_EXTRA_PROCESSES, math.ceil(segment + weights)
+    trainer_cpus, trainer_gib = per_node + PRODUCER_PROCESSES, math.ceil(per_node * rank)
     jobs = [
         replicated_job(
             STORE,
@@ -230,6 +242,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 {"rpc": MOONCAKE_RPC_PORT, "metadata": MOONCAKE_METADATA_PORT},
                 {"tcpSocket": {"port": MOONCAKE_METADATA_PORT}},
             ),
+            cpus=1,
         ),
         replicated_job(
             SERVERS,
@@ -244,6 +257,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 {"http": p.launch.base_port},
                 {"httpGet": {"path": "/health", "port": p.launch.base_port}},
             ),
+            cpus=server_cpus,
+            memory_gib=server_gib,
             gpus=tp,
             selector=selectors[target_gpu],
             claim=claim,
@@ -259,6 +274,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 env_list(**trainer_env, **mooncake, DFLASH_SERVER_URLS=" ".join(urls)),
                 {"torch": p.launch.master_port} if trainers > 1 else {},
             ),
+            cpus=trainer_cpus,
+            memory_gib=trainer_gib,
             gpus=per_node,
             selector=selectors[drafter_gpu],
             claim=claim,
@@ -303,6 +320,14 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "output_dir (the checkpoints) stays in the trainer pod; set launch.volume_claim "
         "to keep it",
     ]
+    notes.append(
+        f"requests per capture-server pod: {server_cpus} CPU, {server_gib} GiB (its Mooncake "
+        f"segment and buffer {segment:.0f} GiB and the target weights it loads through host "
+        f"memory {weights:.1f} GiB); per trainer pod: {trainer_cpus} CPU, {trainer_gib} GiB "
+        f"({per_node} rank(s) x their buffer and two fetched batches {rank:.1f} GiB); the "
+        f"processes' own runtime comes on top, and no memory limit is set: a namespace's "
+        f"default limit (LimitRange) must not be below these"
+    )
     if not any(selectors.values()):
         notes.append(
             f"pods go to any node with free {GPU_RESOURCE}; to pin a GPU type set "
