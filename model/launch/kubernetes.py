@@ -12,7 +12,6 @@ from typing import Any
 
 from ..basics.errors import PlanError
 from . import specforge
-from .slurm import PRODUCER_PROCESSES, SERVER_EXTRA_PROCESSES
 from .common import (
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
@@ -25,6 +24,7 @@ from .common import (
 )
 from .escape import cmd, feed, to_yaml
 from .layout import Replica
+from .slurm import PRODUCER_PROCESSES, SERVER_EXTRA_PROCESSES
 
 NAME = "kubernetes"
 TITLE = "Kubernetes JobSet running SpecForge unified"
