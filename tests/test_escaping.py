@@ -519,6 +519,11 @@ def test_yaml_and_toml_read_back_any_text(value):
 
     doc = {"a": value, "b": [value], "c": {"d": value}}
     assert yaml.safe_load(to_yaml(doc)) == doc
+    # Several lines as a literal block where the emitter can (a manifest's pod shells).
+    assert yaml.safe_load(to_yaml({**doc, "e": f"{value}\n{value}"}, blocks=True)) == {
+        **doc,
+        "e": f"{value}\n{value}",
+    }
     assert tomllib.loads(to_toml(doc)) == doc
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
     assert json.loads(json.dumps(value)) == value

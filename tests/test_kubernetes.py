@@ -120,12 +120,18 @@ def test_gpu_type_goes_to_a_node_selector_and_mixed_types_need_it(catalog, basel
 def test_bad_kubernetes_keys_are_one_line_errors(baseline):
     from dflash_plan.model.inputs.plan import plan_from_dict, plan_to_dict
 
-    for key, value in (("volume_claim", "My_Claim"), ("gpu_product", {"b200": "NVIDIA B200"})):
+    for key, value, good, allowed in (
+        ("volume_claim", "My_Claim", "my-claim.v1", "a Kubernetes object name"),
+        ("gpu_product", {"b200": "NVIDIA B200"}, {"b200": "NVIDIA-B200"}, "label value"),
+        ("image", "a\nb", "registry.example/dflash:1", "one line"),
+    ):
         doc = plan_to_dict(baseline)
         doc["launch"][key] = value
-        with pytest.raises(PlanError, match=rf"launch\.{key}") as err:
+        with pytest.raises(PlanError, match=rf"launch\.{key}.*{allowed}") as err:
             plan_from_dict(doc, "plan.toml")
         assert len(str(err.value).splitlines()) == 1
+        doc["launch"][key] = good
+        assert getattr(plan_from_dict(doc, "plan.toml").launch, key) == good
 
 
 def test_names_are_dns_labels_whatever_the_run_id(catalog, baseline):
