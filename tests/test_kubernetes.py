@@ -46,9 +46,13 @@ def test_every_shape_validates_or_is_refused_with_its_key(catalog, baseline, sha
         assert err.value.key == REFUSED[shape] and len(str(err.value).splitlines()) == 1
         # With the volume every trainer pod mounts, it validates.
         plan = edit(plan, launch={"volume_claim": "dflash-work"})
-    doc = jobset(plan, catalog)
+    script = generate(plan, catalog, "kubernetes")
+    doc = manifest(script.text)
     assert validate(doc) == []
     assert public_ports(doc) == []
+    # Hosts the plan names are not where the pods run: the header says so.
+    named = "# note: launch.hosts is not used" in script.text
+    assert named == bool(plan.launch.hosts)
     every = pods(doc)
     assert sum(p.gpus for p in every) == plan.target.count + plan.drafter.count
     assert sum(p.gpus for p in every if p.job == "servers") == plan.target.count

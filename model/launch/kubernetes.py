@@ -328,6 +328,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"processes' own runtime comes on top, and no memory limit is set: a namespace's "
         f"default limit (LimitRange) must not be below these"
     )
+    if p.launch.hosts:
+        notes.append("launch.hosts is not used: the JobSet names its pods")
     if not any(selectors.values()):
         notes.append(
             f"pods go to any node with free {GPU_RESOURCE}; to pin a GPU type set "
