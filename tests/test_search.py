@@ -669,3 +669,55 @@ def test_search_command_mode(capsys):
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if "targets + drafters" in line)
     assert "mode" in header and "offline rows" in out
+
+
+def test_readme_mode_answer_is_what_search_picks(catalog, baseline):
+    # README, "Online or offline": the user's 4x B200 question with the mode free.
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    space = default_space(baseline, catalog, ("b200",), max_gpus=4, modes=("online", "offline"))
+    pick = search(baseline, catalog, space, Constraints()).most_tokens_per_cost
+    o = pick.projection.offline
+    t, d = pick.plan.target.count, pick.plan.drafter.count
+    assert pick.mode == "offline"
+    assert (
+        f"it picks **offline, {t} + {d} B200: {pick.days:.1f} days and {pick.cost:.0f} RTX PRO "
+        f"6000-hours** ({pick.pessimistic_days:.1f} days and {pick.pessimistic_cost:.0f} at the "
+        f"pessimistic end)"
+    ) in text
+    online = search(baseline, catalog, replace(space, modes=("online",)), Constraints())
+    front = ", ".join(
+        f"{c.plan.target.count} + {c.plan.drafter.count} at {c.days:.1f} days and {c.cost:.0f}"
+        for c in online.front
+    )
+    assert f"(the online front: {front})" in text
+    assert all(c.days > pick.days and c.cost > pick.cost for c in online.front)
+    assert (
+        f"({t} targets at {o.capture_tokens_per_s / 1e3:.1f} Ktok/s: {o.capture_days:.2f} days)"
+        in text
+    )
+    assert (
+        f"{o.train_tokens_per_s / 1e3:.1f} Ktok/s ({o.train_days_per_epoch:.2f} days each)" in text
+    )
+    assert f"It needs {o.tb:.1f} TB" in text
+    small = edit(baseline, storage={**baseline.storage.model_dump(), "tb": 50.0})
+    again = search(
+        small,
+        catalog,
+        default_space(small, catalog, ("b200",), max_gpus=4, modes=("online", "offline")),
+        Constraints(),
+    ).most_tokens_per_cost
+    assert again.mode == "online" and (again.plan.target.count, again.plan.drafter.count) == (2, 1)
+    usd = edit(
+        baseline,
+        cost={
+            **baseline.cost.model_dump(),
+            "usd_per_gpu_hour": {"b200": 6.715, "rtx-pro-6000": 1.975},
+        },
+        storage={**baseline.storage.model_dump(), "usd_per_tb_month": 20.0},
+    )
+    storage_usd = project(
+        pick.plan.model_copy(update={"cost": usd.cost, "storage": usd.storage}), catalog
+    ).offline.storage_usd
+    assert f"at $20/TB-month it adds about ${storage_usd:.0f}" in text

@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.plan import Plan
+from ..physics.pipeline import minimum
 from ..physics.storage import (
     Format,
     nodes_of,
@@ -206,7 +205,7 @@ def run(
     train_rate = (
         drafter_tokens_per_s
         if storage_rate is None
-        else np.minimum(drafter_tokens_per_s, storage_rate)
+        else minimum(drafter_tokens_per_s, storage_rate)
     )
     capture_s = tokens_per_epoch / capture_tokens_per_s
     train_s = tokens_per_epoch / train_rate
