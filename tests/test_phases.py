@@ -147,8 +147,9 @@ def test_compare_shows_the_whole_job_of_a_plan_that_regenerates(capsys, tmp_path
 
 
 def test_search_ranks_the_whole_job_bit_for_bit(catalog, baseline):
-    # With regeneration, search's days and cost of every split are the projection's whole
-    # job (regeneration + training), exactly: a plan judged within a limit is within it.
+    # With regeneration, search's days and cost of every split are the regeneration phase's
+    # plus the plan's own mode's (online: the pipeline; offline: capture then training),
+    # exactly: a plan judged within a limit is within it in its projection.
     from dflash_plan.model.core.projection import project
     from dflash_plan.model.explore.search import (
         Constraints,
@@ -160,23 +161,33 @@ def test_search_ranks_the_whole_job_bit_for_bit(catalog, baseline):
     from support import edit
 
     plan = edit(baseline, workload={"regenerate": True})
-    space = default_space(plan, catalog, ("b200", "rtx-pro-6000"), max_gpus=12, mixed=True)
+    space = default_space(
+        plan,
+        catalog,
+        ("b200", "rtx-pro-6000"),
+        max_gpus=12,
+        mixed=True,
+        modes=("online", "offline"),
+    )
     swept = sweep(plan, catalog, space)
-    checked = 0
+    checked = {"online": 0, "offline": 0}
     for b in swept.blocks:
         for j in np.flatnonzero(b.fits)[::7]:
-            p = project(
-                _variant(plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j])),
-                catalog,
+            chosen = _variant(
+                plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]), b.mode
             )
+            p = project(chosen, catalog)
             regen = p.phases[0]
             assert regen.name == "regenerate"
-            assert (b.days[j], b.cost[j]) == (p.total.days, p.total.cost)
-            assert b.slow_days[j] == regen.days + p.ranges.days[1]
-            checked += 1
-    assert checked > 20
+            assert (b.days[j], b.cost[j]) == (regen.days + p.run_days, regen.cost + p.run_cost)
+            assert b.days[j] == pytest.approx(p.total.days, rel=1e-12)
+            if b.mode == "online":
+                assert b.slow_days[j] == regen.days + p.ranges.days[1]
+            checked[b.mode] += 1
+    assert min(checked.values()) > 10
     front = rank(swept, Constraints()).front
-    assert all(c.days == c.projection.total.days > c.projection.days for c in front)
+    assert all(c.days == pytest.approx(c.projection.total.days, rel=1e-12) for c in front)
+    assert all(c.days > c.projection.run_days for c in front)
 
 
 def test_search_skips_gpus_that_cannot_hold_the_target_to_regenerate(catalog, baseline):

@@ -344,7 +344,8 @@ def header(
                 f"drafters [{drafters or '-'}]"
             )
         )
-    if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
+    # Slurm and Kubernetes name the hosts themselves.
+    if layout.nodes > 1 and not p.launch.hosts and fmt not in ("slurm", "kubernetes"):
         lines.append(
             comment(
                 f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
