@@ -234,6 +234,7 @@ LAUNCH_FORMATS: tuple[str, ...] = (
     "speculators",
     "specforge-legacy",
     "slurm",
+    "skypilot",
     "template",
 )
 

@@ -94,16 +94,31 @@ def heredoc(name: str, content: str) -> str:
 # --- documents -----------------------------------------------------------------------------
 
 
-def to_yaml(doc: dict[str, Any]) -> str:
+def to_yaml(doc: dict[str, Any], blocks: bool = False) -> str:
     """YAML from PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same
-    output, several times faster); every string reads back as itself."""
+    output, several times faster); every string reads back as itself. `blocks`: strings of
+    several lines as literal blocks (`|`), where the emitter allows one (it quotes any
+    string a block cannot hold exactly), so that an embedded script reads as written."""
     import yaml
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    if blocks:
+        dumper = type("BlockDumper", (dumper,), {})
+
+        def text_node(rep: Any, value: str) -> Any:
+            style = "|" if "\n" in value else None
+            return rep.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+        dumper.add_representer(str, text_node)
     text: str = yaml.dump(
         doc, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
     )
     return text
+
+
+def to_yaml_documents(docs: list[dict[str, Any]], blocks: bool = False) -> str:
+    """Several YAML documents in one stream, each from to_yaml, separated by `---`."""
+    return "---\n".join(to_yaml(doc, blocks) for doc in docs)
 
 
 # --- a user's command template --------------------------------------------------------------
