@@ -20,7 +20,7 @@ from .common import (
     specforge_stack_setup,
     with_transport,
 )
-from .escape import cmd, heredoc, to_yaml
+from .escape import cmd, heredoc, to_yaml, yaml_comments
 from .paths import launch_transport
 
 NAME = "skypilot"
@@ -140,7 +140,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "setup": specforge_stack_setup(),
         "run": run,
     }
-    text = header(ctx, TITLE, notes, ports=True, fmt=NAME) + "\n" + to_yaml(task, blocks=True)
+    text = yaml_comments(header(ctx, TITLE, notes, ports=True, fmt=NAME))
+    text += "\n" + to_yaml(task, blocks=True)
     return LaunchScript(NAME, text, files, tuple(notes), layout)
 
 
