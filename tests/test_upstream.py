@@ -202,6 +202,11 @@ def run(
     # curl finds every service up, except the Mooncake master that a SkyPilot node running
     # only capture servers watches to know when the run is over.
     stubs["curl"] = RECORD + 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n'
+    # getent ahostsv4 NAME: the address SKY_HOSTS (NAME=ADDRESS lines) gives NAME.
+    stubs["getent"] = (
+        '#!/bin/bash\nwhile IFS== read -r name addr; do [ "$name" = "$2" ] && '
+        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"; exit 2\n'
+    )
     stubs["srun"] = SRUN
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
@@ -686,40 +691,55 @@ def skypilot(cache):
     return load_skypilot(cache)
 
 
-def sky_task(text: str) -> dict:
-    """The task document of a SkyPilot YAML (its header is comments)."""
-    (doc,) = yaml.safe_load_all(text)
-    return doc
+def sky_tasks(skypilot, text: str) -> list[dict]:
+    """The task documents of a SkyPilot YAML (its header is comments), checked by SkyPilot's
+    rules: one task, or a job group (a header document, then its tasks)."""
+    docs = list(yaml.safe_load_all(text))
+    if len(docs) > 1:
+        skypilot.check_group(docs)
+        docs = docs[1:]
+    for doc in docs:
+        skypilot.check(doc)
+    return docs
 
 
 def sky_ips(nodes: int) -> list[str]:
-    """The cluster network addresses the sandbox's SkyPilot gives the nodes."""
+    """The cluster network addresses the sandbox's SkyPilot gives the plan's nodes."""
     return [f"10.9.0.{i}" for i in range(nodes)]
 
 
 def sky_nodes(
-    tmp_path: Path, task: dict, only: set[int] | None = None
+    tmp_path: Path, tasks: list[dict], group: str, only: set[int] | None = None
 ) -> list[tuple[int, list[dict]]]:
-    """Every node's `run` shell (or those in `only`), as SkyPilot starts it:
-    SKYPILOT_NODE_RANK, _NUM_NODES and _NODE_IPS (one address a line) set, bash -c in the
-    task's folder (shared here)."""
-    ips = sky_ips(task["num_nodes"])
+    """Every node's `run` shell (or those of the plan's nodes in `only`), as SkyPilot starts
+    it: SKYPILOT_NODE_RANK, _NUM_NODES and _NODE_IPS (its task's nodes, one address a line)
+    set, and in a job group every node's name `TASK-i.GROUP` resolving to its address (the
+    getent stub reads SKY_HOSTS); bash -c in the task's folder (shared here). A job group's
+    tasks take the plan's nodes in order."""
+    ips = sky_ips(sum(t["num_nodes"] for t in tasks))
+    names, offsets = [], []
+    for task in tasks:
+        offsets.append(len(names))
+        names += [f"{task['name']}-{i}.{group}" for i in range(task["num_nodes"])]
+    hosts = "\n".join(f"{n}={ip}" for n, ip in zip(names, ips, strict=True))
     return [
         (
-            node,
+            offset + node,
             run(
                 tmp_path,
                 task["run"],
                 shell={
                     "SKYPILOT_NODE_RANK": str(node),
                     "SKYPILOT_NUM_NODES": str(task["num_nodes"]),
-                    "SKYPILOT_NODE_IPS": "\n".join(ips),
+                    "SKYPILOT_NODE_IPS": "\n".join(ips[offset : offset + task["num_nodes"]]),
+                    "SKY_HOSTS": hosts,
                     "DFLASH_FABRIC_IP": "",  # the address comes from SkyPilot
                 },
             ),
         )
+        for task, offset in zip(tasks, offsets, strict=True)
         for node in range(task["num_nodes"])
-        if only is None or node in only
+        if only is None or offset + node in only
     ]
 
 
@@ -758,30 +778,29 @@ def test_skypilot_accepts_every_task_and_every_node_starts_in_order(
     from dflash_plan.model.basics.errors import PlanError
 
     plan = sky_shapes(baseline)[shape]
-    if shape == MIXED:
-        with pytest.raises(PlanError, match="one GPU type for every node") as err:
-            generate(plan, catalog, "skypilot")
-        assert err.value.key == "drafter.gpu" and "\n" not in str(err.value)
-        return
     script = generate(plan, catalog, "skypilot")
-    task = sky_task(script.text)
-    skypilot.check(task)  # SkyPilot's own task and resources schemas, strict
-    # Nothing opened to the internet: the nodes talk on the cluster network.
-    assert "ports" not in task["resources"]
-    name, per_node = task["resources"]["accelerators"].split(":")
-    assert name == {"rtx-pro-6000": "RTXPRO6000", "b200": "B200"}[plan.target.gpu]
+    tasks = sky_tasks(skypilot, script.text)  # SkyPilot's own schemas and rules, strict
     layout = script.layout
-    used = plan.target.count + plan.drafter.count
-    assert task["num_nodes"] == layout.nodes
-    assert int(per_node) == max(layout.gpus_used_on(n) for n in range(layout.nodes))
-    if shape in ("builtin", "two-nodes-8+8"):
-        assert int(per_node) * task["num_nodes"] == used
+    sky_names = {"rtx-pro-6000": "RTXPRO6000", "b200": "B200", "h100-sxm": "H100"}
+    requested = 0
+    for task, gpu in zip(tasks, (plan.target.gpu, plan.drafter.gpu), strict=False):
+        # Nothing opened to the internet: the nodes talk on the cluster network.
+        assert "ports" not in task["resources"]
+        name, per_node = task["resources"]["accelerators"].split(":")
+        assert name == sky_names[gpu]
+        requested += int(per_node) * task["num_nodes"]
+    assert sum(t["num_nodes"] for t in tasks) == layout.nodes
+    assert requested >= plan.target.count + plan.drafter.count
+    if shape in ("builtin", "two-nodes-8+8", MIXED):
+        assert requested == plan.target.count + plan.drafter.count
+    if shape == MIXED:
+        assert [t["name"] for t in tasks] == ["targets", "trainers"]
     ips = sky_ips(layout.nodes)
     started = {"python": 0, "mooncake_master": 0, "producer": 0, "consumer": 0}
     # 20 nodes of 32 + 128: the first, the first trainer node and the last one (all take
     # 7 s on two loaded cores; the others repeat these).
     only = {0, layout.drafter_nodes[0], layout.nodes - 1} if layout.nodes > 3 else None
-    for node, calls in sky_nodes(tmp_path, task, only):
+    for node, calls in sky_nodes(tmp_path, tasks, "qwen3-8b-dflash", only):
         calls.sort(key=lambda c: c["started"])
         if layout.nodes == 1:
             # managed-local: SpecForge starts the master, the servers and the trainer.
@@ -856,3 +875,25 @@ def test_skypilot_accepts_every_task_and_every_node_starts_in_order(
         "producer": 1 if multi else 0,
         "consumer": len(layout.drafter_nodes),
     }
+
+
+def test_the_skypilot_validator_rejects_unknown_fields(catalog, baseline, skypilot):
+    import jsonschema
+    from support import edit
+
+    text = generate(shapes(baseline)["two-nodes-8+8"], catalog, "skypilot").text
+    (task,) = sky_tasks(skypilot, text)
+    for bad in (
+        {**task, "bogus": 1},
+        {**task, "resources": {**task["resources"], "bogus": 1}},
+        {**task, "num_nodes": "2"},
+        {**task, "envs": {"not a name": "x"}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            skypilot.check(bad)
+    mixed = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "h100-sxm"})
+    docs = list(yaml.safe_load_all(generate(mixed, catalog, "skypilot").text))
+    skypilot.check_group(docs)
+    for header in ({**docs[0], "bogus": 1}, {**docs[0], "primary_tasks": ["nope"]}):
+        with pytest.raises(AssertionError):
+            skypilot.check_group([header, *docs[1:]])

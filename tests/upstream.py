@@ -253,6 +253,8 @@ class SkyPilot:
     task_schema: dict  # sky.utils.schemas.get_task_schema()
     resources_schema: dict  # get_resources_schema(), which Resources.from_yaml_config checks
     validator: Any  # sky.utils.validator.get_schema_validator(): SkyPilot's jsonschema class
+    group_fields: set[str]  # a job group header's keys (dag_utils._JOB_GROUP_HEADER_FIELDS)
+    group_required: set[str]  # dag_utils._JOB_GROUP_REQUIRED_HEADER_FIELDS
 
     def check(self, doc: dict) -> None:
         """SkyPilot's validation of one task document (Task.from_yaml_config: the task
@@ -262,6 +264,20 @@ class SkyPilot:
         self.validator(self.task_schema).validate(task)
         if task.get("resources") is not None:
             self.validator(self.resources_schema).validate(task["resources"])
+
+    def check_group(self, docs: list[dict]) -> None:
+        """A job group's rules (dag_utils._load_job_group, which warns and ignores an
+        unknown header key: refused here): its header's keys, `execution: parallel` (what
+        makes a YAML a job group), names of letters, digits, `-` and `_`, unique task
+        names, primary tasks among them."""
+        header, tasks = docs[0], docs[1:]
+        assert self.group_required <= set(header) <= self.group_fields, header
+        assert header["execution"] == "parallel" and tasks
+        names = [t["name"] for t in tasks]
+        for name in (header["name"], *names):
+            assert name and all(c.isalnum() or c in "-_" for c in name), name
+        assert len(set(names)) == len(names)
+        assert set(header.get("primary_tasks", [])) <= set(names)
 
 
 def load_skypilot(cache: Path) -> SkyPilot:
@@ -281,6 +297,7 @@ def load_skypilot(cache: Path) -> SkyPilot:
         "sky/skylet/autostop_lib.py",
         "sky/setup_files/dependencies.py",
         "sky/server/daemons.py",
+        "sky/utils/dag_utils.py",
     ]
     with locked(cache):
         if not all((root / f).exists() for f in files):
@@ -324,12 +341,22 @@ def load_skypilot(cache: Path) -> SkyPilot:
         schemas = importlib.import_module("sky.utils.schemas")
         validator = importlib.import_module("sky.utils.validator")
         schemas._allow_additional_properties = lambda: False
+        dag_utils = ast.parse((root / "sky/utils/dag_utils.py").read_text())
+        group = {
+            t.id: ast.literal_eval(node.value)
+            for node in dag_utils.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name) and t.id.startswith("_JOB_GROUP_")
+        }
         return SkyPilot(
             schemas.get_task_schema(),
             schemas.get_resources_schema(),
             validator.get_schema_validator(),
+            group["_JOB_GROUP_HEADER_FIELDS"],
+            group["_JOB_GROUP_REQUIRED_HEADER_FIELDS"],
         )
-    except (ImportError, StopIteration, AttributeError) as err:
+    except (ImportError, StopIteration, AttributeError, KeyError) as err:
         pytest.fail(
             f"skypilot {SKYPILOT[1]}: its task schema no longer loads without the client: {err!r}",
             pytrace=False,
