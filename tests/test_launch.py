@@ -1099,3 +1099,11 @@ def test_the_apps_launch_follows_the_plan_as_edited():
     text = write_launch(*state.launch_input())
     assert "# plan: 3 targets + 1 drafter, B200, Qwen3-4B\n" in text
     assert yaml_in(text)["run_id"] == "qwen3-4b-dflash"
+
+
+def test_the_skypilot_task_is_written_as_a_document(tmp_path):
+    out = tmp_path / "task.yaml"
+    assert main(["launch", "--format", "skypilot", "-o", str(out)]) == 0
+    task = yaml.safe_load(out.read_text())
+    assert task["resources"] == {"accelerators": "RTXPRO6000:4"}
+    assert not os.access(out, os.X_OK)  # a task YAML for `sky launch`, not a script
