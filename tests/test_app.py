@@ -5,8 +5,8 @@ textual in test_state.py. Expected figures come from the measured run (3 targets
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import time
 
 import pytest
