@@ -775,7 +775,6 @@ SKY_SHAPES = (
 def test_skypilot_accepts_every_task_and_every_node_starts_in_order(
     tmp_path, monkeypatch, catalog, baseline, skypilot, specforge, shape
 ):
-    from dflash_plan.model.basics.errors import PlanError
 
     plan = sky_shapes(baseline)[shape]
     script = generate(plan, catalog, "skypilot")
