@@ -65,6 +65,11 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+# workload.mode: the online pipeline, or capture to storage then train (offline).
+Mode = Literal["online", "offline"]
+MODES: tuple[Mode, ...] = ("online", "offline")
+
+
 class Workload(_Section):
     target_model: Text = Field(
         "qwen3-8b", min_length=1, description="a preset key or the path of a config.json"
@@ -91,7 +96,7 @@ class Workload(_Section):
         "memory and a Mooncake store (SpecForge, speculators), or "
         "device to device (your own in-process pipeline)",
     )
-    mode: Literal["online", "offline"] = Field(
+    mode: Mode = Field(
         "online",
         description="online: the targets feed the drafters every epoch; offline: "
         "capture hidden states to storage once, then train every "
