@@ -18,7 +18,6 @@ from .common import (
     LaunchScript,
     header,
     run_id,
-    specforge_node_shell,
     specforge_stack_setup,
     with_transport,
 )
@@ -155,7 +154,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     ]
     if resolved.same_gpu_type:
         per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
-        shell, doc_yaml = specforge_node_shell(
+        shell, doc_yaml = specforge.node_shell(
             ctx, 'printf "%s\\n" "$SKYPILOT_NODE_IPS"', "${SKYPILOT_NODE_RANK:-}"
         )
         name = names[resolved.target_gpu.key]
@@ -181,8 +180,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"{d_name}:{d_per} = {t_nodes * t_per + len(d_nodes) * d_per} GPU(s), the plan uses "
         f"{used}; the {TARGETS_TASK} stop when the {TRAINERS_TASK} (the primary task) end",
     )
-    target_shell, doc_yaml = specforge_node_shell(ctx, addresses, "${SKYPILOT_NODE_RANK:-}")
-    trainer_shell, _ = specforge_node_shell(ctx, addresses, f"$(({t_nodes} + SKYPILOT_NODE_RANK))")
+    target_shell, doc_yaml = specforge.node_shell(ctx, addresses, "${SKYPILOT_NODE_RANK:-}")
+    trainer_shell, _ = specforge.node_shell(ctx, addresses, f"$(({t_nodes} + SKYPILOT_NODE_RANK))")
     docs = [
         {"name": group, "execution": "parallel", "primary_tasks": [TRAINERS_TASK]},
         task(TARGETS_TASK, t_nodes, t_name, t_per, setup, "set -euo pipefail\n" + target_shell),
