@@ -21,7 +21,12 @@ from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
 from dflash_plan.model.launch.common import context
 from dflash_plan.model.launch.layout import assign_devices as _assign
 from dflash_plan.tui.cli import main
+from k8s_schema import manifest
+from k8s_schema import validate as validate_manifest
 from support import edit
+
+# Formats that write a manifest for a cluster's API instead of a script run with bash.
+MANIFEST_FORMATS = ("kubernetes",)
 
 # --- SpecForge's schema, as docs/launch.md lists it (extra keys are rejected) --------
 SGLANG = "sglang_"
@@ -208,6 +213,11 @@ def shell_of(text: str) -> str:
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "template"])
 def test_default_plan_in_every_format(catalog, baseline, fmt):
     script = generate(baseline, catalog, fmt)
+    if fmt in MANIFEST_FORMATS:  # a manifest, with its pods' shells (test_kubernetes.py)
+        assert validate_manifest(manifest(script.text)) == []
+        assert "Qwen/Qwen3-8B" in script.text
+        check_specforge_yaml(yaml.safe_load(script.files["run.yaml"]))
+        return
     bash_syntax_ok(shell_of(script.text))
     assert script.text.startswith("#!" if fmt != "skypilot" else "# dflash-plan launch")
     assert "Qwen/Qwen3-8B" in script.text
@@ -412,7 +422,7 @@ def test_launch_validates_like_the_projection(catalog, baseline, fmt):
 
 def test_custom_layers_only_where_the_format_can_express_them(catalog, baseline):
     plan = edit(baseline, workload={"target_layer_ids": [2, 10, 18, 26, 34]})
-    for fmt in ("specforge", "specforge-legacy", "slurm"):
+    for fmt in ("specforge", "specforge-legacy", "slurm", "kubernetes"):
         with pytest.raises(PlanError, match="derives the captured layers") as err:
             generate(plan, catalog, fmt)
         assert err.value.key == "workload.target_layer_ids"
@@ -454,7 +464,7 @@ def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
         baseline,
         target={"gpu": "b200", "count": 128 * per_node},
         drafter={"gpu": "b200", "count": 128 * per_node},
-        launch={"template": "go {node_rank} {target_devices}"},
+        launch={"template": "go {node_rank} {target_devices}", "volume_claim": "work"},
     )
     start = time.perf_counter()
     script = generate(plan, catalog, fmt)
@@ -688,6 +698,12 @@ def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt)
         launch={"template": "go {target_gpu} {drafter_gpu} {host}"},
     )
     text = generate(plan, hostile_catalog(catalog, key), fmt).text
+    if fmt in MANIFEST_FORMATS:
+        # The key and name reach only the header's comments (test_escaping.py runs the
+        # pods' shells with hostile values).
+        assert validate_manifest(manifest(text)) == []
+        assert all(line.startswith("#") for line in text.splitlines() if "PWNED" in line)
+        return
     shell = shell_of(text)
     bash_syntax_ok(shell)
     for line in shell.splitlines():

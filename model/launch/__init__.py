@@ -29,7 +29,7 @@ FORMATS: tuple[str, ...] = LAUNCH_FORMATS
 _MODULES = {name: name.replace("-", "_") for name in FORMATS}
 
 # What a format writes when it is not a script (no #!, not executable): the name's suffix.
-DOCUMENT_SUFFIX: dict[str, str] = {"skypilot": ".yaml"}
+DOCUMENT_SUFFIX: dict[str, str] = {"kubernetes": ".yaml", "skypilot": ".yaml"}
 
 
 def file_name(fmt: str) -> str:

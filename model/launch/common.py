@@ -384,9 +384,9 @@ class LaunchScript:
 
 # --- launchers that start every node themselves (the shell each node runs: specforge.node_shell)
 
-# Formats whose nodes learn their addresses only when they start (the launcher gives them):
+# Formats whose launcher names the nodes (the allocation, the JobSet's service, SkyPilot):
 # their header names no host placeholders.
-ADDRESSES_AT_RUN_TIME = ("slurm", "skypilot")
+ADDRESSES_AT_RUN_TIME = ("slurm", "kubernetes", "skypilot")
 
 # The software every node of a SpecForge run needs, as its pins (docs/launch.md): specforge
 # 0.2.0 (which pins sglang 0.5.14 and torch), Mooncake's transfer engine (mooncake_master
