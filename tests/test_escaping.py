@@ -208,6 +208,9 @@ def stubs(root: Path) -> Path:
             else ""
         )
         extra += "echo '0, 100, 980.0, 1000.0'\n" if name == "nvidia-smi" else ""
+        # Every service answers, except the master a SkyPilot node running only capture
+        # servers watches to know when the run is over.
+        extra += 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n' if name == "curl" else ""
         (bin_dir / name).write_text(
             '#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/' + name + '.${EPOCHREALTIME/./}.$$"\n'
             'printf "%s\\0" "$@" > "$f.args"\n'
@@ -322,7 +325,9 @@ def test_every_launch_format_keeps_hostile_values_inert_and_exact(fmt, case):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stubs(root)
-        if fmt == "kubernetes":
+        if fmt == "skypilot":
+            check_skypilot(case, script, root, out, train)
+        elif fmt == "kubernetes":
             check_kubernetes(case, script.text, root, script.files["run.yaml"], out, train)
         elif fmt == "slurm" or case.nodes == 1:
             check_one_run(fmt, case, script.text, root, run(root, script.text), out, train)
@@ -407,6 +412,60 @@ def check_node(
         check_speculators(calls, case, out, train, node)
     elif fmt == "template":
         check_template(calls, case, node)
+
+
+def check_skypilot(case: Case, script: Any, root: Path, out: str, train: str) -> None:
+    """The task YAML reads back (its comment header stays comments), and every node's `run`
+    shell, run as SkyPilot runs it (its rank and every node's address in the environment),
+    starts what the specforge format starts with every value exact."""
+    text = script.text
+    head, _, _ = text.partition("\nname: ")
+    assert all(line.startswith("# ") for line in head.splitlines())
+    task = yaml.safe_load(text)
+    assert set(task) == {"name", "num_nodes", "resources", "setup", "run"}
+    assert re.fullmatch(r"[A-Za-z0-9-]+", task["name"])
+    (accelerator,) = (
+        task["resources"]["accelerators"]
+        if isinstance(task["resources"]["accelerators"], dict)
+        else [task["resources"]["accelerators"].rsplit(":", 1)[0]]
+    )
+    gpu = case.catalog.gpus[case.plan.target.gpu]
+    assert accelerator == (re.sub(r"\s+", "", gpu.name) or gpu.key)
+    ips = [f"10.9.0.{i}" for i in range(task["num_nodes"])]
+    for rank in range(task["num_nodes"]):
+        calls = run(
+            root,
+            task["run"],
+            SKYPILOT_NODE_RANK=str(rank),
+            SKYPILOT_NODE_IPS="\n".join(ips),
+            DFLASH_FABRIC_IP="",
+        )
+        doc = read_yaml(root)
+        assert doc == yaml.safe_load(script.files["run.yaml"])
+        check_specforge_yaml(doc, case, case.plan.launch.run_id, out, train)
+        if case.nodes == 1:
+            assert [c.argv for c in calls["specforge"]] == [["train", "-c", "run.yaml"]]
+            continue
+        every = [c for cs in calls.values() for c in cs if c.env.get("MOONCAKE_LOCAL_HOSTNAME")]
+        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == ips[rank] for c in every)
+        if rank == 0:
+            assert [after(c.argv, "--model-path") for c in calls["python"]] == [case.path] * 2
+        else:
+            (consumer,) = [c for c in calls["specforge"] if "consumer" in c.argv]
+            assert consumer.argv[:7] == [
+                "train",
+                "-c",
+                "run-node1.yaml",
+                "--role",
+                "consumer",
+                "--node-rank",
+                "0",
+            ]
+            urls = [f"http://{ips[0]}:{30000 + i}" for i in range(PER_NODE)]
+            assert (
+                f"deployment.disaggregated.server_urls={json.dumps(urls)}".replace(" ", "")
+                in consumer.argv
+            )
 
 
 def check_kubernetes(

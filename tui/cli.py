@@ -227,7 +227,12 @@ def _run_launch(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(script.text)
         return EXIT_OK
-    _write_new(args.output, script.text, args.force, executable=True)
+    from ..model.launch import DOCUMENT_SUFFIX
+
+    # A script is executable; a launcher's document (SkyPilot's YAML) is not.
+    _write_new(
+        args.output, script.text, args.force, executable=script.format not in DOCUMENT_SUFFIX
+    )
     print(f"wrote {args.output} ({script.format})", file=sys.stderr)
     return EXIT_OK
 

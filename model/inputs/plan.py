@@ -276,6 +276,7 @@ LAUNCH_FORMATS: tuple[str, ...] = (
     "specforge-legacy",
     "slurm",
     "kubernetes",
+    "skypilot",
     "template",
 )
 

@@ -43,6 +43,18 @@ def comment_text(text: str) -> str:
     return _UNSAFE_IN_COMMENT.sub(" ", text)
 
 
+# What YAML's reader refuses anywhere in a stream, comments included (YAML 1.1's printable
+# set; PyYAML's reader.NON_PRINTABLE).
+_NOT_YAML = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def yaml_comments(text: str) -> str:
+    """Comment lines (from comment()) made fit for a YAML file: a character YAML's reader
+    refuses even in a comment (a C1 control, U+FFFE) becomes a space; comment() already
+    replaced those that would end the line."""
+    return _NOT_YAML.sub(" ", text)
+
+
 def cmd(*parts: object, lead: int = 1) -> str:
     """A shell command line with every part quoted; a long one breaks before each option
     after its first `lead` words."""
@@ -119,6 +131,11 @@ def to_yaml(doc: dict[str, Any], blocks: bool = False) -> str:
         doc, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
     )
     return text
+
+
+def to_yaml_documents(docs: list[dict[str, Any]], blocks: bool = False) -> str:
+    """Several YAML documents in one stream, each from to_yaml, separated by `---`."""
+    return "---\n".join(to_yaml(doc, blocks) for doc in docs)
 
 
 # --- a user's command template --------------------------------------------------------------

@@ -15,6 +15,7 @@ PATHS: dict[str, tuple[str | None, str]] = {
     "specforge": ("mooncake", SPECFORGE_PATH),
     "slurm": ("mooncake", SPECFORGE_PATH),
     "kubernetes": ("mooncake", SPECFORGE_PATH),
+    "skypilot": ("mooncake", SPECFORGE_PATH),
     "speculators": (
         "mooncake",
         "speculators stages hidden states in host memory: files "
