@@ -462,6 +462,7 @@ def _front_key(result) -> list[tuple]:
     """Each front plan and the figures shown for it."""
     return [
         (
+            c.mode,
             c.plan.target.gpu,
             c.plan.drafter.gpu,
             c.plan.target.tp,
@@ -481,11 +482,18 @@ def _winner_key(c) -> tuple | None:
 
 
 @functools.cache
-def _priced_plan(prices: tuple[tuple[str, float, int], ...], transport: str, batch: int):
+def _priced_plan(
+    prices: tuple[tuple[str, float, int], ...],
+    transport: str,
+    batch: int,
+    storage: tuple[str, float | None, float | None] = ("by-phase", None, None),
+    regenerate: tuple[str | None, int | None] | None = None,
+):
     from dflash_plan.model.inputs.catalog import Catalog
     from dflash_plan.model.inputs.plan import default_plan
     from dflash_plan.model.physics.fitting import builtin_gpus
 
+    billing, read_gb, usd_per_tb_month = storage
     plan = edit(
         default_plan(),
         cost={
@@ -493,13 +501,19 @@ def _priced_plan(prices: tuple[tuple[str, float, int], ...], transport: str, bat
             "unit_gpus": {k: unit for k, _, unit in prices},
             "ratio": {},
         },
-        workload={"transport": transport},
+        workload={"transport": transport, "regenerate": regenerate is not None},
         drafter={"batch_size": batch},
+        storage={
+            "billing": billing,
+            "read_gb_per_s_per_node": read_gb,
+            "usd_per_tb_month": usd_per_tb_month,
+        },
+        regenerate=dict(zip(("gpu", "count"), regenerate or (None, None), strict=True)),
     )
     return plan, Catalog(gpus=builtin_gpus())
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     gpus=st.lists(st.sampled_from((*PRICED, "l40s")), min_size=1, max_size=3, unique=True),
     batch=st.sampled_from([2, 16, 64]),
@@ -507,12 +521,23 @@ def _priced_plan(prices: tuple[tuple[str, float, int], ...], transport: str, bat
     units=st.lists(st.sampled_from([1, 1, 2, 8]), min_size=3, max_size=3),
     transport=st.sampled_from(["mooncake", "direct"]),
     max_gpus=st.integers(2, 32),
-    mixed=st.booleans(),
-    one_node=st.booleans(),
-    max_nodes=st.none() | st.integers(1, 4),
+    mixed=st.sampled_from([True, True, False]),
+    one_node=st.sampled_from([False, False, True]),
+    max_nodes=st.none() | st.none() | st.integers(1, 4),
     at=st.sampled_from(AT_CHOICES),
     deadline_share=st.none() | st.floats(0, 1),
     budget_share=st.none() | st.floats(0, 1),
+    modes=st.sampled_from([("online",), ("offline",), ("offline",), ("online", "offline")]),
+    # Storage: billing, reads per node (small ones bind the training: more drafters on
+    # one node train no faster), its price (counted in a cost in USD, growing with days).
+    storage=st.tuples(
+        st.sampled_from(["by-phase", "whole-run"]),
+        st.sampled_from([None, None, 0.2, 2.0, 30.0]),
+        st.sampled_from([None, 20.0]),
+    ),
+    # Regeneration: off, on the target's type, on one searched type (a role's type, or
+    # neither in a block), on a set count.
+    regenerate=st.sampled_from([None, None, (None, None), (0, None), (-1, None), (0, 8)]),
 )
 def test_pruned_search_is_the_brute_force_search(
     gpus,
@@ -527,10 +552,17 @@ def test_pruned_search_is_the_brute_force_search(
     at,
     deadline_share,
     budget_share,
+    modes,
+    storage,
+    regenerate,
 ):
     # Drafter batches that make the memory fit depend on the drafter count (the optimizer
     # state is sharded over the drafters).
-    plan, catalog = _priced_plan(tuple(zip(gpus, usd, units, strict=False)), transport, batch)
+    if regenerate is not None and regenerate[0] is not None:
+        regenerate = (gpus[regenerate[0]], regenerate[1])
+    plan, catalog = _priced_plan(
+        tuple(zip(gpus, usd, units, strict=False)), transport, batch, storage, regenerate
+    )
     space = default_space(
         plan,
         catalog,
@@ -539,13 +571,14 @@ def test_pruned_search_is_the_brute_force_search(
         mixed=mixed,
         one_node=one_node,
         max_nodes=max_nodes,
+        modes=modes,
     )
     brute = sweep(plan, catalog, space, brute=True)
     # Limits at the figures of evaluated splits themselves (boundaries too).
     days_at, cost_at = ("slow_days", "slow_cost") if at == "pessimistic" else ("days", "cost")
     fitting = [(getattr(b, days_at)[b.fits], getattr(b, cost_at)[b.fits]) for b in brute.blocks]
-    deadline = _pick([float(x) for d, _ in fitting for x in d], deadline_share)
-    budget = _pick([float(x) for _, c in fitting for x in c], budget_share)
+    deadline = _pick([float(x) for d, _ in fitting for x in d if np.isfinite(x)], deadline_share)
+    budget = _pick([float(x) for _, c in fitting for x in c if np.isfinite(x)], budget_share)
     constraints = Constraints(deadline, budget, at=at)
     want = rank(brute, constraints)
     got = search(plan, catalog, space, constraints)
@@ -558,9 +591,17 @@ def test_pruned_search_is_the_brute_force_search(
     pruned = sweep(plan, catalog, space)
     assert _front_key(rank(pruned, constraints)) == _front_key(want)
     # The proof's claim itself, whatever the limits: each split left out has an evaluated
-    # split of its block no worse in any figure, nodes or fit, with fewer GPUs.
+    # split of its block no worse in any figure or fit, and nodes, that ranks before it:
+    # online with fewer GPUs; offline also a faster one with more GPUs, and nodes only
+    # matter when the space limits them.
     for b, p in zip(brute.blocks, pruned.blocks, strict=True):
-        assert (b.t_gpu, b.d_gpu, b.tp, b.covered) == (p.t_gpu, p.d_gpu, p.tp, p.covered)
+        assert (b.t_gpu, b.d_gpu, b.tp, b.covered, b.mode) == (
+            p.t_gpu,
+            p.d_gpu,
+            p.tp,
+            p.covered,
+            p.mode,
+        )
         evaluated = set(zip(p.targets.tolist(), p.drafters.tolist(), strict=True))
         out = np.array(
             [
@@ -577,11 +618,25 @@ def test_pruned_search_is_the_brute_force_search(
                 getattr(block, name) if name != "gpus" else block.targets + block.drafters
             )[rows]
 
+        def before(name, strict=False, b=b, p=p, out=out):
+            """Pairs (left out, evaluated) where the evaluated one is lower (no higher)."""
+            mine, theirs = column(b, name, out)[:, None], column(p, name)[None, :]
+            return theirs < mine if strict else theirs <= mine
+
         no_worse = np.ones((int(out.sum()), p.targets.size), dtype=bool)
-        for name in ("days", "cost", "slow_days", "slow_cost", "nodes"):
-            no_worse &= column(p, name)[None, :] <= column(b, name, out)[:, None]
+        for name in ("days", "cost", "slow_days", "slow_cost"):
+            no_worse &= before(name)
+        if b.mode == "online" or one_node or max_nodes:
+            no_worse &= before("nodes")
         no_worse &= column(p, "fits")[None, :] >= column(b, "fits", out)[:, None]
-        no_worse &= column(p, "gpus")[None, :] < column(b, "gpus", out)[:, None]
+        if b.mode == "online":
+            no_worse &= before("gpus", strict=True)
+        else:
+            no_worse &= (
+                before("days", strict=True)
+                | before("cost", strict=True)
+                | before("gpus", strict=True)
+            )
         assert no_worse.any(axis=1).all()
 
 

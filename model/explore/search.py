@@ -27,9 +27,10 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from ..basics.errors import PlanError
+from ..basics.units import SECONDS_PER_DAY
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
-from ..core.offline import BYTES_PER_TB, fits_storage, run, stored
+from ..core.offline import BYTES_PER_TB, Run, fits_storage, run, stored
 from ..core.phases import Regeneration, regenerate_phase, regeneration_decode, regeneration_gpus
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
@@ -38,7 +39,7 @@ from ..core.scenarios import LOW, memory_band
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Mode, Plan
 from ..physics.memory import drafter_memory, target_memory
-from ..physics.pipeline import PipelineInputs, flow
+from ..physics.pipeline import Flow, PipelineInputs, flow
 from ..physics.work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
@@ -360,11 +361,73 @@ def _block(
 
     replicas = np.arange(1, space.max_gpus // tp + 1)
     covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
+    role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
+    # offline.run, as project() calls it: the targets' capacity captures, the drafters'
+    # reading from storage (no Mooncake fetch wait) train.
+    _, per_token = stored(plan, r.model.hidden, len(r.layer_ids))
+    tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
+    disk_central = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
+    disk_slow = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct")
+
+    def offline_runs(
+        targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
+    ) -> tuple[Run, Run]:
+        """The offline run of each split at the central rates and at the pessimistic end
+        (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
+        out = []
+        for i, (pipeline, disk_in) in enumerate(((central_in, disk_central), (slow_in, disk_slow))):
+            f = flow(pipeline, targets, drafters) if flows is None else flows[i]
+            disk = f if w.transport == "direct" else flow(disk_in, targets, drafters)
+            out.append(
+                run(
+                    plan,
+                    per_token,
+                    tokens_per_epoch,
+                    targets,
+                    drafters,
+                    f.target_tokens_per_s,
+                    disk.drafter_tokens_per_s,
+                    d_gpu.gpus_per_node,
+                    role_prices,
+                    view.in_usd,
+                    billed(targets, drafters, t_key == d_key, *units),
+                    units,
+                )
+            )
+        return out[0], out[1]
+
     band: tuple[np.ndarray, ...] | None = None
-    if brute or mode == "offline":
-        # Offline, capture and training run one after the other: no balance point bounds
-        # the useful counts, so an offline block is evaluated whole.
+    if brute or (mode == "online" and w.regenerate):
+        # Online, the pruning is proved on the training figures; the regeneration phase
+        # moves with the GPU counts too, so an online plan that regenerates has every
+        # split evaluated.
         pass
+    elif mode == "offline":
+        regen = None
+        if w.regenerate:
+
+            def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
+                return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
+
+        g = plan.regenerate
+        # What the regeneration's GPUs move with: None (a set count), the targets (0), the
+        # drafters (1), neither (2: it cannot run).
+        side = None if g.count is not None else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+        band = _offline_band(
+            offline_runs,
+            regen,
+            side,
+            plan.storage.billing == "by-phase",
+            w.epochs,
+            tp,
+            space.max_gpus,
+            drafter_fits,
+            bool(space.max_nodes or space.one_node),
+            (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
+            units,
+            t_key == d_key,
+        )
     elif t_key != d_key:
         band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
     else:
@@ -388,14 +451,7 @@ def _block(
         slow = flow(slow_in, targets, drafters)
     # Days and cost as project() computes them (the same functions, the same order of
     # operations), so that a plan judged within a limit here is within it in its projection.
-    billed_t, billed_d = billed(
-        targets,
-        drafters,
-        t_key == d_key,
-        view.by_gpu[t_key].unit_gpus,
-        view.by_gpu[d_key].unit_gpus,
-    )
-    role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
+    billed_t, billed_d = billed(targets, drafters, t_key == d_key, *units)
     total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
 
     def days_cost(tokens_per_s: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -411,41 +467,17 @@ def _block(
         return np.asarray(econ.days, float), np.asarray(econ.total_cost, float)
 
     if mode == "offline":
-        # offline.run, as project() calls it: the targets' capacity captures, the drafters'
-        # reading from storage (no Mooncake fetch wait) train.
-        _, per_token = stored(plan, r.model.hidden, len(r.layer_ids))
-        tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
-        units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
 
-        def offline_days_cost(f: Any, disk_in: PipelineInputs) -> tuple[np.ndarray, np.ndarray]:
-            disk = f if w.transport == "direct" else flow(disk_in, targets, drafters)
-            o = run(
-                plan,
-                per_token,
-                tokens_per_epoch,
-                targets,
-                drafters,
-                f.target_tokens_per_s,
-                disk.drafter_tokens_per_s,
-                d_gpu.gpus_per_node,
-                role_prices,
-                view.in_usd,
-                (billed_t, billed_d),
-                units,
-            )
+        def figures(o: Run) -> tuple[np.ndarray, np.ndarray]:
             cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
             return (
                 np.broadcast_to(np.asarray(o.days, float), targets.shape),
                 np.broadcast_to(np.asarray(cost, float), targets.shape),
             )
 
-        days, cost = offline_days_cost(
-            central, inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
-        )
-        slow_days, slow_cost = offline_days_cost(
-            slow,
-            inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct"),
-        )
+        central_run, slow_run = offline_runs(targets, drafters, (central, slow))
+        days, cost = figures(central_run)
+        slow_days, slow_cost = figures(slow_run)
         storage_fits = fits_storage(plan, per_token, tokens_per_epoch)
         storage_tb = per_token * tokens_per_epoch / BYTES_PER_TB
     else:
@@ -504,7 +536,8 @@ def _regeneration(
         counts = np.full(targets.shape, g.count)
     else:
         same = (targets if key == t_key else 0) + (drafters if key == d_key else 0)
-        counts = np.asarray(same) // tp_r * tp_r
+        # Of neither role's type: no GPU of the split (a count for every split all the same).
+        counts = np.broadcast_to(np.asarray(same) // tp_r * tp_r, targets.shape)
     try:
         rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
     except PlanError:  # the weights leave no room to decode at this tp: no such plan
@@ -530,6 +563,203 @@ def _regeneration(
             days[i] = phase.days
             cost[i] = math.inf if phase.cost is None else phase.cost
     return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
+
+
+def _offline_band(
+    runs: Callable[[np.ndarray, np.ndarray], tuple[Run, Run]],
+    regen: Callable[[np.ndarray, np.ndarray], tuple[Any, Any]] | None,
+    regen_side: int | None,
+    by_phase: bool,
+    epochs: int,
+    tp: int,
+    max_gpus: int,
+    drafter_fits: Callable[[np.ndarray], np.ndarray],
+    limits_nodes: bool,
+    gpus_per_node: tuple[int, int],
+    units: tuple[int, int],
+    one_type: bool,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (targets, drafters) of an offline block that can be on a front; every other
+    split is dominated by one of these. None to evaluate all.
+
+    The argument. Offline, the capture (the targets' capacity: replicas x a rate)
+    depends on T alone, and the training (the drafters' capacity with their all-reduce,
+    storage reads by their nodes) on d and on the drafters' nodes: d alone with two GPU
+    types (nodes of their own); with one type the drafters fill the pool after the
+    targets, so also on T's place in its node, its offset T mod node. `runs` of T with
+    one drafter and of d after targets of each offset give each side's figures exactly
+    as `offline.run` computes them for any split. Then days = regen + (capture_s /
+    86400 + epochs x (train_s / 86400)), and the cost is the regeneration's + capture
+    cost + epochs x training cost (+ storage, growing with days) by phase, or (billed_t
+    x price_t + billed_d x price_d) x each phase's seconds whole-run: each figure, at
+    both ends, never falls when one side's terms do not fall and the other side's stay
+    (sums and products of non-negative floats: monotone rounding).
+    So (T', d) has every figure no higher than (T, d) when T' has capture seconds at
+    both ends, capture cost at both ends (by phase) or billed targets (whole-run), the
+    regeneration's days and cost when they move with T, nodes (when the space limits
+    nodes) each no higher, and (one type) an offset whose training is no slower and no
+    dearer for any d: T' dominates T. It ranks before (T, d) (days, cost, GPUs) when
+    T' < T (fewer GPUs, figures no higher) or when its central days are lower by more
+    than the rounding can close: capture (or regeneration) days lower by over 4 ulps of
+    the largest days (each of the two sums rounds by at most half an ulp). Drafters
+    likewise, for each offset: d' dominates d with training seconds and cost (or billed
+    drafters), regeneration, nodes no higher and a memory fit no worse. With one type
+    the nodes are the pool's, ceil((T + d) / node): under a node limit only fewer GPUs
+    dominate. A split needing a dominator with more GPUs than the space allows is kept:
+    (T, d) is left out only when the smallest T' dominating T has T' + d <= max_gpus,
+    or the smallest d' dominating d has T + d' <= max_gpus. The dominating split may
+    itself be left out, for a split before it in the order again: the chain ends at a
+    kept split, feasible whenever (T, d) is (deadline and budget at either end, nodes,
+    memory; the storage is the block's), so (T, d) is on no front and wins nothing.
+    Evaluated whole: one type billed whole-run (one pool's billed total, rounded in
+    its split between roles) or regenerating on its own GPUs (a count of both roles),
+    and regeneration on a third type with no count (it cannot run)."""
+    if one_type and (not by_phase or (regen is not None and regen_side is not None)):
+        return None
+    if regen is not None and regen_side == 2:
+        return None
+    node = gpus_per_node[0]
+    t_all = np.arange(1, max_gpus // tp + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    # The targets' offsets in their last node (one type; else one class) and a target
+    # count of each, after which the drafters start.
+    offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
+    firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
+    firsts = np.where(firsts == 0, node if one_type else tp, firsts)
+    t_c, t_s = runs(t_all, np.ones_like(t_all))
+    t_keys: list[Any] = [t_c.capture_s, t_s.capture_s]
+    if by_phase:
+        t_keys += [t_c.capture_cost, t_s.capture_cost]
+    else:
+        t_keys.append(-(-t_all // units[0]))
+    nodes_key = (
+        (t_all, d_all)
+        if one_type
+        else (
+            -(-t_all // gpus_per_node[0]),
+            -(-d_all // gpus_per_node[1]),
+        )
+    )
+    if limits_nodes:
+        t_keys.append(nodes_key[0])
+    t_days = np.asarray(t_c.capture_s / SECONDS_PER_DAY, float)
+    # By offset: the drafters' keys and their central training days.
+    d_keys: list[list[Any]] = []
+    d_days: list[np.ndarray] = []
+    for first in firsts:
+        d_c, d_s = runs(np.full_like(d_all, first), d_all)
+        keys: list[Any] = [d_c.train_s, d_s.train_s]
+        if by_phase:
+            keys += [d_c.train_cost_per_epoch, d_s.train_cost_per_epoch]
+        else:
+            keys.append(-(-d_all // units[1]))
+        d_keys.append(keys)
+        d_days.append(np.asarray(epochs * (d_c.train_s / SECONDS_PER_DAY), float))
+    # Offset o' is no worse than o when its training is no slower and no dearer for any d.
+    no_worse = np.array(
+        [
+            [
+                all(np.all(np.asarray(a) <= np.asarray(b)) for a, b in zip(k1, k2, strict=True))
+                for k2 in d_keys
+            ]
+            for k1 in d_keys
+        ]
+    )
+    fits_key = ~drafter_fits(d_all)
+    t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
+    regen_days = 0.0
+    if regen is not None:
+        r_days, r_cost = regen(t_all, np.ones_like(t_all))
+        if regen_side == 0:
+            t_keys += [r_days, r_cost]
+            t_regen = np.asarray(r_days, float)
+        elif regen_side == 1:
+            r_days, r_cost = regen(np.full_like(d_all, tp), d_all)
+            for keys in d_keys:
+                keys += [r_days, r_cost]
+            d_regen = np.asarray(r_days, float)
+        regen_days = float(np.max(r_days))
+    largest = regen_days + (float(t_days.max()) + float(np.max(d_days)))
+    margin = 4 * float(np.spacing(largest)) if math.isfinite(largest) else math.inf
+    low_t = _lowest_dominator(
+        t_all, t_keys, t_days, t_regen, margin, no_worse[offset[:, None], offset[None, :]]
+    )
+    low_d = np.array(
+        [
+            _lowest_dominator(
+                d_all,
+                [*keys, fits_key, *([nodes_key[1]] if limits_nodes else [])],
+                days,
+                d_regen,
+                margin,
+            )
+            for keys, days in zip(d_keys, d_days, strict=True)
+        ]
+    )
+    # Counts with a dominator of fewer GPUs are never kept; the others while the smallest
+    # dominator does not fit beside the other role's count: for targets T the drafters
+    # from max_gpus - low_t(T) + 1 to max_gpus - T, kept when low_d(d) > max_gpus - T.
+    rows = np.flatnonzero(low_t > t_all)
+    t_kept = t_all[rows]
+    first = np.maximum(max_gpus - np.minimum(low_t[rows], max_gpus) + 1, 1)
+    count = np.maximum(max_gpus - t_kept - first + 1, 0)
+    targets = np.repeat(t_kept, count)
+    starts = np.repeat(first - (np.cumsum(count) - count), count)
+    drafters = starts + np.arange(targets.size)
+    keep = targets + low_d[np.repeat(offset[rows], count), drafters - 1] > max_gpus
+    return targets[keep], drafters[keep]  # in the order of `_splits`
+
+
+def _lowest_dominator(
+    counts: np.ndarray,
+    keys: list[Any],
+    days: np.ndarray,
+    regen: np.ndarray,
+    margin: float,
+    also: np.ndarray | None = None,
+) -> np.ndarray:
+    """For each count of one role, a count of that role that dominates it (`_offline_band`:
+    every key no higher, `also` [dominator, dominated] when given, and fewer GPUs or days
+    lower by more than `margin`): some smaller count when one does, else the smallest
+    larger one; a count above any split when none does. Candidates are tried nearest
+    first, in chunks that double (a dominator is most often a neighbour)."""
+    n = counts.size
+    table = np.array([np.asarray(k, float) for k in keys])
+    none = np.iinfo(np.int64).max // 2
+    low = np.full(n, none)
+
+    def scan(todo: np.ndarray, step: int, strict: bool) -> None:
+        """For each index in todo, the nearest dominator in direction `step` (-1 or +1)."""
+        start, size = 1, 4
+        while todo.size:
+            i = todo[:, None] + step * np.arange(start, start + size)[None, :]
+            inside = (i >= 0) & (i < n)
+            i = np.clip(i, 0, n - 1)
+            j = np.broadcast_to(todo[:, None], i.shape)
+            ok = inside.copy()
+            for row in table:
+                ok &= row[i] <= row[j]
+            if also is not None:
+                ok &= also[i, j]
+            if strict:
+                ok &= (days[j] - days[i] > margin) | (regen[j] - regen[i] > margin)
+            hit = ok.any(axis=1)
+            low[todo[hit]] = counts[i[hit, ok[hit].argmax(axis=1)]]
+            start += size
+            size *= 2
+            more = todo + step * start
+            todo = todo[~hit & (more >= 0) & (more < n)]
+
+    # Only where every key of some smaller (larger) count is no higher can one dominate.
+    before = np.all(np.minimum.accumulate(table, axis=1)[:, :-1] <= table[:, 1:], axis=0)
+    after = np.minimum.accumulate(table[:, ::-1], axis=1)[:, ::-1][:, 1:] <= table[:, :-1]
+    scan(np.flatnonzero(np.r_[False, before]), -1, False)
+    if math.isfinite(margin):  # else some days are infinite: no margin to speak of
+        # More GPUs: only where some larger count is also faster by the margin.
+        faster = np.r_[np.minimum.accumulate(days[::-1])[::-1][1:], np.inf] < days - margin / 2
+        faster |= np.r_[np.minimum.accumulate(regen[::-1])[::-1][1:], np.inf] < regen - margin / 2
+        scan(np.flatnonzero((low == none) & faster & np.r_[np.all(after, axis=0), False]), 1, True)
+    return low
 
 
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
@@ -782,11 +1012,8 @@ def _blocks(
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            # The pruning is proved on the training figures; the regeneration phase moves
-            # with the GPU counts too, so a plan that regenerates has every split evaluated.
-            every = brute or plan.workload.regenerate
             for mode in space.modes:
-                block = _block(plan, catalog, shared, t_key, d_key, tp, space, every, mode)
+                block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute, mode)
                 if block is not None:
                     yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
@@ -890,6 +1117,14 @@ class _Ranking:
         for name, limit in (
             # Offline, the captured data must fit storage.tb (the same for every split).
             ("storage", None if b.storage_fits else np.zeros(b.targets.shape, bool)),
+            # A split whose regeneration cannot run (no whole replica of its GPU type, or
+            # no room to decode) has infinite figures.
+            (
+                "regenerate",
+                (np.isfinite(b.days) & np.isfinite(b.cost))
+                if self.plan.workload.regenerate
+                else None,
+            ),
             ("nodes", (b.nodes <= space.max_nodes) if space.max_nodes else None),
             ("one node", (b.nodes == 1) if space.one_node else None),
             (
