@@ -10,10 +10,12 @@ printing the same JSON; `--before brute` runs today's code with `brute=True` ins
 is printed (before at 512 GPUs runs once: about 20 s and 5 GB).
 
     python scripts/bench_search.py [--runs 3] [--gpus 64,128,512] [--before git|brute|none]
-                                   [--mode online|offline|both]
+                                   [--mode online|offline|both] [--baseline REF]
 
-`--mode` searches in that mode (issue 22: an offline block is evaluated whole); "before"
-is online only. Each "after" line says the search's size: configurations covered and
+`--mode` searches in that mode; "before" is online only. `--baseline REF` adds a column:
+the same command with the search module as it is at git REF (e.g. `main`, read from git
+and put in the package's place), run alternately with "after" in the same run, so both
+meet the same load. Each line says the search's size: configurations covered and
 evaluated.
 """
 
@@ -61,6 +63,21 @@ space = module.default_space(plan, catalog, max_gpus={gpus}, mixed=True)
 result = module.search(plan, catalog, space, module.Constraints())
 json.dump(result.to_json(), sys.stdout)
 """
+# The CLI with model/explore/search.py as it is at a git ref (the rest as it is now).
+BASELINE = """
+import importlib.util, subprocess, sys
+source = subprocess.run(["git", "-C", {root!r}, "show", {ref!r} + ":model/explore/search.py"],
+                        check=True, capture_output=True, text=True).stdout
+import dflash_plan.model.explore as package
+spec = importlib.util.spec_from_loader("dflash_plan.model.explore.search", loader=None)
+module = importlib.util.module_from_spec(spec)
+module.__package__ = "dflash_plan.model.explore"
+sys.modules[spec.name] = module
+exec(compile(source, "search.py@{ref}", "exec"), module.__dict__)
+package.search = module
+from dflash_plan.tui.cli import main
+sys.exit(main({argv!r}))
+"""
 BRUTE = """
 import json, sys
 from dflash_plan.model.explore import search as module
@@ -98,6 +115,18 @@ def median_of(argv: list[str], runs: int) -> tuple[float, float]:
     return (statistics.median(w for w, _ in results), statistics.median(m for _, m in results))
 
 
+def medians_alternating(argvs: list[list[str]], runs: int) -> list[tuple[float, float]]:
+    """The median wall time and peak of each command, run in turn `runs` times (so a
+    change in the machine's load falls on all of them alike)."""
+    results: list[list[tuple[float, float]]] = [[] for _ in argvs]
+    for _ in range(runs):
+        for argv, out in zip(argvs, results, strict=True):
+            out.append(run_once(argv))
+    return [
+        (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for r in results
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=RUNS)
@@ -106,6 +135,7 @@ def main() -> None:
     )
     parser.add_argument("--before", choices=("git", "brute", "none"), default="git")
     parser.add_argument("--mode", choices=("online", "offline", "both"))
+    parser.add_argument("--baseline", metavar="REF", help="also time the search at git REF")
     args = parser.parse_args()
     mode = ["--mode", args.mode] if args.mode else []
     cli = [sys.executable, "-m", "dflash_plan.tui.cli"]
@@ -115,14 +145,26 @@ def main() -> None:
         f"(median of {max(args.runs, 5)})"
     )
     for gpus in (int(g) for g in args.gpus.split(",")):
-        argv = [*cli, "search", "--mixed", "--max-gpus", str(gpus), *mode, "--json"]
-        after = median_of(argv, args.runs)
+        search_args = ["search", "--mixed", "--max-gpus", str(gpus), *mode, "--json"]
+        argv = [*cli, *search_args]
+        if args.baseline:
+            code = BASELINE.format(root=str(ROOT), ref=args.baseline, argv=search_args)
+            base_argv = [sys.executable, "-c", code]
+            after, base = medians_alternating([argv, base_argv], args.runs)
+        else:
+            after = median_of(argv, args.runs)
         covered, evaluated = SIZES[" ".join(argv)]
         line = (
             f"search --mixed --max-gpus {gpus}{' --mode ' + args.mode if mode else ''}: "
             f"{covered:,} covered, {evaluated:,} evaluated; after {after[0]:.2f} s "
             f"({after[0] / project_s:.1f}x project), {after[1]:.0f} MB peak"
         )
+        if args.baseline:
+            _, base_evaluated = SIZES[" ".join(base_argv)]
+            line += (
+                f"; baseline ({args.baseline}) {base_evaluated:,} evaluated, {base[0]:.2f} s, "
+                f"{base[1]:.0f} MB peak"
+            )
         if args.before != "none":
             code = (
                 BEFORE.format(root=str(ROOT), commit=BEFORE_COMMIT, gpus=gpus)

@@ -404,30 +404,32 @@ def _block(
         # split evaluated.
         pass
     elif mode == "offline":
-        regen = None
-        if w.regenerate:
+        # A small block is evaluated whole (_OFFLINE_PRUNE_FROM).
+        if covered >= _OFFLINE_PRUNE_FROM:
+            regen = None
+            if w.regenerate:
 
-            def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
-                return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
+                def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
+                    return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
 
-        g = plan.regenerate
-        # What the regeneration's GPUs move with: None (a set count), the targets (0), the
-        # drafters (1), neither (2: it cannot run).
-        side = None if g.count is not None else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
-        band = _offline_band(
-            offline_runs,
-            regen,
-            side,
-            plan.storage.billing == "by-phase",
-            w.epochs,
-            tp,
-            space.max_gpus,
-            drafter_fits,
-            bool(space.max_nodes or space.one_node),
-            (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
-            units,
-            t_key == d_key,
-        )
+            g = plan.regenerate
+            # What the regeneration's GPUs move with: None (a set count), the targets (0), the
+            # drafters (1), neither (2: it cannot run).
+            side = None if g.count is not None else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+            band = _offline_band(
+                offline_runs,
+                regen,
+                side,
+                plan.storage.billing == "by-phase",
+                w.epochs,
+                tp,
+                space.max_gpus,
+                drafter_fits,
+                bool(space.max_nodes or space.one_node),
+                (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
+                units,
+                t_key == d_key,
+            )
     elif t_key != d_key:
         band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
     else:
@@ -565,6 +567,11 @@ def _regeneration(
     return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
 
 
+# An offline block of fewer splits is evaluated whole: below this, evaluating (and ranking)
+# every split costs less than the pruning's own work (about 2 ms a block).
+_OFFLINE_PRUNE_FROM = 8192
+
+
 def _offline_band(
     runs: Callable[[np.ndarray, np.ndarray], tuple[Run, Run]],
     regen: Callable[[np.ndarray, np.ndarray], tuple[Any, Any]] | None,
@@ -626,10 +633,25 @@ def _offline_band(
     offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
     firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
     firsts = np.where(firsts == 0, node if one_type else tp, firsts)
-    t_c, t_s = runs(t_all, np.ones_like(t_all))
-    t_keys: list[Any] = [t_c.capture_s, t_s.capture_s]
+    # One call for both sides: the targets with one drafter, then the drafters after
+    # targets of each offset.
+    sides = runs(
+        np.concatenate([t_all, np.repeat(firsts, d_all.size)]),
+        np.concatenate([np.ones_like(t_all), np.tile(d_all, firsts.size)]),
+    )
+
+    def side(name: str, offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """A field of the runs at both ends: the targets' (None) or an offset's drafters'."""
+        if offset is None:
+            at = slice(0, t_all.size)
+        else:
+            at = slice(t_all.size + offset * d_all.size, t_all.size + (offset + 1) * d_all.size)
+        c, s = (np.asarray(getattr(o, name), float)[at] for o in sides)
+        return c, s
+
+    t_keys: list[Any] = [*side("capture_s")]
     if by_phase:
-        t_keys += [t_c.capture_cost, t_s.capture_cost]
+        t_keys += side("capture_cost")
     else:
         t_keys.append(-(-t_all // units[0]))
     nodes_key = (
@@ -642,26 +664,22 @@ def _offline_band(
     )
     if limits_nodes:
         t_keys.append(nodes_key[0])
-    t_days = np.asarray(t_c.capture_s / SECONDS_PER_DAY, float)
+    t_days = t_keys[0] / SECONDS_PER_DAY
     # By offset: the drafters' keys and their central training days.
     d_keys: list[list[Any]] = []
     d_days: list[np.ndarray] = []
-    for first in firsts:
-        d_c, d_s = runs(np.full_like(d_all, first), d_all)
-        keys: list[Any] = [d_c.train_s, d_s.train_s]
+    for k in range(firsts.size):
+        keys: list[Any] = [*side("train_s", k)]
         if by_phase:
-            keys += [d_c.train_cost_per_epoch, d_s.train_cost_per_epoch]
+            keys += side("train_cost_per_epoch", k)
         else:
             keys.append(-(-d_all // units[1]))
         d_keys.append(keys)
-        d_days.append(np.asarray(epochs * (d_c.train_s / SECONDS_PER_DAY), float))
+        d_days.append(epochs * (keys[0] / SECONDS_PER_DAY))
     # Offset o' is no worse than o when its training is no slower and no dearer for any d.
     no_worse = np.array(
         [
-            [
-                all(np.all(np.asarray(a) <= np.asarray(b)) for a, b in zip(k1, k2, strict=True))
-                for k2 in d_keys
-            ]
+            [all(np.all(a <= b) for a, b in zip(k1, k2, strict=True)) for k2 in d_keys]
             for k1 in d_keys
         ]
     )
