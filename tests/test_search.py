@@ -645,6 +645,30 @@ def test_pruned_search_is_the_brute_force_search(
 
 
 @pytest.mark.parametrize(
+    "storage",
+    [
+        {},
+        {"read_gb_per_s_per_node": 2.0, "usd_per_tb_month": 20.0},
+        {"read_gb_per_s_per_node": 2.0, "billing": "whole-run"},
+    ],
+)
+def test_offline_search_evaluates_few_splits_and_answers_as_every_split(catalog, baseline, storage):
+    # Blocks past _OFFLINE_PRUNE_FROM are pruned: by phase to a small share of the splits
+    # (storage-bound or not), whole-run less (its cost is not separable); the answer is
+    # the brute force's whatever the share.
+    plan = edit(baseline, storage={**baseline.storage.model_dump(), **storage})
+    space = default_space(
+        plan, catalog, ("b200", "h200"), max_gpus=256, mixed=True, modes=("offline",)
+    )
+    constraints = Constraints(deadline_days=6, budget=2500)
+    got = search(plan, catalog, space, constraints)
+    want = search(plan, catalog, space, constraints, brute=True)
+    assert _front_key(got) == _front_key(want) and got.covered == want.covered
+    share = got.evaluated_after_pruning / got.covered
+    assert share < (0.9 if storage.get("billing") == "whole-run" else 0.25)
+
+
+@pytest.mark.parametrize(
     ("transport", "storage"),
     [("direct", {}), ("mooncake", {"read_gb_per_s_per_node": 0.5, "billing": "whole-run"})],
 )

@@ -7,13 +7,19 @@ array through `pipeline.flow`. The plans returned are projected again with `proj
 so the figures a user sees are the projection's own.
 
 Pruning (issue 23). A search covers every split, but evaluates only the splits that can be
-on a front: `_band` gives, for a block of two different GPU types, the splits around
-balance, and every other split is proved dominated (its docstring has the argument). A
-proved-dominated split has, next to one evaluated split, days, cost, pessimistic days and
-pessimistic cost each no lower, as many nodes or more, a memory fit no better and more
-GPUs: it is on no front and wins nothing under any deadline, budget or `at`, so a sweep
-stays rankable for any constraints (the app re-ranks without a new sweep). Blocks of one
-GPU type (the roles share nodes, which couples the two sides) are evaluated whole.
+on a front: `_band` gives, for an online block of two different GPU types, the splits
+around balance (`_band_one_type` for one type), and every other split is proved dominated
+(their docstrings have the argument). A proved-dominated split has, next to one evaluated
+split, days, cost, pessimistic days and pessimistic cost each no lower, as many nodes or
+more, a memory fit no better and more GPUs: it is on no front and wins nothing under any
+deadline, budget or `at`, so a sweep stays rankable for any constraints (the app re-ranks
+without a new sweep). Offline, capture depends on the targets and training on the
+drafters: `_offline_band` leaves out the counts another count of the same role beats on
+that role's terms (the dominating split may have more GPUs when it is faster beyond
+rounding; nodes count only when the space limits them), for blocks of two types and, by
+phase, of one type. A regenerating plan's regeneration moves with one role's GPUs (or
+none): online, only the rule about the other role's idle GPUs is kept; offline, it is one
+more of that role's terms.
 `brute=True` evaluates every split (the property tests and the benchmark compare both).
 """
 
@@ -367,8 +373,9 @@ def _block(
     # reading from storage (no Mooncake fetch wait) train.
     _, per_token = stored(plan, r.model.hidden, len(r.layer_ids))
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
-    disk_central = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
-    disk_slow = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct")
+    if mode == "offline":
+        disk_central = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
+        disk_slow = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct")
 
     def offline_runs(
         targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
@@ -398,10 +405,15 @@ def _block(
         return out[0], out[1]
 
     band: tuple[np.ndarray, ...] | None = None
-    if brute or (mode == "online" and w.regenerate):
-        # Online, the pruning is proved on the training figures; the regeneration phase
-        # moves with the GPU counts too, so an online plan that regenerates has every
-        # split evaluated.
+    g = plan.regenerate
+    # What the regeneration's GPUs move with: None (none, or a set count), the targets (0),
+    # the drafters (1), neither (2: it cannot run, every figure infinite).
+    side = (
+        None
+        if not w.regenerate or g.count is not None
+        else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+    )
+    if brute:
         pass
     elif mode == "offline":
         # A small block is evaluated whole (_OFFLINE_PRUNE_FROM).
@@ -412,10 +424,6 @@ def _block(
                 def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
                     return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
 
-            g = plan.regenerate
-            # What the regeneration's GPUs move with: None (a set count), the targets (0), the
-            # drafters (1), neither (2: it cannot run).
-            side = None if g.count is not None else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
             band = _offline_band(
                 offline_runs,
                 regen,
@@ -431,8 +439,12 @@ def _block(
                 t_key == d_key,
             )
     elif t_key != d_key:
-        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
-    else:
+        # A regeneration on one role's GPUs is faster with more of them: only the rule
+        # about the other role's idle GPUs holds (the compared splits share this role's
+        # count, so the regeneration's days and cost).
+        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits, (side != 1, side != 0))
+    elif side in (None, 2):
+        # One type regenerating on its own GPUs (both roles' counts) is evaluated whole.
         band = _band_one_type(
             central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
         )
@@ -569,7 +581,7 @@ def _regeneration(
 
 # An offline block of fewer splits is evaluated whole: below this, evaluating (and ranking)
 # every split costs less than the pruning's own work (about 2 ms a block).
-_OFFLINE_PRUNE_FROM = 8192
+_OFFLINE_PRUNE_FROM = 4096
 
 
 def _offline_band(
@@ -909,9 +921,11 @@ def _band(
     tp: int,
     max_gpus: int,
     drafter_fits: Callable[[np.ndarray], np.ndarray],
+    rules: tuple[bool, bool] = (True, True),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The (targets, drafters) of a block of two different GPU types that can be on a
-    front; every other split of the block is dominated by one of these. None when the
+    front; every other split of the block is dominated by one of these (`rules`: rule A
+    and rule B below, each applied or not). None when the
     block does not have the form the argument needs (then every split is evaluated). With
     them, min(F, G) of each: the tokens/s at both ends that `_block` checks `flow` gives.
 
@@ -951,6 +965,10 @@ def _band(
         return None
     # d*(T) and T*(d) as indices (len when none): rule A and rule B.
     d_star, t_star = _first_enough(f_c, f_s, g_c, g_s, drafter_fits(d_all))
+    if not rules[0]:
+        d_star = np.full(d_star.shape, d_all.size)
+    if not rules[1]:
+        t_star = np.full(t_star.shape, replicas - 1)
     # Per drafter count j: target indices from the first whose d* reaches j to T*(d), and
     # within max_gpus.
     j = np.arange(d_all.size)
