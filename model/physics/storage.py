@@ -22,6 +22,7 @@ class Format:
     extra_layers: int  # hidden states stored beside the captured ones
     other_bytes_per_token: int  # token ids, masks
     source: str
+    fp8_scale_bytes_per_token: int = 0  # what fp8 storage adds per token (its scales)
 
 
 FORMATS: dict[str, Format] = {
@@ -47,6 +48,9 @@ FORMATS: dict[str, Format] = {
         8 + 1,
         "speculators launch_vllm.py --include-last-layer (c05b95b3): the "
         "captured layers, the last layer, token ids and loss mask",
+        # hs-connectors 0.9.0 fp8_hidden_states_connector.py: hidden_states_scales, one
+        # float32 per token.
+        fp8_scale_bytes_per_token=4,
     ),
     # DeepSpec's estimator (scripts/data/estimate_target_cache_size.py, deepseek-ai/DeepSpec
     # 40c413ea): input_ids int32, attention_mask and loss_mask one byte each, the captured
@@ -71,10 +75,13 @@ def storage_format(name: str | None, launch_format: str) -> Format:
 
 def stored_bytes_per_token(hidden: int, captured_layers: int, dtype: str, fmt: Format) -> float:
     """Bytes one token occupies on storage: (captured + extra layers) x hidden x dtype bytes,
-    plus the format's ids and masks."""
-    return (captured_layers + fmt.extra_layers) * hidden * DTYPE_BYTES[
-        dtype
-    ] + fmt.other_bytes_per_token
+    plus the format's ids and masks (and its scales, stored fp8)."""
+    scales = fmt.fp8_scale_bytes_per_token if dtype == "fp8" else 0
+    return (
+        (captured_layers + fmt.extra_layers) * hidden * DTYPE_BYTES[dtype]
+        + fmt.other_bytes_per_token
+        + scales
+    )
 
 
 def nodes_of(gpus: int, gpus_per_node: int) -> int:
