@@ -366,3 +366,42 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
     assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]
     assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
+
+
+@pytest.mark.parametrize(
+    "fmt, dtype, per_token",
+    [
+        # 5 captured layers x 4,096 x 2 + int64 ids and mask
+        ("specforge", "bf16", 5 * 4096 * 2 + 16),
+        # 5 captured + the last layer, int64 ids, bool mask; fp8: one byte each plus a
+        # float32 scale per token (hs-connectors' fp8 connector)
+        ("speculators", "bf16", 6 * 4096 * 2 + 9),
+        ("speculators", "fp8", 6 * 4096 + 9 + 4),
+    ],
+)
+def test_the_offline_launch_writes_what_the_projection_sizes(catalog, fmt, dtype, per_token):
+    from dflash_plan.model.launch import generate
+
+    plan = edit(
+        default_plan(),
+        workload={"mode": "offline", "storage_dtype": dtype},
+        launch={"format": fmt},
+    )
+    p = project(plan, catalog)
+    assert p.offline is not None and p.offline.bytes_per_token == per_token
+    text = generate(plan, catalog, fmt).text
+    assert f"the capture writes {per_token:,} bytes per token" in text
+    assert f"projection of this offline run: {p.offline.tb:,.1f} TB" in text
+
+
+def test_an_offline_launch_refuses_a_storage_format_it_does_not_write(catalog):
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.launch import generate
+
+    plan = edit(default_plan(), workload={"mode": "offline"}, storage={"format": "deepspec"})
+    with pytest.raises(PlanError, match="storage.format = deepspec: the specforge launch"):
+        generate(plan, catalog, "specforge")
+    # The plan's launch format sizes SpecForge's files; the speculators launch writes others.
+    plan = edit(default_plan(), workload={"mode": "offline"})
+    with pytest.raises(PlanError, match="set storage.format = speculators"):
+        generate(plan, catalog, "speculators")

@@ -28,15 +28,17 @@ class Format:
 FORMATS: dict[str, Format] = {
     # SpecForge's DFlash offline reader reads input_ids, loss_mask and hidden_states (the
     # captured layers) per sample, no last hidden state (build_offline_reader in
-    # specforge/algorithms/common/dflash_family_data.py, the specforge 0.2.0 wheel); the
-    # ids and mask are taken as int64 (torch's default for token ids: the writer,
-    # scripts/prepare_hidden_states.py, was not read), 16 bytes of 40,976 per token.
+    # specforge/algorithms/common/dflash_family_data.py, the specforge 0.2.0 wheel); its
+    # writer, scripts/prepare_hidden_states.py (SpecForge a6b6b023), saves the dataset's ids
+    # and mask as they come: int64 (loss_mask is torch.long in
+    # specforge/data/preprocessing.py, input_ids through set_format("torch")), 16 bytes of
+    # 40,976 per token.
     "specforge": Format(
         "specforge",
         0,
         8 + 8,
         "SpecForge 0.2.0 dflash_family_data.build_offline_reader: "
-        "input_ids, loss_mask (int64 assumed), hidden_states",
+        "input_ids, loss_mask (int64), hidden_states",
     ),
     # speculators' trainer reads the last captured layer as the target's final hidden state:
     # launch_vllm.py appends layer n to the ids training is given (pipelines.md 0, 3.1); its
