@@ -399,9 +399,9 @@ def test_an_offline_launch_refuses_a_storage_format_it_does_not_write(catalog):
     from dflash_plan.model.launch import generate
 
     plan = edit(default_plan(), workload={"mode": "offline"}, storage={"format": "deepspec"})
-    with pytest.raises(PlanError, match="storage.format = deepspec: the specforge launch"):
+    with pytest.raises(PlanError, match=r"storage\.format = deepspec: the specforge launch"):
         generate(plan, catalog, "specforge")
     # The plan's launch format sizes SpecForge's files; the speculators launch writes others.
     plan = edit(default_plan(), workload={"mode": "offline"})
-    with pytest.raises(PlanError, match="set storage.format = speculators"):
+    with pytest.raises(PlanError, match=r"set storage\.format = speculators"):
         generate(plan, catalog, "speculators")
