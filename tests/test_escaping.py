@@ -562,7 +562,7 @@ def test_a_nul_in_a_path_is_a_clear_error(baseline):
     assert len(str(err.value).splitlines()) == 1
 
 
-@pytest.mark.parametrize("fmt", ["specforge", "speculators"])
+@pytest.mark.parametrize("fmt", ["specforge", "speculators", "slurm"])
 @SANDBOX
 @given(case=cases())
 def test_every_offline_launch_keeps_hostile_values_inert_and_exact(fmt, case):
@@ -575,7 +575,7 @@ def test_every_offline_launch_keeps_hostile_values_inert_and_exact(fmt, case):
     plan = edit(
         case.plan,
         workload={"mode": "offline"},
-        storage={"format": fmt},
+        storage={"format": "speculators" if fmt == "speculators" else "specforge"},
         launch={"output_dir": out_dir},
     )
     script = generate(plan, case.catalog, fmt)
@@ -584,11 +584,18 @@ def test_every_offline_launch_keeps_hostile_values_inert_and_exact(fmt, case):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stubs(root)
-        nodes = [None] if case.nodes == 1 else list(range(case.nodes))
+        nodes = [None] if case.nodes == 1 or fmt == "slurm" else list(range(case.nodes))
         seen = set()
         for rank in nodes:
             calls = run(root, script.text, node_rank=rank)
-            if fmt == "specforge":
+            if fmt == "slurm":
+                # srun records each step; the steps' commands follow `env` and its settings.
+                for step in calls["srun"]:
+                    words = step.argv[step.argv.index("env") + 1 :]
+                    while re.fullmatch(r"[A-Z_]+=.*", words[0]):
+                        words = words[1:]
+                    calls.setdefault(words[0], []).append(Call(words[1:], step.env))
+            if fmt in ("specforge", "slurm"):
                 for c in calls.get("torchrun", []):
                     assert after(c.argv, "--target-model-path") == case.path
                     assert after(c.argv, "--data-path") == train

@@ -293,11 +293,12 @@ def test_compare_shows_storage_of_offline_plans(capsys, tmp_path):
 
 
 def test_offline_mode_names_only_the_launches_that_cannot_write_it(capsys):
-    # specforge and speculators write the capture-then-train pair; slurm and the legacy
+    # specforge, speculators and slurm write the capture-then-train pair; the legacy
     # trainer cannot, and the projection says so.
-    codes = [d["code"] for d in storage(capsys, "workload.mode=offline")["diagnostics"]]
-    assert "mode-differs-from-launch" not in codes
-    for fmt in ("slurm", "specforge-legacy"):
+    for fmt in ("specforge", "speculators", "slurm"):
+        doc = storage(capsys, "workload.mode=offline", f"launch.format={fmt}")
+        assert "mode-differs-from-launch" not in [d["code"] for d in doc["diagnostics"]]
+    for fmt in ("specforge-legacy",):
         doc = storage(capsys, "workload.mode=offline", f"launch.format={fmt}")
         (diag,) = [d for d in doc["diagnostics"] if d["code"] == "mode-differs-from-launch"]
         assert fmt in diag["message"] and "--format specforge or speculators" in diag["message"]

@@ -774,6 +774,7 @@ def check_prepare_flags(words: list[str]) -> dict[str, str]:
     return values
 
 
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_specforge_offline_captures_then_trains_as_upstream_reads_it(
     tmp_path,
@@ -784,18 +785,19 @@ def test_specforge_offline_captures_then_trains_as_upstream_reads_it(
     build_target_layer_ids,
     dflash_capture,
     shape,
+    fmt,
 ):
     from dflash_plan.model.basics.errors import PlanError
     from dflash_plan.model.launch.common import capture_done, hidden_states_dir
 
     resolve_layers, stored = dflash_capture
-    plan = offline(shapes(baseline)[shape], "specforge")
+    plan = offline(shapes(baseline)[shape], fmt)
     if shape == "two-nodes-shared":
         # 8 + 2 targets: one torchrun cannot span them.
         with pytest.raises(PlanError, match="the targets land 8 \\+ 2 on 2 nodes"):
-            generate(plan, catalog, "specforge")
+            generate(plan, catalog, fmt)
         return
-    script = generate(plan, catalog, "specforge")
+    script = generate(plan, catalog, fmt)
     model = catalog.models[plan.workload.target_model]
     layers = build_target_layer_ids(model.n_layers, plan.workload.draft_layers)
     # What the capture stores is what physics/storage.py counts: no last hidden state,
@@ -828,12 +830,22 @@ def test_specforge_offline_captures_then_trains_as_upstream_reads_it(
                 gpus = env["CUDA_VISIBLE_DEVICES"].split(",")
                 assert int(argv[argv.index("--nproc_per_node") + 1]) == len(gpus)
                 replicas += len(gpus) // plan.target.tp
-                # The first capture node marks the capture done once torchrun returns.
-                if "--node_rank" not in argv or argv[argv.index("--node_rank") + 1] == "0":
+                # The first capture node marks the capture done once torchrun returns (an
+                # sbatch script waits for its capture steps instead).
+                first = "--node_rank" not in argv or argv[argv.index("--node_rank") + 1] == "0"
+                if first and fmt == "specforge":
                     assert (call["cwd"] / capture_done(plan)).exists()
+                if "--master_addr" in argv:
+                    head = script.layout.target_nodes[0]
+                    expected = SLURM_HOSTS[head] if fmt == "slurm" else script.layout.hosts[head]
+                    assert argv[argv.index("--master_addr") + 1] == expected
             elif call["cmd"] == "specforge":
                 cfg_path = call["cwd"] / argv[argv.index("-c") + 1]
-                cfg = specforge.config.load_config(str(cfg_path), [])
+                cfg = specforge.config.load_config(str(cfg_path), [a for a in argv if "=" in a])
+                if cfg.deployment.trainer.nnodes > 1:
+                    head = script.layout.drafter_nodes[0]
+                    expected = SLURM_HOSTS[head] if fmt == "slurm" else script.layout.hosts[head]
+                    assert cfg.deployment.trainer.master_addr == expected
                 assert cfg.mode == "offline" and cfg.deployment.mode == "local_colocated"
                 assert Path(cfg.data.hidden_states_path) == out
                 assert cfg.data.max_length == plan.workload.max_length
@@ -933,7 +945,7 @@ def test_speculators_offline_captures_then_trains_as_upstream_reads_it(
 @pytest.mark.parametrize(
     "fmt, dtype, field",
     [
-        ("slurm", "bf16", "workload.mode"),
+        ("slurm", "fp8", "workload.storage_dtype"),
         ("specforge-legacy", "bf16", "workload.mode"),
         ("specforge", "fp8", "workload.storage_dtype"),
     ],

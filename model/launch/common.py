@@ -291,10 +291,14 @@ def offline_figures(projection: Projection) -> str:
     o = projection.offline
     if o is None:
         return "projection of this offline run: does not fit: a role runs out of GPU memory"
+
+    def span(days: float) -> str:
+        return f"{days:,.1f} days" if days >= 1 else f"{days * 24:,.1f} h"
+
     text = (
         f"projection of this offline run: {o.tb:,.1f} TB of hidden states, capture "
-        f"{o.capture_days:,.1f} days then {o.epochs} epochs x {o.train_days_per_epoch:,.1f} "
-        f"days = {o.days:,.1f} days"
+        f"{span(o.capture_days)} then {o.epochs} epochs x {span(o.train_days_per_epoch)} "
+        f"= {span(o.days)}"
     )
     if o.cost is not None:
         text += f", cost {o.cost:,.0f} {o.cost_unit}"
@@ -406,8 +410,6 @@ class LaunchScript:
 OFFLINE_REFUSALS = {
     "specforge-legacy": "the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
     "reads raw conversations only and has no hidden-state input",
-    "slurm": "the sbatch script runs SpecForge's online producer and consumer steps; "
-    "write the offline run with --format specforge and submit it yourself",
 }
 
 
@@ -423,30 +425,33 @@ def capture_done(plan: Plan) -> str:
     return f"{output_dir(plan)}/hidden_states.done"
 
 
-def offline_storage(ctx: Context, fmt: str, dtypes: tuple[str, ...], why: str) -> str:
+def offline_storage(
+    ctx: Context, fmt: str, dtypes: tuple[str, ...], why: str, launch: str | None = None
+) -> str:
     """The on-disk format this launch writes, checked against the plan's storage keys (so
     that the projection's storage.tb is what the capture writes); one note line with its
     bytes per token (physics/storage.py)."""
     from ..physics.storage import FORMATS, storage_format, stored_bytes_per_token
 
     p, w = ctx.plan, ctx.plan.workload
-    written = FORMATS[fmt]
+    written, launch = FORMATS[fmt], launch or fmt
     if p.storage.format is not None and p.storage.format != written.name:
         raise PlanError(
-            f"storage.format = {p.storage.format}: the {fmt} launch writes the {fmt} "
+            f"storage.format = {p.storage.format}: the {launch} launch writes the {fmt} "
             f"format; set storage.format = {fmt} or remove the key",
             "storage.format",
         )
     if storage_format(p.storage.format, p.launch.format) is not written:
         raise PlanError(
             f"launch.format = {p.launch.format}: the projection sizes the "
-            f"{storage_format(None, p.launch.format).name} format but the {fmt} launch "
+            f"{storage_format(None, p.launch.format).name} format but the {launch} launch "
             f"writes the {fmt} format; set storage.format = {fmt}",
             "storage.format",
         )
     if w.storage_dtype not in dtypes:
         raise PlanError(
-            f"workload.storage_dtype = {w.storage_dtype}: {why}; use {' or '.join(dtypes)}",
+            f"workload.storage_dtype = {w.storage_dtype}: the {launch} launch cannot store "
+            f"it: {why}; use {' or '.join(dtypes)}",
             "workload.storage_dtype",
         )
     per_token = stored_bytes_per_token(

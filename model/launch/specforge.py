@@ -448,7 +448,7 @@ def capture_config_file(ctx: Context, node: int) -> str:
     return CAPTURE_CONFIG if ctx.layout.nodes == 1 else f"dflash-capture-node{node}.json"
 
 
-def capture_command(ctx: Context, node: int) -> list[object]:
+def capture_command(ctx: Context, node: int, config_file: str | None = None) -> list[object]:
     """torchrun over the target GPUs running SpecForge's offline capture: data parallel
     over target.count / tp replicas, each of tp GPUs (its --tp-size), the files indexed
     across the nodes by data-parallel rank."""
@@ -481,7 +481,7 @@ def capture_command(ctx: Context, node: int) -> list[object]:
         "--strategy",
         "dflash",
         "--draft-model-config",
-        capture_config_file(ctx, node),
+        config_file or capture_config_file(ctx, node),
         "--data-path",
         p.launch.train_data_path,
         "--max-length",
@@ -503,7 +503,7 @@ def capture_command(ctx: Context, node: int) -> list[object]:
     ]
 
 
-def offline_config(ctx: Context) -> dict[str, Any]:
+def offline_config(ctx: Context, head: str | None = None) -> dict[str, Any]:
     """The `specforge train -c` YAML of the offline training: the online document's model
     and training keys, data.hidden_states_path in place of the raw data, and a colocated
     trainer (SpecForge runs offline data as local_colocated, role all)."""
@@ -514,7 +514,7 @@ def offline_config(ctx: Context) -> dict[str, Any]:
     }  # no capture server in this run
     trainer: dict[str, Any] = {"nnodes": len(nodes), "nproc_per_node": per_node}
     if len(nodes) > 1:
-        trainer["master_addr"] = ctx.layout.hosts[nodes[0]]
+        trainer["master_addr"] = head or ctx.layout.hosts[nodes[0]]
         trainer["master_port"] = ctx.plan.launch.master_port
     return {
         "model": model,
