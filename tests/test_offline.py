@@ -406,3 +406,18 @@ def test_an_offline_launch_refuses_a_storage_format_it_does_not_write(catalog):
     plan = edit(default_plan(), workload={"mode": "offline"})
     with pytest.raises(PlanError, match=r"set storage\.format = speculators"):
         generate(plan, catalog, "speculators")
+
+
+def test_the_offline_sbatch_asks_for_the_offline_runs_host_needs(catalog):
+    # The built-in plan, 3 targets + 1 drafter on one 8-GPU node: not whole nodes, so
+    # --mem and --cpus-per-task are the offline run's: 3 capture replicas x the 15.3 GiB
+    # of weights each loads through host memory + 1 trainer rank x two batches of 2
+    # max-length samples (0.6 GiB), no Mooncake segment; CPUs 3 x (1 + 4 loaders) +
+    # 1 x (1 + 8 loaders) = 24.
+    from dflash_plan.model.launch import generate
+
+    plan = edit(default_plan(), workload={"mode": "offline"}, launch={"format": "slurm"})
+    text = generate(plan, catalog, "slurm").text
+    assert "#SBATCH --mem=47G" in text and "#SBATCH --cpus-per-task=24" in text
+    online = generate(edit(plan, workload={"mode": "online"}), catalog, "slurm").text
+    assert "#SBATCH --mem=47G" not in online
