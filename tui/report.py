@@ -852,7 +852,7 @@ def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: boo
             f"{o.usd_per_gpu_hour:,.2f}",
             f"{o.unit_gpus} GPU" + ("s" if o.unit_gpus > 1 else ""),
             f"[yellow]{date}[/yellow]" if stale else date,
-            escape(o.instance),
+            escape(", ".join(x for x in (o.instance, o.region) if x)),
         )
     table.caption = (
         f"old: undated, or seen more than {PRICE_MAX_AGE_DAYS} days ago; check "
