@@ -546,7 +546,8 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         storage,
         "run this script from the top folder of a SpecForge checkout (it has "
         "scripts/prepare_hidden_states.py); SGLang must be installed",
-        f"the capture skips samples already on disk; delete {done} before capturing other data",
+        f"the capture resumes: it skips samples already in {hidden_states_dir(p)}; "
+        f"delete that folder and {done} before capturing other data",
         *ctx.memory.reasoning(),
     ]
     if layout.nodes > 1:

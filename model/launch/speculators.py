@@ -304,8 +304,8 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
         f"{data_dir(ctx)}; each target node's vLLM writes its hidden states under "
         f"{HIDDEN_STATES_DIR} and generate-offline-data moves them to {hs_dir}",
-        f"the capture skips samples already on disk; delete {capture_done(p)}.* before "
-        f"capturing other data",
+        f"the capture resumes: it skips samples already in {hs_dir}; delete that "
+        f"folder and {capture_done(p)}.* before capturing other data",
     ]
     if layout.nodes > 1:
         notes.append(
