@@ -437,6 +437,24 @@ async def test_launch_format_template_copy_export(tmp_path):
         assert out.read_text() == app.clipboard
 
 
+async def test_the_launch_tab_offers_every_format_and_exports_a_manifest_as_yaml(tmp_path):
+    from dflash_plan.model.launch import FORMATS
+    from dflash_plan.tui.picker import Picker
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        picker = app.screen.query_one("#launch-format", Picker)
+        assert [value for _, value in picker.options] == list(FORMATS)
+        await choose(pilot, "launch-format", "kubernetes")
+        await settle(pilot)
+        assert "kind: JobSet" in text(app, "launch-command")
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert text(app, "path-input").endswith("launch-kubernetes.yaml")
+
+
 async def test_save_open_and_unsaved_changes(tmp_path):
     path = tmp_path / "mine.toml"
     app = planner()

@@ -31,6 +31,8 @@ from dflash_plan.model.launch.template import template_values
 from dflash_plan.model.physics.fitting import builtin_gpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from k8s_schema import manifest, pods
+from k8s_schema import validate as validate_manifest
 from support import edit
 
 MARKS = ("MARK1", "MARK2", "MARK3")
@@ -172,6 +174,7 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
                 "chat_template": draw(st.none() | TEXT),
                 "hosts": list(hosts),
                 "template": TEMPLATE,
+                "image": draw(LINE),
             },
         }
     )
@@ -320,7 +323,9 @@ def test_every_launch_format_keeps_hostile_values_inert_and_exact(fmt, case):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stubs(root)
-        if fmt == "slurm" or case.nodes == 1:
+        if fmt == "kubernetes":
+            check_kubernetes(case, script.text, root, script.files["run.yaml"], out, train)
+        elif fmt == "slurm" or case.nodes == 1:
             check_one_run(fmt, case, script.text, root, run(root, script.text), out, train)
         else:
             for rank in range(case.nodes):
@@ -403,6 +408,29 @@ def check_node(
         check_speculators(calls, case, out, train, node)
     elif fmt == "template":
         check_template(calls, case, node)
+
+
+def check_kubernetes(
+    case: Case, text: str, root: Path, run_yaml: str, out: str, train: str
+) -> None:
+    """The manifest validates against the JobSet CRD and each pod's shell, run with the
+    pod's environment, passes every value exactly."""
+    doc = manifest(text)
+    assert validate_manifest(doc) == []
+    every = pods(doc)
+    assert {p.spec["containers"][0]["image"] for p in every} == {case.plan.launch.image}
+    for pod in every:
+        calls = run(root, pod.argv[2], **pod.env)
+        if pod.job == "servers":
+            (server,) = calls["python"]
+            assert after(server.argv, "--model-path") == case.path
+        elif pod.job == "trainers":
+            assert ["train", "-c", "run-node0.yaml", "--role", "producer"] in [
+                c.argv for c in calls["specforge"]
+            ]
+    doc = read_yaml(root)
+    assert doc == yaml.safe_load(run_yaml)
+    check_specforge_yaml(doc, case, case.plan.launch.run_id, out, train)
 
 
 def check_legacy(argv: list[str], case: Case, out: str, train: str) -> None:
@@ -492,6 +520,11 @@ def test_yaml_and_toml_read_back_any_text(value):
 
     doc = {"a": value, "b": [value], "c": {"d": value}}
     assert yaml.safe_load(to_yaml(doc)) == doc
+    # Several lines as a literal block where the emitter can (a manifest's pod shells).
+    assert yaml.safe_load(to_yaml({**doc, "e": f"{value}\n{value}"}, blocks=True)) == {
+        **doc,
+        "e": f"{value}\n{value}",
+    }
     assert tomllib.loads(to_toml(doc)) == doc
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
     assert json.loads(json.dumps(value)) == value

@@ -21,7 +21,12 @@ from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
 from dflash_plan.model.launch.common import context
 from dflash_plan.model.launch.layout import assign_devices as _assign
 from dflash_plan.tui.cli import main
+from k8s_schema import manifest
+from k8s_schema import validate as validate_manifest
 from support import edit
+
+# Formats that write a manifest for a cluster's API instead of a script run with bash.
+MANIFEST_FORMATS = ("kubernetes",)
 
 # --- SpecForge's schema, as docs/launch.md lists it (extra keys are rejected) --------
 SGLANG = "sglang_"
@@ -189,6 +194,11 @@ def b200_6_2(baseline) -> Plan:
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "template"])
 def test_default_plan_in_every_format(catalog, baseline, fmt):
     script = generate(baseline, catalog, fmt)
+    if fmt in MANIFEST_FORMATS:  # a manifest, with its pods' shells (test_kubernetes.py)
+        assert validate_manifest(manifest(script.text)) == []
+        assert "Qwen/Qwen3-8B" in script.text
+        check_specforge_yaml(yaml.safe_load(script.files["run.yaml"]))
+        return
     bash_syntax_ok(script.text)
     assert script.text.startswith("#!")
     assert "Qwen/Qwen3-8B" in script.text
@@ -393,7 +403,7 @@ def test_launch_validates_like_the_projection(catalog, baseline, fmt):
 
 def test_custom_layers_only_where_the_format_can_express_them(catalog, baseline):
     plan = edit(baseline, workload={"target_layer_ids": [2, 10, 18, 26, 34]})
-    for fmt in ("specforge", "specforge-legacy", "slurm"):
+    for fmt in ("specforge", "specforge-legacy", "slurm", "kubernetes"):
         with pytest.raises(PlanError, match="derives the captured layers") as err:
             generate(plan, catalog, fmt)
         assert err.value.key == "workload.target_layer_ids"
@@ -435,7 +445,7 @@ def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
         baseline,
         target={"gpu": "b200", "count": 128 * per_node},
         drafter={"gpu": "b200", "count": 128 * per_node},
-        launch={"template": "go {node_rank} {target_devices}"},
+        launch={"template": "go {node_rank} {target_devices}", "volume_claim": "work"},
     )
     start = time.perf_counter()
     script = generate(plan, catalog, fmt)
@@ -663,6 +673,12 @@ def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt)
         launch={"template": "go {target_gpu} {drafter_gpu} {host}"},
     )
     text = generate(plan, hostile_catalog(catalog, key), fmt).text
+    if fmt in MANIFEST_FORMATS:
+        # The key and name reach only the header's comments (test_escaping.py runs the
+        # pods' shells with hostile values).
+        assert validate_manifest(manifest(text)) == []
+        assert all(line.startswith("#") for line in text.splitlines() if "PWNED" in line)
+        return
     bash_syntax_ok(text)
     for line in text.splitlines():
         assert "touch PWNED" not in line or line.lstrip().startswith("#") or "'" in line

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from dflash_plan.model.launch import generate
 from dflash_plan.model.launch.common import output_dir
+from k8s_schema import manifest, pods
 from launch_shapes import shapes
 from upstream import (
     HS_CONNECTORS,
@@ -257,6 +258,10 @@ def run(
 def node_calls(
     tmp_path: Path, script, ready: str | tuple[str, ...] | None = None
 ) -> list[tuple[int, list[dict]]]:
+    if script.format == "kubernetes":
+        # Each pod's command, in the environment the pod sees (tests/k8s_schema.py).
+        every = pods(manifest(script.text))
+        return [(i, run(tmp_path, pod.argv[2], i, shell=pod.env)) for i, pod in enumerate(every)]
     if script.format == "slurm":
         return [(-1, run(tmp_path, script.text))]
     if script.layout.nodes == 1:
@@ -285,12 +290,16 @@ def specforge_plan(specforge, call: dict, monkeypatch) -> dict | None:
     return json.loads(out.getvalue())
 
 
-@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("fmt", ["specforge", "slurm", "kubernetes"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_specforge_accepts_every_script(
     tmp_path, monkeypatch, catalog, baseline, specforge, build_target_layer_ids, shape, fmt
 ):
     plan = shapes(baseline)[shape]
+    if fmt == "kubernetes":  # several trainer pods share a volume
+        plan = plan.model_copy(
+            update={"launch": plan.launch.model_copy(update={"volume_claim": "work"})}
+        )
     script = generate(plan, catalog, fmt)
     config_path = None
     model = catalog.models[plan.workload.target_model]
@@ -345,7 +354,8 @@ def test_specforge_accepts_every_script(
             assert int(env["MOONCAKE_GLOBAL_SEGMENT_SIZE"]) >= 1 << 30
             # The node's fabric address, found on the node (here DFLASH_FABRIC_IP).
             assert env["MOONCAKE_LOCAL_HOSTNAME"] == env["MC_TCP_BIND_ADDRESS"]
-            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith("10.0.0.")
+            # (a pod's: its IP, 10.1.<job>.<index> in tests/k8s_schema.py)
+            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith(("10.0.0.", "10.1."))
             tp = int(argv[argv.index("--tp-size") + 1])
             assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == tp
             fraction = float(argv[argv.index("--mem-fraction-static") + 1])
@@ -947,6 +957,7 @@ def test_speculators_offline_captures_then_trains_as_upstream_reads_it(
     [
         ("slurm", "fp8", "workload.storage_dtype"),
         ("specforge-legacy", "bf16", "workload.mode"),
+        ("kubernetes", "bf16", "workload.mode"),
         ("specforge", "fp8", "workload.storage_dtype"),
     ],
 )

@@ -479,6 +479,12 @@ def _add_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mixed", action="store_true", help="the two roles may use different GPU types")
     p.add_argument("--one-node", action="store_true", help="both roles on one node")
     p.add_argument(
+        "--mode",
+        choices=("online", "offline", "both"),
+        help="evaluate each split online, offline (capture to storage, then train) or both "
+        "(default: the plan's workload.mode)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print JSON: the front and the winners, each a plan and its projection",
@@ -490,6 +496,7 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 def _run_search(args: argparse.Namespace) -> int:
     from ..model.explore.search import Constraints, default_space, search
+    from ..model.inputs.plan import MODES
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
@@ -507,6 +514,7 @@ def _run_search(args: argparse.Namespace) -> int:
         max_nodes=args.max_nodes,
         mixed=args.mixed,
         one_node=args.one_node,
+        modes=MODES if args.mode == "both" else (args.mode,) if args.mode else None,
     )
     result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget, at=args.at))
     if args.output is not None:

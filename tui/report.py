@@ -64,15 +64,20 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
         )
         if p.mode == "offline" and (o := p.offline) is not None:
-            # The figures above are the online pipeline's (ranges, scenarios, search);
-            # this plan runs offline.
+            # The figures above are the online pipeline's; this plan runs offline: its
+            # days and cost, with the range of the same readings.
             cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
+            spans = [
+                fmt.spread(o.ranges.days, fmt.duration) if o.ranges else "",
+                fmt.spread(o.ranges.cost, lambda v: fmt.cost(v, o.cost_unit)) if o.ranges else "",
+            ]
+            shown = "; range " + ", ".join(x for x in spans if x) if any(spans) else ""
             summary.add_row(
                 "offline run",
                 escape(
                     f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
-                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
-                    f"the figures above are the online pipeline's"
+                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB"
+                    f"{shown}; the figures above are the online pipeline's"
                 ),
             )
         if p.gpu_hours is not None:
@@ -577,8 +582,12 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         return
     unit = result.cost_unit
     cost_head = "$" if unit == "USD" else "cost"
+    # A mode column when the search evaluated offline runs: their days and cost are the
+    # offline run's (capture, then training), their Ktok/s the training rate.
+    by_mode = result.modes != ("online",)
     columns = [
         _Column("targets + drafters"),
+        *([_Column("mode")] if by_mode else []),
         _Column("Ktok/s", True),
         _Column("days", True),
         _Column("at worst", True, drop=2),
@@ -588,16 +597,19 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     ]
     rows = []
     for candidate in result.front:
-        p = candidate.projection
+        p, o = candidate.projection, candidate.projection.offline
+        offline = candidate.mode == "offline" and o is not None
+        rate = o.train_tokens_per_s if offline and o else p.tokens_per_s
         rows.append(
             [
                 escape(_plan_cell(candidate.plan, names)),
-                f"{(p.ktok_per_s or 0):,.1f}",
-                fmt.duration(p.days),
+                *([candidate.mode] if by_mode else []),
+                f"{(rate or 0) / 1e3:,.1f}",
+                fmt.duration(candidate.days),
                 fmt.duration(candidate.pessimistic_days),
-                fmt.cost_figure(p.total_cost, unit),
+                fmt.cost_figure(candidate.cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
-                str(p.bottleneck),
+                o.bound if offline and o else str(p.bottleneck),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
@@ -623,17 +635,40 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         if c is None:
             continue
         p = c.projection
+        how = (
+            f"offline ({p.offline.tb:,.1f} TB)"
+            if c.mode == "offline" and p.offline
+            else fmt.ktok(p.tokens_per_s)
+        )
         console.print(
             f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
-            f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
-            f"{fmt.duration(p.days)}, "
-            f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}"
+            f"{escape(_plan_cell(c.plan, names))}, {how}, "
+            f"{fmt.duration(c.days)}, "
+            f"{escape(fmt.cost(c.cost, unit))}{_verdict(c, unit)}"
         )
+    if "offline" in result.modes:
+        console.print(escape(_offline_note(result)))
     console.print(
         f"[dim]the front and the winners are the plans that meet the constraints "
         f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"
     )
     _borrowed_prices(console, result, names)
+
+
+def _offline_note(result: SearchResult) -> str:
+    """What an offline row's figures include, and the offline plans storage stopped."""
+    stopped = result.rejected.get("storage", 0)
+    unit_usd = result.cost_unit == "USD"
+    return (
+        "offline rows: capture once, then every epoch from storage; "
+        + (
+            "the cost includes the storage (storage.usd_per_tb_month)"
+            if unit_usd
+            else f"the cost counts GPUs only (storage is priced in USD, the cost in "
+            f"{result.cost_unit})"
+        )
+        + (f"; {stopped:,} offline splits do not fit storage.tb" if stopped else "")
+    )
 
 
 def _verdict(c: Any, unit: str) -> str:
@@ -704,15 +739,20 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     for path, p, c in rows:
         r = p.ranges
         be = c.break_even_price_ratio
+        # Each plan in its own mode, as the speed and cost ratio compare them: an offline
+        # plan's offline run (its training rate and what bounds it).
+        o = p.offline if p.mode == "offline" else None
+        rate = o.train_tokens_per_s if o else p.tokens_per_s
+        cost = p.run_cost
         body.append(
             [
                 str(path),
-                f"{(p.ktok_per_s or 0):,.1f}",
-                fmt.spread(r.tokens_per_s if r else None, fmt.ktok, sep) or fmt.DASH,
-                fmt.duration(p.days),
-                money(p.total_cost, p.cost_unit),
-                money(p.cost_per_epoch, p.cost_unit),
-                str(p.bottleneck),
+                f"{(rate or 0) / 1e3:,.1f}",
+                fmt.spread(r.tokens_per_s if r and not o else None, fmt.ktok, sep) or fmt.DASH,
+                fmt.duration(p.run_days),
+                money(cost, p.cost_unit),
+                money(None if cost is None else cost / p.epochs, p.cost_unit),
+                o.bound if o else str(p.bottleneck),
                 _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
                 _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
                 ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,

@@ -68,15 +68,29 @@ def column(p: Projection, base: Projection) -> list[str | Text]:
             if len(ratios) == 1
             else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
         )
+    # An offline plan in its own mode, as compare() judges it: the offline run's days and
+    # cost with their range, its training rate and what bounds it.
+    o = p.offline if p.mode == "offline" else None
+    rate: float | None
+    bound: str | None
+    if o is not None:
+        rate, k, bound = o.train_tokens_per_s, None, o.bound
+        days_range = o.ranges.days if o.ranges else None
+        cost_range = o.ranges.cost if o.ranges else None
+    else:
+        rate, bound = p.tokens_per_s, p.bottleneck
+        days_range = r.days if r else None
+        cost_range = r.total_cost if r else None
+    days, cost = p.run_days, p.run_cost
     return [
-        _num((p.tokens_per_s or 0) / 1e3 if p.tokens_per_s else None),
+        _num(rate / 1e3 if rate else None),
         _span(k),
-        _days(p.days),
-        _span(r.days if r else None, 2 if (p.days or 99) < 10 else 1),
-        _num(p.total_cost, 0),
-        _span(r.total_cost if r else None, 0),
-        _num(p.cost_per_epoch, 0),
-        p.bottleneck or fmt.DASH,
+        _days(days),
+        _span(days_range, 2 if (days or 99) < 10 else 1),
+        _num(cost, 0),
+        _span(cost_range, 0),
+        _num(None if cost is None else cost / p.epochs, 0),
+        bound or fmt.DASH,
         fmt.times(c.speedup),
         _span(c.speedup_range, 2),
         fmt.times(c.cost_ratio),

@@ -42,7 +42,7 @@ from .diagnostics import (
     range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
-from .offline import Offline, offline, offline_checks
+from .offline import Offline, OfflineRanges, offline, offline_checks, run, stored
 from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
@@ -188,10 +188,18 @@ class PlanScenarios:
     total_tokens: float
     role_prices: RolePrices
     billed: tuple[int, int]
+    # What the offline run under a scenario needs besides (offline.run).
+    tokens_per_epoch: float = 0.0
+    stored_bytes_per_token: float = 0.0
+    in_usd: bool = False
+    units: tuple[int, int] = (1, 1)
     memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
+    offline_memo: dict[tuple[str | None, ...], tuple[float, float | None]] = field(
+        default_factory=dict
+    )
     gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)  # link-scaled copies
 
-    def inputs(self, s: Scenario) -> PipelineInputs:
+    def inputs(self, s: Scenario, transport: str | None = None) -> PipelineInputs:
         r = self.resolved
         t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
         return plan_inputs(
@@ -201,7 +209,49 @@ class PlanScenarios:
             self.drafter.rate(s),
             self._scaled("target", r.target_gpu, t_share),
             self._scaled("drafter", r.drafter_gpu, d_share),
+            transport=transport,
         )
+
+    def offline_capacities(self, s: Scenario) -> tuple[float, float]:
+        """The offline run's capture and training capacities under a scenario: the
+        targets', and the drafters' reading from storage (no Mooncake fetch wait; storage's
+        own read bound is applied in offline.run)."""
+        plan = self.resolved.plan
+        T, D = plan.target.count, plan.drafter.count
+        f = self.flow(s)
+        disk = f if plan.workload.transport == "direct" else flow(self.inputs(s, "direct"), T, D)
+        return float(f.target_tokens_per_s), float(disk.drafter_tokens_per_s)
+
+    def offline_run(self, s: Scenario) -> tuple[float, float | None]:
+        """The offline run's days and cost (in the plan's cost unit) under a scenario."""
+        key = tuple(s.get(k) for k in self.dims)
+        found = self.offline_memo.get(key)
+        if found is None:
+            plan = self.resolved.plan
+            capture, train = self.offline_capacities(s)
+            o = run(
+                plan,
+                self.stored_bytes_per_token,
+                self.tokens_per_epoch,
+                plan.target.count,
+                plan.drafter.count,
+                capture,
+                train,
+                self.resolved.drafter_gpu.gpus_per_node,
+                self.role_prices,
+                self.in_usd,
+                self.billed,
+                self.units,
+            )
+            found = (float(o.days), None if o.cost is None else float(o.cost))
+            self.offline_memo[key] = found
+        return found
+
+    def run_days(self, s: Scenario) -> float:
+        """The days of the plan's own mode under a scenario (the offline run's offline)."""
+        if self.resolved.plan.workload.mode == "offline":
+            return self.offline_run(s)[0]
+        return self.days(s)
 
     def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
         if (role, share) not in self.gpus:
@@ -342,6 +392,20 @@ class Projection:
     @property
     def mode(self) -> str:
         return self.plan.workload.mode
+
+    @property
+    def run_days(self) -> float | None:
+        """The days of the plan's own mode: the offline run's when it runs offline."""
+        if self.mode == "offline":
+            return self.offline.days if self.offline else None
+        return self.days
+
+    @property
+    def run_cost(self) -> float | None:
+        """The total cost of the plan's own mode (the offline run's when it runs offline)."""
+        if self.mode == "offline":
+            return self.offline.cost if self.offline else None
+        return self.total_cost
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -536,6 +600,10 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         total_tokens,
         role_prices,
         (billed_t, billed_d),
+        tokens_per_epoch,
+        stored(plan, r.model.hidden, len(r.layer_ids))[1],
+        view.in_usd,
+        (unit_t, unit_d),
     )
     slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
     low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
@@ -647,7 +715,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
                 "mode-differs-from-launch",
                 "workload.mode",
                 f"workload.mode is offline, but the {plan.launch.format} launch cannot write "
-                f"the offline run: launch it with --format specforge or speculators "
+                f"the offline run: launch it with --format specforge, speculators or slurm "
                 f"(docs/launch.md, 'Offline mode')",
                 {"mode": w.mode, "launch_format": plan.launch.format},
             )
@@ -700,6 +768,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             if w.transport == "direct"
             else flow(plan_inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
         )
+
         off = offline(
             plan,
             r.model.hidden,
@@ -715,6 +784,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             (billed_t, billed_d),
             (unit_t, unit_d),
         )
+        off = replace(off, ranges=_offline_ranges(scen, slow_s, fast_s))
         diagnostics += offline_checks(off, w.mode)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
@@ -956,6 +1026,24 @@ def _ranges(
         widest_days=spans.get(widest) if widest else None,
         role_days={name: spans[name] for name in ranked},
     ), narrowing
+
+
+def _offline_ranges(scen: PlanScenarios, slow_s: Scenario, fast_s: Scenario) -> OfflineRanges:
+    """The offline run at the online ranges' corners (its days and cost are monotone in
+    both capacities, which are monotone in every rate and link), and each role's
+    role_span."""
+    run_at = scen.offline_run
+    (fast_days, fast_cost), (slow_days, slow_cost) = run_at(fast_s), run_at(slow_s)
+    spans: dict[str, tuple[float, float]] = {}
+    for name in ("target", "drafter"):
+        ends = [run_at(s)[0] for s in scen.role_span(name)]
+        if max(ends) - min(ends) > 1e-9:
+            spans[name] = (min(ends), max(ends))
+    return OfflineRanges(
+        (fast_days, slow_days),
+        None if fast_cost is None or slow_cost is None else (fast_cost, slow_cost),
+        dict(sorted(spans.items(), key=lambda kv: kv[1][0] - kv[1][1])),
+    )
 
 
 def break_even(

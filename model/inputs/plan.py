@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -65,6 +66,11 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+# workload.mode: the online pipeline, or capture to storage then train (offline).
+Mode = Literal["online", "offline"]
+MODES: tuple[Mode, ...] = ("online", "offline")
+
+
 class Workload(_Section):
     target_model: Text = Field(
         "qwen3-8b", min_length=1, description="a preset key or the path of a config.json"
@@ -91,7 +97,7 @@ class Workload(_Section):
         "memory and a Mooncake store (SpecForge, speculators), or "
         "device to device (your own in-process pipeline)",
     )
-    mode: Literal["online", "offline"] = Field(
+    mode: Mode = Field(
         "online",
         description="online: the targets feed the drafters every epoch; offline: "
         "capture hidden states to storage once, then train every "
@@ -234,6 +240,7 @@ LAUNCH_FORMATS: tuple[str, ...] = (
     "speculators",
     "specforge-legacy",
     "slurm",
+    "kubernetes",
     "template",
 )
 # The formats whose launch writes the offline run (capture to storage, then train); the
@@ -250,6 +257,34 @@ def _launch_format(value: str) -> str:
 
 
 LaunchFormat = Annotated[str, AfterValidator(_launch_format)]
+
+# Kubernetes names the kubernetes format writes as they are (docs/limits.md): a
+# PersistentVolumeClaim's name is a DNS-1123 subdomain, a node label's value at most 63
+# letters, digits, `-`, `_` or `.` starting and ending with a letter or digit.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def _dns_subdomain(value: str) -> str:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
+        raise ValueError(
+            "must be a Kubernetes object name: at most 253 lower-case letters, digits, "
+            "'-' and '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _label_value(value: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise ValueError(
+            "must be a Kubernetes label value: at most 63 letters, digits, '-', '_' and "
+            "'.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+K8sName = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_dns_subdomain)]
+LabelValue = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_label_value)]
 
 
 class Launch(_Section):
@@ -271,6 +306,17 @@ class Launch(_Section):
     base_port: Annotated[int, v.PORT.before, v.PORT.field("first capture server port")] = 30000
     template: str | None = Field(
         None, max_length=v.TEMPLATE_CHARS, description="command template with {placeholders}"
+    )
+    # The kubernetes format (docs/launch.md).
+    image: Name | None = Field(
+        None, description="container image with the SpecForge stack (kubernetes)"
+    )
+    volume_claim: K8sName | None = Field(
+        None, description="PersistentVolumeClaim every pod works in (kubernetes)"
+    )
+    gpu_product: dict[str, LabelValue] = Field(
+        default_factory=dict,
+        description="GPU key -> the nodes' nvidia.com/gpu.product label (kubernetes)",
     )
 
 

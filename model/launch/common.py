@@ -365,7 +365,8 @@ def header(
                 f"drafters [{drafters or '-'}]"
             )
         )
-    if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
+    # Slurm and Kubernetes name the hosts themselves.
+    if layout.nodes > 1 and not p.launch.hosts and fmt not in ("slurm", "kubernetes"):
         lines.append(
             comment(
                 f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
@@ -410,6 +411,8 @@ class LaunchScript:
 OFFLINE_REFUSALS = {
     "specforge-legacy": "the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
     "reads raw conversations only and has no hidden-state input",
+    "kubernetes": "the JobSet runs SpecForge's online capture servers and trainers as pods; "
+    "write the offline run with --format specforge or slurm",
 }
 
 

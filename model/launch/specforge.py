@@ -32,6 +32,7 @@ from .common import (
     read_node_rank,
     require_derived_layers,
     run_id,
+    sample_feature_bytes,
     script,
     segment_gib,
 )
@@ -78,6 +79,16 @@ def server_segment_gib(ctx: Context) -> int:
     return segment_gib(
         ctx.resolved, store.specforge_segment_samples(high, len(ctx.layout.replicas))
     )
+
+
+def host_memory_gib(ctx: Context) -> tuple[float, float, float]:
+    """Host memory, GiB, of one capture server (its Mooncake segment and local buffer;
+    the target weights it loads through host memory) and of one trainer rank (its Mooncake
+    local buffer and two batches of fetched features): (segment, weights, rank)."""
+    segment = server_segment_gib(ctx) + MOONCAKE_LOCAL_BUFFER_BYTES / GIB
+    weights = ctx.memory.weights_gib * ctx.plan.target.tp
+    batch = 2 * ctx.plan.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
+    return segment, weights, MOONCAKE_LOCAL_BUFFER_BYTES / GIB + batch
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:

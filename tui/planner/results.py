@@ -49,6 +49,12 @@ def _better(high: float | None, low: float | None) -> str:
 FigureRow = tuple[str, str, str]
 
 
+def _range(pair: tuple[float, float] | None, one: Callable[[float | None], str]) -> str:
+    """'range 6.7-9.9 days', '' when there is none to show."""
+    text = fmt.spread(pair, one)
+    return f"range {text}" if text else ""
+
+
 def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     """The headline figures as (name, value, note) rows; a row without a name continues
     the one above (a range, a cost note)."""
@@ -79,8 +85,9 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
     )
     if p.mode == "offline" and (o := p.offline) is not None:
-        # The plan runs offline: its own days and cost lead; the rows after them are the
-        # online pipeline's (ranges, scenarios and search are the online pipeline's).
+        # The plan runs offline: its own days and cost lead, with the range of the same
+        # readings as the online pipeline's; the rows after them are the online pipeline's.
+        off = o.ranges
         rows = (
             (
                 "offline",
@@ -89,7 +96,16 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
                 if o.tb_available is None or o.tb <= o.tb_available
                 else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB",
             ),
+            ("", _range(off.days if off else None, fmt.duration), ""),
             ("", fmt.cost(o.cost, o.cost_unit, compact=True) if o.cost is not None else "", ""),
+            (
+                "",
+                _range(
+                    off.cost if off else None,
+                    lambda v: fmt.cost(v, o.cost_unit, compact=True),
+                ),
+                "",
+            ),
             ("online", "the figures below", ""),
             *rows,
         )

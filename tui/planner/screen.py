@@ -464,10 +464,9 @@ class PlannerScreen(Screen[None]):
     async def action_export_launch(self) -> None:
         self.flush()
         fmt = self.state.plan.launch.format
+        name = f"launch-{fmt}.{'yaml' if fmt == 'kubernetes' else 'sh'}"  # a manifest
         path = await self.app.push_screen_wait(
-            PathDialog(
-                f"Export the {fmt} launch script to", "Export", f"launch-{fmt}.sh", check=writable
-            )
+            PathDialog(f"Export the {fmt} launch script to", "Export", name, check=writable)
         )
         if path is None:
             return
