@@ -18,6 +18,9 @@ CONTRACT = {
     "warnings",
     "target",
     "drafter",
+    "phases",
+    "total",
+    "regeneration",
 }
 ROLE_CONTRACT = {
     "gpu",

@@ -133,7 +133,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f" KB/token{link_load} ({p.link.description})"
         )
     )
-    for line in [*offline_lines(p), *store_lines(p)]:
+    for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if (
         p.fits
@@ -207,6 +207,33 @@ def store_lines(p: Projection) -> list[str]:
         f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
         f"{m.node_gib:,.0f} GiB of host memory{host}"
     ]
+
+
+def phase_lines(p: Projection) -> list[str]:
+    """The whole job by phase when it has more than training's (workload.regenerate): each
+    phase's days, GPUs and cost, and their total."""
+    t, regen = p.total, p.regeneration
+    if t is None or regen is None:
+        return []
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    lines = [
+        f"whole job: {fmt.duration(t.days)}, {fmt.cost(t.cost, p.cost_unit)}{usd}, "
+        f"{t.gpu_hours:,.0f} GPU-hours, by phase:"
+    ]
+    width = max(len(ph.name) for ph in p.phases)
+    for ph in p.phases:
+        lines.append(
+            f"  {ph.name:<{width}}  {fmt.duration(ph.days, compact=True):>7}  "
+            f"{fmt.cost(ph.cost, p.cost_unit)}  on {ph.what}"
+        )
+    d = regen.decode
+    lines.append(
+        f"  regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, "
+        f"{d.batch} sequences in flight ({d.batch_limit.replace('_', ' ')}), "
+        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
+    return lines
 
 
 def offline_lines(p: Projection) -> list[str]:
@@ -613,9 +640,11 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
+    whole = any(c.projection.regeneration is not None for c in result.front)
+    job = "; days and cost of the whole job, regeneration included" if whole else ""
     _print_fitted(
         f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
-        f"pessimistic end of the rates",
+        f"pessimistic end of the rates{job}",
         columns,
         rows,
     )
@@ -775,6 +804,19 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
                 else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
                 f"cheaper from {even}"
             )
+    # Plans that regenerate: the whole job (every phase) beside the training figures (a
+    # column only when some plan regenerates).
+    if any(p.regeneration is not None for _, p, _ in rows):
+        headers.append("whole job")
+        for row, (_, p, _) in zip(body, rows, strict=True):
+            t = p.total
+            row.append(
+                fmt.DASH
+                if t is None
+                else f"{fmt.duration(t.days)}, {money(t.cost, p.cost_unit)} ("
+                + " + ".join(f"{ph.name} {fmt.duration(ph.days)}" for ph in p.phases)
+                + ")"
+            )
     if style == "csv":
         import csv
 
@@ -798,9 +840,9 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
     columns = [
         _Column(
             shown.get(h, h),
-            h not in ("plan", "bottleneck", "offline"),
+            h not in ("plan", "bottleneck", "offline", "whole job"),
             drop=drops.get(h, 0),
-            fold=h in ("plan", "offline"),
+            fold=h in ("plan", "offline", "whole job"),
         )
         for h in headers
     ]

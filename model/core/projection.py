@@ -43,6 +43,15 @@ from .diagnostics import (
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
 from .offline import Offline, OfflineRanges, offline, offline_checks, run, stored
+from .phases import (
+    Phase,
+    Regeneration,
+    Total,
+    regenerate_phase,
+    regeneration,
+    total,
+    training_phases,
+)
 from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
@@ -388,6 +397,15 @@ class Projection:
     # The offline run beside the online pipeline (when the plan fits), whichever the mode.
     offline: Offline | None = None
     store_memory: store.StoreMemory | None = None  # the Mooncake store in host memory
+    # The whole job by phase (phases.py): regenerate (when on), capture (offline), train;
+    # empty when the plan does not fit.
+    regeneration: Regeneration | None = None
+    phases: tuple[Phase, ...] = ()
+
+    @property
+    def total(self) -> Total | None:
+        """Every phase summed: the whole job."""
+        return total(self.phases) if self.phases else None
 
     @property
     def mode(self) -> str:
@@ -500,6 +518,9 @@ class Projection:
             "mode": self.mode,
             "storage": self.offline.to_json(self.mode) if self.offline else None,
             "store_memory": self.store_memory.to_json() if self.store_memory else None,
+            "regeneration": self.regeneration.to_json() if self.regeneration else None,
+            "phases": [p.to_json() for p in self.phases],
+            "total": (t := self.total) and t.to_json(self.cost_unit),
         }
 
 
@@ -722,6 +743,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         )
     econ: Economics | None = None
     off: Offline | None = None
+    job: tuple[Phase, ...] = ()
+    regen = regeneration(plan, r.model, r.gpus)
     ranges = narrowing = None
     marginal_t = marginal_d = None
     bneck = None
@@ -786,6 +809,19 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         )
         off = replace(off, ranges=_offline_ranges(scen, slow_s, fast_s))
         diagnostics += offline_checks(off, w.mode)
+        job = training_phases(
+            w.mode,
+            float(econ.days),
+            billed_t + billed_d,
+            None if econ.total_cost is None else float(econ.total_cost),
+            None if econ.total_cost_usd is None else float(econ.total_cost_usd),
+            f"{T} x {r.target_gpu.name} + {D} x {r.drafter_gpu.name}",
+            off,
+            (role_prices.target_usd_per_hour, role_prices.drafter_usd_per_hour),
+            (r.target_gpu.name, r.drafter_gpu.name),
+        )
+        if regen is not None:
+            job = (regenerate_phase(regen, view), *job)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
@@ -883,6 +919,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         scenarios=scen if fits else None,
         offline=off,
         store_memory=store_mem,
+        regeneration=regen,
+        phases=job,
     )
 
 

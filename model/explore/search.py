@@ -30,6 +30,7 @@ from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
 from ..core.offline import BYTES_PER_TB, fits_storage, run, stored
+from ..core.phases import Regeneration, regenerate_phase, regeneration_decode, regeneration_gpus
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
@@ -108,13 +109,24 @@ class Candidate:
 
     @property
     def days(self) -> float:
-        """The plan's own mode's days: the offline run's (capture, then training) when it
-        runs offline."""
-        return float(self.projection.run_days or math.inf)
+        """The whole job's days in the plan's own mode: the offline run's (capture, then
+        training) when it runs offline, after the regeneration phase when it has one."""
+        return self._regenerate_days() + float(self.projection.run_days or math.inf)
 
     @property
     def cost(self) -> float:
-        return float(self.projection.run_cost or math.inf)
+        return self._regenerate_cost() + float(self.projection.run_cost or math.inf)
+
+    def _regenerate_days(self) -> float:
+        p = self.projection
+        return p.phases[0].days if p.regeneration is not None and p.phases else 0.0
+
+    def _regenerate_cost(self) -> float:
+        p = self.projection
+        if p.regeneration is None or not p.phases:
+            return 0.0
+        cost = p.phases[0].cost
+        return math.inf if cost is None else cost
 
     def judged(self, at: At) -> tuple[float, float]:
         """The (days, cost) the constraints are judged on at that end."""
@@ -440,6 +452,13 @@ def _block(
         days, cost = days_cost(central.tokens_per_s)
         slow_days, slow_cost = days_cost(slow.tokens_per_s)
         storage_fits, storage_tb = True, 0.0
+    if w.regenerate:
+        # The whole job: the regeneration phase first (phases.py, as the projection adds it).
+        regen_days, regen_cost = _regeneration(
+            plan, catalog, shared, t_key, d_key, tp, targets, drafters
+        )
+        days, cost = regen_days + days, regen_cost + cost
+        slow_days, slow_cost = regen_days + slow_days, regen_cost + slow_cost
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
@@ -460,6 +479,57 @@ def _block(
         storage_fits=storage_fits,
         storage_tb=storage_tb,
     )
+
+
+def _regeneration(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    targets: np.ndarray,
+    drafters: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The regeneration phase's days and cost of each split, computed by the projection's
+    own functions once per GPU count (phases.regeneration_gpus: every GPU of the plan of
+    its type, in whole replicas, unless regenerate.count says otherwise). A split with no
+    whole replica, or whose replica cannot hold the weights and a sequence, cannot
+    regenerate: infinite."""
+    g = plan.regenerate
+    key, tp_r = g.gpu or t_key, g.tp or tp
+    gpu = catalog.gpus[key]
+    if g.count is not None:
+        regeneration_gpus(plan, dict(catalog.gpus))  # raises for a count of part replicas
+        counts = np.full(targets.shape, g.count)
+    else:
+        same = (targets if key == t_key else 0) + (drafters if key == d_key else 0)
+        counts = np.asarray(same) // tp_r * tp_r
+    try:
+        rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+    except PlanError:  # the weights leave no room to decode at this tp: no such plan
+        return np.full(targets.shape, math.inf), np.full(targets.shape, math.inf)
+    w = plan.workload
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    distinct, where = np.unique(counts, return_inverse=True)
+    days = np.full(distinct.shape, math.inf)
+    cost = np.full(distinct.shape, math.inf)
+    for i, count in enumerate(distinct):
+        if count > 0:
+            regen = Regeneration(
+                key,
+                gpu.name,
+                int(count),
+                tp_r,
+                output,
+                w.avg_sample_tokens - output,
+                w.samples,
+                rate,
+            )
+            phase = regenerate_phase(regen, shared.prices)
+            days[i] = phase.days
+            cost[i] = math.inf if phase.cost is None else phase.cost
+    return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
 
 
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
@@ -705,12 +775,18 @@ def _blocks(
             "search.max_gpus",
         )
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]
-    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus)))
+    regen = (plan.regenerate.gpu,) if plan.workload.regenerate and plan.regenerate.gpu else ()
+    shared = _shared(
+        plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus + regen))
+    )
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
+            # The pruning is proved on the training figures; the regeneration phase moves
+            # with the GPU counts too, so a plan that regenerates has every split evaluated.
+            every = brute or plan.workload.regenerate
             for mode in space.modes:
-                block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute, mode)
+                block = _block(plan, catalog, shared, t_key, d_key, tp, space, every, mode)
                 if block is not None:
                     yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
@@ -934,6 +1010,11 @@ class _Ranking:
             elif mode == "online" and p.ranges is not None:
                 slow_d = float(p.ranges.days[1])
                 slow_c = float(p.ranges.total_cost[1]) if p.ranges.total_cost else slow_c
+            if p.regeneration is not None and p.phases:
+                # The regeneration phase (no range: its rate is one estimate) comes first.
+                regen = p.phases[0]
+                slow_d = regen.days + slow_d
+                slow_c = math.inf if regen.cost is None else regen.cost + slow_c
             deadline, budget = constraints.deadline_days, constraints.budget
             return Candidate(
                 chosen,

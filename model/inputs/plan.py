@@ -51,6 +51,9 @@ TokensPerS = Annotated[
     float, v.TOKENS_PER_S_PER_GPU.before, v.TOKENS_PER_S_PER_GPU.field("measured rate")
 ]
 Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
+MaxSequences = Annotated[
+    int, v.MAX_SEQUENCES.before, v.MAX_SEQUENCES.field("sequences a decode engine holds in flight")
+]
 StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
 StorageReadGbPerS = Annotated[
     float, v.STORAGE_READ_GB_PER_S.before, v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")
@@ -106,6 +109,17 @@ class Workload(_Section):
     storage_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="precision of hidden states written to storage (offline)"
     )
+    regenerate: bool = Field(
+        False,
+        description="first regenerate the answers with the target (decode), a phase before "
+        "the capture and training ([regenerate] sets its GPUs)",
+    )
+    regenerate_output_tokens: SequenceTokens | None = Field(
+        None,
+        description="answer tokens generated per sample, the rest of the sample being its "
+        "prompt; None: the whole sample (an upper bound on the phase: a decoded token costs "
+        "more than a prefilled one); at most avg_sample_tokens",
+    )
 
     @model_validator(mode="after")
     def _sample_fits(self) -> Workload:
@@ -113,6 +127,12 @@ class Workload(_Section):
             raise ValueError(
                 f"avg_sample_tokens ({self.avg_sample_tokens}) exceeds max_length "
                 f"({self.max_length})"
+            )
+        out = self.regenerate_output_tokens
+        if out is not None and out > self.avg_sample_tokens:
+            raise ValueError(
+                f"regenerate_output_tokens ({out}) exceeds avg_sample_tokens "
+                f"({self.avg_sample_tokens}): a sample is its prompt plus its answer"
             )
         if self.target_layer_ids is not None and not self.target_layer_ids:
             raise ValueError("target_layer_ids must be a non-empty list of layer numbers >= 0")
@@ -141,6 +161,21 @@ class DrafterPool(_Section):
     gpu: Name = "rtx-pro-6000"
     count: GpuCount = 1
     batch_size: BatchSize = 2
+
+
+class Regenerate(_Section):
+    """The GPUs that regenerate the answers (workload.regenerate). Every key is optional:
+    unset, every GPU of the plan of the target's type (targets and, on the same type,
+    drafters: training has not started, so all of them are free), at the target's TP."""
+
+    gpu: Name | None = Field(None, description="None: the target's GPU type")
+    count: GpuCount | None = Field(
+        None, description="None: every GPU of the plan of this type (targets and drafters)"
+    )
+    tp: TpSize | None = Field(None, description="None: the target's tp")
+    max_sequences: MaxSequences = Field(
+        256, description="sequences in flight per replica at most (vLLM's max_num_seqs default)"
+    )
 
 
 class Cost(_Section):
@@ -330,9 +365,13 @@ class Plan(_Section):
     calibration: Calibration = Calibration()
     launch: Launch = Launch()
     storage: Storage = Storage()
+    regenerate: Regenerate = Regenerate()
 
     def gpus_in_use(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.target.gpu, self.drafter.gpu)))
+        keys: tuple[str, ...] = (self.target.gpu, self.drafter.gpu)
+        if self.workload.regenerate:
+            keys += (self.regenerate.gpu or self.target.gpu,)
+        return tuple(dict.fromkeys(keys))
 
     def to_toml(self) -> str:
         return plan_to_toml(self)
@@ -348,6 +387,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("calibration",): list(Calibration.model_fields),
     ("launch",): list(Launch.model_fields),
     ("storage",): list(Storage.model_fields),
+    ("regenerate",): list(Regenerate.model_fields),
 }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -288,6 +289,54 @@ def storage(p: Projection) -> Text:
     return text
 
 
+PHASE_STYLES = {"regenerate": "magenta", "capture": "cyan", "train": "green"}
+# Cells of the timeline: it fits the results panel of an 80-column terminal.
+TIMELINE_WIDTH = 30
+
+
+def phases_part(p: Projection) -> Part:
+    """The whole job's timeline when it has a regeneration phase: a bar, each phase's share
+    of the days in its colour, then a table of the phases and the decode figures."""
+    t, regen = p.total, p.regeneration
+    if t is None or regen is None or not t.days:
+        return Part(None, "", lambda _width: "", False)
+    unit = fmt.cost(t.cost, p.cost_unit, compact=True)
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    rows = [
+        (
+            ph.name,
+            fmt.duration(ph.days, compact=True),
+            f"{ph.gpus:,}",
+            fmt.cost_figure(ph.cost, p.cost_unit),
+        )
+        for ph in p.phases
+    ]
+    d = regen.decode
+    note = (
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, {d.batch} "
+        f"sequences in flight, {d.step_limit}-bound; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
+    head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
+    plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
+
+    def content(_width: int) -> Shown:
+        bar = Text()
+        for ph in p.phases:
+            cells = max(1, round(ph.days / t.days * TIMELINE_WIDTH))
+            bar.append("█" * cells, style=PHASE_STYLES[ph.name])
+        table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True)
+        table.add_column("phase", no_wrap=True, header_style="dim")
+        table.add_column("time", justify="right", no_wrap=True, header_style="dim")
+        table.add_column("GPUs", justify="right", no_wrap=True, header_style="dim")
+        table.add_column("cost", justify="right", no_wrap=True, header_style="dim")
+        for ph, (name, days, gpus, cost) in zip(p.phases, rows, strict=True):
+            table.add_row(Text("■ ", style=PHASE_STYLES[ph.name]) + name, days, gpus, cost)
+        return Group(Text(head, style="bold"), bar, table, Text(note, style="dim"))
+
+    return Part((rows, head, note), plain, content)
+
+
 def warnings(p: Projection) -> Text:
     text = Text()
     for line in p.warnings:
@@ -308,7 +357,7 @@ def assumptions(p: Projection) -> Text:
     return text
 
 
-Shown = Table | Text | Content | str
+Shown = Table | Text | Content | Group | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,6 +457,7 @@ class ResultsPanel(VerticalScroll):
             yield static("side")
         yield static("measurements")
         yield static("storage")
+        yield static("phases")
         yield static("warnings")
         yield static("assumptions")
 
@@ -452,6 +502,7 @@ class ResultsPanel(VerticalScroll):
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
+            phases=phases_part(p),
             warnings=text_part(warnings(p), bool(p.warnings)),
             assumptions=text_part(assumptions(p)),
         )
