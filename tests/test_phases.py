@@ -200,3 +200,26 @@ def test_search_skips_gpus_that_cannot_hold_the_target_to_regenerate(catalog, ba
     space = default_space(plan, catalog, ("rtx-4090", "b200"), max_gpus=16)
     result = search(plan, catalog, space, Constraints())
     assert result.front and {c.plan.target.gpu for c in result.front} == {"b200"}
+
+
+async def test_the_app_turns_regeneration_on_and_saves_it(tmp_path, capsys):
+    # The form's switch and answer length edit the plan the CLI projects: the app's whole
+    # job is the CLI's, and the saved file holds the two keys as a bool and a whole number.
+    from apphelp import choose, planner, put, text
+    from dflash_plan.tui.format import duration
+
+    sets = ("workload.regenerate=true", "workload.regenerate_output_tokens=1000")
+    expected = project(capsys, *sets)["total"]
+    path = tmp_path / "regen.toml"
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert "whole job" not in text(app, "phases")
+        await choose(pilot, "workload.regenerate", "yes")
+        await put(pilot, "workload.regenerate_output_tokens", "1000")
+        await pilot.pause()
+        assert f"whole job  {duration(expected['days'])}" in text(app, "phases")
+        app.state.save(path)
+        await choose(pilot, "workload.regenerate", "no")
+        assert "whole job" not in text(app, "phases")
+    saved = path.read_text()
+    assert "regenerate = true" in saved and "regenerate_output_tokens = 1000" in saved
