@@ -16,10 +16,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
-from ..model.explore.compare import compare
+from ..model.explore import compare as comparing
+from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -49,19 +51,19 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     if p.fits:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
         summary.add_row(
-            "throughput",
+            F.TOKENS_PER_S.name,
             f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, "tokens_per_s", fmt.ktok),
+            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
         )
         summary.add_row(
-            "time",
+            F.DAYS.name,
             f"{fmt.duration(p.days)} to {p.epochs} epochs "
             f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-            + _range(p, "days", fmt.duration),
+            + _range(p, F.DAYS.key, fmt.duration),
         )
         summary.add_row(
-            "total cost",
-            escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
+            F.TOTAL_COST.name,
+            escape(_cost_line(p)) + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
         )
         if p.mode == "offline" and (o := p.offline) is not None:
             # The figures above are the online pipeline's (ranges, scenarios, search);
@@ -77,7 +79,10 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             )
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
-            summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
+            summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
+        # The figures no headline composes: a row each, from the registry.
+        for f in F.rows(F.View.REPORT):
+            summary.add_row(f.name, escape(fmt.figure(f, f.read(p), p.cost_unit)))
         if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
             summary.add_row(
                 "range ends",
@@ -85,7 +90,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             )
     else:
         summary.add_row(
-            "throughput", "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)"
+            F.TOKENS_PER_S.name,
+            "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)",
         )
     console.print(summary)
     console.print(escape(launch_line(p.plan)))
@@ -179,6 +185,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             if text := fmt.spread(ends, fmt.times):
                 even += f" (range {text})"
             console.print("  " + escape(even))
+        for f in F.rows(F.View.REPORT, "comparison"):
+            console.print(f"  {f.name} " + escape(fmt.figure(f, f.read(c), p.cost_unit)))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for d in p.diagnostics:
@@ -576,15 +584,18 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _borrowed_prices(console, result, names)
         return
     unit = result.cost_unit
-    cost_head = "$" if unit == "USD" else "cost"
+    cost_head = "$" if unit == "USD" else F.TOTAL_COST.head
+    extra = F.rows(F.View.SEARCH)
     columns = [
         _Column("targets + drafters"),
-        _Column("Ktok/s", True),
-        _Column("days", True),
+        _Column(F.TOKENS_PER_S.head, True),
+        _Column(F.DAYS.head, True),
         _Column("at worst", True, drop=2),
         _Column(cost_head, True),
         _Column(f"{cost_head} at worst", True, drop=3),
-        _Column("bottleneck", drop=4),
+        _Column(F.BOTTLENECK.head, drop=4),
+        # The registry's other search figures give way first on a narrow terminal.
+        *(_Column(f.head, True, drop=5 + i) for i, f in enumerate(extra)),
     ]
     rows = []
     for candidate in result.front:
@@ -598,6 +609,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
                 fmt.cost_figure(p.total_cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
                 str(p.bottleneck),
+                *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
@@ -672,9 +684,22 @@ def _with_range(
     return f"{value} ({text})" if text else value
 
 
-def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
-    """Scenarios side by side: the first is the baseline."""
-    units = {p.cost_unit for _, p, _ in rows}
+# The CLI's compare columns that give way on a narrow terminal, highest first (a range
+# column is keyed by its figure with True); the registry's other columns give way before
+# them, the plan, throughput, days, cost and ratios never.
+_COMPARE_DROPS = {
+    (F.TOKENS_PER_S.key, True): 3,
+    (F.COST_PER_EPOCH.key, False): 4,
+    (F.BOTTLENECK.key, False): 5,
+    (F.BREAK_EVEN.key, False): 2,
+}
+
+
+def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
+    """Scenarios side by side: the first is the baseline. A row per plan, a column per
+    comparison figure (model/explore/compare.py), the plan's ranges in a column after
+    their figure and the ratios' ranges in their cell."""
+    units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
     def money(value: float | None, unit: str) -> str:
@@ -685,44 +710,54 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             else fmt.cost(value, unit, compact=True)
         )
 
-    headers = [
-        "plan",
-        "Ktok/s",
-        "range",
-        "days",
-        "cost",
-        "cost/epoch",
-        "bottleneck",
-        "speed",
-        "cost ratio",
-        "break-even",
-    ]
     table = style == "table"
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
+    values: dict[str, Callable[[Any, str], str]] = {
+        "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "text": lambda v, unit: str(v),
+        "times": lambda v, unit: fmt.times(v),
+    }
+    ones: dict[str, Callable[[float | None, str], str]] = {
+        "ktok": lambda v, unit: fmt.ktok(v),
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "times": lambda v, unit: fmt.times(v),
+    }
+
+    def one(f: F.Figure, unit: str) -> Callable[[float | None], str]:
+        known = ones.get(f.format)
+        return lambda v: known(v, unit) if known else fmt.figure(f, v, unit, compact=True)
+
+    headers = ["plan"]
+    columns: list[tuple[str, bool, int]] = []  # (figure key, a range, drop)
+    for i, f in enumerate(comparing.shown(), 1):
+        for is_range in (False, True) if f.ranged and f.of == "projection" else (False,):
+            headers.append("range" if is_range else f.head)
+            given = 0 if f.composed and not is_range else 4 if is_range else 5 + i
+            columns.append((f.key, is_range, _COMPARE_DROPS.get((f.key, is_range), given)))
     body = []
-    for path, p, c in rows:
-        r = p.ranges
-        be = c.break_even_price_ratio
-        body.append(
-            [
-                str(path),
-                f"{(p.ktok_per_s or 0):,.1f}",
-                fmt.spread(r.tokens_per_s if r else None, fmt.ktok, sep) or fmt.DASH,
-                fmt.duration(p.days),
-                money(p.total_cost, p.cost_unit),
-                money(p.cost_per_epoch, p.cost_unit),
-                str(p.bottleneck),
-                _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
-                _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
-                ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,
-            ]
-        )
+    for path, x in rows:
+        unit = x.projection.cost_unit
+        row = [str(path)]
+        for c in x.cells:
+            f = c.figure
+            value = values.get(f.format)
+            text = value(c.value, unit) if value else fmt.cell(f, c.value, unit)
+            if f.ranged and f.of == "projection":
+                row += [text, fmt.spread(c.range, one(f, unit), sep) or fmt.DASH]
+            else:
+                row.append(_with_range(text, c.range, one(f, unit), sep) if f.ranged else text)
+        body.append(row)
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
-    if any(p.mode == "offline" for _, p, _ in rows):
+    if any(x.projection.mode == "offline" for _, x in rows):
         headers.append("offline")
-        for row, (_, p, _) in zip(body, rows, strict=True):
+        columns.append(("offline", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
             o = p.offline
             even = (
                 "never"
@@ -753,21 +788,24 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             print("\n".join(f"- {line}" for line in notes))
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
-    shown = {"cost/epoch": "per epoch", "break-even": "break even"}
-    drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
-    columns = [
-        _Column(
-            shown.get(h, h),
-            h not in ("plan", "bottleneck", "offline"),
-            drop=drops.get(h, 0),
-            fold=h in ("plan", "offline"),
-        )
-        for h in headers
+    shown = {F.COST_PER_EPOCH.head: F.COST_PER_EPOCH.narrow}
+    texts = {f.key for f in comparing.shown() if f.format == "text"} | {"offline"}
+    fitted = [
+        _Column("plan", fold=True),
+        *(
+            _Column(
+                shown.get(h, h.replace("-", " ")),
+                key not in texts,
+                drop=drop,
+                fold=key == "offline",
+            )
+            for h, (key, _, drop) in zip(headers[1:], columns, strict=True)
+        ),
     ]
     unit_words = "" if one_unit in (None, "USD") else f"; cost in {one_unit}"
     _print_fitted(
         f"scenarios (the first is the baseline{unit_words})",
-        columns,
+        fitted,
         [[escape(cell) for cell in row] for row in body],
     )
     console = _console()
@@ -775,21 +813,23 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         console.print(escape(line))
 
 
-def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the scenario of each end of its speed range (both plans under the same
     scenario)."""
     notes = []
-    for path, _, c in rows:
+    for path, x in rows:
+        c = x.comparison
         if c.speedup_range and c.speedup_range_scenarios:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
             notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if {fast}")
     return notes
 
 
-def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+def _borrowed_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
     notes = []
-    for path, p, _ in rows:
+    for path, x in rows:
+        p = x.projection
         used = p.prices.borrowed(p.plan.gpus_in_use())
         if used:
             names = {k: g.name for k, g in p.resolved.gpus.items()}

@@ -18,6 +18,7 @@ from textual.reactive import reactive
 from textual.visual import visualize
 from textual.widgets import Static
 
+from ...model.core import figures as F
 from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
@@ -65,18 +66,27 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
 
     rows: tuple[FigureRow, ...] = (
         (
-            "throughput",
+            F.TOKENS_PER_S.name,
             fmt.ktok(p.tokens_per_s),
             ("measured" if measured else "estimated") if p.fits else "does not fit",
         ),
-        ("", span("tokens_per_s", fmt.ktok), ""),
-        ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
-        ("", span("days", fmt.duration), ""),
-        ("total cost", fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
-        ("", span("total_cost", lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+        ("", span(F.TOKENS_PER_S.key, fmt.ktok), ""),
+        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        ("", span(F.DAYS.key, fmt.duration), ""),
+        (F.TOTAL_COST.name, fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
+        ("", span(F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
         ("", ", ".join(cost_note), ""),
-        ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
-        ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
+        (F.COST_PER_EPOCH.name, fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
+        (
+            F.BOTTLENECK.name,
+            p.bottleneck or fmt.DASH,
+            BUSY.get(p.bottleneck or "", "does not fit"),
+        ),
+        # The figures the rows above do not compose: a row each, from the registry.
+        *(
+            (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
+            for f in F.rows(F.View.RESULTS)
+        ),
     )
     if p.mode == "offline" and (o := p.offline) is not None:
         # The plan runs offline: its own days and cost lead; the rows after them are the
