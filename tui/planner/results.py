@@ -171,6 +171,9 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
             text.append(f"\n{fmt.times(value)} if {at}", style="dim")
     if p is not None and c.break_even_price_ratio:
         text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
+    # The comparison's figures this line does not compose: one each, from the registry.
+    for f in F.rows(F.View.RESULTS, "comparison"):
+        text.append(f"\n{f.name} {fmt.figure(f, f.read(c), p.cost_unit if p else 'USD')}")
     return text
 
 
