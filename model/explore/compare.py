@@ -81,11 +81,9 @@ class Compared:
 
 
 def shown() -> tuple[figures.Figure, ...]:
-    """The comparison views' figures, in their order: the plan's, then its ratios."""
-    return (
-        *figures.shown_in(figures.View.COMPARE),
-        *figures.shown_in(figures.View.COMPARE, "comparison"),
-    )
+    """The comparison views' figures, the plan's and its ratios, in registry order (a new
+    figure comes last, so the rows before it keep their place)."""
+    return tuple(f for f in figures.FIGURES if figures.View.COMPARE in f.views)
 
 
 def compared(new: Projection, base: Projection) -> Compared:
