@@ -54,208 +54,230 @@ class Figure:
         return getattr(source, self.key)
 
 
-def _hand(*views: View) -> frozenset[View]:
+def _views(*views: View) -> frozenset[View]:
     return frozenset(views)
+
+
+# Every figure, in declaration order: the JSON's key order (per source), the comparison
+# views' row order. A new figure is one `_declare` at the end of the table below.
+FIGURES: tuple[Figure, ...] = ()
+
+
+def _declare(f: Figure) -> Figure:
+    global FIGURES
+    FIGURES = (*FIGURES, f)
+    return f
 
 
 R, J, S, C, Q = View.REPORT, View.JSON, View.RESULTS, View.COMPARE, View.SEARCH
 
-# In the JSON's key order (a new figure goes at the end of its source's figures).
-TOKENS_PER_S = Figure(
-    "tokens_per_s",
-    "throughput",
-    "Ktok/s",
-    "tokens/s",
-    "ktok",
-    "tokens trained per second, the pipeline's slowest side",
-    ALL,
-    ranged=True,
-    composed=True,
+TOKENS_PER_S = _declare(
+    Figure(
+        "tokens_per_s",
+        "throughput",
+        "Ktok/s",
+        "tokens/s",
+        "ktok",
+        "tokens trained per second, the pipeline's slowest side",
+        ALL,
+        ranged=True,
+        composed=True,
+    )
 )
-KTOK_PER_S = Figure(
-    "ktok_per_s", "Ktok/s", "Ktok/s", "Ktok/s", "number", "tokens_per_s / 1e3", _hand(J)
+KTOK_PER_S = _declare(
+    Figure("ktok_per_s", "Ktok/s", "Ktok/s", "Ktok/s", "number", "tokens_per_s / 1e3", _views(J))
 )
-SAMPLES_PER_S = Figure(
-    "samples_per_s",
-    "samples/s",
-    "samples/s",
-    "samples/s",
-    "number",
-    "samples trained per second at the workload's mean sample length",
-    _hand(J, R),
-    composed=True,
+SAMPLES_PER_S = _declare(
+    Figure(
+        "samples_per_s",
+        "samples/s",
+        "samples/s",
+        "samples/s",
+        "number",
+        "samples trained per second at the workload's mean sample length",
+        _views(J, R),
+        composed=True,
+    )
 )
-DAYS = Figure(
-    "days",
-    "time",
-    "days",
-    "days",
-    "duration",
-    "days to train every epoch",
-    ALL,
-    tiny="time",
-    ranged=True,
-    composed=True,
+DAYS = _declare(
+    Figure(
+        "days",
+        "time",
+        "days",
+        "days",
+        "duration",
+        "days to train every epoch",
+        ALL,
+        tiny="time",
+        ranged=True,
+        composed=True,
+    )
 )
-EPOCHS = Figure(
-    "epochs",
-    "epochs",
-    "epochs",
-    "epochs",
-    "count",
-    "passes over the dataset",
-    _hand(J, R, S),
-    composed=True,
+EPOCHS = _declare(
+    Figure(
+        "epochs",
+        "epochs",
+        "epochs",
+        "epochs",
+        "count",
+        "passes over the dataset",
+        _views(J, R, S),
+        composed=True,
+    )
 )
-TOKENS_PER_EPOCH = Figure(
-    "tokens_per_epoch",
-    "tokens per epoch",
-    "tokens/epoch",
-    "tokens",
-    "count",
-    "tokens in one pass over the dataset",
-    _hand(J, R),
-    composed=True,
+TOKENS_PER_EPOCH = _declare(
+    Figure(
+        "tokens_per_epoch",
+        "tokens per epoch",
+        "tokens/epoch",
+        "tokens",
+        "count",
+        "tokens in one pass over the dataset",
+        _views(J, R),
+        composed=True,
+    )
 )
-GPU_HOURS = Figure(
-    "gpu_hours",
-    "GPU-hours",
-    "GPU-hours",
-    "GPU-hours",
-    "count",
-    "GPU-hours billed over the run",
-    _hand(J, R),
-    composed=True,
+GPU_HOURS = _declare(
+    Figure(
+        "gpu_hours",
+        "GPU-hours",
+        "GPU-hours",
+        "GPU-hours",
+        "count",
+        "GPU-hours billed over the run",
+        _views(J, R),
+        composed=True,
+    )
 )
-BILLED_GPUS = Figure(
-    "billed_gpus", "billed GPUs", "billed GPUs", "GPUs", "count", "GPUs paid for", _hand(J)
+BILLED_GPUS = _declare(
+    Figure("billed_gpus", "billed GPUs", "billed GPUs", "GPUs", "count", "GPUs paid for", _views(J))
 )
-TOTAL_COST = Figure(
-    "total_cost",
-    "total cost",
-    "cost",
-    "cost",
-    "cost",
-    "what the run costs, in the plan's cost unit",
-    ALL,
-    ranged=True,
-    composed=True,
+TOTAL_COST = _declare(
+    Figure(
+        "total_cost",
+        "total cost",
+        "cost",
+        "cost",
+        "cost",
+        "what the run costs, in the plan's cost unit",
+        ALL,
+        ranged=True,
+        composed=True,
+    )
 )
-COST_PER_EPOCH = Figure(
-    "cost_per_epoch",
-    "per epoch",
-    "cost/epoch",
-    "cost",
-    "cost",
-    "total cost / epochs",
-    _hand(J, R, S, C),
-    short="per epoch",
-    composed=True,
+COST_PER_EPOCH = _declare(
+    Figure(
+        "cost_per_epoch",
+        "per epoch",
+        "cost/epoch",
+        "cost",
+        "cost",
+        "total cost / epochs",
+        _views(J, R, S, C),
+        short="per epoch",
+        composed=True,
+    )
 )
-COST_UNIT = Figure(
-    "cost_unit", "cost unit", "cost unit", "", "text", "USD or reference-GPU-hours", _hand(J)
+COST_UNIT = _declare(
+    Figure(
+        "cost_unit", "cost unit", "cost unit", "", "text", "USD or reference-GPU-hours", _views(J)
+    )
 )
-TOTAL_COST_USD = Figure(
-    "total_cost_usd",
-    "at catalog prices",
-    "$ at catalog prices",
-    "USD",
-    "usd",
-    "the total cost in USD at catalog prices",
-    _hand(J, R),
-    composed=True,
+TOTAL_COST_USD = _declare(
+    Figure(
+        "total_cost_usd",
+        "at catalog prices",
+        "$ at catalog prices",
+        "USD",
+        "usd",
+        "the total cost in USD at catalog prices",
+        _views(J, R),
+        composed=True,
+    )
 )
-ENERGY_KWH = Figure(
-    "energy_kwh",
-    "energy",
-    "kWh",
-    "kWh",
-    "count",
-    "the GPUs' energy at TDP",
-    _hand(J, R),
-    composed=True,
+ENERGY_KWH = _declare(
+    Figure(
+        "energy_kwh",
+        "energy",
+        "kWh",
+        "kWh",
+        "count",
+        "the GPUs' energy at TDP",
+        _views(J, R),
+        composed=True,
+    )
 )
-BOTTLENECK = Figure(
-    "bottleneck",
-    "bottleneck",
-    "bottleneck",
-    "",
-    "text",
-    "the side that is 100 % busy: target, drafter or link",
-    ALL,
-    tiny="bound",
-    composed=True,
+BOTTLENECK = _declare(
+    Figure(
+        "bottleneck",
+        "bottleneck",
+        "bottleneck",
+        "",
+        "text",
+        "the side that is 100 % busy: target, drafter or link",
+        ALL,
+        tiny="bound",
+        composed=True,
+    )
 )
-FITS = Figure("fits", "fits", "fits", "", "text", "every role fits its GPU memory", _hand(J))
-SPEEDUP = Figure(
-    "speedup",
-    "speed",
-    "speed",
-    "x",
-    "times",
-    "baseline days / these days",
-    _hand(J, C),
-    of="comparison",
-    short="speed ×",
-    ranged=True,
-    composed=True,
+FITS = _declare(
+    Figure("fits", "fits", "fits", "", "text", "every role fits its GPU memory", _views(J))
 )
-COST_RATIO = Figure(
-    "cost_ratio",
-    "cost ratio",
-    "cost ratio",
-    "x",
-    "times",
-    "this total cost / the baseline's",
-    _hand(J, C),
-    of="comparison",
-    short="cost ×",
-    ranged=True,
-    composed=True,
+SPEEDUP = _declare(
+    Figure(
+        "speedup",
+        "speed",
+        "speed",
+        "x",
+        "times",
+        "baseline days / these days",
+        _views(J, C),
+        of="comparison",
+        short="speed ×",
+        ranged=True,
+        composed=True,
+    )
 )
-DAYS_DELTA = Figure(
-    "days_delta",
-    "days delta",
-    "days delta",
-    "days",
-    "duration",
-    "these days - the baseline's",
-    _hand(J),
-    of="comparison",
-    composed=True,
+COST_RATIO = _declare(
+    Figure(
+        "cost_ratio",
+        "cost ratio",
+        "cost ratio",
+        "x",
+        "times",
+        "this total cost / the baseline's",
+        _views(J, C),
+        of="comparison",
+        short="cost ×",
+        ranged=True,
+        composed=True,
+    )
 )
-BREAK_EVEN = Figure(
-    "break_even_price_ratio",
-    "break-even",
-    "break-even",
-    "x",
-    "ratios",
-    "per role, the price ratio at which the plan costs what the baseline costs",
-    _hand(J, C),
-    of="comparison",
-    composed=True,
+DAYS_DELTA = _declare(
+    Figure(
+        "days_delta",
+        "days delta",
+        "days delta",
+        "days",
+        "duration",
+        "these days - the baseline's",
+        _views(J),
+        of="comparison",
+        composed=True,
+    )
 )
-
-FIGURES: tuple[Figure, ...] = (
-    TOKENS_PER_S,
-    KTOK_PER_S,
-    SAMPLES_PER_S,
-    DAYS,
-    EPOCHS,
-    TOKENS_PER_EPOCH,
-    GPU_HOURS,
-    BILLED_GPUS,
-    TOTAL_COST,
-    COST_PER_EPOCH,
-    COST_UNIT,
-    TOTAL_COST_USD,
-    ENERGY_KWH,
-    BOTTLENECK,
-    FITS,
-    SPEEDUP,
-    COST_RATIO,
-    DAYS_DELTA,
-    BREAK_EVEN,
+BREAK_EVEN = _declare(
+    Figure(
+        "break_even_price_ratio",
+        "break-even",
+        "break-even",
+        "x",
+        "ratios",
+        "per role, the price ratio at which the plan costs what the baseline costs",
+        _views(J, C),
+        of="comparison",
+        composed=True,
+    )
 )
 
 
