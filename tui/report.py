@@ -594,8 +594,8 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _Column(cost_head, True),
         _Column(f"{cost_head} at worst", True, drop=3),
         _Column(F.BOTTLENECK.head, drop=4),
-        # The registry's other search figures give way last on a narrow terminal.
-        *(_Column(f.head, True, drop=1) for f in extra),
+        # The registry's other search figures give way first on a narrow terminal.
+        *(_Column(f.head, True, drop=5) for f in extra),
     ]
     rows = []
     for candidate in result.front:
@@ -685,8 +685,8 @@ def _with_range(
 
 
 # The CLI's compare columns that give way on a narrow terminal, highest first (a range
-# column is keyed by its figure with True); the other ranges give way with the cost per
-# epoch, the registry's other figures last, the plan, throughput, days, cost and ratios
+# column is keyed by its figure with True); the other ranges and the registry's other
+# figures give way with the cost per epoch; the plan, throughput, days, cost and ratios
 # never.
 _COMPARE_DROPS = {
     (F.TOKENS_PER_S.key, True): 3,
@@ -737,7 +737,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     for f in comparing.shown():
         for is_range in (False, True) if f.ranged and f.of == "projection" else (False,):
             headers.append("range" if is_range else f.head)
-            given = 0 if f.composed and not is_range else 4 if is_range else 1
+            given = 0 if f.composed and not is_range else 4
             columns.append((f.key, is_range, _COMPARE_DROPS.get((f.key, is_range), given)))
     body = []
     for path, x in rows:
