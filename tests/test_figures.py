@@ -24,6 +24,7 @@ from dflash_plan.tui.planner.results import figure_rows
 from dflash_plan.tui.scenarios import ScenariosScreen, column
 from dflash_plan.tui.scenarios import figure_rows as comparison_rows
 from dflash_plan.tui.search import SearchScreen
+from support import edit
 from textual.widgets import DataTable
 
 TUI = Path(__file__).parent.parent / "tui"
@@ -197,6 +198,22 @@ def test_cli_and_app_compare_show_the_same_rows(tmp_path, capsys, catalog):
             assert number / scale == pytest.approx(
                 float(value.strip("x").replace(",", "")), rel=0.03
             )
+
+
+@pytest.mark.parametrize("prices", [{}, {"usd_per_gpu_hour": {"rtx-pro-6000": 1.97}}])
+def test_cost_per_million_tokens_is_the_total_cost_over_the_tokens_trained(catalog, capsys, prices):
+    p = project(edit(default_plan(), cost=prices), catalog)
+    assert p.cost_unit == ("USD" if prices else "RTX PRO 6000-hours")
+    tokens = p.tokens_per_epoch * p.epochs
+    assert p.total_cost is not None and tokens > 1e9
+    expected = p.total_cost / tokens * 1e6  # cost units per 1e6 tokens
+    assert p.cost_per_million_tokens == pytest.approx(expected, rel=1e-12)
+    assert p.to_json()["cost_per_million_tokens"] == pytest.approx(expected, rel=1e-12)
+    # Shown as total cost is: dollars, or reference-GPU-hours.
+    value = f"${fmt.fine(expected)}" if prices else f"{fmt.fine(expected)} RTX PRO 6000-h"
+    report.projection(p)
+    assert f"cost/Mtok {value.removesuffix('-h')}" in _flat(capsys.readouterr().out)
+    assert ("cost/Mtok", value, "") in figure_rows(p)
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:

@@ -280,6 +280,18 @@ BREAK_EVEN = _declare(
     )
 )
 
+COST_PER_MILLION_TOKENS = _declare(
+    Figure(
+        "cost_per_million_tokens",
+        "cost/Mtok",
+        "cost/Mtok",
+        "cost",
+        "cost_fine",
+        "total cost per million tokens trained, every epoch's",
+        _views(J, R, S, C, Q),
+    )
+)
+
 
 def shown_in(view: View, of: str = "projection") -> tuple[Figure, ...]:
     """The figures of a projection (or a comparison) a view shows, in registry order."""

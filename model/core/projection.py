@@ -372,6 +372,12 @@ class Projection:
         return None if self.total_cost is None else self.total_cost / self.epochs
 
     @property
+    def cost_per_million_tokens(self) -> float | None:
+        """Total cost per million tokens trained (every epoch's), in the cost unit."""
+        tokens = self.tokens_per_epoch * self.epochs
+        return None if self.total_cost is None or not tokens else self.total_cost / tokens * 1e6
+
+    @property
     def hidden_state_bytes_per_s(self) -> float | None:
         if self.tokens_per_s is None:
             return None
