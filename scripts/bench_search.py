@@ -10,15 +10,22 @@ printing the same JSON; `--before brute` runs today's code with `brute=True` ins
 is printed (before at 512 GPUs runs once: about 20 s and 5 GB).
 
     python scripts/bench_search.py [--runs 3] [--gpus 64,128,512] [--before git|brute|none]
+                                   [--mode online|offline|both]
+
+`--mode` searches in that mode (issue 22: an offline block is evaluated whole); "before"
+is online only. Each "after" line says the search's size: configurations covered and
+evaluated.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,14 +74,22 @@ json.dump(result.to_json(), sys.stdout)
 """
 
 
+SIZES: dict[str, tuple[int, int]] = {}  # by command: (covered, evaluated) of its JSON
+
+
 def run_once(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of one run of argv."""
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"{' '.join(argv)[:200]} exited {os.waitstatus_to_exitcode(status)}")
+    """Wall seconds and peak resident MB of one run of argv (its JSON's size kept)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status):
+            raise SystemExit(f"{' '.join(argv)[:200]} exited {os.waitstatus_to_exitcode(status)}")
+        out.seek(0)
+        doc = json.loads(out.read() or b"{}")
+    if "covered" in doc:
+        SIZES[" ".join(argv)] = (doc["covered"], doc["evaluated_after_pruning"])
     return wall, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
@@ -90,7 +105,9 @@ def main() -> None:
         "--gpus", default="64,128,512", help="max GPUs of each case, comma-separated"
     )
     parser.add_argument("--before", choices=("git", "brute", "none"), default="git")
+    parser.add_argument("--mode", choices=("online", "offline", "both"))
     args = parser.parse_args()
+    mode = ["--mode", args.mode] if args.mode else []
     cli = [sys.executable, "-m", "dflash_plan.tui.cli"]
     project_s, project_mb = median_of([*cli, "project", "--json"], max(args.runs, 5))
     print(
@@ -98,9 +115,12 @@ def main() -> None:
         f"(median of {max(args.runs, 5)})"
     )
     for gpus in (int(g) for g in args.gpus.split(",")):
-        after = median_of([*cli, "search", "--mixed", "--max-gpus", str(gpus), "--json"], args.runs)
+        argv = [*cli, "search", "--mixed", "--max-gpus", str(gpus), *mode, "--json"]
+        after = median_of(argv, args.runs)
+        covered, evaluated = SIZES[" ".join(argv)]
         line = (
-            f"search --mixed --max-gpus {gpus}: after {after[0]:.2f} s "
+            f"search --mixed --max-gpus {gpus}{' --mode ' + args.mode if mode else ''}: "
+            f"{covered:,} covered, {evaluated:,} evaluated; after {after[0]:.2f} s "
             f"({after[0] / project_s:.1f}x project), {after[1]:.0f} MB peak"
         )
         if args.before != "none":

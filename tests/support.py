@@ -7,7 +7,14 @@ from dflash_plan.model.inputs.plan import Plan
 
 # The JSON contract of `project --json` (README): keys that stay (additions only): the
 # figure registry's JSON figures and the projection's parts.
-CONTRACT = {f.key for f in figures.shown_in(figures.View.JSON)} | {"warnings", "target", "drafter"}
+CONTRACT = {f.key for f in figures.shown_in(figures.View.JSON)} | {
+    "warnings",
+    "target",
+    "drafter",
+    "phases",
+    "total",
+    "regeneration",
+}
 ROLE_CONTRACT = {
     "gpu",
     "count",

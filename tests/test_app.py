@@ -6,6 +6,7 @@ textual in test_state.py. Expected figures come from the measured run (3 targets
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -437,6 +438,24 @@ async def test_launch_format_template_copy_export(tmp_path):
         assert out.read_text() == app.clipboard
 
 
+async def test_the_launch_tab_offers_every_format_and_exports_a_manifest_as_yaml(tmp_path):
+    from dflash_plan.model.launch import FORMATS
+    from dflash_plan.tui.picker import Picker
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        picker = app.screen.query_one("#launch-format", Picker)
+        assert [value for _, value in picker.options] == list(FORMATS)
+        await choose(pilot, "launch-format", "kubernetes")
+        await settle(pilot)
+        assert "kind: JobSet" in text(app, "launch-command")
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert text(app, "path-input").endswith("launch-kubernetes.yaml")
+
+
 async def test_save_open_and_unsaved_changes(tmp_path):
     path = tmp_path / "mine.toml"
     app = planner()
@@ -559,3 +578,25 @@ async def test_a_keystroke_and_its_figures_are_painted_together_and_nothing_stay
         while app._batch_count and time.monotonic() < deadline:
             await pilot.pause(0.01)
         assert app._batch_count == 0 and text(app, "target-count") == "4"
+
+
+async def test_the_launch_tab_offers_skypilot_and_exports_its_yaml(tmp_path):
+    from textual.widgets import Input
+
+    out = tmp_path / "task.yaml"
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        await choose(pilot, "launch-format", "skypilot")
+        await settle(pilot)
+        shown = text(app, "launch-command")
+        assert "accelerators: RTXPRO6000:4" in shown and app.state.plan.launch.format == "skypilot"
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        # A task YAML, not a script: named so, and not made executable.
+        assert app.screen.query_one("#path-input", Input).value.endswith("launch-skypilot.yaml")
+        await put(pilot, "path-input", str(out))
+        await pilot.press("enter")
+        await settle(pilot)
+    assert out.read_text() == shown and not os.access(out, os.X_OK)

@@ -31,6 +31,8 @@ from dflash_plan.model.launch.template import template_values
 from dflash_plan.model.physics.fitting import builtin_gpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from k8s_schema import manifest, pods
+from k8s_schema import validate as validate_manifest
 
 MARKS = ("MARK1", "MARK2", "MARK3")
 # Pieces a hostile value is made of; the terminators also stand on lines of their own.
@@ -171,6 +173,7 @@ def cases(draw: st.DrawFn, nodes: tuple[int, ...] = (1, 2)) -> Case:
                 "chat_template": draw(st.none() | TEXT),
                 "hosts": list(hosts),
                 "template": TEMPLATE,
+                "image": draw(LINE),
             },
         }
     )
@@ -205,6 +208,9 @@ def stubs(root: Path) -> Path:
             else ""
         )
         extra += "echo '0, 100, 980.0, 1000.0'\n" if name == "nvidia-smi" else ""
+        # Every service answers, except the master a SkyPilot node running only capture
+        # servers watches to know when the run is over.
+        extra += 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n' if name == "curl" else ""
         (bin_dir / name).write_text(
             '#!/bin/bash\ntrap "" TERM\nf="$STUB_LOG/' + name + '.${EPOCHREALTIME/./}.$$"\n'
             'printf "%s\\0" "$@" > "$f.args"\n'
@@ -319,7 +325,11 @@ def test_every_launch_format_keeps_hostile_values_inert_and_exact(fmt, case):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stubs(root)
-        if fmt == "slurm" or case.nodes == 1:
+        if fmt == "skypilot":
+            check_skypilot(case, script, root, out, train)
+        elif fmt == "kubernetes":
+            check_kubernetes(case, script.text, root, script.files["run.yaml"], out, train)
+        elif fmt == "slurm" or case.nodes == 1:
             check_one_run(fmt, case, script.text, root, run(root, script.text), out, train)
         else:
             for rank in range(case.nodes):
@@ -402,6 +412,83 @@ def check_node(
         check_speculators(calls, case, out, train, node)
     elif fmt == "template":
         check_template(calls, case, node)
+
+
+def check_skypilot(case: Case, script: Any, root: Path, out: str, train: str) -> None:
+    """The task YAML reads back (its comment header stays comments), and every node's `run`
+    shell, run as SkyPilot runs it (its rank and every node's address in the environment),
+    starts what the specforge format starts with every value exact."""
+    text = script.text
+    head, _, _ = text.partition("\nname: ")
+    assert all(line.startswith("# ") for line in head.splitlines())
+    task = yaml.safe_load(text)
+    assert set(task) == {"name", "num_nodes", "resources", "setup", "run"}
+    assert re.fullmatch(r"[A-Za-z0-9-]+", task["name"])
+    (accelerator,) = (
+        task["resources"]["accelerators"]
+        if isinstance(task["resources"]["accelerators"], dict)
+        else [task["resources"]["accelerators"].rsplit(":", 1)[0]]
+    )
+    gpu = case.catalog.gpus[case.plan.target.gpu]
+    assert accelerator == (re.sub(r"\s+", "", gpu.name) or gpu.key)
+    ips = [f"10.9.0.{i}" for i in range(task["num_nodes"])]
+    for rank in range(task["num_nodes"]):
+        calls = run(
+            root,
+            task["run"],
+            SKYPILOT_NODE_RANK=str(rank),
+            SKYPILOT_NODE_IPS="\n".join(ips),
+            DFLASH_FABRIC_IP="",
+        )
+        doc = read_yaml(root)
+        assert doc == yaml.safe_load(script.files["run.yaml"])
+        check_specforge_yaml(doc, case, case.plan.launch.run_id, out, train)
+        if case.nodes == 1:
+            assert [c.argv for c in calls["specforge"]] == [["train", "-c", "run.yaml"]]
+            continue
+        every = [c for cs in calls.values() for c in cs if c.env.get("MOONCAKE_LOCAL_HOSTNAME")]
+        assert every and all(c.env["MOONCAKE_LOCAL_HOSTNAME"] == ips[rank] for c in every)
+        if rank == 0:
+            assert [after(c.argv, "--model-path") for c in calls["python"]] == [case.path] * 2
+        else:
+            (consumer,) = [c for c in calls["specforge"] if "consumer" in c.argv]
+            assert consumer.argv[:7] == [
+                "train",
+                "-c",
+                "run-node1.yaml",
+                "--role",
+                "consumer",
+                "--node-rank",
+                "0",
+            ]
+            urls = [f"http://{ips[0]}:{30000 + i}" for i in range(PER_NODE)]
+            assert (
+                f"deployment.disaggregated.server_urls={json.dumps(urls)}".replace(" ", "")
+                in consumer.argv
+            )
+
+
+def check_kubernetes(
+    case: Case, text: str, root: Path, run_yaml: str, out: str, train: str
+) -> None:
+    """The manifest validates against the JobSet CRD and each pod's shell, run with the
+    pod's environment, passes every value exactly."""
+    doc = manifest(text)
+    assert validate_manifest(doc) == []
+    every = pods(doc)
+    assert {p.spec["containers"][0]["image"] for p in every} == {case.plan.launch.image}
+    for pod in every:
+        calls = run(root, pod.argv[2], **pod.env)
+        if pod.job == "servers":
+            (server,) = calls["python"]
+            assert after(server.argv, "--model-path") == case.path
+        elif pod.job == "trainers":
+            assert ["train", "-c", "run-node0.yaml", "--role", "producer"] in [
+                c.argv for c in calls["specforge"]
+            ]
+    doc = read_yaml(root)
+    assert doc == yaml.safe_load(run_yaml)
+    check_specforge_yaml(doc, case, case.plan.launch.run_id, out, train)
 
 
 def check_legacy(argv: list[str], case: Case, out: str, train: str) -> None:
@@ -491,6 +578,11 @@ def test_yaml_and_toml_read_back_any_text(value):
 
     doc = {"a": value, "b": [value], "c": {"d": value}}
     assert yaml.safe_load(to_yaml(doc)) == doc
+    # Several lines as a literal block where the emitter can (a manifest's pod shells).
+    assert yaml.safe_load(to_yaml({**doc, "e": f"{value}\n{value}"}, blocks=True)) == {
+        **doc,
+        "e": f"{value}\n{value}",
+    }
     assert tomllib.loads(to_toml(doc)) == doc
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
     assert json.loads(json.dumps(value)) == value

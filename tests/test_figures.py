@@ -178,8 +178,11 @@ def test_cli_and_app_compare_show_the_same_rows(tmp_path, capsys, catalog):
         """(figure key, shows a range) in the order shown."""
         out: list[tuple[str, bool]] = []
         for label in labels:
-            if label.strip() == "range":
+            if label.strip() == "range":  # the range of the figure above (beside it)
                 out[-1] = (out[-1][0], True)
+            elif label.endswith(" range"):  # a range after the figures: "days range"
+                key = by_head[label.removesuffix(" range")].key
+                out = [(k, True) if k == key else (k, r) for k, r in out]
             elif label in by_head:
                 out.append((by_head[label].key, label in ranged_inline))
         return out
@@ -188,7 +191,7 @@ def test_cli_and_app_compare_show_the_same_rows(tmp_path, capsys, catalog):
     assert layout(header[1:], inline) == layout(list(app_rows), [])
     for row, p in zip(body, (base, new), strict=True):
         app = [str(v) for v in column(p, base)]
-        cli = dict(zip(header, row, strict=True))
+        cli = dict(zip(header, row, strict=True))  # a figure's value under its head
         for label, value in zip(app_rows, app, strict=True):
             f = by_head.get(label)
             if f is None or value in ("", fmt.DASH) or f.format in ("text", "ratios"):

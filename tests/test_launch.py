@@ -21,7 +21,12 @@ from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
 from dflash_plan.model.launch.common import context
 from dflash_plan.model.launch.layout import assign_devices as _assign
 from dflash_plan.tui.cli import main
+from k8s_schema import manifest
+from k8s_schema import validate as validate_manifest
 from support import edit
+
+# Formats that write a manifest for a cluster's API instead of a script run with bash.
+MANIFEST_FORMATS = ("kubernetes",)
 
 # --- SpecForge's schema, as docs/launch.md lists it (extra keys are rejected) --------
 SGLANG = "sglang_"
@@ -186,14 +191,38 @@ def b200_6_2(baseline) -> Plan:
     )
 
 
+# The cluster network addresses the sandbox's SkyPilot gives its nodes.
+SKY_IPS = tuple(f"10.9.0.{i}" for i in range(256))
+
+
+def shell_of(text: str) -> str:
+    """What bash runs on a node: the script, or the `run` shell of a SkyPilot task YAML (a
+    YAML document, not a script) with what SkyPilot sets for it: the node's rank (here
+    NODE_RANK's, as the other formats read it) and every node's address."""
+    if text.startswith("#!"):
+        return text
+    task = yaml.safe_load(text)
+    bash_syntax_ok(task["setup"])
+    ips = "\n".join(SKY_IPS[: task["num_nodes"]])
+    return (
+        f'export SKYPILOT_NODE_RANK="${{NODE_RANK:-0}}" SKYPILOT_NUM_NODES={task["num_nodes"]} '
+        f"SKYPILOT_NODE_IPS={shlex.quote(ips)}\n{task['run']}"
+    )
+
+
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "template"])
 def test_default_plan_in_every_format(catalog, baseline, fmt):
     script = generate(baseline, catalog, fmt)
-    bash_syntax_ok(script.text)
-    assert script.text.startswith("#!")
+    if fmt in MANIFEST_FORMATS:  # a manifest, with its pods' shells (test_kubernetes.py)
+        assert validate_manifest(manifest(script.text)) == []
+        assert "Qwen/Qwen3-8B" in script.text
+        check_specforge_yaml(yaml.safe_load(script.files["run.yaml"]))
+        return
+    bash_syntax_ok(shell_of(script.text))
+    assert script.text.startswith("#!" if fmt != "skypilot" else "# dflash-plan launch")
     assert "Qwen/Qwen3-8B" in script.text
-    if fmt in ("specforge", "slurm"):
-        doc = yaml_in(script.text)
+    if fmt in ("specforge", "slurm", "skypilot"):
+        doc = yaml_in(shell_of(script.text))
         assert doc == yaml.safe_load(script.files["run.yaml"])
         check_specforge_yaml(doc)
         assert doc["training"]["num_epochs"] == 6 and doc["training"]["num_anchors"] == 128
@@ -393,7 +422,7 @@ def test_launch_validates_like_the_projection(catalog, baseline, fmt):
 
 def test_custom_layers_only_where_the_format_can_express_them(catalog, baseline):
     plan = edit(baseline, workload={"target_layer_ids": [2, 10, 18, 26, 34]})
-    for fmt in ("specforge", "specforge-legacy", "slurm"):
+    for fmt in ("specforge", "specforge-legacy", "slurm", "kubernetes"):
         with pytest.raises(PlanError, match="derives the captured layers") as err:
             generate(plan, catalog, fmt)
         assert err.value.key == "workload.target_layer_ids"
@@ -435,7 +464,7 @@ def test_the_largest_plan_generates_quickly(catalog, baseline, fmt):
         baseline,
         target={"gpu": "b200", "count": 128 * per_node},
         drafter={"gpu": "b200", "count": 128 * per_node},
-        launch={"template": "go {node_rank} {target_devices}"},
+        launch={"template": "go {node_rank} {target_devices}", "volume_claim": "work"},
     )
     start = time.perf_counter()
     script = generate(plan, catalog, fmt)
@@ -505,6 +534,11 @@ HOSTILE = 'x\'; touch PWNED; echo "$(touch PWNED2)" `touch PWNED3` $HOME\nrm -rf
 HOSTILE_LINE = 'x\'; touch PWNED; echo "$(touch PWNED2)" `touch PWNED3` $HOME ; y'
 
 
+# curl finds every service up, except the Mooncake master a node running only capture
+# servers watches to know when the run is over (a SkyPilot node stops them then).
+STOPPED_MASTER = 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n'
+
+
 def stub_bin(tmp_path: Path, names: list[str]) -> Path:
     """Commands that only record their arguments, one per line, then succeed."""
     bin_dir = tmp_path / "bin"
@@ -515,6 +549,7 @@ def stub_bin(tmp_path: Path, names: list[str]) -> Path:
         path.write_text(
             '#!/bin/bash\ntrap "" TERM\nprintf "%s\\0" "$@" '
             f'> "$STUB_LOG/{name}.${{EPOCHREALTIME/./}}.$$.args"\n'
+            + (STOPPED_MASTER if name == "curl" else "")
         )
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     scontrol = bin_dir / "scontrol"
@@ -663,11 +698,18 @@ def test_hostile_gpu_keys_and_names_stay_inert(tmp_path, catalog, baseline, fmt)
         launch={"template": "go {target_gpu} {drafter_gpu} {host}"},
     )
     text = generate(plan, hostile_catalog(catalog, key), fmt).text
-    bash_syntax_ok(text)
-    for line in text.splitlines():
+    if fmt in MANIFEST_FORMATS:
+        # The key and name reach only the header's comments (test_escaping.py runs the
+        # pods' shells with hostile values).
+        assert validate_manifest(manifest(text)) == []
+        assert all(line.startswith("#") for line in text.splitlines() if "PWNED" in line)
+        return
+    shell = shell_of(text)
+    bash_syntax_ok(shell)
+    for line in shell.splitlines():
         assert "touch PWNED" not in line or line.lstrip().startswith("#") or "'" in line
     for rank in (0, 1):
-        run_script(tmp_path, text, node_rank=rank)
+        run_script(tmp_path, shell, node_rank=rank)
 
 
 # --- templates --------------------------------------------------------------------------------
@@ -1073,3 +1115,11 @@ def test_the_apps_launch_follows_the_plan_as_edited():
     text = write_launch(*state.launch_input())
     assert "# plan: 3 targets + 1 drafter, B200, Qwen3-4B\n" in text
     assert yaml_in(text)["run_id"] == "qwen3-4b-dflash"
+
+
+def test_the_skypilot_task_is_written_as_a_document(tmp_path):
+    out = tmp_path / "task.yaml"
+    assert main(["launch", "--format", "skypilot", "-o", str(out)]) == 0
+    task = yaml.safe_load(out.read_text())
+    assert task["resources"] == {"accelerators": "RTXPRO6000:4"}
+    assert not os.access(out, os.X_OK)  # a task YAML for `sky launch`, not a script

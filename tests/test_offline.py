@@ -360,3 +360,50 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
     assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]
     assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
+
+
+@pytest.mark.parametrize("sets", [{}, {"target": {"gpu": "b200"}, "drafter": {"gpu": "b200"}}])
+def test_offline_range_brackets_the_projection(catalog, sets):
+    # The offline run's days and cost carry the range of the same readings as the online
+    # pipeline's: the central value is the projection's offline run, the ends bracket it,
+    # and each role's span is its rate alone (scenarios' role_span).
+    plan = edit(default_plan(), workload={"mode": "offline"}, **sets)
+    p = project(plan, catalog)
+    o = p.offline
+    r = o.ranges
+    assert r is not None and r.days[0] <= o.days <= r.days[1] and r.days[0] < r.days[1]
+    assert r.cost[0] <= o.cost <= r.cost[1]
+    for low, high in r.role_days.values():
+        assert r.days[0] <= low <= o.days <= high <= r.days[1]
+    # The ranges' capacities at the central scenario are the offline run's own.
+    assert p.scenarios.offline_capacities({}) == (o.capture_tokens_per_s, o.drafter_tokens_per_s)
+    assert o.to_json("offline")["ranges"]["days"] == list(r.days)
+
+
+def test_plans_in_different_modes_compare_on_their_own_figures(catalog, tmp_path, capsys):
+    # An offline plan against an online baseline: speed and cost ratio are the offline
+    # run's days and cost against the online pipeline's (not the offline plan's unused
+    # online figures), with a range from the same scenarios; the rows show those figures.
+    from dflash_plan.model.explore.compare import compare
+    from dflash_plan.tui.scenarios import column
+
+    online = project(default_plan(), catalog)
+    offline = project(edit(default_plan(), workload={"mode": "offline"}), catalog)
+    c = compare(offline, online)
+    o = offline.offline
+    assert c.speedup == online.days / o.days and c.cost_ratio == o.cost / online.total_cost
+    assert c.speedup_range[0] < c.speedup < c.speedup_range[1]
+    assert c.cost_ratio_range[0] <= c.cost_ratio <= c.cost_ratio_range[1]
+    assert "mode online -> offline" in c.why
+    back = compare(online, offline)
+    assert back.speedup == o.days / online.days
+    assert compare(offline, offline).speedup_range == (1.0, 1.0)
+    days, cost = column(offline, online)[2], column(offline, online)[4]
+    assert (days, cost) == ("8.07", "264")
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["new", str(a)]) == 0
+    b.write_text(a.read_text().replace("[workload]", '[workload]\nmode = "offline"', 1))
+    capsys.readouterr()
+    assert main(["compare", "--csv", str(a), str(b)]) == 0
+    row = capsys.readouterr().out.splitlines()[2].split(",")
+    assert row[3:5] == ["8.1 days", "264 RTX PRO 6000-h"] and row[7] == "1.09x (0.89-1.32x)"

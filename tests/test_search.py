@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -582,3 +583,141 @@ def test_pruned_search_is_the_brute_force_search(
         no_worse &= column(p, "fits")[None, :] >= column(b, "fits", out)[:, None]
         no_worse &= column(p, "gpus")[None, :] < column(b, "gpus", out)[:, None]
         assert no_worse.any(axis=1).all()
+
+
+@pytest.mark.parametrize(
+    ("transport", "storage"),
+    [("direct", {}), ("mooncake", {"read_gb_per_s_per_node": 0.5, "billing": "whole-run"})],
+)
+def test_the_offline_sweeps_figures_are_the_projections_bit_for_bit(
+    catalog, baseline, transport, storage
+):
+    # Offline splits (capture, then training from storage): days, cost and both
+    # pessimistic figures equal the projection's offline run and its range's slow end.
+    plan = edit(
+        baseline,
+        workload={"transport": transport},
+        storage={**baseline.storage.model_dump(), **storage},
+    )
+    space = default_space(
+        plan,
+        catalog,
+        ("b200", "h200", "rtx-pro-6000"),
+        max_gpus=12,
+        mixed=True,
+        modes=("offline",),
+    )
+    swept = sweep(plan, catalog, space)
+    checked = 0
+    for b in swept.blocks:
+        assert b.mode == "offline"
+        for j in np.flatnonzero(b.fits)[::7]:
+            p = project(
+                _variant(
+                    plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]), "offline"
+                ),
+                catalog,
+            )
+            o = p.offline
+            assert (b.days[j], b.cost[j]) == (o.days, o.cost)
+            assert (b.slow_days[j], b.slow_cost[j]) == (o.ranges.days[1], o.ranges.cost[1])
+            checked += 1
+    assert checked > 30
+
+
+def test_search_may_choose_the_mode(catalog, baseline):
+    # Both modes: every split is evaluated in each; the winners carry their mode and their
+    # figures are that mode's (the offline run's days and cost for an offline plan).
+    space = default_space(baseline, catalog, ("b200",), max_gpus=6, modes=("online", "offline"))
+    both = search(baseline, catalog, space, Constraints())
+    online = search(baseline, catalog, replace(space, modes=("online",)), Constraints())
+    assert both.covered == 2 * online.covered
+    assert {c.mode for c in both.front} <= {"online", "offline"}
+    for c in both.front:
+        o = c.projection.offline
+        if c.mode == "offline":
+            assert (c.days, c.cost) == (o.days, o.cost)
+            assert (c.pessimistic_days, c.pessimistic_cost) == (o.ranges.days[1], o.ranges.cost[1])
+        else:
+            assert (c.days, c.cost) == (c.projection.days, c.projection.total_cost)
+    cheapest = both.most_tokens_per_cost
+    assert cheapest.cost <= online.most_tokens_per_cost.cost
+    assert cheapest.plan.workload.mode == cheapest.mode
+
+
+def test_offline_plans_that_do_not_fit_storage_are_infeasible(catalog, baseline):
+    # 76.8 TB of hidden states do not fit 10 TB: every offline split is rejected for
+    # storage, the online ones stay, and a search of offline alone says why.
+    plan = edit(baseline, storage={**baseline.storage.model_dump(), "tb": 10.0})
+    space = default_space(plan, catalog, ("b200",), max_gpus=6, modes=("online", "offline"))
+    result = search(plan, catalog, space, Constraints())
+    assert result.front and all(c.mode == "online" for c in result.front)
+    assert result.rejected["storage"] > 0
+    alone = search(plan, catalog, replace(space, modes=("offline",)), Constraints())
+    assert not alone.front and "storage" in alone.why_none and "10.0 TB" in alone.why_none
+
+
+def test_search_command_mode(capsys):
+    argv = ["search", "--gpus", "b200", "--max-gpus", "4", "--json"]
+    assert main([*argv, "--mode", "both"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["modes"] == ["online", "offline"]
+    assert all(entry["mode"] in ("online", "offline") for entry in doc["front"])
+    assert main(argv) == 0  # the plan's own mode
+    assert json.loads(capsys.readouterr().out)["modes"] == ["online"]
+    assert main([*argv[:-1], "--mode", "both"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "targets + drafters" in line)
+    assert "mode" in header and "offline rows" in out
+
+
+def test_readme_mode_answer_is_what_search_picks(catalog, baseline):
+    # README, "Online or offline": the user's 4x B200 question with the mode free.
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    space = default_space(baseline, catalog, ("b200",), max_gpus=4, modes=("online", "offline"))
+    pick = search(baseline, catalog, space, Constraints()).most_tokens_per_cost
+    o = pick.projection.offline
+    t, d = pick.plan.target.count, pick.plan.drafter.count
+    assert pick.mode == "offline"
+    assert (
+        f"it picks **offline, {t} + {d} B200: {pick.days:.1f} days and {pick.cost:.0f} RTX PRO "
+        f"6000-hours** ({pick.pessimistic_days:.1f} days and {pick.pessimistic_cost:.0f} at the "
+        f"pessimistic end)"
+    ) in text
+    online = search(baseline, catalog, replace(space, modes=("online",)), Constraints())
+    front = ", ".join(
+        f"{c.plan.target.count} + {c.plan.drafter.count} at {c.days:.1f} days and {c.cost:.0f}"
+        for c in online.front
+    )
+    assert f"(the online front: {front})" in text
+    assert all(c.days > pick.days and c.cost > pick.cost for c in online.front)
+    assert (
+        f"({t} targets at {o.capture_tokens_per_s / 1e3:.1f} Ktok/s: {o.capture_days:.2f} days)"
+        in text
+    )
+    assert (
+        f"{o.train_tokens_per_s / 1e3:.1f} Ktok/s ({o.train_days_per_epoch:.2f} days each)" in text
+    )
+    assert f"It needs {o.tb:.1f} TB" in text
+    small = edit(baseline, storage={**baseline.storage.model_dump(), "tb": 50.0})
+    again = search(
+        small,
+        catalog,
+        default_space(small, catalog, ("b200",), max_gpus=4, modes=("online", "offline")),
+        Constraints(),
+    ).most_tokens_per_cost
+    assert again.mode == "online" and (again.plan.target.count, again.plan.drafter.count) == (2, 1)
+    usd = edit(
+        baseline,
+        cost={
+            **baseline.cost.model_dump(),
+            "usd_per_gpu_hour": {"b200": 6.715, "rtx-pro-6000": 1.975},
+        },
+        storage={**baseline.storage.model_dump(), "usd_per_tb_month": 20.0},
+    )
+    storage_usd = project(
+        pick.plan.model_copy(update={"cost": usd.cost, "storage": usd.storage}), catalog
+    ).offline.storage_usd
+    assert f"at $20/TB-month it adds about ${storage_usd:.0f}" in text

@@ -175,3 +175,27 @@ async def test_the_search_chart_survives_view_switches_and_resizes():
             assert any(f"front ({len(screen.result.front)} plans)" in line for line in lines)
             assert len(lines) == chart.size.height and chart.size.width >= size[0] - 2
         assert app.return_code is None and isinstance(app.screen, SearchScreen)
+
+
+async def test_search_offline_too_evaluates_both_modes_and_opens_an_offline_plan():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_gpus="b200", search_max_gpus="4")
+        assert screen.result.modes == ("online",)
+        screen.query_one("#search-both-modes").value = True
+        await settle(pilot)
+        result = screen.result
+        assert result.modes == ("online", "offline") and result.covered == 16
+        table = screen.query_one("#search-table", DataTable)
+        chosen = result.most_tokens_per_cost
+        assert chosen.mode == "offline"  # 2 + 2 B200, each phase billed alone
+        row = next(i for i, (_, c) in enumerate(rows(result)) if c is chosen)
+        cells = [str(cell) for cell in table.get_row_at(row)]
+        assert cells[1].endswith(" offline") and cells[5] == f"{chosen.cost:,.0f}"
+        table.move_cursor(row=row)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert app.state.plan.workload.mode == "offline"
+        assert app.state.projection.offline.days == chosen.days

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from apphelp import choose, put, snap_scenes, steady_cursors  # noqa: F401
 from dflash_plan.tui.tabs import TabbedView
+from support import edit
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 
@@ -44,6 +45,16 @@ async def offline(pilot):
     await put(pilot, "storage.tb", "50")
 
 
+async def regenerate(pilot):
+    # Regeneration before an offline run: the phase timeline in the results.
+    planner = pilot.app.planner
+    planner.state.adopt(edit(planner.state.plan, workload={"regenerate": True, "mode": "offline"}))
+    planner.publish()
+    await pilot.pause()
+    planner.query_one("#phases").scroll_visible(animate=False, top=True)
+    await pilot.pause()
+
+
 async def help_screen(pilot):
     await pilot.press("f1")
 
@@ -66,6 +77,7 @@ SCENES = {
     "does_not_fit": does_not_fit,
     "invalid_input": invalid_input,
     "offline": offline,
+    "regenerate": regenerate,
     "help": help_screen,
     "save_dialog": save_dialog,
     "launch_panel": launch_panel,

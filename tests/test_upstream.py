@@ -23,11 +23,13 @@ import pytest
 import yaml
 from dflash_plan.model.launch import generate
 from dflash_plan.model.launch.common import output_dir
+from k8s_schema import manifest, pods
 from launch_shapes import shapes
 from upstream import (
     HS_CONNECTORS,
     SPECULATORS,
     backend_options,
+    load_skypilot,
     load_specforge,
     prepare_data_options,
     train_config_options,
@@ -198,6 +200,14 @@ def run(
         name: RECORD
         for name in ("python", "specforge", "torchrun", "mooncake_master", "curl", "speculators")
     }
+    # curl finds every service up, except the Mooncake master that a SkyPilot node running
+    # only capture servers watches to know when the run is over.
+    stubs["curl"] = RECORD + 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n'
+    # getent ahostsv4 NAME: the address SKY_HOSTS (NAME=ADDRESS lines) gives NAME.
+    stubs["getent"] = (
+        '#!/bin/bash\nwhile IFS== read -r name addr; do [ "$name" = "$2" ] && '
+        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"; exit 2\n'
+    )
     stubs["srun"] = SRUN
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
@@ -241,6 +251,7 @@ def run(
                 "argv": args.read_text().split("\0")[:-1],
                 "env": environ,
                 "cwd": Path(Path(stem + ".cwd").read_text().strip()),
+                "started": int(args.name.split(".")[1]),  # EPOCHREALTIME, microseconds
             }
         )
         for suffix in (".args", ".env", ".cwd"):
@@ -249,6 +260,10 @@ def run(
 
 
 def node_calls(tmp_path: Path, script, ready: str | None = None) -> list[tuple[int, list[dict]]]:
+    if script.format == "kubernetes":
+        # Each pod's command, in the environment the pod sees (tests/k8s_schema.py).
+        every = pods(manifest(script.text))
+        return [(i, run(tmp_path, pod.argv[2], i, shell=pod.env)) for i, pod in enumerate(every)]
     if script.format == "slurm":
         return [(-1, run(tmp_path, script.text))]
     if script.layout.nodes == 1:
@@ -277,12 +292,16 @@ def specforge_plan(specforge, call: dict, monkeypatch) -> dict | None:
     return json.loads(out.getvalue())
 
 
-@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("fmt", ["specforge", "slurm", "kubernetes"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_specforge_accepts_every_script(
     tmp_path, monkeypatch, catalog, baseline, specforge, build_target_layer_ids, shape, fmt
 ):
     plan = shapes(baseline)[shape]
+    if fmt == "kubernetes":  # several trainer pods share a volume
+        plan = plan.model_copy(
+            update={"launch": plan.launch.model_copy(update={"volume_claim": "work"})}
+        )
     script = generate(plan, catalog, fmt)
     config_path = None
     model = catalog.models[plan.workload.target_model]
@@ -337,7 +356,8 @@ def test_specforge_accepts_every_script(
             assert int(env["MOONCAKE_GLOBAL_SEGMENT_SIZE"]) >= 1 << 30
             # The node's fabric address, found on the node (here DFLASH_FABRIC_IP).
             assert env["MOONCAKE_LOCAL_HOSTNAME"] == env["MC_TCP_BIND_ADDRESS"]
-            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith("10.0.0.")
+            # (a pod's: its IP, 10.1.<job>.<index> in tests/k8s_schema.py)
+            assert env["MOONCAKE_LOCAL_HOSTNAME"].startswith(("10.0.0.", "10.1."))
             tp = int(argv[argv.index("--tp-size") + 1])
             assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == tp
             fraction = float(argv[argv.index("--mem-fraction-static") + 1])
@@ -671,3 +691,218 @@ def test_the_producer_accepts_the_in_flight_limits(
     if shape in ("32+128", "8+8-batch32"):
         assert quantum == 256 and (high, low) == (512, 256)
         assert f"up to {high} samples in flight" in script.text
+
+
+# --- SkyPilot ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def skypilot(cache):
+    return load_skypilot(cache)
+
+
+def sky_tasks(skypilot, text: str) -> list[dict]:
+    """The task documents of a SkyPilot YAML (its header is comments), checked by SkyPilot's
+    rules: one task, or a job group (a header document, then its tasks)."""
+    docs = list(yaml.safe_load_all(text))
+    if len(docs) > 1:
+        skypilot.check_group(docs)
+        docs = docs[1:]
+    for doc in docs:
+        skypilot.check(doc)
+    return docs
+
+
+def sky_ips(nodes: int) -> list[str]:
+    """The cluster network addresses the sandbox's SkyPilot gives the plan's nodes."""
+    return [f"10.9.0.{i}" for i in range(nodes)]
+
+
+def sky_nodes(
+    tmp_path: Path, tasks: list[dict], group: str, only: set[int] | None = None
+) -> list[tuple[int, list[dict]]]:
+    """Every node's `run` shell (or those of the plan's nodes in `only`), as SkyPilot starts
+    it: SKYPILOT_NODE_RANK, _NUM_NODES and _NODE_IPS (its task's nodes, one address a line)
+    set, and in a job group every node's name `TASK-i.GROUP` resolving to its address (the
+    getent stub reads SKY_HOSTS); bash -c in the task's folder (shared here). A job group's
+    tasks take the plan's nodes in order."""
+    ips = sky_ips(sum(t["num_nodes"] for t in tasks))
+    names, offsets = [], []
+    for task in tasks:
+        offsets.append(len(names))
+        names += [f"{task['name']}-{i}.{group}" for i in range(task["num_nodes"])]
+    hosts = "\n".join(f"{n}={ip}" for n, ip in zip(names, ips, strict=True))
+    return [
+        (
+            offset + node,
+            run(
+                tmp_path,
+                task["run"],
+                shell={
+                    "SKYPILOT_NODE_RANK": str(node),
+                    "SKYPILOT_NUM_NODES": str(task["num_nodes"]),
+                    "SKYPILOT_NODE_IPS": "\n".join(ips[offset : offset + task["num_nodes"]]),
+                    "SKY_HOSTS": hosts,
+                    "DFLASH_FABRIC_IP": "",  # the address comes from SkyPilot
+                },
+            ),
+        )
+        for task, offset in zip(tasks, offsets, strict=True)
+        for node in range(task["num_nodes"])
+        if only is None or offset + node in only
+    ]
+
+
+MIXED = "b200-targets+h100-drafters"
+
+
+def sky_shapes(baseline) -> dict:
+    from support import edit
+
+    return {
+        **shapes(baseline),
+        MIXED: edit(
+            baseline,
+            target={"gpu": "b200", "count": 8},
+            drafter={"gpu": "h100-sxm", "count": 8},
+        ),
+    }
+
+
+SKY_SHAPES = (
+    "builtin",
+    "b200-6+2-tp2",
+    "two-nodes-shared",
+    "trainers-span-two",
+    "two-nodes-8+8",
+    "32+128",
+    "8+8-batch32",
+    MIXED,
+)
+
+
+@pytest.mark.parametrize("shape", SKY_SHAPES)
+def test_skypilot_accepts_every_task_and_every_node_starts_in_order(
+    tmp_path, monkeypatch, catalog, baseline, skypilot, specforge, shape
+):
+
+    plan = sky_shapes(baseline)[shape]
+    script = generate(plan, catalog, "skypilot")
+    tasks = sky_tasks(skypilot, script.text)  # SkyPilot's own schemas and rules, strict
+    layout = script.layout
+    sky_names = {"rtx-pro-6000": "RTXPRO6000", "b200": "B200", "h100-sxm": "H100"}
+    requested = 0
+    for task, gpu in zip(tasks, (plan.target.gpu, plan.drafter.gpu), strict=False):
+        # Nothing opened to the internet: the nodes talk on the cluster network.
+        assert "ports" not in task["resources"]
+        name, per_node = task["resources"]["accelerators"].split(":")
+        assert name == sky_names[gpu]
+        requested += int(per_node) * task["num_nodes"]
+    assert sum(t["num_nodes"] for t in tasks) == layout.nodes
+    assert requested >= plan.target.count + plan.drafter.count
+    if shape in ("builtin", "two-nodes-8+8", MIXED):
+        assert requested == plan.target.count + plan.drafter.count
+    if shape == MIXED:
+        assert [t["name"] for t in tasks] == ["targets", "trainers"]
+    ips = sky_ips(layout.nodes)
+    started = {"python": 0, "mooncake_master": 0, "producer": 0, "consumer": 0}
+    # 20 nodes of 32 + 128: the first, the first trainer node and the last one (all take
+    # 7 s on two loaded cores; the others repeat these).
+    only = {0, layout.drafter_nodes[0], layout.nodes - 1} if layout.nodes > 3 else None
+    for node, calls in sky_nodes(tmp_path, tasks, "qwen3-8b-dflash", only):
+        calls.sort(key=lambda c: c["started"])
+        if layout.nodes == 1:
+            # managed-local: SpecForge starts the master, the servers and the trainer.
+            (call,) = calls
+            assert call["argv"] == ["train", "-c", "run.yaml"] and "NODE_RANK" not in call["env"]
+            config = yaml.safe_load((call["cwd"] / "run.yaml").read_text())
+            assert config == yaml.safe_load(script.files["run.yaml"])
+            specforge.config.Config.model_validate(config)
+            assert specforge_plan(specforge, call, monkeypatch) is None  # managed-local
+            started["consumer"] += 1
+            continue
+        head = ips[layout.drafter_nodes[0]]
+        metadata = [
+            c["started"]
+            for c in calls
+            if c["cmd"] == "curl" and "dflash-plan-health-check" in c["argv"][-1]
+        ]
+        health = [c["started"] for c in calls if c["cmd"] == "curl" and "/health" in c["argv"][-1]]
+        for call in calls:
+            cmd, argv, env = call["cmd"], call["argv"], call["env"]
+            if cmd in ("python", "specforge", "mooncake_master"):
+                # Each node publishes the address SkyPilot gave it, never a host name.
+                assert env["MOONCAKE_LOCAL_HOSTNAME"] == ips[node] == env["MC_TCP_BIND_ADDRESS"]
+            if cmd == "mooncake_master":
+                assert ips[node] == head
+                started[cmd] += 1
+            elif cmd == "python":
+                # A capture server starts once the master's metadata server answers.
+                assert metadata and min(metadata) < call["started"]
+                assert env["MOONCAKE_METADATA_SERVER"] == f"http://{head}:35880/metadata"
+                started[cmd] += 1
+            elif cmd == "specforge":
+                # Producer and trainers start once every capture server answers.
+                assert len(health) == len(layout.replicas)
+                assert max(health) < call["started"]
+                role = argv[argv.index("--role") + 1]
+                started[role] += 1
+                rendered = specforge_plan(specforge, call, monkeypatch)
+                assert rendered is not None and rendered["role"] == role
+                config = yaml.safe_load((call["cwd"] / argv[argv.index("-c") + 1]).read_text())
+                assert config == yaml.safe_load(script.files["run.yaml"])
+                cfg = specforge.config.load_config(
+                    str(call["cwd"] / argv[argv.index("-c") + 1]), [a for a in argv if "=" in a]
+                )
+                dis = cfg.deployment.disaggregated
+                assert dis.mooncake_master_server_addr == f"{head}:35551"
+                assert dis.server_urls == [
+                    f"http://{ips[r.node]}:{r.port}" for r in layout.replicas
+                ]
+                if cfg.deployment.trainer.nnodes > 1:
+                    assert cfg.deployment.trainer.master_addr == head
+        servers = [c for c in calls if c["cmd"] == "python"]
+        # (background servers start in any order)
+        assert sorted(c["env"]["CUDA_VISIBLE_DEVICES"] for c in servers) == sorted(
+            ",".join(map(str, r.devices)) for r in layout.targets_on(node)
+        )
+        if node not in layout.drafter_nodes:
+            # The node stops its servers once the master is gone (the trainers are done).
+            assert [c for c in calls if "dflash-plan-run-alive" in c["argv"][-1]]
+            assert not [c for c in calls if c["cmd"] == "specforge"]
+        else:
+            (consumer,) = [c for c in calls if "consumer" in c["argv"]]
+            argv = consumer["argv"]
+            assert consumer["env"]["NODE_RANK"] == argv[argv.index("--node-rank") + 1]
+    multi = layout.nodes > 1
+    if only:
+        assert started["mooncake_master"] == started["producer"] == 1
+        return
+    assert started == {
+        "python": len(layout.replicas) if multi else 0,
+        "mooncake_master": 1 if multi else 0,
+        "producer": 1 if multi else 0,
+        "consumer": len(layout.drafter_nodes),
+    }
+
+
+def test_the_skypilot_validator_rejects_unknown_fields(catalog, baseline, skypilot):
+    import jsonschema
+    from support import edit
+
+    text = generate(shapes(baseline)["two-nodes-8+8"], catalog, "skypilot").text
+    (task,) = sky_tasks(skypilot, text)
+    for bad in (
+        {**task, "bogus": 1},
+        {**task, "resources": {**task["resources"], "bogus": 1}},
+        {**task, "num_nodes": "2"},
+        {**task, "envs": {"not a name": "x"}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            skypilot.check(bad)
+    mixed = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "h100-sxm"})
+    docs = list(yaml.safe_load_all(generate(mixed, catalog, "skypilot").text))
+    skypilot.check_group(docs)
+    for header in ({**docs[0], "bogus": 1}, {**docs[0], "primary_tasks": ["nope"]}):
+        with pytest.raises(AssertionError):
+            skypilot.check_group([header, *docs[1:]])

@@ -237,3 +237,131 @@ def prepare_data_options(whl: Path) -> dict[str, Option]:
         for flag in flags:
             options[flag] = Option(flag, kind=kind)
     return options
+
+
+# --- SkyPilot: its task schema, loaded without the client (which imports ~70 packages) -------
+
+SKYPILOT = (
+    "skypilot",
+    "0.14.1",
+    "8201f566a051677713e288231c7a994e9ebb5ea79bea9bc36eeeffb654543d02",
+)
+
+
+@dataclass
+class SkyPilot:
+    task_schema: dict  # sky.utils.schemas.get_task_schema()
+    resources_schema: dict  # get_resources_schema(), which Resources.from_yaml_config checks
+    validator: Any  # sky.utils.validator.get_schema_validator(): SkyPilot's jsonschema class
+    group_fields: set[str]  # a job group header's keys (dag_utils._JOB_GROUP_HEADER_FIELDS)
+    group_required: set[str]  # dag_utils._JOB_GROUP_REQUIRED_HEADER_FIELDS
+
+    def check(self, doc: dict) -> None:
+        """SkyPilot's validation of one task document (Task.from_yaml_config: the task
+        schema, then its resources'), as common_utils.validate_schema runs it (None-valued
+        keys dropped); raises jsonschema.ValidationError."""
+        task = {k: v for k, v in doc.items() if v is not None}
+        self.validator(self.task_schema).validate(task)
+        if task.get("resources") is not None:
+            self.validator(self.resources_schema).validate(task["resources"])
+
+    def check_group(self, docs: list[dict]) -> None:
+        """A job group's rules (dag_utils._load_job_group, which warns and ignores an
+        unknown header key: refused here): its header's keys, `execution: parallel` (what
+        makes a YAML a job group), names of letters, digits, `-` and `_`, unique task
+        names, primary tasks among them."""
+        header, tasks = docs[0], docs[1:]
+        assert self.group_required <= set(header) <= self.group_fields, header
+        assert header["execution"] == "parallel" and tasks
+        names = [t["name"] for t in tasks]
+        for name in (header["name"], *names):
+            assert name and all(c.isalnum() or c in "-_" for c in name), name
+        assert len(set(names)) == len(names)
+        assert set(header.get("primary_tasks", [])) <= set(names)
+
+
+def load_skypilot(cache: Path) -> SkyPilot:
+    """sky.utils.schemas from the pinned wheel, under bare `sky` packages (the real
+    `sky/__init__` starts the client). Of its imports, sky.skylet.constants and
+    sky.utils.kubernetes_enums load as they are; of sky.skylet.autostop_lib (which imports
+    the logging and process machinery) only AutostopWaitFor is taken. Strict, as the API
+    server validates once its plugins are loaded: unknown fields are rejected at every
+    level (a client passes them through to the server)."""
+    whl = wheel(cache, SKYPILOT)
+    root = cache / f"skypilot-{SKYPILOT[1]}"
+    files = [
+        "sky/utils/schemas.py",
+        "sky/utils/validator.py",
+        "sky/utils/kubernetes_enums.py",
+        "sky/skylet/constants.py",
+        "sky/skylet/autostop_lib.py",
+        "sky/setup_files/dependencies.py",
+        "sky/server/daemons.py",
+        "sky/utils/dag_utils.py",
+    ]
+    with locked(cache):
+        if not all((root / f).exists() for f in files):
+            extract(whl, files, root)
+    saved = {m: sys.modules[m] for m in list(sys.modules) if m == "sky" or m.startswith("sky.")}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        for package in ("sky", "sky.utils", "sky.skylet", "sky.setup_files"):
+            module = types.ModuleType(package)
+            module.__path__ = [str(root / package.replace(".", "/"))]
+            sys.modules[package] = module
+        sys.modules["sky"].__version__ = SKYPILOT[1]  # type: ignore[attr-defined]
+        autostop = types.ModuleType("sky.skylet.autostop_lib")
+        tree = ast.parse((root / "sky/skylet/autostop_lib.py").read_text())
+        cls = next(
+            n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AutostopWaitFor"
+        )
+        autostop.__dict__.update({"enum": __import__("enum"), "List": list})
+        exec(
+            compile(ast.Module(body=[cls], type_ignores=[]), "autostop_lib.py", "exec"),
+            autostop.__dict__,
+        )
+        sys.modules["sky.skylet.autostop_lib"] = autostop
+        # The config schema (a task's `config:` block) names the API server's daemons by id:
+        # the ids of sky/server/daemons.py's INTERNAL_REQUEST_DAEMONS, read, not imported.
+        tree = ast.parse((root / "sky/server/daemons.py").read_text())
+        ids = [
+            k.value.value
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and ast.unparse(call.func) == "InternalRequestDaemon"
+            for k in call.keywords
+            if k.arg == "id" and isinstance(k.value, ast.Constant)
+        ]
+        daemons = types.ModuleType("sky.server.daemons")
+        daemons.INTERNAL_REQUEST_DAEMONS = [  # type: ignore[attr-defined]
+            types.SimpleNamespace(id=i) for i in ids
+        ]
+        sys.modules["sky.server"] = types.ModuleType("sky.server")
+        sys.modules["sky.server.daemons"] = daemons
+        schemas = importlib.import_module("sky.utils.schemas")
+        validator = importlib.import_module("sky.utils.validator")
+        schemas._allow_additional_properties = lambda: False
+        dag_utils = ast.parse((root / "sky/utils/dag_utils.py").read_text())
+        group = {
+            t.id: ast.literal_eval(node.value)
+            for node in dag_utils.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name) and t.id.startswith("_JOB_GROUP_")
+        }
+        return SkyPilot(
+            schemas.get_task_schema(),
+            schemas.get_resources_schema(),
+            validator.get_schema_validator(),
+            group["_JOB_GROUP_HEADER_FIELDS"],
+            group["_JOB_GROUP_REQUIRED_HEADER_FIELDS"],
+        )
+    except (ImportError, StopIteration, AttributeError, KeyError) as err:
+        pytest.fail(
+            f"skypilot {SKYPILOT[1]}: its task schema no longer loads without the client: {err!r}",
+            pytrace=False,
+        )
+    finally:
+        for name in [m for m in sys.modules if m == "sky" or m.startswith("sky.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)

@@ -160,17 +160,16 @@ def draw_pareto(
     marks = [(current, CURRENT, "current = baseline" if same else "current", "◆")]
     if not same:
         marks.insert(0, (baseline, BASELINE, "baseline", "■"))
+    # Each plan at its own mode's figures (an offline plan's offline run), as the front.
     marks = [
         m
         for m in marks
-        if m[0] is not None and m[0].days is not None and m[0].total_cost is not None
+        if m[0] is not None and m[0].run_days is not None and m[0].run_cost is not None
     ]
-    xs = [c.days for c in front] + [p.days for p, *_ in marks if p is not None and p.days]
+    xs = [c.days for c in front] + [p.run_days for p, *_ in marks if p is not None and p.run_days]
     if deadline is not None:
         xs.append(deadline)
-    ys = [c.cost for c in front] + [
-        p.total_cost for p, *_ in marks if p is not None and p.total_cost
-    ]
+    ys = [c.cost for c in front] + [p.run_cost for p, *_ in marks if p is not None and p.run_cost]
     if budget is not None:
         ys.append(budget)
     if not front and not marks:
@@ -194,8 +193,8 @@ def draw_pareto(
         plt.scatter([c.days for c in front], [c.cost for c in front], marker="●", color=FRONT)
         legend.append(("●", FRONT, f"front ({len(front)} plans)"))
     for p, colour, name, marker in marks:
-        assert p is not None and p.days is not None and p.total_cost is not None
-        plt.scatter([p.days], [p.total_cost], marker=marker, color=colour)
+        assert p is not None and p.run_days is not None and p.run_cost is not None
+        plt.scatter([p.run_days], [p.run_cost], marker=marker, color=colour)
         legend.append((marker, colour, name))
     return legend
 

@@ -227,7 +227,12 @@ def _run_launch(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(script.text)
         return EXIT_OK
-    _write_new(args.output, script.text, args.force, executable=True)
+    from ..model.launch import DOCUMENT_SUFFIX
+
+    # A script is executable; a launcher's document (SkyPilot's YAML) is not.
+    _write_new(
+        args.output, script.text, args.force, executable=script.format not in DOCUMENT_SUFFIX
+    )
     print(f"wrote {args.output} ({script.format})", file=sys.stderr)
     return EXIT_OK
 
@@ -479,6 +484,12 @@ def _add_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mixed", action="store_true", help="the two roles may use different GPU types")
     p.add_argument("--one-node", action="store_true", help="both roles on one node")
     p.add_argument(
+        "--mode",
+        choices=("online", "offline", "both"),
+        help="evaluate each split online, offline (capture to storage, then train) or both "
+        "(default: the plan's workload.mode)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print JSON: the front and the winners, each a plan and its projection",
@@ -490,6 +501,7 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 def _run_search(args: argparse.Namespace) -> int:
     from ..model.explore.search import Constraints, default_space, search
+    from ..model.inputs.plan import MODES
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
@@ -507,6 +519,7 @@ def _run_search(args: argparse.Namespace) -> int:
         max_nodes=args.max_nodes,
         mixed=args.mixed,
         one_node=args.one_node,
+        modes=MODES if args.mode == "both" else (args.mode,) if args.mode else None,
     )
     result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget, at=args.at))
     if args.output is not None:
@@ -597,15 +610,75 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _add_prices(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", metavar="KEY", help="only this GPU type")
-    p.add_argument("--provider", metavar="NAME", help="only this provider")
+    p.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="only this provider; with --import, the provider the catalog's rows are "
+        "offers of (default: a SkyPilot file's folder, a gpuhunt file's name)",
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        type=Path,
+        metavar="FILE",
+        help="read a price catalog CSV (SkyPilot's catalogs/v8/<cloud>/vms.csv or a gpuhunt "
+        "<provider>.csv) into your offers.toml, replacing the offers an earlier import "
+        "of the same catalog wrote; your own offers are kept",
+    )
+    p.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="with --import: when the catalog snapshot was taken (neither format dates its rows)",
+    )
+    p.add_argument(
+        "--source",
+        default="",
+        metavar="TEXT",
+        help="with --import: the catalog's commit or version, kept with each offer "
+        "(a gpuhunt version such as 20260818-42 also dates the rows)",
+    )
 
 
 def _run_prices(args: argparse.Namespace) -> int:
     from . import report
     from .config import load_catalog
 
+    if args.import_file is not None:
+        return _import_prices(args)
+    if args.date is not None or args.source:
+        raise PlanError("--date and --source go with --import FILE")
     return report.offers(load_catalog(), args.gpu, args.provider, args.json)
+
+
+# A catalog file is read whole: SkyPilot's largest (AWS, GCP) are a few tens of MB.
+MAX_CATALOG_BYTES = 256 * 1024 * 1024
+
+
+def _import_prices(args: argparse.Namespace) -> int:
+    """`prices --import FILE`: the catalog's offers into the user's offers.toml."""
+    from ..model.basics.tomlfile import read_text, write_atomic
+    from ..model.inputs.pricecatalog import merge, read_catalog
+    from .config import user_config_dir
+
+    if args.gpu is not None or args.json:
+        raise PlanError("--gpu and --json do not go with --import FILE")
+    text = read_text(args.import_file, "a price catalog CSV", MAX_CATALOG_BYTES)
+    imported = read_catalog(
+        args.import_file, text, date=args.date, source=args.source, provider=args.provider
+    )
+    target = user_config_dir() / "offers.toml"
+    existing = read_text(target) if target.is_file() else None
+    merged = merge(existing, str(target), imported)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, merged.text)
+    print(imported.summary())
+    replaced = f", replacing {merged.replaced:,} from an earlier import" if merged.replaced else ""
+    print(
+        f"wrote {target}: {len(imported.offers):,} offers of {imported.provider}{replaced}; "
+        f"{merged.kept:,} other offers kept"
+    )
+    return EXIT_OK
 
 
 class Command:

@@ -52,7 +52,9 @@ def price_source(price: Price, view: Prices, names: dict[str, str]) -> str:
     scaled = "; the plan's ratios scale it" if price.gpu == view.reference_gpu else ""
     if price.offer is not None and price.source == "offer":
         o = price.offer
-        return f"{name} {usd} ({o.provider} {o.kind} offer, {o.date or 'undated'}{scaled})"
+        # An imported offer names its catalog: which snapshot the price is from.
+        source = f", from the {o.source}" if o.imported else ""
+        return f"{name} {usd} ({o.provider} {o.kind} offer, {o.date or 'undated'}{source}{scaled})"
     if view.in_usd:
         return f"{name} {usd} (catalog{scaled})"
     ref = names.get(view.reference_gpu, view.reference_gpu)

@@ -66,15 +66,20 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             escape(_cost_line(p)) + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
         )
         if p.mode == "offline" and (o := p.offline) is not None:
-            # The figures above are the online pipeline's (ranges, scenarios, search);
-            # this plan runs offline.
+            # The figures above are the online pipeline's; this plan runs offline: its
+            # days and cost, with the range of the same readings.
             cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
+            spans = [
+                fmt.spread(o.ranges.days, fmt.duration) if o.ranges else "",
+                fmt.spread(o.ranges.cost, lambda v: fmt.cost(v, o.cost_unit)) if o.ranges else "",
+            ]
+            shown = "; range " + ", ".join(x for x in spans if x) if any(spans) else ""
             summary.add_row(
                 "offline run",
                 escape(
                     f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
-                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB; "
-                    f"the figures above are the online pipeline's"
+                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB"
+                    f"{shown}; the figures above are the online pipeline's"
                 ),
             )
         if p.gpu_hours is not None:
@@ -134,7 +139,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f" KB/token{link_load} ({p.link.description})"
         )
     )
-    for line in [*offline_lines(p), *store_lines(p)]:
+    for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if (
         p.fits
@@ -210,6 +215,33 @@ def store_lines(p: Projection) -> list[str]:
         f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
         f"{m.node_gib:,.0f} GiB of host memory{host}"
     ]
+
+
+def phase_lines(p: Projection) -> list[str]:
+    """The whole job by phase when it has more than training's (workload.regenerate): each
+    phase's days, GPUs and cost, and their total."""
+    t, regen = p.total, p.regeneration
+    if t is None or regen is None:
+        return []
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    lines = [
+        f"whole job: {fmt.duration(t.days)}, {fmt.cost(t.cost, p.cost_unit)}{usd}, "
+        f"{t.gpu_hours:,.0f} GPU-hours, by phase:"
+    ]
+    width = max(len(ph.name) for ph in p.phases)
+    for ph in p.phases:
+        lines.append(
+            f"  {ph.name:<{width}}  {fmt.duration(ph.days, compact=True):>7}  "
+            f"{fmt.cost(ph.cost, p.cost_unit)}  on {ph.what}"
+        )
+    d = regen.decode
+    lines.append(
+        f"  regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, "
+        f"{d.batch} sequences in flight ({d.batch_limit.replace('_', ' ')}), "
+        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
+    return lines
 
 
 def offline_lines(p: Projection) -> list[str]:
@@ -586,8 +618,12 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     unit = result.cost_unit
     cost_head = "$" if unit == "USD" else F.TOTAL_COST.head
     extra = F.rows(F.View.SEARCH)
+    # A mode column when the search evaluated offline runs: their days and cost are the
+    # offline run's (capture, then training), their Ktok/s the training rate.
+    by_mode = result.modes != ("online",)
     columns = [
         _Column("targets + drafters"),
+        *([_Column("mode")] if by_mode else []),
         _Column(F.TOKENS_PER_S.head, True),
         _Column(F.DAYS.head, True),
         _Column("at worst", True, drop=2),
@@ -599,23 +635,28 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     ]
     rows = []
     for candidate in result.front:
-        p = candidate.projection
+        p, o = candidate.projection, candidate.projection.offline
+        offline = candidate.mode == "offline" and o is not None
+        rate = o.train_tokens_per_s if offline and o else p.tokens_per_s
         rows.append(
             [
                 escape(_plan_cell(candidate.plan, names)),
-                f"{(p.ktok_per_s or 0):,.1f}",
-                fmt.duration(p.days),
+                *([candidate.mode] if by_mode else []),
+                f"{(rate or 0) / 1e3:,.1f}",
+                fmt.duration(candidate.days),
                 fmt.duration(candidate.pessimistic_days),
-                fmt.cost_figure(p.total_cost, unit),
+                fmt.cost_figure(candidate.cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
-                str(p.bottleneck),
+                o.bound if offline and o else str(p.bottleneck),
                 *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
+    whole = any(c.projection.regeneration is not None for c in result.front)
+    job = "; days and cost of the whole job, regeneration included" if whole else ""
     _print_fitted(
         f"the (days, cost) front, fastest first{unit_words}; at worst: at the "
-        f"pessimistic end of the rates",
+        f"pessimistic end of the rates{job}",
         columns,
         rows,
     )
@@ -635,17 +676,40 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         if c is None:
             continue
         p = c.projection
+        how = (
+            f"offline ({p.offline.tb:,.1f} TB)"
+            if c.mode == "offline" and p.offline
+            else fmt.ktok(p.tokens_per_s)
+        )
         console.print(
             f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
-            f"{escape(_plan_cell(c.plan, names))}, {fmt.ktok(p.tokens_per_s)}, "
-            f"{fmt.duration(p.days)}, "
-            f"{escape(fmt.cost(p.total_cost, unit))}{_verdict(c, unit)}"
+            f"{escape(_plan_cell(c.plan, names))}, {how}, "
+            f"{fmt.duration(c.days)}, "
+            f"{escape(fmt.cost(c.cost, unit))}{_verdict(c, unit)}"
         )
+    if "offline" in result.modes:
+        console.print(escape(_offline_note(result)))
     console.print(
         f"[dim]the front and the winners are the plans that meet the constraints "
         f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"
     )
     _borrowed_prices(console, result, names)
+
+
+def _offline_note(result: SearchResult) -> str:
+    """What an offline row's figures include, and the offline plans storage stopped."""
+    stopped = result.rejected.get("storage", 0)
+    unit_usd = result.cost_unit == "USD"
+    return (
+        "offline rows: capture once, then every epoch from storage; "
+        + (
+            "the cost includes the storage (storage.usd_per_tb_month)"
+            if unit_usd
+            else f"the cost counts GPUs only (storage is priced in USD, the cost in "
+            f"{result.cost_unit})"
+        )
+        + (f"; {stopped:,} offline splits do not fit storage.tb" if stopped else "")
+    )
 
 
 def _verdict(c: Any, unit: str) -> str:
@@ -732,26 +796,40 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         known = ones.get(f.format)
         return lambda v: known(v, unit) if known else fmt.figure(f, v, unit, compact=True)
 
-    headers = ["plan"]
+    # A column per figure; a ratio's range in its cell, the plan's own ranges in columns
+    # after the figures ("days range"), but the throughput's beside it ("range", where
+    # scripts reading the csv by position have always found it).
+    figures = comparing.shown()
+    ranged = [f for f in figures if f.ranged and f.of == "projection"]
+    beside = ranged[:1] if ranged and ranged[0].key == F.TOKENS_PER_S.key else []
     columns: list[tuple[str, bool, int]] = []  # (figure key, a range, drop)
-    for f in comparing.shown():
-        for is_range in (False, True) if f.ranged and f.of == "projection" else (False,):
-            headers.append("range" if is_range else f.head)
-            given = 0 if f.composed and not is_range else 4
-            columns.append((f.key, is_range, _COMPARE_DROPS.get((f.key, is_range), given)))
+    headers = ["plan"]
+    for f in figures:
+        columns.append((f.key, False, _COMPARE_DROPS.get((f.key, False), 0 if f.composed else 4)))
+        headers.append(f.head)
+        if f in beside:
+            columns.append((f.key, True, _COMPARE_DROPS.get((f.key, True), 4)))
+            headers.append("range")
+    for f in ranged:
+        if f not in beside:
+            columns.append((f.key, True, 4))
+            headers.append(f"{f.head} range")
     body = []
     for path, x in rows:
         unit = x.projection.cost_unit
-        row = [str(path)]
+        cells: dict[tuple[str, bool], str] = {}
         for c in x.cells:
             f = c.figure
             value = values.get(f.format)
             text = value(c.value, unit) if value else fmt.cell(f, c.value, unit)
             if f.ranged and f.of == "projection":
-                row += [text, fmt.spread(c.range, one(f, unit), sep) or fmt.DASH]
+                cells[f.key, False] = text
+                cells[f.key, True] = fmt.spread(c.range, one(f, unit), sep) or fmt.DASH
             else:
-                row.append(_with_range(text, c.range, one(f, unit), sep) if f.ranged else text)
-        body.append(row)
+                cells[f.key, False] = (
+                    _with_range(text, c.range, one(f, unit), sep) if f.ranged else text
+                )
+        body.append([str(path), *(cells[key, is_range] for key, is_range, _ in columns)])
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
     if any(x.projection.mode == "offline" for _, x in rows):
@@ -770,6 +848,21 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
                 if o is None or p.mode != "offline"
                 else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
                 f"cheaper from {even}"
+            )
+    # Plans that regenerate: the whole job (every phase) beside the training figures (a
+    # column only when some plan regenerates).
+    if any(x.projection.regeneration is not None for _, x in rows):
+        headers.append("whole job")
+        columns.append(("whole job", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
+            t = p.total
+            row.append(
+                fmt.DASH
+                if t is None
+                else f"{fmt.duration(t.days)}, {money(t.cost, p.cost_unit)} ("
+                + " + ".join(f"{ph.name} {fmt.duration(ph.days)}" for ph in p.phases)
+                + ")"
             )
     if style == "csv":
         import csv
@@ -790,7 +883,8 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
     shown = {F.COST_PER_EPOCH.head: F.COST_PER_EPOCH.narrow}
-    texts = {f.key for f in comparing.shown() if f.format == "text"} | {"offline"}
+    # Words, not numbers: left-aligned; the offline and whole-job columns may fold.
+    texts = {f.key for f in comparing.shown() if f.format == "text"} | {"offline", "whole job"}
     fitted = [
         _Column("plan", fold=True),
         *(
@@ -798,7 +892,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
                 shown.get(h, h.replace("-", " ")),
                 key not in texts,
                 drop=drop,
-                fold=key == "offline",
+                fold=key in ("offline", "whole job"),
             )
             for h, (key, _, drop) in zip(headers[1:], columns, strict=True)
         ),
@@ -893,7 +987,7 @@ def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: boo
             f"{o.usd_per_gpu_hour:,.2f}",
             f"{o.unit_gpus} GPU" + ("s" if o.unit_gpus > 1 else ""),
             f"[yellow]{date}[/yellow]" if stale else date,
-            escape(o.instance),
+            escape(", ".join(x for x in (o.instance, o.region) if x)),
         )
     table.caption = (
         f"old: undated, or seen more than {PRICE_MAX_AGE_DAYS} days ago; check "

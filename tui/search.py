@@ -41,7 +41,7 @@ from ..model.explore.search import (
     sweep,
 )
 from ..model.inputs.catalog import Catalog
-from ..model.inputs.plan import Plan
+from ..model.inputs.plan import MODES, Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter
@@ -171,6 +171,13 @@ class SearchScreen(Screen[None]):
                 tooltip="The pipeline needs both roles on one node",
             )
             yield Checkbox(
+                "offline too",
+                id="search-both-modes",
+                compact=True,
+                tooltip="Evaluate each split online and offline (capture to storage, then "
+                "train; storage.tb bounds it); off: in the plan's own mode",
+            )
+            yield Checkbox(
                 "at worst",
                 True,
                 id="search-at-worst",
@@ -251,6 +258,7 @@ class SearchScreen(Screen[None]):
             max_gpus=int(max_gpus),
             mixed=self.query_one("#search-mixed", Checkbox).value,
             one_node=self.query_one("#search-one-node", Checkbox).value,
+            modes=MODES if self.query_one("#search-both-modes", Checkbox).value else None,
         )
         at_worst = self.query_one("#search-at-worst", Checkbox).value
         return Query(
@@ -359,7 +367,10 @@ class SearchScreen(Screen[None]):
         table.clear()
         deadline = query.constraints.deadline_days
         for tag, c in picked:
-            p = c.projection
+            p, o = c.projection, c.projection.offline
+            # An offline plan: its training rate and what bounds it; "offline" in its name.
+            offline = o if c.mode == "offline" else None
+            rate = offline.train_tokens_per_s if offline else p.tokens_per_s
             worst = Text(fmt.duration(c.pessimistic_days, compact=True), justify="right")
             checks = [
                 ok
@@ -370,12 +381,12 @@ class SearchScreen(Screen[None]):
                 worst.append(" ✓" if all(checks) else " ✗", style="green" if all(checks) else "red")
             table.add_row(
                 Text(tag, style="bold" if tag != "front" else "dim"),
-                plan_label(c.plan, query.catalog),
-                Text(f"{(p.tokens_per_s or 0) / 1e3:,.1f}", justify="right"),
+                plan_label(c.plan, query.catalog) + (" offline" if offline else ""),
+                Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
                 Text(fmt.duration(c.days, compact=True), justify="right"),
                 worst,
                 Text(f"{c.cost:,.0f}", justify="right"),
-                p.bottleneck or fmt.DASH,
+                offline.bound if offline else p.bottleneck or fmt.DASH,
                 *(
                     Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
                     for f in F.rows(F.View.SEARCH)

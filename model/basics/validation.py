@@ -165,6 +165,9 @@ GPUS_PER_ROLE = Bound(1, 100_000, "GPUs")
 TP = Bound(1, 128, "GPUs per replica")
 PORT = Bound(1, 65_535)
 BATCH_SIZE = Bound(1, 4_096, "samples")
+# Sequences a decode engine holds in flight (vLLM's max_num_seqs, TensorRT-LLM's
+# max_batch_size: both accept up to thousands).
+MAX_SEQUENCES = Bound(1, 65_536, "sequences")
 SAMPLES = Bound(1, 10_000_000_000, "samples")
 SEQUENCE_TOKENS = Bound(1, 1_048_576, "tokens")
 EPOCHS = Bound(1, 1_000, "epochs")

@@ -44,7 +44,15 @@ class Price:
             "usd_per_gpu_hour": self.usd_per_gpu_hour,
             "offer": None
             if o is None
-            else {"provider": o.provider, "kind": o.kind, "date": o.date},
+            else {
+                "provider": o.provider,
+                "kind": o.kind,
+                "date": o.date,
+                "unit_gpus": o.unit_gpus,
+                "instance": o.instance,
+                "region": o.region,
+                "source": o.source,
+            },
         }
 
 

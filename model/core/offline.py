@@ -14,11 +14,13 @@ are the days themselves and s = 0: E*_days = t_cap / (t_on - t_tr).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.plan import Plan
+from ..physics.pipeline import minimum
 from ..physics.storage import (
     Format,
     nodes_of,
@@ -27,10 +29,28 @@ from ..physics.storage import (
     stored_bytes_per_token,
 )
 from .diagnostics import Diagnostic
-from .economics import RolePrices
+from .economics import Number, RolePrices
 
 DAYS_PER_MONTH = 365.25 / 12
 BYTES_PER_TB = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineRanges:
+    """The offline run's days and cost at the fast and the slow end of the same readings
+    and links as the online pipeline's ranges (the corners of PlanScenarios), and what
+    each role's rate alone moves the days between (its role_span)."""
+
+    days: tuple[float, float]  # fast, slow
+    cost: tuple[float, float] | None
+    role_days: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "days": list(self.days),
+            "cost": list(self.cost) if self.cost else None,
+            "role_days": {k: list(v) for k, v in self.role_days.items()},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,21 +84,13 @@ class Offline:
     storage_in_cost: bool  # the storage cost is part of `cost`
     break_even_epochs: float | None  # on cost; None: never (or not priced)
     break_even_epochs_days: float | None  # on days; None: never
-
-    @property
-    def days(self) -> float:
-        return self.capture_days + self.epochs * self.train_days_per_epoch
+    days: float  # capture, then every epoch's training
+    cost: float | None  # GPUs by phase, and storage when priced in the same unit
+    ranges: OfflineRanges | None = None
 
     @property
     def storage_usd_per_day(self) -> float:
         return (self.storage_usd or 0.0) / self.days if self.days else 0.0
-
-    @property
-    def cost(self) -> float | None:
-        if self.capture_cost is None or self.train_cost_per_epoch is None:
-            return None
-        storage = self.storage_usd if self.storage_in_cost and self.storage_usd else 0.0
-        return self.capture_cost + self.epochs * self.train_cost_per_epoch + storage
 
     @property
     def online_cost(self) -> float | None:
@@ -123,6 +135,7 @@ class Offline:
             "storage_in_cost": self.storage_in_cost,
             "break_even_epochs": self.break_even_epochs,
             "break_even_epochs_days": self.break_even_epochs_days,
+            "ranges": self.ranges.to_json() if self.ranges else None,
         }
 
 
@@ -133,6 +146,101 @@ def break_even_epochs(fixed: float, per_epoch: float, online_per_epoch: float) -
     if gain <= 0:
         return None
     return fixed / gain
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The offline run's figures at given capacities: floats for one plan, numpy arrays for
+    many splits at once (search). `offline()` and search both compute them here, so a
+    split's figures in search are the projection's own, bit for bit."""
+
+    capture_s: Number
+    train_s: Number  # per epoch
+    storage_tokens_per_s: Number | None
+    train_tokens_per_s: Number
+    capture_billed: tuple[Number, Number]
+    train_billed: tuple[Number, Number]
+    capture_cost: Number | None
+    train_cost_per_epoch: Number | None
+    storage_usd: Number | None
+    storage_in_cost: bool
+    days: Number
+    cost: Number | None
+
+
+def stored(plan: Plan, hidden: int, captured_layers: int) -> tuple[Format, float]:
+    """The storage format of the plan and the bytes it stores per token."""
+    fmt = storage_format(plan.storage.format, plan.launch.format)
+    return fmt, stored_bytes_per_token(hidden, captured_layers, plan.workload.storage_dtype, fmt)
+
+
+def fits_storage(plan: Plan, bytes_per_token: float, tokens_per_epoch: float) -> bool:
+    """Whether the captured data fits `storage.tb` (unset: not checked)."""
+    tb = plan.storage.tb
+    return tb is None or bytes_per_token * tokens_per_epoch / BYTES_PER_TB <= tb
+
+
+def run(
+    plan: Plan,
+    bytes_per_token: float,
+    tokens_per_epoch: float,
+    targets: Number,
+    drafters: Number,
+    capture_tokens_per_s: Number,
+    drafter_tokens_per_s: Number,
+    drafter_gpus_per_node: int,
+    prices: RolePrices,
+    in_usd: bool,
+    online_billed: tuple[Number, Number],
+    units: tuple[int, int],
+) -> Run:
+    """One epoch's tokens captured at the targets' capacity, then every epoch trained at
+    the drafters' capacity, no faster than storage reads them; the days, the GPU cost by
+    phase (`storage.billing`) and the storage's cost. Plain arithmetic on scalars or
+    arrays of counts (as `pipeline.flow`)."""
+    w, s = plan.workload, plan.storage
+    storage_rate = storage_tokens_per_s(
+        s.read_gb_per_s_per_node, nodes_of(drafters, drafter_gpus_per_node), bytes_per_token
+    )
+    train_rate = (
+        drafter_tokens_per_s
+        if storage_rate is None
+        else minimum(drafter_tokens_per_s, storage_rate)
+    )
+    capture_s = tokens_per_epoch / capture_tokens_per_s
+    train_s = tokens_per_epoch / train_rate
+    if s.billing == "whole-run":
+        capture_billed = train_billed = online_billed
+    else:
+        capture_billed = (-(-targets // units[0]) * units[0], 0 * targets)
+        train_billed = (0 * drafters, -(-drafters // units[1]) * units[1])
+
+    days = capture_s / SECONDS_PER_DAY + w.epochs * (train_s / SECONDS_PER_DAY)
+    tb = bytes_per_token * tokens_per_epoch / BYTES_PER_TB
+    storage_usd = (
+        tb * s.usd_per_tb_month * days / DAYS_PER_MONTH if s.usd_per_tb_month is not None else None
+    )
+    storage_in_cost = in_usd and storage_usd is not None
+    c_cap, b = _cost(capture_billed, capture_s, prices), _cost(train_billed, train_s, prices)
+    total = (
+        None
+        if c_cap is None or b is None
+        else c_cap + w.epochs * b + (storage_usd if storage_in_cost else 0.0)
+    )
+    return Run(
+        capture_s,
+        train_s,
+        storage_rate,
+        train_rate,
+        capture_billed,
+        train_billed,
+        c_cap,
+        b,
+        storage_usd,
+        storage_in_cost,
+        days,
+        total,
+    )
 
 
 def offline(
@@ -150,47 +258,38 @@ def offline(
     online_billed: tuple[int, int],
     units: tuple[int, int],
 ) -> Offline:
-    """The offline run: one epoch's tokens captured at the targets' capacity, then every
-    epoch trained at the drafters' capacity, no faster than storage reads them."""
+    """The offline run of the plan's split (`run`), beside its online pipeline."""
     w, s = plan.workload, plan.storage
-    fmt = storage_format(s.format, plan.launch.format)
-    per_token = stored_bytes_per_token(hidden, captured_layers, w.storage_dtype, fmt)
-    nodes = nodes_of(plan.drafter.count, drafter_gpus_per_node)
-    storage_rate = storage_tokens_per_s(s.read_gb_per_s_per_node, nodes, per_token)
-    train_rate = (
-        drafter_tokens_per_s if storage_rate is None else min(drafter_tokens_per_s, storage_rate)
+    fmt, per_token = stored(plan, hidden, captured_layers)
+    T, D = plan.target.count, plan.drafter.count
+    nodes = int(nodes_of(D, drafter_gpus_per_node))
+    o = run(
+        plan,
+        per_token,
+        tokens_per_epoch,
+        T,
+        D,
+        target_tokens_per_s,
+        drafter_tokens_per_s,
+        drafter_gpus_per_node,
+        prices,
+        in_usd,
+        online_billed,
+        units,
     )
+    storage_rate = None if o.storage_tokens_per_s is None else float(o.storage_tokens_per_s)
+    train_rate = float(o.train_tokens_per_s)
     bound = (
         "storage" if storage_rate is not None and storage_rate < drafter_tokens_per_s else "drafter"
     )
-    capture_s = tokens_per_epoch / target_tokens_per_s
-    train_s = tokens_per_epoch / train_rate
+    capture_s, train_s = float(o.capture_s), float(o.train_s)
     online_s = tokens_per_epoch / online_tokens_per_s
-    T, D = plan.target.count, plan.drafter.count
-    if s.billing == "whole-run":
-        capture_billed = train_billed = online_billed
-    else:
-        capture_billed = (-(-T // units[0]) * units[0], 0)
-        train_billed = (0, -(-D // units[1]) * units[1])
-
-    def cost(billed: tuple[int, int], seconds: float, usd: bool = False) -> float | None:
-        t_price = prices.target_usd_per_hour if usd else prices.target_per_hour
-        d_price = prices.drafter_usd_per_hour if usd else prices.drafter_per_hour
-        if t_price is None or d_price is None:
-            return None
-        return (billed[0] * t_price + billed[1] * d_price) * seconds / SECONDS_PER_HOUR
-
-    days = (capture_s + w.epochs * train_s) / SECONDS_PER_DAY
-    tb = per_token * tokens_per_epoch / BYTES_PER_TB
-    storage_usd = (
-        tb * s.usd_per_tb_month * days / DAYS_PER_MONTH if s.usd_per_tb_month is not None else None
-    )
-    storage_in_cost = in_usd and storage_usd is not None
-    c_cap, b = cost(capture_billed, capture_s), cost(train_billed, train_s)
-    a = cost(online_billed, online_s)
+    c_cap = None if o.capture_cost is None else float(o.capture_cost)
+    b = None if o.train_cost_per_epoch is None else float(o.train_cost_per_epoch)
+    a = _cost(online_billed, online_s, prices)
     s_day = (
-        tb * s.usd_per_tb_month / DAYS_PER_MONTH
-        if storage_in_cost and s.usd_per_tb_month is not None
+        per_token * tokens_per_epoch / BYTES_PER_TB * s.usd_per_tb_month / DAYS_PER_MONTH
+        if o.storage_in_cost and s.usd_per_tb_month is not None
         else 0.0
     )
     t_cap, t_tr = capture_s / SECONDS_PER_DAY, train_s / SECONDS_PER_DAY
@@ -203,7 +302,7 @@ def offline(
         format=fmt,
         dtype=w.storage_dtype,
         bytes_per_token=per_token,
-        tb=tb,
+        tb=per_token * tokens_per_epoch / BYTES_PER_TB,
         tb_available=s.tb,
         drafter_nodes=nodes,
         read_bytes_per_s=(
@@ -219,17 +318,27 @@ def offline(
         epochs=w.epochs,
         online_days=w.epochs * online_s / SECONDS_PER_DAY,
         billing=s.billing,
-        capture_billed=capture_billed,
-        train_billed=train_billed,
+        capture_billed=(int(o.capture_billed[0]), int(o.capture_billed[1])),
+        train_billed=(int(o.train_billed[0]), int(o.train_billed[1])),
         cost_unit=cost_unit,
         capture_cost=c_cap,
         train_cost_per_epoch=b,
         online_cost_per_epoch=a,
-        storage_usd=storage_usd,
-        storage_in_cost=storage_in_cost,
+        storage_usd=None if o.storage_usd is None else float(o.storage_usd),
+        storage_in_cost=o.storage_in_cost,
         break_even_epochs=even_cost,
         break_even_epochs_days=break_even_epochs(t_cap, t_tr, online_s / SECONDS_PER_DAY),
+        days=float(o.days),
+        cost=None if o.cost is None else float(o.cost),
     )
+
+
+def _cost(billed: tuple[Number, Number], seconds: Number, prices: RolePrices) -> Number | None:
+    """The GPUs billed per role x their prices x the time, in the plan's cost unit."""
+    t_price, d_price = prices.target_per_hour, prices.drafter_per_hour
+    if t_price is None or d_price is None:
+        return None
+    return (billed[0] * t_price + billed[1] * d_price) * seconds / SECONDS_PER_HOUR
 
 
 def offline_checks(o: Offline, mode: str) -> list[Diagnostic]:

@@ -43,7 +43,16 @@ from .diagnostics import (
     range_note,
 )
 from .economics import Economics, RolePrices, billed, break_even_price_ratio, economics
-from .offline import Offline, offline, offline_checks
+from .offline import Offline, OfflineRanges, offline, offline_checks, run, stored
+from .phases import (
+    Phase,
+    Regeneration,
+    Total,
+    regenerate_phase,
+    regeneration,
+    total,
+    training_phases,
+)
 from .rates import RateModel, RoleRate, engine, measured_implied, rates
 from .resolve import Resolved, resolve
 from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label, link_dim, memory_band
@@ -189,10 +198,18 @@ class PlanScenarios:
     total_tokens: float
     role_prices: RolePrices
     billed: tuple[int, int]
+    # What the offline run under a scenario needs besides (offline.run).
+    tokens_per_epoch: float = 0.0
+    stored_bytes_per_token: float = 0.0
+    in_usd: bool = False
+    units: tuple[int, int] = (1, 1)
     memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
+    offline_memo: dict[tuple[str | None, ...], tuple[float, float | None]] = field(
+        default_factory=dict
+    )
     gpus: dict[tuple[str, float], Gpu] = field(default_factory=dict)  # link-scaled copies
 
-    def inputs(self, s: Scenario) -> PipelineInputs:
+    def inputs(self, s: Scenario, transport: str | None = None) -> PipelineInputs:
         r = self.resolved
         t_share, d_share = (link_share(key, s.get(key)) for key in self.links)
         return plan_inputs(
@@ -202,7 +219,49 @@ class PlanScenarios:
             self.drafter.rate(s),
             self._scaled("target", r.target_gpu, t_share),
             self._scaled("drafter", r.drafter_gpu, d_share),
+            transport=transport,
         )
+
+    def offline_capacities(self, s: Scenario) -> tuple[float, float]:
+        """The offline run's capture and training capacities under a scenario: the
+        targets', and the drafters' reading from storage (no Mooncake fetch wait; storage's
+        own read bound is applied in offline.run)."""
+        plan = self.resolved.plan
+        T, D = plan.target.count, plan.drafter.count
+        f = self.flow(s)
+        disk = f if plan.workload.transport == "direct" else flow(self.inputs(s, "direct"), T, D)
+        return float(f.target_tokens_per_s), float(disk.drafter_tokens_per_s)
+
+    def offline_run(self, s: Scenario) -> tuple[float, float | None]:
+        """The offline run's days and cost (in the plan's cost unit) under a scenario."""
+        key = tuple(s.get(k) for k in self.dims)
+        found = self.offline_memo.get(key)
+        if found is None:
+            plan = self.resolved.plan
+            capture, train = self.offline_capacities(s)
+            o = run(
+                plan,
+                self.stored_bytes_per_token,
+                self.tokens_per_epoch,
+                plan.target.count,
+                plan.drafter.count,
+                capture,
+                train,
+                self.resolved.drafter_gpu.gpus_per_node,
+                self.role_prices,
+                self.in_usd,
+                self.billed,
+                self.units,
+            )
+            found = (float(o.days), None if o.cost is None else float(o.cost))
+            self.offline_memo[key] = found
+        return found
+
+    def run_days(self, s: Scenario) -> float:
+        """The days of the plan's own mode under a scenario (the offline run's offline)."""
+        if self.resolved.plan.workload.mode == "offline":
+            return self.offline_run(s)[0]
+        return self.days(s)
 
     def _scaled(self, role: str, gpu: Gpu, share: float) -> Gpu:
         if (role, share) not in self.gpus:
@@ -339,10 +398,33 @@ class Projection:
     # The offline run beside the online pipeline (when the plan fits), whichever the mode.
     offline: Offline | None = None
     store_memory: store.StoreMemory | None = None  # the Mooncake store in host memory
+    # The whole job by phase (phases.py): regenerate (when on), capture (offline), train;
+    # empty when the plan does not fit.
+    regeneration: Regeneration | None = None
+    phases: tuple[Phase, ...] = ()
+
+    @property
+    def total(self) -> Total | None:
+        """Every phase summed: the whole job."""
+        return total(self.phases) if self.phases else None
 
     @property
     def mode(self) -> str:
         return self.plan.workload.mode
+
+    @property
+    def run_days(self) -> float | None:
+        """The days of the plan's own mode: the offline run's when it runs offline."""
+        if self.mode == "offline":
+            return self.offline.days if self.offline else None
+        return self.days
+
+    @property
+    def run_cost(self) -> float | None:
+        """The total cost of the plan's own mode (the offline run's when it runs offline)."""
+        if self.mode == "offline":
+            return self.offline.cost if self.offline else None
+        return self.total_cost
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -429,6 +511,9 @@ class Projection:
             "mode": self.mode,
             "storage": self.offline.to_json(self.mode) if self.offline else None,
             "store_memory": self.store_memory.to_json() if self.store_memory else None,
+            "regeneration": self.regeneration.to_json() if self.regeneration else None,
+            "phases": [p.to_json() for p in self.phases],
+            "total": (t := self.total) and t.to_json(self.cost_unit),
         }
 
 
@@ -529,6 +614,10 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         total_tokens,
         role_prices,
         (billed_t, billed_d),
+        tokens_per_epoch,
+        stored(plan, r.model.hidden, len(r.layer_ids))[1],
+        view.in_usd,
+        (unit_t, unit_d),
     )
     slow_s, fast_s = scen.extreme(slow=True), scen.extreme(slow=False)
     low_f, high_f = scen.flow(slow_s), scen.flow(fast_s)
@@ -647,6 +736,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         )
     econ: Economics | None = None
     off: Offline | None = None
+    job: tuple[Phase, ...] = ()
+    regen = regeneration(plan, r.model, r.gpus)
     ranges = narrowing = None
     marginal_t = marginal_d = None
     bneck = None
@@ -693,6 +784,7 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             if w.transport == "direct"
             else flow(plan_inputs(r, tw, t.tokens_per_s, d.tokens_per_s, transport="direct"), T, D)
         )
+
         off = offline(
             plan,
             r.model.hidden,
@@ -708,7 +800,21 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             (billed_t, billed_d),
             (unit_t, unit_d),
         )
+        off = replace(off, ranges=_offline_ranges(scen, slow_s, fast_s))
         diagnostics += offline_checks(off, w.mode)
+        job = training_phases(
+            w.mode,
+            float(econ.days),
+            billed_t + billed_d,
+            None if econ.total_cost is None else float(econ.total_cost),
+            None if econ.total_cost_usd is None else float(econ.total_cost_usd),
+            f"{T} x {r.target_gpu.name} + {D} x {r.drafter_gpu.name}",
+            off,
+            (role_prices.target_usd_per_hour, role_prices.drafter_usd_per_hour),
+            (r.target_gpu.name, r.drafter_gpu.name),
+        )
+        if regen is not None:
+            job = (regenerate_phase(regen, view), *job)
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
@@ -806,6 +912,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
         scenarios=scen if fits else None,
         offline=off,
         store_memory=store_mem,
+        regeneration=regen,
+        phases=job,
     )
 
 
@@ -949,6 +1057,24 @@ def _ranges(
         widest_days=spans.get(widest) if widest else None,
         role_days={name: spans[name] for name in ranked},
     ), narrowing
+
+
+def _offline_ranges(scen: PlanScenarios, slow_s: Scenario, fast_s: Scenario) -> OfflineRanges:
+    """The offline run at the online ranges' corners (its days and cost are monotone in
+    both capacities, which are monotone in every rate and link), and each role's
+    role_span."""
+    run_at = scen.offline_run
+    (fast_days, fast_cost), (slow_days, slow_cost) = run_at(fast_s), run_at(slow_s)
+    spans: dict[str, tuple[float, float]] = {}
+    for name in ("target", "drafter"):
+        ends = [run_at(s)[0] for s in scen.role_span(name)]
+        if max(ends) - min(ends) > 1e-9:
+            spans[name] = (min(ends), max(ends))
+    return OfflineRanges(
+        (fast_days, slow_days),
+        None if fast_cost is None or slow_cost is None else (fast_cost, slow_cost),
+        dict(sorted(spans.items(), key=lambda kv: kv[1][0] - kv[1][1])),
+    )
 
 
 def break_even(

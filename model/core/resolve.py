@@ -73,6 +73,8 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     named += [(f"cost.usd_per_gpu_hour.{k}", k) for k in plan.cost.usd_per_gpu_hour]
     named += [(f"calibration.target.{k}", k) for k in plan.calibration.target]
     named += [(f"calibration.drafter.{k}", k) for k in plan.calibration.drafter]
+    if plan.workload.regenerate and plan.regenerate.gpu is not None:
+        named.append(("regenerate.gpu", plan.regenerate.gpu))
     gpus = {key: catalog.gpu(key, plan_key) for plan_key, key in named}
     w = plan.workload
     model = catalog.model(w.target_model)

@@ -22,7 +22,7 @@ from ..basics.units import BYTES_PER_GIB
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
-from ..physics import fitting, memory, pipeline, roofline
+from ..physics import decode, fitting, memory, pipeline, roofline
 from ..physics.fitting import case_drafter as _drafter
 from ..physics.fitting import case_model as _model
 from ..physics.fitting import training_time_flop_per_token
@@ -30,16 +30,15 @@ from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.pipeline import flow, pipeline_inputs, tp_efficiency
 from ..physics.roofline import (
     ESTIMATE_SPREAD,
+    FP8_SPEEDUP,
     default_efficiency,
     drafter_roofline,
     target_roofline,
 )
 from ..physics.work import target_work
 
-# FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
-# planning notes); the midpoint is used where a case ran in FP8. FP4 is not modelled: an
-# FP4 case is predicted at the FP8 rate and misses (weak tier).
-FP8_SPEEDUP = 1.6
+# FP8 cases run at roofline.FP8_SPEEDUP. FP4 is not modelled: an FP4 case is predicted at
+# the FP8 rate and misses (weak tier).
 # A case's range: the spread of the kind of estimate it is (roofline.ESTIMATE_SPREAD for
 # rates; memory and matmul ceilings have their own).
 MEMORY_SPREAD = (0.15, 0.15)
@@ -278,6 +277,13 @@ def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
     return node_bytes * pipeline.NETWORK_EFFICIENCY, ESTIMATE_SPREAD["target"]
 
 
+def _predict_decode(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    rate = fitting.case_decode_rate(
+        case, c.gpus[case["gpu"]], decode.DECODE_BANDWIDTH_EFFICIENCY, memory.RUNTIME_RESERVE_GIB
+    )
+    return rate, ESTIMATE_SPREAD["target"]
+
+
 PREDICTORS: dict[str, Predictor] = {
     "target_tokens_per_s_per_gpu": _predict_target,
     "training_tokens_per_s_per_gpu": _predict_training,
@@ -289,6 +295,7 @@ PREDICTORS: dict[str, Predictor] = {
     "drafter_memory_gb": _predict_drafter_memory,
     "target_memory_gb": _predict_target_memory,
     "hidden_state_bytes_per_s": _predict_hidden,
+    "decode_tokens_per_s_per_gpu": _predict_decode,
 }
 
 
@@ -424,8 +431,14 @@ class Validation:
         }
 
 
+# The regeneration phase's decode model is validated apart (its own row): the training
+# model's tiers are as they were before it.
+DECODE = "decode_tokens_per_s_per_gpu"
+
+
 def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
-    rows = list(rows)
+    every = list(rows)
+    rows = [r for r in every if r.quantity != DECODE]
     return {
         # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
         # predictions are everything else.
@@ -433,6 +446,7 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
         "strong": [r for r in rows if r.tier == "strong"],
         "weak": [r for r in rows if r.tier == "weak"],
         "all": rows,
+        "decode": [r for r in every if r.quantity == DECODE],
     }
 
 
@@ -441,7 +455,7 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
     """The model with these fitted constants (None: left as they are) for the duration:
     module constants set and restored, a GPU field on a copy of the catalog. Validation
     only (it swaps module globals: not for threads)."""
-    homes = {"memory": memory, "pipeline": pipeline, "roofline": roofline}
+    homes = {"memory": memory, "pipeline": pipeline, "roofline": roofline, "decode": decode}
     saved: list[tuple[Any, str, float]] = []
     gpus = dict(catalog.gpus)
     try:
@@ -522,14 +536,16 @@ def cross_validate(
 def validate(catalog: Catalog) -> Validation:
     cases = load_cases()
     rows = tuple(predict(case, catalog) for case in cases)
-    groups: dict[str, list[Row]] = {"all": list(rows)}
+    training = [r for r in rows if r.quantity != DECODE]
+    groups: dict[str, list[Row]] = {"all": training}
     groups["strong/model"] = _tiers(rows)["strong/model"]
     for tier in TIERS:
-        groups[tier] = [r for r in rows if r.tier == tier]
+        groups[tier] = [r for r in training if r.tier == tier]
         for half in HALVES:
-            groups[f"{tier}/{half}"] = [r for r in rows if r.tier == tier and r.half == half]
+            groups[f"{tier}/{half}"] = [r for r in training if r.tier == tier and r.half == half]
     for half in HALVES:
-        groups[half] = [r for r in rows if r.half == half]
+        groups[half] = [r for r in training if r.half == half]
+    groups["decode"] = [r for r in rows if r.quantity == DECODE]
     constants, cv_rows, needs = cross_validate(catalog, cases)
     apart = _tiers(r for r in rows if r.id in needs)
     cross = {

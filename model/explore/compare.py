@@ -10,6 +10,7 @@ are enumerated over their values."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,10 +89,24 @@ def shown() -> tuple[figures.Figure, ...]:
 
 def compared(new: Projection, base: Projection) -> Compared:
     c = compare(new, base)
+    # Each plan in its own mode, as compare() judges it: an offline plan's offline run
+    # (capture, then training: its training rate, days, cost, their ranges, its bound).
+    run: dict[str, tuple[Any, tuple[float, float] | None]] = {}
+    if new.mode == "offline" and (o := new.offline) is not None:
+        cost = new.run_cost
+        run = {
+            figures.TOKENS_PER_S.key: (o.train_tokens_per_s, None),
+            figures.DAYS.key: (new.run_days, o.ranges.days if o.ranges else None),
+            figures.TOTAL_COST.key: (cost, o.ranges.cost if o.ranges else None),
+            figures.COST_PER_EPOCH.key: (None if cost is None else cost / new.epochs, None),
+            figures.BOTTLENECK.key: (o.bound, None),
+        }
 
     def cell(f: figures.Figure) -> Cell:
         if f.of == "comparison":
             return Cell(f, f.read(c), getattr(c, f"{f.key}_range") if f.ranged else None)
+        if f.key in run:
+            return Cell(f, *run[f.key])
         ranges = new.ranges
         return Cell(f, f.read(new), getattr(ranges, f.key) if f.ranged and ranges else None)
 
@@ -103,16 +118,25 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def _cost(p: Projection, unit: str) -> float | None:
-    """Total cost in the given unit (the plan's unit or USD)."""
-    return p.total_cost if p.cost_unit == unit else p.total_cost_usd
+    """Total cost of the plan's own mode in the given unit (the plan's unit or USD; an
+    offline run is costed in the plan's unit only)."""
+    if p.cost_unit == unit:
+        return p.run_cost
+    return p.total_cost_usd if p.mode == "online" else None
 
 
 def compare(new: Projection, base: Projection) -> Comparison:
-    speedup = _ratio(base.days, new.days)
+    """Each plan on the figures of its own mode (an offline plan's offline run: capture,
+    then training), so plans in different modes compare on the same figures."""
+    new_days, base_days = new.run_days, base.run_days
+    speedup = _ratio(base_days, new_days)
     unit = new.cost_unit if new.cost_unit == base.cost_unit else "USD"
     new_cost, base_cost = _cost(new, unit), _cost(base, unit)
     cost_ratio = _ratio(new_cost, base_cost)
-    days_delta = (new.days - base.days) if new.days is not None and base.days is not None else None
+    days_delta = (new_days - base_days) if new_days is not None and base_days is not None else None
+    # The price break-even solves the online pipeline's cost for a price; an offline run
+    # bills its phases apart (its break-even is in epochs: the offline column).
+    online = new.mode == base.mode == "online"
     speedup_range = cost_range = None
     speedup_at = cost_at = even_at = None
     even_range: dict[str, tuple[float, float]] | None = None
@@ -123,28 +147,37 @@ def compare(new: Projection, base: Projection) -> Comparison:
         and base.ranges
         and ns is not None
         and bs is not None
-        and new.days is not None
-        and base.days is not None
+        and new_days is not None
+        and base_days is not None
     ):
         dims = {**bs.dims, **ns.dims}
         scenarios = joint_scenarios(ns, bs)
         evaluated = len(scenarios)
-        n_days, b_days = new.days, base.days
+        n_days, b_days = new_days, base_days
 
         def speed(s: Scenario) -> float:
-            return bs.days(s) / ns.days(s)
+            return bs.run_days(s) / ns.run_days(s)
 
         speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
         if new_cost is not None and base_cost is not None and cost_ratio is not None:
 
+            def cost_at_s(p: Projection, ps: PlanScenarios, central: float, days: float) -> Any:
+                """The plan's cost under s: online in proportion to its days; offline the
+                offline run's own (its phases are billed apart)."""
+                if p.mode == "offline":
+                    return lambda s: ps.offline_run(s)[1] or math.inf
+                return lambda s: central * ps.days(s) / days
+
+            n_cost = cost_at_s(new, ns, new_cost, n_days)
+            b_cost = cost_at_s(base, bs, base_cost, b_days)
+
             def cost(s: Scenario) -> float:
-                assert new_cost is not None and base_cost is not None
-                return (new_cost * ns.days(s) / n_days) / (base_cost * bs.days(s) / b_days)
+                return float(n_cost(s) / b_cost(s))
 
             cost_range, cost_at = _spread(cost_ratio, scenarios, cost, dims, ns, bs)
         # Break-even under each scenario: the price at which the plan costs what the
         # baseline costs in that scenario. Roles with a price in every scenario only.
-        central_even = break_even(new, base)
+        central_even = break_even(new, base) if online else None
 
         def even_of(s: Scenario) -> dict[str, float]:
             return break_even(new, base, ns.days(s), bs.days(s)) or {}
@@ -190,6 +223,8 @@ def compare(new: Projection, base: Projection) -> Comparison:
         a, b = getattr(new, role), getattr(base, role)
         if a.count != b.count:
             why.append(f"{role} GPUs {b.count} -> {a.count}")
+    if new.mode != base.mode:
+        why.append(f"mode {base.mode} -> {new.mode}")
     if new.bottleneck != base.bottleneck:
         why.append(
             f"bottleneck {base.bottleneck or 'none (does not fit)'} -> "
@@ -201,7 +236,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
         days_delta=days_delta,
         speedup_range=speedup_range,
         cost_ratio_range=cost_range,
-        break_even_price_ratio=break_even(new, base),
+        break_even_price_ratio=break_even(new, base) if online else None,
         why=tuple(why),
         speedup_range_scenarios=speedup_at,
         cost_ratio_range_scenarios=cost_at,

@@ -29,12 +29,14 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
+from ..core.offline import BYTES_PER_TB, fits_storage, run, stored
+from ..core.phases import Regeneration, regenerate_phase, regeneration_decode, regeneration_gpus
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
 from ..core.scenarios import LOW, memory_band
 from ..inputs.catalog import Catalog
-from ..inputs.plan import Plan
+from ..inputs.plan import Mode, Plan
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import PipelineInputs, flow
 from ..physics.work import drafter_work
@@ -65,6 +67,8 @@ class Space:
     max_nodes: int | None = None
     mixed: bool = False  # the two roles may use different GPU types
     one_node: bool = False  # the pipeline needs both roles on one node
+    # The modes each split is evaluated in (workload.mode): online, offline or both.
+    modes: tuple[Mode, ...] = ("online",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +104,29 @@ class Candidate:
     within_budget_pessimistic: bool | None  # None without a budget
 
     @property
+    def mode(self) -> str:
+        return self.plan.workload.mode
+
+    @property
     def days(self) -> float:
-        return float(self.projection.days or math.inf)
+        """The whole job's days in the plan's own mode: the offline run's (capture, then
+        training) when it runs offline, after the regeneration phase when it has one."""
+        return self._regenerate_days() + float(self.projection.run_days or math.inf)
 
     @property
     def cost(self) -> float:
-        return float(self.projection.total_cost or math.inf)
+        return self._regenerate_cost() + float(self.projection.run_cost or math.inf)
+
+    def _regenerate_days(self) -> float:
+        p = self.projection
+        return p.phases[0].days if p.regeneration is not None and p.phases else 0.0
+
+    def _regenerate_cost(self) -> float:
+        p = self.projection
+        if p.regeneration is None or not p.phases:
+            return 0.0
+        cost = p.phases[0].cost
+        return math.inf if cost is None else cost
 
     def judged(self, at: At) -> tuple[float, float]:
         """The (days, cost) the constraints are judged on at that end."""
@@ -130,6 +151,7 @@ class Result:
     # The searched GPU types whose price is not the plan's own (catalog, offer).
     borrowed_prices: tuple[Price, ...] = ()
     evaluated_after_pruning: int | None = None  # None: every covered one was evaluated
+    modes: tuple[Mode, ...] = ("online",)  # the modes each split was evaluated in
 
     @property
     def covered(self) -> int:
@@ -152,6 +174,9 @@ class Result:
 
             days, cost = c.judged(at)
             return {
+                "mode": c.mode,
+                "days": c.days,
+                "cost": c.cost,
                 "plan": plan_to_dict(c.plan),
                 "projection": c.projection.to_json(),
                 "pessimistic_days": c.pessimistic_days,
@@ -172,6 +197,7 @@ class Result:
             "why_none": self.why_none,
             "rejected": self.rejected,
             "constraints": self.constraints.to_json(),
+            "modes": list(self.modes),
             "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
             "front": [one(c) for c in self.front],
             "cheapest_within_deadline": one(self.cheapest_within_deadline),
@@ -180,13 +206,22 @@ class Result:
         }
 
 
-def _variant(plan: Plan, t_gpu: str, d_gpu: str, tp: int, targets: int, drafters: int) -> Plan:
-    return plan.model_copy(
-        update={
-            "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
-            "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters}),
-        }
-    )
+def _variant(
+    plan: Plan,
+    t_gpu: str,
+    d_gpu: str,
+    tp: int,
+    targets: int,
+    drafters: int,
+    mode: Mode | None = None,
+) -> Plan:
+    update: dict[str, Any] = {
+        "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
+        "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters}),
+    }
+    if mode is not None and mode != plan.workload.mode:
+        update["workload"] = plan.workload.model_copy(update={"mode": mode})
+    return plan.model_copy(update=update)
 
 
 def _splits(max_gpus: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
@@ -215,6 +250,9 @@ class _Block:
     nodes: np.ndarray
     covered: int  # splits of the block, evaluated or proved dominated
     unfit: int = 0  # evaluated splits left out as they do not fit
+    mode: Mode = "online"
+    storage_fits: bool = True  # offline: the captured data fits storage.tb
+    storage_tb: float = 0.0  # offline: the captured data, TB
 
     def fitting(self) -> _Block:
         """The block with its fitting splits only (what ranking needs), counts in 32 bits:
@@ -262,6 +300,7 @@ def _block(
     tp: int,
     space: Space,
     brute: bool = False,
+    mode: Mode = "online",
 ) -> _Block | None:
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
@@ -277,6 +316,7 @@ def _block(
         target_tokens_per_s: float,
         drafter_tokens_per_s: float,
         shares: tuple[float, float] = (1.0, 1.0),
+        transport: str | None = None,
     ) -> PipelineInputs:
         return plan_inputs(
             r,
@@ -286,6 +326,7 @@ def _block(
             link_scaled(t_gpu, shares[0]),
             link_scaled(d_gpu, shares[1]),
             tp,
+            transport,
         )
 
     central_in = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s)
@@ -320,7 +361,9 @@ def _block(
     replicas = np.arange(1, space.max_gpus // tp + 1)
     covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
     band: tuple[np.ndarray, ...] | None = None
-    if brute:
+    if brute or mode == "offline":
+        # Offline, capture and training run one after the other: no balance point bounds
+        # the useful counts, so an offline block is evaluated whole.
         pass
     elif t_key != d_key:
         band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits)
@@ -367,14 +410,126 @@ def _block(
         )
         return np.asarray(econ.days, float), np.asarray(econ.total_cost, float)
 
-    days, cost = days_cost(central.tokens_per_s)
-    slow_days, slow_cost = days_cost(slow.tokens_per_s)
+    if mode == "offline":
+        # offline.run, as project() calls it: the targets' capacity captures, the drafters'
+        # reading from storage (no Mooncake fetch wait) train.
+        _, per_token = stored(plan, r.model.hidden, len(r.layer_ids))
+        tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
+        units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
+
+        def offline_days_cost(f: Any, disk_in: PipelineInputs) -> tuple[np.ndarray, np.ndarray]:
+            disk = f if w.transport == "direct" else flow(disk_in, targets, drafters)
+            o = run(
+                plan,
+                per_token,
+                tokens_per_epoch,
+                targets,
+                drafters,
+                f.target_tokens_per_s,
+                disk.drafter_tokens_per_s,
+                d_gpu.gpus_per_node,
+                role_prices,
+                view.in_usd,
+                (billed_t, billed_d),
+                units,
+            )
+            cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
+            return (
+                np.broadcast_to(np.asarray(o.days, float), targets.shape),
+                np.broadcast_to(np.asarray(cost, float), targets.shape),
+            )
+
+        days, cost = offline_days_cost(
+            central, inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
+        )
+        slow_days, slow_cost = offline_days_cost(
+            slow,
+            inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct"),
+        )
+        storage_fits = fits_storage(plan, per_token, tokens_per_epoch)
+        storage_tb = per_token * tokens_per_epoch / BYTES_PER_TB
+    else:
+        days, cost = days_cost(central.tokens_per_s)
+        slow_days, slow_cost = days_cost(slow.tokens_per_s)
+        storage_fits, storage_tb = True, 0.0
+    if w.regenerate:
+        # The whole job: the regeneration phase first (phases.py, as the projection adds it).
+        regen_days, regen_cost = _regeneration(
+            plan, catalog, shared, t_key, d_key, tp, targets, drafters
+        )
+        days, cost = regen_days + days, regen_cost + cost
+        slow_days, slow_cost = regen_days + slow_days, regen_cost + slow_cost
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     return _Block(
-        t_key, d_key, tp, targets, drafters, days, cost, slow_days, slow_cost, fits, nodes, covered
+        t_key,
+        d_key,
+        tp,
+        targets,
+        drafters,
+        days,
+        cost,
+        slow_days,
+        slow_cost,
+        fits,
+        nodes,
+        covered,
+        mode=mode,
+        storage_fits=storage_fits,
+        storage_tb=storage_tb,
     )
+
+
+def _regeneration(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    targets: np.ndarray,
+    drafters: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The regeneration phase's days and cost of each split, computed by the projection's
+    own functions once per GPU count (phases.regeneration_gpus: every GPU of the plan of
+    its type, in whole replicas, unless regenerate.count says otherwise). A split with no
+    whole replica, or whose replica cannot hold the weights and a sequence, cannot
+    regenerate: infinite."""
+    g = plan.regenerate
+    key, tp_r = g.gpu or t_key, g.tp or tp
+    gpu = catalog.gpus[key]
+    if g.count is not None:
+        regeneration_gpus(plan, dict(catalog.gpus))  # raises for a count of part replicas
+        counts = np.full(targets.shape, g.count)
+    else:
+        same = (targets if key == t_key else 0) + (drafters if key == d_key else 0)
+        counts = np.asarray(same) // tp_r * tp_r
+    try:
+        rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+    except PlanError:  # the weights leave no room to decode at this tp: no such plan
+        return np.full(targets.shape, math.inf), np.full(targets.shape, math.inf)
+    w = plan.workload
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    distinct, where = np.unique(counts, return_inverse=True)
+    days = np.full(distinct.shape, math.inf)
+    cost = np.full(distinct.shape, math.inf)
+    for i, count in enumerate(distinct):
+        if count > 0:
+            regen = Regeneration(
+                key,
+                gpu.name,
+                int(count),
+                tp_r,
+                output,
+                w.avg_sample_tokens - output,
+                w.samples,
+                rate,
+            )
+            phase = regenerate_phase(regen, shared.prices)
+            days[i] = phase.days
+            cost[i] = math.inf if phase.cost is None else phase.cost
+    return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
 
 
 # Counts no split reaches: a side's capacity with this many GPUs on the other side is that
@@ -620,13 +775,20 @@ def _blocks(
             "search.max_gpus",
         )
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]
-    shared = _shared(plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus)))
+    regen = (plan.regenerate.gpu,) if plan.workload.regenerate and plan.regenerate.gpu else ()
+    shared = _shared(
+        plan, catalog, tuple(dict.fromkeys(space.target_gpus + space.drafter_gpus + regen))
+    )
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute)
-            if block is not None:
-                yield block
+            # The pruning is proved on the training figures; the regeneration phase moves
+            # with the GPU counts too, so a plan that regenerates has every split evaluated.
+            every = brute or plan.workload.regenerate
+            for mode in space.modes:
+                block = _block(plan, catalog, shared, t_key, d_key, tp, space, every, mode)
+                if block is not None:
+                    yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
             yield None
             return
@@ -708,9 +870,10 @@ class _Ranking:
         self.covered = 0
         self.evaluated = 0
         self.blocks = 0
-        self.kinds: list[tuple[str, str, int]] = []  # (t_gpu, d_gpu, tp) by index
+        self.kinds: list[tuple[str, str, int, Mode]] = []  # (t_gpu, d_gpu, tp, mode) by index
         self.parts: list[dict[str, np.ndarray]] = []
         self.waiting = 0
+        self.storage_tb: float | None = None  # offline data that did not fit storage.tb
 
     def add(self, b: _Block) -> None:
         space, constraints = self.space, self.constraints
@@ -725,6 +888,8 @@ class _Ranking:
         )
         days_at, cost_at = (b.slow_days, b.slow_cost) if pessimistic else (b.days, b.cost)
         for name, limit in (
+            # Offline, the captured data must fit storage.tb (the same for every split).
+            ("storage", None if b.storage_fits else np.zeros(b.targets.shape, bool)),
             ("nodes", (b.nodes <= space.max_nodes) if space.max_nodes else None),
             ("one node", (b.nodes == 1) if space.one_node else None),
             (
@@ -738,13 +903,15 @@ class _Ranking:
             if limit is not None:
                 rejected[name] = rejected.get(name, 0) + int((ok & ~limit).sum())
                 ok &= limit
+        if not b.storage_fits:
+            self.storage_tb = b.storage_tb
         rows = np.flatnonzero(ok)
         self.feasible += rows.size
         if rows.size == 0:
             return
         gpus = b.targets[rows] + b.drafters[rows]
         rows = rows[np.sort(_pareto(b.days[rows], b.cost[rows], gpus))]
-        self.kinds.append((b.t_gpu, b.d_gpu, b.tp))
+        self.kinds.append((b.t_gpu, b.d_gpu, b.tp, b.mode))
         self.parts.append(
             {
                 "days": b.days[rows],
@@ -769,6 +936,15 @@ class _Ranking:
         front = {k: v[keep] for k, v in both.items()}
         self.parts, self.waiting = [front], 0
         return front
+
+    def _storage_why(self) -> str:
+        """Why storage stopped the offline plans, when it did."""
+        if self.storage_tb is None:
+            return ""
+        return (
+            f"; offline, the hidden states need {self.storage_tb:,.1f} TB but storage.tb is "
+            f"{self.plan.storage.tb:,.1f} TB"
+        )
 
     def result(self) -> Result:
         plan, catalog, space, constraints = (self.plan, self.catalog, self.space, self.constraints)
@@ -795,6 +971,7 @@ class _Ranking:
                 prices=view,
                 borrowed_prices=borrowed,
                 evaluated_after_pruning=computed,
+                modes=space.modes,
             )
         if not self.feasible:
             worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
@@ -808,26 +985,36 @@ class _Ranking:
                 view.unit,
                 why_none=f"no configuration meets the constraints "
                 f"{constraints.describe()}; most were stopped by {worst} "
-                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)",
+                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)" + self._storage_why(),
                 rejected=rejected,
                 constraints=constraints,
                 prices=view,
                 borrowed_prices=borrowed,
                 evaluated_after_pruning=computed,
+                modes=space.modes,
             )
         f = self._merge()
 
         def candidate(k: int) -> Candidate:
-            t_gpu, d_gpu, tp = self.kinds[int(f["kind"][k])]
-            chosen = _variant(plan, t_gpu, d_gpu, tp, int(f["targets"][k]), int(f["drafters"][k]))
+            t_gpu, d_gpu, tp, mode = self.kinds[int(f["kind"][k])]
+            chosen = _variant(
+                plan, t_gpu, d_gpu, tp, int(f["targets"][k]), int(f["drafters"][k]), mode
+            )
             p = project(chosen, catalog)
             # The projection's own pessimistic figures (the sweep's equal them; tested).
-            slow_d = float(p.ranges.days[1]) if p.ranges else float(f["slow_days"][k])
-            slow_c = (
-                float(p.ranges.total_cost[1])
-                if p.ranges and p.ranges.total_cost
-                else float(f["slow_cost"][k])
-            )
+            slow_d, slow_c = float(f["slow_days"][k]), float(f["slow_cost"][k])
+            off = p.offline.ranges if p.offline else None
+            if mode == "offline" and off is not None:
+                slow_d = off.days[1]
+                slow_c = off.cost[1] if off.cost else slow_c
+            elif mode == "online" and p.ranges is not None:
+                slow_d = float(p.ranges.days[1])
+                slow_c = float(p.ranges.total_cost[1]) if p.ranges.total_cost else slow_c
+            if p.regeneration is not None and p.phases:
+                # The regeneration phase (no range: its rate is one estimate) comes first.
+                regen = p.phases[0]
+                slow_d = regen.days + slow_d
+                slow_c = math.inf if regen.cost is None else regen.cost + slow_c
             deadline, budget = constraints.deadline_days, constraints.budget
             return Candidate(
                 chosen,
@@ -856,6 +1043,7 @@ class _Ranking:
             prices=view,
             borrowed_prices=borrowed,
             evaluated_after_pruning=computed,
+            modes=space.modes,
         )
 
 
@@ -868,4 +1056,6 @@ def default_space(
         gpus = tuple(k for k in catalog.gpus if view.per_hour(k) is not None)
     for key in gpus:
         catalog.gpu(key, "search.gpus")
+    # The plan's own mode unless the search is told which modes to evaluate.
+    limits["modes"] = tuple(limits.get("modes") or (plan.workload.mode,))
     return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)

@@ -33,6 +33,7 @@ class Offer(BaseModel):
     usd_per_gpu_hour: float = Field(gt=0.0, le=1000.0, allow_inf_nan=False)
     unit_gpus: int = Field(1, ge=1, le=1024)
     instance: str = Field("", max_length=200)
+    region: str = Field("", max_length=100)
     date: str = Field(
         pattern=r"^(\d{4}-\d{2}(-\d{2})?|undated)$",
         description="YYYY-MM-DD or YYYY-MM when the source showed the price, or undated",
@@ -40,6 +41,9 @@ class Offer(BaseModel):
     source: str = Field("", max_length=2000)
     quote: str = Field("", max_length=4000)
     notes: str = Field("", max_length=4000)
+    # "FORMAT:PROVIDER" on offers `prices --import` wrote: the next import of the same
+    # catalog replaces them; "" on offers written by hand, which an import keeps.
+    imported: str = Field("", max_length=100)
 
     def age_days(self, today: dt.date) -> int | None:
         """Days since the price was seen (the first of the month for YYYY-MM), or None."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -50,6 +51,9 @@ TokensPerS = Annotated[
     float, v.TOKENS_PER_S_PER_GPU.before, v.TOKENS_PER_S_PER_GPU.field("measured rate")
 ]
 Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
+MaxSequences = Annotated[
+    int, v.MAX_SEQUENCES.before, v.MAX_SEQUENCES.field("sequences a decode engine holds in flight")
+]
 StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
 StorageReadGbPerS = Annotated[
     float, v.STORAGE_READ_GB_PER_S.before, v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")
@@ -63,6 +67,11 @@ Text = Annotated[str, Field(max_length=v.TEXT_CHARS), AfterValidator(v.no_nul)]
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+# workload.mode: the online pipeline, or capture to storage then train (offline).
+Mode = Literal["online", "offline"]
+MODES: tuple[Mode, ...] = ("online", "offline")
 
 
 class Workload(_Section):
@@ -91,7 +100,7 @@ class Workload(_Section):
         "memory and a Mooncake store (SpecForge, speculators), or "
         "device to device (your own in-process pipeline)",
     )
-    mode: Literal["online", "offline"] = Field(
+    mode: Mode = Field(
         "online",
         description="online: the targets feed the drafters every epoch; offline: "
         "capture hidden states to storage once, then train every "
@@ -100,6 +109,17 @@ class Workload(_Section):
     storage_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="precision of hidden states written to storage (offline)"
     )
+    regenerate: bool = Field(
+        False,
+        description="first regenerate the answers with the target (decode), a phase before "
+        "the capture and training ([regenerate] sets its GPUs)",
+    )
+    regenerate_output_tokens: SequenceTokens | None = Field(
+        None,
+        description="answer tokens generated per sample, the rest of the sample being its "
+        "prompt; None: the whole sample (an upper bound on the phase: a decoded token costs "
+        "more than a prefilled one); at most avg_sample_tokens",
+    )
 
     @model_validator(mode="after")
     def _sample_fits(self) -> Workload:
@@ -107,6 +127,12 @@ class Workload(_Section):
             raise ValueError(
                 f"avg_sample_tokens ({self.avg_sample_tokens}) exceeds max_length "
                 f"({self.max_length})"
+            )
+        out = self.regenerate_output_tokens
+        if out is not None and out > self.avg_sample_tokens:
+            raise ValueError(
+                f"regenerate_output_tokens ({out}) exceeds avg_sample_tokens "
+                f"({self.avg_sample_tokens}): a sample is its prompt plus its answer"
             )
         if self.target_layer_ids is not None and not self.target_layer_ids:
             raise ValueError("target_layer_ids must be a non-empty list of layer numbers >= 0")
@@ -135,6 +161,21 @@ class DrafterPool(_Section):
     gpu: Name = "rtx-pro-6000"
     count: GpuCount = 1
     batch_size: BatchSize = 2
+
+
+class Regenerate(_Section):
+    """The GPUs that regenerate the answers (workload.regenerate). Every key is optional:
+    unset, every GPU of the plan of the target's type (targets and, on the same type,
+    drafters: training has not started, so all of them are free), at the target's TP."""
+
+    gpu: Name | None = Field(None, description="None: the target's GPU type")
+    count: GpuCount | None = Field(
+        None, description="None: every GPU of the plan of this type (targets and drafters)"
+    )
+    tp: TpSize | None = Field(None, description="None: the target's tp")
+    max_sequences: MaxSequences = Field(
+        256, description="sequences in flight per replica at most (vLLM's max_num_seqs default)"
+    )
 
 
 class Cost(_Section):
@@ -234,6 +275,8 @@ LAUNCH_FORMATS: tuple[str, ...] = (
     "speculators",
     "specforge-legacy",
     "slurm",
+    "kubernetes",
+    "skypilot",
     "template",
 )
 
@@ -246,6 +289,34 @@ def _launch_format(value: str) -> str:
 
 
 LaunchFormat = Annotated[str, AfterValidator(_launch_format)]
+
+# Kubernetes names the kubernetes format writes as they are (docs/limits.md): a
+# PersistentVolumeClaim's name is a DNS-1123 subdomain, a node label's value at most 63
+# letters, digits, `-`, `_` or `.` starting and ending with a letter or digit.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def _dns_subdomain(value: str) -> str:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
+        raise ValueError(
+            "must be a Kubernetes object name: at most 253 lower-case letters, digits, "
+            "'-' and '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _label_value(value: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise ValueError(
+            "must be a Kubernetes label value: at most 63 letters, digits, '-', '_' and "
+            "'.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+K8sName = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_dns_subdomain)]
+LabelValue = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_label_value)]
 
 
 class Launch(_Section):
@@ -268,6 +339,17 @@ class Launch(_Section):
     template: str | None = Field(
         None, max_length=v.TEMPLATE_CHARS, description="command template with {placeholders}"
     )
+    # The kubernetes format (docs/launch.md).
+    image: Name | None = Field(
+        None, description="container image with the SpecForge stack (kubernetes)"
+    )
+    volume_claim: K8sName | None = Field(
+        None, description="PersistentVolumeClaim every pod works in (kubernetes)"
+    )
+    gpu_product: dict[str, LabelValue] = Field(
+        default_factory=dict,
+        description="GPU key -> the nodes' nvidia.com/gpu.product label (kubernetes)",
+    )
 
 
 class Plan(_Section):
@@ -280,9 +362,13 @@ class Plan(_Section):
     calibration: Calibration = Calibration()
     launch: Launch = Launch()
     storage: Storage = Storage()
+    regenerate: Regenerate = Regenerate()
 
     def gpus_in_use(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.target.gpu, self.drafter.gpu)))
+        keys: tuple[str, ...] = (self.target.gpu, self.drafter.gpu)
+        if self.workload.regenerate:
+            keys += (self.regenerate.gpu or self.target.gpu,)
+        return tuple(dict.fromkeys(keys))
 
     def to_toml(self) -> str:
         return plan_to_toml(self)
@@ -298,6 +384,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("calibration",): list(Calibration.model_fields),
     ("launch",): list(Launch.model_fields),
     ("storage",): list(Storage.model_fields),
+    ("regenerate",): list(Regenerate.model_fields),
 }
 
 

@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 FORMATS: tuple[str, ...] = LAUNCH_FORMATS
 _MODULES = {name: name.replace("-", "_") for name in FORMATS}
 
+# What a format writes when it is not a script (no #!, not executable): the name's suffix.
+DOCUMENT_SUFFIX: dict[str, str] = {"kubernetes": ".yaml", "skypilot": ".yaml"}
+
+
+def file_name(fmt: str) -> str:
+    """The name a launch of format fmt is saved under by default."""
+    return f"launch-{fmt}{DOCUMENT_SUFFIX.get(fmt, '.sh')}"
+
+
 # Names other code imports from here, loaded on first use.
 _LAZY = {
     "LaunchScript": "common",
@@ -40,7 +49,15 @@ _LAZY = {
     "TEMPLATE_PLACEHOLDERS": "template",
 }
 
-__all__ = ["FORMATS", "generate", "launch_line", "launch_transport", *_LAZY]
+__all__ = [
+    "DOCUMENT_SUFFIX",
+    "FORMATS",
+    "file_name",
+    "generate",
+    "launch_line",
+    "launch_transport",
+    *_LAZY,
+]
 
 
 def launch_line(plan: Plan, fmt: str | None = None) -> str:

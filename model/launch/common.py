@@ -344,7 +344,7 @@ def header(
                 f"drafters [{drafters or '-'}]"
             )
         )
-    if layout.nodes > 1 and not p.launch.hosts and fmt != "slurm":
+    if layout.nodes > 1 and not p.launch.hosts and fmt not in ADDRESSES_AT_RUN_TIME:
         lines.append(
             comment(
                 f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
@@ -380,3 +380,34 @@ class LaunchScript:
     files: dict[str, str]  # files the script writes (name -> content)
     notes: tuple[str, ...]
     layout: Layout
+
+
+# --- launchers that start every node themselves (the shell each node runs: specforge.node_shell)
+
+# Formats whose launcher names the nodes (the allocation, the JobSet's service, SkyPilot):
+# their header names no host placeholders.
+ADDRESSES_AT_RUN_TIME = ("slurm", "kubernetes", "skypilot")
+
+# The software every node of a SpecForge run needs, as its pins (docs/launch.md): specforge
+# 0.2.0 (which pins sglang 0.5.14 and torch), Mooncake's transfer engine (mooncake_master
+# and the store client) and SpecForge's spec-capture patch to the installed SGLang, applied
+# by the script of a SpecForge checkout (the wheel carries neither patch nor script).
+SPECFORGE_VERSION = "0.2.0"
+MOONCAKE_VERSION = "0.3.13.post1"
+SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
+SPECFORGE_PATCH_COMMIT = "a6b6b023"
+
+
+def specforge_stack_setup() -> str:
+    """Shell installing the SpecForge stack on a fresh node (run again, it changes nothing)."""
+    checkout = "$HOME/SpecForge"
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            f"pip install {q(f'specforge=={SPECFORGE_VERSION}')} "
+            f"{q(f'mooncake-transfer-engine=={MOONCAKE_VERSION}')}",
+            f'[ -d "{checkout}" ] || git clone {q(SPECFORGE_REPO)} "{checkout}"',
+            f'git -C "{checkout}" checkout --quiet {q(SPECFORGE_PATCH_COMMIT)}',
+            f'bash "{checkout}/scripts/apply_sglang_spec_capture_patch.sh"',
+        ]
+    )

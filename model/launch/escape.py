@@ -19,7 +19,9 @@ HEREDOC = "DFLASH_PLAN_EOF"
 WRAP_AT = 100
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+# Control characters (C0, DEL, C1), line separators, and what a YAML file may not hold at
+# all (a kubernetes manifest's header is YAML comments).
+_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]")
 
 
 def q(value: object) -> str:
@@ -32,13 +34,25 @@ def q(value: object) -> str:
 
 
 def comment(text: str) -> str:
-    """One shell comment line: control characters (a newline would end the comment and
-    run the rest) become spaces."""
+    """One comment line (shell or YAML): control characters (a newline would end the
+    comment and run the rest) and characters YAML refuses become spaces."""
     return "# " + comment_text(text)
 
 
 def comment_text(text: str) -> str:
     return _UNSAFE_IN_COMMENT.sub(" ", text)
+
+
+# What YAML's reader refuses anywhere in a stream, comments included (YAML 1.1's printable
+# set; PyYAML's reader.NON_PRINTABLE).
+_NOT_YAML = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def yaml_comments(text: str) -> str:
+    """Comment lines (from comment()) made fit for a YAML file: a character YAML's reader
+    refuses even in a comment (a C1 control, U+FFFE) becomes a space; comment() already
+    replaced those that would end the line."""
+    return _NOT_YAML.sub(" ", text)
 
 
 def cmd(*parts: object, lead: int = 1) -> str:
@@ -94,16 +108,34 @@ def heredoc(name: str, content: str) -> str:
 # --- documents -----------------------------------------------------------------------------
 
 
-def to_yaml(doc: dict[str, Any]) -> str:
+def to_yaml(doc: dict[str, Any], blocks: bool = False) -> str:
     """YAML from PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same
-    output, several times faster); every string reads back as itself."""
+    output, several times faster); every string reads back as itself. `blocks`: a string
+    of several lines as a literal block (`|`), where the emitter can keep it exact (it
+    falls back to quotes where it cannot), so that a shell script reads as one."""
     import yaml
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    if blocks:
+
+        class BlockDumper(dumper):  # type: ignore[misc,valid-type]
+            pass
+
+        def block(dumper: Any, value: str) -> Any:
+            style = "|" if "\n" in value else None
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+        BlockDumper.add_representer(str, block)
+        dumper = BlockDumper
     text: str = yaml.dump(
         doc, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
     )
     return text
+
+
+def to_yaml_documents(docs: list[dict[str, Any]], blocks: bool = False) -> str:
+    """Several YAML documents in one stream, each from to_yaml, separated by `---`."""
+    return "---\n".join(to_yaml(doc, blocks) for doc in docs)
 
 
 # --- a user's command template --------------------------------------------------------------

@@ -14,6 +14,8 @@ SPECFORGE_PATH = "SpecForge stages hidden states through its Mooncake store"
 PATHS: dict[str, tuple[str | None, str]] = {
     "specforge": ("mooncake", SPECFORGE_PATH),
     "slurm": ("mooncake", SPECFORGE_PATH),
+    "kubernetes": ("mooncake", SPECFORGE_PATH),
+    "skypilot": ("mooncake", SPECFORGE_PATH),
     "speculators": (
         "mooncake",
         "speculators stages hidden states in host memory: files "

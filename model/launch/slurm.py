@@ -11,14 +11,11 @@ from ..core.resolve import require_same_gpu_type
 from . import specforge
 from .common import (
     FABRIC_IP_FUNCTION,
-    GIB,
-    MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
     run_id,
-    sample_feature_bytes,
     script,
 )
 from .escape import cmd, env, heredoc, q, terminator, to_yaml
@@ -54,10 +51,7 @@ def host_needs(ctx: Context) -> tuple[int, int, str]:
     each trainer rank's Mooncake local buffer and two batches of fetched features) and one
     CPU per process."""
     p, layout = ctx.plan, ctx.layout
-    segment = specforge.server_segment_gib(ctx) + MOONCAKE_LOCAL_BUFFER_BYTES / GIB
-    weights = ctx.memory.weights_gib * p.target.tp
-    batch = 2 * p.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
-    rank = MOONCAKE_LOCAL_BUFFER_BYTES / GIB + batch
+    segment, weights, rank = specforge.host_memory_gib(ctx)
     head = specforge.trainer_nodes(ctx)[0][0]
     best = (0.0, 0)
     for node in range(layout.nodes):

@@ -28,6 +28,7 @@ from .common import (
     read_node_rank,
     require_derived_layers,
     run_id,
+    sample_feature_bytes,
     script,
     segment_gib,
 )
@@ -74,6 +75,16 @@ def server_segment_gib(ctx: Context) -> int:
     return segment_gib(
         ctx.resolved, store.specforge_segment_samples(high, len(ctx.layout.replicas))
     )
+
+
+def host_memory_gib(ctx: Context) -> tuple[float, float, float]:
+    """Host memory, GiB, of one capture server (its Mooncake segment and local buffer;
+    the target weights it loads through host memory) and of one trainer rank (its Mooncake
+    local buffer and two batches of fetched features): (segment, weights, rank)."""
+    segment = server_segment_gib(ctx) + MOONCAKE_LOCAL_BUFFER_BYTES / GIB
+    weights = ctx.memory.weights_gib * ctx.plan.target.tp
+    batch = 2 * ctx.plan.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
+    return segment, weights, MOONCAKE_LOCAL_BUFFER_BYTES / GIB + batch
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
@@ -293,6 +304,99 @@ def memory_notes(ctx: Context) -> list[str]:
             f"producer refuses; it pauses at two steps' samples and resumes at one"
         )
     return notes
+
+
+# A key the Mooncake metadata server never holds: any HTTP answer means it is up.
+ALIVE_KEY = "dflash-plan-run-alive"
+
+
+def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
+    """The shell every node of an online SpecForge run executes (several nodes, one script),
+    for launchers that start it on each node and tell it, when it starts, its rank and every
+    node's address (SkyPilot, Kubernetes). `addresses`: a shell command printing the plan's
+    nodes' fabric IPs one per line, node 0 first; `rank`: a shell word giving this node's
+    index in the plan. Addresses are IPs, never host names (a name can resolve to a loopback
+    or a management NIC). Start-up order: the Mooncake master on the first trainer node, then
+    the capture servers once its metadata server answers, then the producer and the trainers
+    once every capture server answers /health. Teardown: the first trainer node stops its
+    services when its trainer ends; a node running only capture servers stops them once the
+    master no longer answers. Returns (the shell, the run.yaml it writes)."""
+    layout, nodes = ctx.layout, ctx.layout.nodes
+    d_nodes, _ = trainer_nodes(ctx)
+    # Addresses are known only at run time: the YAML holds placeholders that every
+    # specforge call overrides (as the Slurm script does).
+    doc = config(ctx, managed_local=False, server_urls=[], head="localhost")
+    yaml_text = to_yaml(doc)
+    metadata = '"$MOONCAKE_METADATA_SERVER?key='
+    lines = [
+        "# The SpecForge CLI rejects a partial torch.distributed environment.",
+        "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT",
+        "# Background services stop with this script.",
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+        f"mapfile -t NODES < <({addresses})",
+        f'[ "${{#NODES[@]}}" -ge {nodes} ] || '
+        f'{{ echo "need {nodes} node addresses, got ${{#NODES[@]}}" >&2; exit 2; }}',
+        f'node_rank="{rank}"',
+        'case "$node_rank" in',
+        f"  ''|*[!0-9]*) echo \"node rank must be 0-{nodes - 1}, got '$node_rank'\" >&2; exit 2 ;;",
+        "esac",
+        f'HEAD="${{NODES[{d_nodes[0]}]}}"',
+        f'export MOONCAKE_MASTER_SERVER_ADDR="$HEAD:{MOONCAKE_RPC_PORT}"',
+        f'export MOONCAKE_METADATA_SERVER="http://$HEAD:{MOONCAKE_METADATA_PORT}/metadata"',
+        "export MOONCAKE_PROTOCOL=tcp",
+        "# This node's address on the cluster network (DFLASH_FABRIC_IP overrides it).",
+        'fabric_addr="${DFLASH_FABRIC_IP:-${NODES[$node_rank]}}"',
+        'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"',
+        # One file per node: nodes sharing a working directory keep their own.
+        feed('cat > "run-node$node_rank.yaml"', yaml_text),
+        "urls=()",
+        *(f'urls+=("http://${{NODES[{r.node}]}}:{r.port}")' for r in layout.replicas),
+        'server_urls="[$(printf \'"%s",\' "${urls[@]}" | sed \'s/,$//\')]"',
+        'overrides=("deployment.disaggregated.server_urls=$server_urls"',
+        '           "deployment.disaggregated.mooncake_master_server_addr='
+        '$MOONCAKE_MASTER_SERVER_ADDR"',
+        '           "deployment.disaggregated.mooncake_metadata_server=$MOONCAKE_METADATA_SERVER")',
+    ]
+    if len(d_nodes) > 1:
+        lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
+    run_file = '"run-node$node_rank.yaml"'
+    sections: dict[int, list[str]] = {n: [] for n in range(nodes)}
+    sections[d_nodes[0]].append(f"{cmd(*mooncake_master(), lead=2)} > mooncake.log 2>&1 &")
+    for node in layout.target_nodes:
+        sections[node].append(
+            f'until curl -s -o /dev/null {metadata}{HEALTH_KEY}"; do sleep 2; done'
+        )
+        for r in layout.targets_on(node):
+            sections[node].append(
+                f"{env(**server_env(ctx, r))} "
+                f"{cmd(*capture_server(ctx, r), lead=3)}"
+                f" > {q(f'capture-{r.port}.log')} 2>&1 &"
+            )
+    for rank_, node in enumerate(d_nodes):
+        part = sections[node]
+        part.append(
+            'for url in "${urls[@]}"; do until curl -sf "$url/health" >/dev/null; '
+            "do sleep 10; done; done"
+        )
+        if rank_ == 0:
+            part.append(
+                f"{env(CUDA_VISIBLE_DEVICES='')} specforge train -c {run_file} --role producer "
+                '"${overrides[@]}" > producer.log 2>&1 &'
+            )
+        part.append(
+            f"{env(**consumer_env(ctx, node, rank_))} specforge train -c {run_file} "
+            f'--role consumer --node-rank {rank_} "${{overrides[@]}}"'
+        )
+    for node in layout.target_nodes:
+        if node not in d_nodes:
+            # The run ends with the trainers: the first trainer node's master stops with its
+            # script; three failed tries a minute apart mean it is gone, not slow.
+            sections[node].append(
+                f"while curl -s -o /dev/null --retry 3 --retry-connrefused --retry-delay 60 "
+                f'{metadata}{ALIVE_KEY}"; do sleep 60; done'
+            )
+    body = "\n".join(lines) + "\n" + node_case(sections, nodes, read_rank=False)
+    return body, yaml_text
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:

@@ -270,6 +270,43 @@ def _training_efficiency(case: Case, _: Values) -> Span:
     )
 
 
+# The decode efficiency a case implies is found by bisection between these bounds (the
+# predicted rate rises with it). A case the model does not reach even at the full
+# bandwidth (its prefill or compute share is underestimated) implies the upper bound.
+DECODE_EFFICIENCY_BOUNDS = (0.02, 1.0)
+
+
+# decode.py registers its formula here when it loads (it takes its fitted constant from
+# this module, so this module cannot import it); evidence and the projection import it.
+_DECODE_RATE: list[Callable[[Case, Gpu, float, float], float]] = []
+
+
+def register_decode_rate(rate: Callable[[Case, Gpu, float, float], float]) -> None:
+    _DECODE_RATE[:] = [rate]
+
+
+def case_decode_rate(case: Case, gpu: Gpu, efficiency: float, reserve_gib: float) -> float:
+    """A decode case's output tokens/s per GPU at this bandwidth efficiency and reserve
+    (decode.case_rate)."""
+    if not _DECODE_RATE:
+        raise RuntimeError("model.physics.decode is not imported: it registers the decode rate")
+    return _DECODE_RATE[0](case, gpu, efficiency, reserve_gib)
+
+
+def _decode_efficiency(case: Case, _values: Values) -> Span:
+    # The runtime reserve at its fit on all its cases (SpecForge's capture server): no
+    # decode case shares its group, so a fold leaving SpecForge out still refits this.
+    reserve = value("RUNTIME_RESERVE_GIB")
+    gpu, target = _gpu(case["gpu"]), float(case["value"])
+    lo, hi = DECODE_EFFICIENCY_BOUNDS
+    if case_decode_rate(case, gpu, hi, reserve) <= target:
+        return _point(hi)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if case_decode_rate(case, gpu, mid, reserve) < target else (lo, mid)
+    return _point((lo + hi) / 2)
+
+
 def _mean_of(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case], Values], float]:
     def fit(cases: Sequence[Case], values: Values) -> float:
         return mean([sum(implied(c, values)) / 2 for c in cases])
@@ -311,6 +348,23 @@ def _ceiling(label: str, case_id: str, keys: tuple[str, ...], others: tuple[str,
 
 SPECFORGE_PIPELINE = (
     "SpecForge's disaggregated Domino pipeline on one 8 x H200 node (Qwen3-8B, Mooncake over RDMA)"
+)
+
+# Decode-throughput cases (measurements.toml, quantity decode_tokens_per_s_per_gpu): the fit
+# half's fit the efficiency, every one spans its range.
+DECODE_FIT = (
+    "trtllm-h100-llama31-8b-fp8-decode-1000-1000",
+    "trtllm-h200-llama31-8b-fp8-decode-2048-2048",
+    "trtllm-h100-llama33-70b-fp8-tp2-decode-1000-1000",
+    "nim-h100-llama33-70b-fp8-tp2-decode-5000-500",
+)
+DECODE_RANGE = (
+    *DECODE_FIT,
+    "trtllm-h200-llama31-8b-fp8-decode-1000-1000",
+    "trtllm-h100-llama31-8b-fp8-decode-2048-2048",
+    "trtllm-h200-llama33-70b-fp8-decode-1000-1000",
+    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-2048",
+    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-128",
 )
 
 CONSTANTS: tuple[Constant, ...] = (
@@ -436,6 +490,19 @@ CONSTANTS: tuple[Constant, ...] = (
         fit=_mean_of(_training_efficiency),
         implied=_training_efficiency,
         gpu_fields=(("a100-80g", "training_efficiency"),),
+    ),
+    Constant(
+        "DECODE_BANDWIDTH_EFFICIENCY",
+        "decode",
+        "share of the HBM bandwidth",
+        fitted_on=DECODE_FIT,
+        range_on=DECODE_RANGE,
+        applies_when="a decode step of an NVIDIA serving engine with every request queued "
+        "(TensorRT-LLM's trtllm-bench; NIM at concurrency 250), dense Llama 8B and 70B in "
+        "FP8 on H100 and H200; applied to bf16 regeneration on every GPU. vLLM on MI300X "
+        "(check half) reaches far less",
+        fit=_mean_of(_decode_efficiency),
+        implied=_decode_efficiency,
     ),
     *(
         _ceiling(*args)

@@ -54,6 +54,11 @@ def _maximum(a: Number, b: Number) -> Number:
     return np.maximum(a, b) if np is not None else max(a, b)
 
 
+# The same minimum for other closed forms of counts (offline.run), without importing numpy
+# for a single projection.
+minimum = _minimum
+
+
 def _where(condition: Any, a: Number, b: Number) -> Number:
     np = _numpy_in(condition, a, b)
     if np is not None:

@@ -42,6 +42,10 @@ def drafter_roofline(work: DrafterWork, gpu: Gpu, sample_tokens: float) -> Roofl
     return Roofline(min(compute, memory), compute, memory)
 
 
+# FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
+# planning notes); the midpoint is used where a measurement ran in FP8.
+FP8_SPEEDUP = 1.6
+
 # MoE layers reach a lower share of peak than dense ones (grouped expert GEMMs, routing,
 # all-to-all). Fitted (fitting.py) on Megatron-Bridge gpt-oss-120b bf16 training on B300
 # (15,232 tokens/s per GPU against the dense default's prediction); the same table's B200

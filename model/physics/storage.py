@@ -3,9 +3,8 @@ rate at which storage feeds the drafters."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
 from ..basics.units import BF16_BYTES
 from ..inputs.plan import StorageFormat
@@ -77,14 +76,14 @@ def stored_bytes_per_token(hidden: int, captured_layers: int, dtype: str, fmt: F
     ] + fmt.other_bytes_per_token
 
 
-def nodes_of(gpus: int, gpus_per_node: int) -> int:
-    """Nodes a role's GPUs occupy (whole nodes)."""
-    return math.ceil(gpus / gpus_per_node)
+def nodes_of(gpus: Any, gpus_per_node: int) -> Any:
+    """Nodes a role's GPUs occupy (whole nodes); a count or an array of counts."""
+    return -(-gpus // gpus_per_node)
 
 
 def storage_tokens_per_s(
-    read_gb_per_s_per_node: float | None, nodes: int, bytes_per_token: float
-) -> float | None:
+    read_gb_per_s_per_node: float | None, nodes: Any, bytes_per_token: float
+) -> Any:
     """Tokens per second storage delivers to the drafters' nodes; None: not bounded."""
     if read_gb_per_s_per_node is None:
         return None

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -50,6 +51,12 @@ def _better(high: float | None, low: float | None) -> str:
 FigureRow = tuple[str, str, str]
 
 
+def _range(pair: tuple[float, float] | None, one: Callable[[float | None], str]) -> str:
+    """'range 6.7-9.9 days', '' when there is none to show."""
+    text = fmt.spread(pair, one)
+    return f"range {text}" if text else ""
+
+
 def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     """The headline figures as (name, value, note) rows; a row without a name continues
     the one above (a range, a cost note)."""
@@ -89,8 +96,9 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ),
     )
     if p.mode == "offline" and (o := p.offline) is not None:
-        # The plan runs offline: its own days and cost lead; the rows after them are the
-        # online pipeline's (ranges, scenarios and search are the online pipeline's).
+        # The plan runs offline: its own days and cost lead, with the range of the same
+        # readings as the online pipeline's; the rows after them are the online pipeline's.
+        off = o.ranges
         rows = (
             (
                 "offline",
@@ -99,7 +107,16 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
                 if o.tb_available is None or o.tb <= o.tb_available
                 else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB",
             ),
+            ("", _range(off.days if off else None, fmt.duration), ""),
             ("", fmt.cost(o.cost, o.cost_unit, compact=True) if o.cost is not None else "", ""),
+            (
+                "",
+                _range(
+                    off.cost if off else None,
+                    lambda v: fmt.cost(v, o.cost_unit, compact=True),
+                ),
+                "",
+            ),
             ("online", "the figures below", ""),
             *rows,
         )
@@ -285,6 +302,54 @@ def storage(p: Projection) -> Text:
     return text
 
 
+PHASE_STYLES = {"regenerate": "magenta", "capture": "cyan", "train": "green"}
+# Cells of the timeline: it fits the results panel of an 80-column terminal.
+TIMELINE_WIDTH = 30
+
+
+def phases_part(p: Projection) -> Part:
+    """The whole job's timeline when it has a regeneration phase: a bar, each phase's share
+    of the days in its colour, then a table of the phases and the decode figures."""
+    t, regen = p.total, p.regeneration
+    if t is None or regen is None or not t.days:
+        return Part(None, "", lambda _width: "", False)
+    unit = fmt.cost(t.cost, p.cost_unit, compact=True)
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    rows = [
+        (
+            ph.name,
+            fmt.duration(ph.days, compact=True),
+            f"{ph.gpus:,}",
+            fmt.cost_figure(ph.cost, p.cost_unit),
+        )
+        for ph in p.phases
+    ]
+    d = regen.decode
+    note = (
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, {d.batch} "
+        f"sequences in flight, {d.step_limit}-bound; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
+    head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
+    plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
+
+    def content(_width: int) -> Shown:
+        bar = Text()
+        for ph in p.phases:
+            cells = max(1, round(ph.days / t.days * TIMELINE_WIDTH))
+            bar.append("█" * cells, style=PHASE_STYLES[ph.name])
+        table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True)
+        table.add_column("phase", no_wrap=True, header_style="dim")
+        table.add_column(F.DAYS.name, justify="right", no_wrap=True, header_style="dim")
+        table.add_column("GPUs", justify="right", no_wrap=True, header_style="dim")
+        table.add_column("cost", justify="right", no_wrap=True, header_style="dim")
+        for ph, (name, days, gpus, cost) in zip(p.phases, rows, strict=True):
+            table.add_row(Text("■ ", style=PHASE_STYLES[ph.name]) + name, days, gpus, cost)
+        return Group(Text(head, style="bold"), bar, table, Text(note, style="dim"))
+
+    return Part((rows, head, note), plain, content)
+
+
 def warnings(p: Projection) -> Text:
     text = Text()
     for line in p.warnings:
@@ -305,7 +370,7 @@ def assumptions(p: Projection) -> Text:
     return text
 
 
-Shown = Table | Text | Content | str
+Shown = Table | Text | Content | Group | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +470,7 @@ class ResultsPanel(VerticalScroll):
             yield static("side")
         yield static("measurements")
         yield static("storage")
+        yield static("phases")
         yield static("warnings")
         yield static("assumptions")
 
@@ -449,6 +515,7 @@ class ResultsPanel(VerticalScroll):
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
+            phases=phases_part(p),
             warnings=text_part(warnings(p), bool(p.warnings)),
             assumptions=text_part(assumptions(p)),
         )

@@ -463,10 +463,12 @@ class PlannerScreen(Screen[None]):
     @work(exclusive=True, group="dialog")
     async def action_export_launch(self) -> None:
         self.flush()
+        from ...model.launch import DOCUMENT_SUFFIX, file_name
+
         fmt = self.state.plan.launch.format
         path = await self.app.push_screen_wait(
             PathDialog(
-                f"Export the {fmt} launch script to", "Export", f"launch-{fmt}.sh", check=writable
+                f"Export the {fmt} launch script to", "Export", file_name(fmt), check=writable
             )
         )
         if path is None:
@@ -479,7 +481,8 @@ class PlannerScreen(Screen[None]):
         text = await self.launch_text()
         try:
             write_atomic(path, text)
-            path.chmod(path.stat().st_mode | 0o111)
+            if fmt not in DOCUMENT_SUFFIX:  # a script, not a document for a launcher
+                path.chmod(path.stat().st_mode | 0o111)
         except OSError as err:
             self.notify(f"Could not write {path}: {err.strerror or err}", severity="error")
             return

@@ -1,0 +1,252 @@
+"""The whole job by phase: regenerate (optional: the target decodes the answers), capture
+(offline mode) and train, each with its GPUs, days, GPU-hours and cost; the total is their
+sum (docs/model.md, "Phases").
+
+Online, the capture runs inside the training pipeline: the phases are regenerate and
+train. Offline: regenerate, capture, train (the offline run's two phases, storage cost
+shared by days).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..basics.errors import PlanError
+from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from ..inputs.hardware import Gpu
+from ..inputs.plan import Plan
+from ..inputs.targets import TargetModel
+from ..physics.decode import Decode, decode
+from .cost import Prices
+from .offline import Offline
+
+
+@dataclass(frozen=True, slots=True)
+class Regeneration:
+    """The target regenerating every sample's answer once, before training."""
+
+    gpu: str
+    gpu_name: str
+    count: int
+    tp: int
+    output_tokens: int  # per sample
+    prompt_tokens: int  # per sample
+    samples: int
+    decode: Decode
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens/s of all the phase's GPUs."""
+        return self.decode.tokens_per_s_per_gpu * self.count
+
+    @property
+    def seconds(self) -> float:
+        return self.samples * self.output_tokens / self.tokens_per_s
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.decode
+        return {
+            "gpu": self.gpu,
+            "count": self.count,
+            "tp": self.tp,
+            "output_tokens": self.output_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": d.tokens_per_s_per_gpu,
+            "batch": d.batch,
+            "batch_limit": d.batch_limit,
+            "step_limit": d.step_limit,
+            "kv_bytes_per_token": d.kv_bytes_per_token,
+            "prefill_share": d.prefill_share,
+            "bandwidth_efficiency": d.bandwidth_efficiency,
+        }
+
+
+def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
+    """The regeneration's GPU type, GPUs used and tp. Unset, every GPU of the plan of its
+    type in whole replicas (a GPU left over idles); a count the user sets must be whole
+    replicas. Raises PlanError otherwise."""
+    g = plan.regenerate
+    key = g.gpu or plan.target.gpu
+    if key not in gpus:
+        raise PlanError(f"regenerate.gpu = {key!r}: unknown GPU", "regenerate.gpu", value=key)
+    tp = g.tp or plan.target.tp
+    if g.count is not None:
+        if g.count % tp:
+            raise PlanError(
+                f"regenerate.count = {g.count} is not a multiple of tp {tp} (each replica "
+                f"takes tp GPUs): set regenerate.count or regenerate.tp",
+                "regenerate.count",
+                value=str(g.count),
+            )
+        return key, g.count, tp
+    same = {plan.target.gpu: plan.target.count}
+    same[plan.drafter.gpu] = same.get(plan.drafter.gpu, 0) + plan.drafter.count
+    count = same.get(key, 0) // tp * tp
+    if count == 0:
+        reason = "is no GPU of the plan" if key not in same else f"has fewer than tp {tp} GPUs"
+        raise PlanError(
+            f"regenerate.gpu = {key!r} {reason}: set regenerate.count",
+            "regenerate.count",
+            value=key,
+        )
+    return key, count, tp
+
+
+def regeneration_decode(plan: Plan, model: TargetModel, gpu: Gpu, tp: int) -> Decode:
+    """One replica's decode of the plan's answers (raises PlanError when the weights leave
+    no room for a sequence)."""
+    w = plan.workload
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    rate = decode(
+        model, gpu, tp, w.avg_sample_tokens - output, output, plan.regenerate.max_sequences
+    )
+    if rate is None:
+        raise PlanError(
+            f"regenerate: {model.name}'s weights leave no room for a sequence's KV cache on "
+            f"{tp} x {gpu.name}: raise regenerate.tp",
+            "regenerate.tp",
+            value=str(tp),
+        )
+    return rate
+
+
+def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regeneration | None:
+    """The regeneration phase of a plan (None when workload.regenerate is off). Raises
+    PlanError when its GPUs are not set right or the weights leave no room to decode."""
+    w = plan.workload
+    if not w.regenerate:
+        return None
+    key, count, tp = regeneration_gpus(plan, gpus)
+    rate = regeneration_decode(plan, model, gpus[key], tp)
+    output = w.regenerate_output_tokens or w.avg_sample_tokens
+    return Regeneration(
+        key, gpus[key].name, count, tp, output, w.avg_sample_tokens - output, w.samples, rate
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str  # "regenerate", "capture", "train"
+    gpus: int  # GPUs billed during the phase
+    days: float
+    cost: float | None  # in the plan's cost unit
+    cost_usd: float | None
+    what: str  # the GPUs, e.g. "6 x RTX PRO 6000"
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpus * self.days * 24
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "gpus": self.gpus,
+            "what": self.what,
+            "days": self.days,
+            "gpu_hours": self.gpu_hours,
+            "cost": self.cost,
+            "cost_usd": self.cost_usd,
+        }
+
+
+def regenerate_phase(regen: Regeneration, prices: Prices) -> Phase:
+    price = prices.by_gpu[regen.gpu]
+    unit = price.unit_gpus
+    billed = -(-regen.count // unit) * unit
+    hours = regen.seconds / SECONDS_PER_HOUR
+    per_hour = prices.per_hour(regen.gpu)
+    usd = price.usd_per_gpu_hour
+    return Phase(
+        "regenerate",
+        billed,
+        regen.seconds / SECONDS_PER_DAY,
+        None if per_hour is None else billed * per_hour * hours,
+        None if usd is None else billed * usd * hours,
+        f"{regen.count} x {regen.gpu_name}",
+    )
+
+
+def training_phases(
+    mode: str,
+    online_days: float,
+    online_billed: int,
+    online_cost: float | None,
+    online_cost_usd: float | None,
+    what: str,
+    off: Offline | None,
+    usd_per_hour: tuple[float | None, float | None],
+    names: tuple[str, str],
+) -> tuple[Phase, ...]:
+    """Online: one train phase (the pipeline, capture inside). Offline: capture, then every
+    epoch from storage; a storage cost counted in `cost` is shared by days."""
+    if mode != "offline" or off is None:
+        return (Phase("train", online_billed, online_days, online_cost, online_cost_usd, what),)
+    train_days = off.epochs * off.train_days_per_epoch
+    storage = off.storage_usd if off.storage_in_cost and off.storage_usd else 0.0
+    share = off.capture_days / off.days if off.days else 0.0
+    t_usd, d_usd = usd_per_hour
+
+    def usd(billed: tuple[int, int], days: float) -> float | None:
+        if t_usd is None or d_usd is None:
+            return None
+        return (billed[0] * t_usd + billed[1] * d_usd) * days * 24
+
+    def gpus(billed: tuple[int, int]) -> str:
+        return " + ".join(f"{n} x {name}" for n, name in zip(billed, names, strict=True) if n)
+
+    def plus(value: float | None, extra: float) -> float | None:
+        return None if value is None else value + extra
+
+    train_cost = None if off.train_cost_per_epoch is None else off.epochs * off.train_cost_per_epoch
+    storage_usd = off.storage_usd or 0.0
+    return (
+        Phase(
+            "capture",
+            sum(off.capture_billed),
+            off.capture_days,
+            plus(off.capture_cost, storage * share),
+            plus(usd(off.capture_billed, off.capture_days), storage_usd * share),
+            gpus(off.capture_billed),
+        ),
+        Phase(
+            "train",
+            sum(off.train_billed),
+            train_days,
+            plus(train_cost, storage * (1 - share)),
+            plus(usd(off.train_billed, train_days), storage_usd * (1 - share)),
+            gpus(off.train_billed),
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Total:
+    """The whole job: every phase summed."""
+
+    days: float
+    gpu_hours: float
+    cost: float | None
+    cost_usd: float | None
+
+    def to_json(self, unit: str) -> dict[str, Any]:
+        return {
+            "days": self.days,
+            "gpu_hours": self.gpu_hours,
+            "cost": self.cost,
+            "cost_unit": unit,
+            "cost_usd": self.cost_usd,
+        }
+
+
+def total(phases: tuple[Phase, ...]) -> Total:
+    def summed(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    return Total(
+        sum(p.days for p in phases),
+        sum(p.gpu_hours for p in phases),
+        summed([p.cost for p in phases]),
+        summed([p.cost_usd for p in phases]),
+    )

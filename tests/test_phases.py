@@ -1,0 +1,202 @@
+"""The whole job by phase: regenerate (the decode model), capture, train; the phases sum to
+the total (docs/model.md, "Phases"; model/core/phases.py, model/physics/decode.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from dflash_plan.model.evidence.evidence import validate
+from dflash_plan.model.inputs.targets import PRESETS
+from dflash_plan.model.physics import fitting
+from dflash_plan.tui.cli import main
+
+GIB = 2.0**30
+
+
+def project(capsys, *sets: str) -> dict:
+    argv = ["project", "--json"]
+    for item in sets:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_offline_regenerate_capture_train_sum_to_the_total(capsys):
+    doc = project(capsys, "workload.mode=offline", "workload.regenerate=true")
+    phases, total = doc["phases"], doc["total"]
+    assert [p["name"] for p in phases] == ["regenerate", "capture", "train"]
+    assert sum(p["days"] for p in phases) == pytest.approx(total["days"], rel=1e-12)
+    assert sum(p["cost"] for p in phases) == pytest.approx(total["cost"], rel=1e-12)
+    assert sum(p["gpu_hours"] for p in phases) == pytest.approx(total["gpu_hours"], rel=1e-12)
+    # Capture and train are the offline run's; regeneration comes on top of them.
+    s = doc["storage"]
+    assert phases[1]["days"] == pytest.approx(s["capture_days"])
+    assert phases[2]["days"] == pytest.approx(6 * s["train_days_per_epoch"])
+    assert total["days"] == pytest.approx(phases[0]["days"] + s["days"])
+    assert total["cost"] == pytest.approx(phases[0]["cost"] + s["cost"])
+    # Every GPU of the plan (4 RTX PRO 6000) regenerates, priced at the reference (1.0).
+    assert phases[0]["gpus"] == 4
+    assert phases[0]["cost"] == pytest.approx(4 * phases[0]["days"] * 24)
+
+
+def test_online_phases_are_regenerate_and_train(capsys):
+    plain = project(capsys)
+    assert [p["name"] for p in plain["phases"]] == ["train"]
+    assert plain["total"]["days"] == pytest.approx(plain["days"])
+    assert plain["total"]["cost"] == pytest.approx(plain["total_cost"])
+    doc = project(capsys, "workload.regenerate=true")
+    assert [p["name"] for p in doc["phases"]] == ["regenerate", "train"]
+    assert doc["phases"][1]["days"] == pytest.approx(plain["days"])
+    assert doc["total"]["days"] == pytest.approx(sum(p["days"] for p in doc["phases"]))
+
+
+def test_regeneration_rate_follows_the_decode_physics(capsys):
+    # Qwen3-8B in bf16 on one RTX PRO 6000 (96 GiB, 1.79 TB/s), every sample's 2,344
+    # tokens generated: each step reads the 16.4 GB of weights and, for each of the 256
+    # sequences in flight (vLLM's max_num_seqs; memory would hold more), its KV cache at
+    # the mean context of half the answer (1,172 tokens) x 36 layers x 8 kv heads x 128
+    # x 2 (k and v) x 2 bytes.
+    doc = project(capsys, "workload.regenerate=true", "workload.mode=offline")
+    regen = doc["regeneration"]
+    model = PRESETS["qwen3-8b"]
+    kv_per_token = 36 * 8 * 128 * 2 * 2
+    assert regen["kv_bytes_per_token"] == kv_per_token
+    context = 2344 / 2
+    weights = 2 * model.total_params
+    reserve = fitting.value("RUNTIME_RESERVE_GIB")
+    fits = ((96 - reserve) * GIB - weights) // (kv_per_token * context)
+    assert fits > 256 and regen["batch"] == 256
+    step_bytes = weights + 256 * context * kv_per_token
+    efficiency = fitting.value("DECODE_BANDWIDTH_EFFICIENCY")
+    per_gpu = 256 / (step_bytes / (1.79e12 * efficiency))
+    assert regen["step_limit"] == "memory"
+    assert regen["tokens_per_s_per_gpu"] == pytest.approx(per_gpu, rel=1e-9)
+    days = 800_000 * 2344 / (per_gpu * 4) / 86_400
+    assert doc["phases"][0]["days"] == pytest.approx(days, rel=1e-9)
+
+
+def test_a_prompt_is_prefilled_and_answers_shorter(capsys):
+    full = project(capsys, "workload.regenerate=true")["regeneration"]
+    half = project(capsys, "workload.regenerate=true", "workload.regenerate_output_tokens=1172")[
+        "regeneration"
+    ]
+    assert half["prompt_tokens"] == 1172 and half["prefill_share"] > 0
+    # The prompt now sits in every sequence's KV cache for the whole answer: each step reads
+    # more per sequence than with half the answer (1,172 + 586 tokens against 1,172).
+    assert half["tokens_per_s_per_gpu"] < full["tokens_per_s_per_gpu"]
+
+
+def test_regenerate_on_its_own_gpus(capsys):
+    doc = project(
+        capsys, "workload.regenerate=true", "regenerate.gpu=h100-sxm", "regenerate.count=8"
+    )
+    regen, phase = doc["regeneration"], doc["phases"][0]
+    assert regen["gpu"] == "h100-sxm" and phase["gpus"] == 8
+    assert phase["what"] == "8 x H100 SXM"
+
+
+@pytest.mark.parametrize(
+    ("sets", "says"),
+    [
+        (["regenerate.gpu=h100-sxm"], "regenerate.gpu = 'h100-sxm' is no GPU of the plan"),
+        (
+            ["regenerate.count=3", "regenerate.tp=2"],
+            "regenerate.count = 3 is not a multiple of tp 2",
+        ),
+        (["workload.regenerate_output_tokens=3000"], "exceeds avg_sample_tokens (2344)"),
+        (["regenerate.max_sequences=0"], "max_sequences"),
+    ],
+)
+def test_bad_regeneration_settings_say_what_is_wrong(capsys, sets, says):
+    argv = ["project", "--set", "workload.regenerate=true"]
+    for item in sets:
+        argv += ["--set", item]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_validate_shows_the_decode_cases_cross_validated(catalog):
+    result = validate(catalog)
+    decode = [r for r in result.rows if r.quantity == "decode_tokens_per_s_per_gpu"]
+    assert len(decode) >= 5 and len({r.gpu for r in decode}) >= 3
+    assert all(r.id in result.cv_rows for r in decode)
+    cv = result.cross_validated["decode"].summary
+    assert cv.cases == len(decode)
+    # Where the decode model stands (docs/validation.md): lower these as it improves.
+    assert cv.median_abs_error <= 0.25 and cv.worst_abs_error <= 1.10
+    constant = next(c for c in result.constants if c.name == "DECODE_BANDWIDTH_EFFICIENCY")
+    assert constant.cross_validatable and 0.5 < constant.value < 0.9
+
+
+def test_compare_shows_the_whole_job_of_a_plan_that_regenerates(capsys, tmp_path):
+    base, regen = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["new", str(base)]) == 0
+    text = base.read_text()
+    regen.write_text(
+        text.replace('transport = "direct"', 'transport = "direct"\nregenerate = true')
+    )
+    capsys.readouterr()
+    assert main(["compare", str(base), str(regen), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| whole job |" in out.splitlines()[0]
+    assert "(regenerate " in out and "+ train " in out
+
+
+def test_search_ranks_the_whole_job_bit_for_bit(catalog, baseline):
+    # With regeneration, search's days and cost of every split are the regeneration phase's
+    # plus the plan's own mode's (online: the pipeline; offline: capture then training),
+    # exactly: a plan judged within a limit is within it in its projection.
+    from dflash_plan.model.core.projection import project
+    from dflash_plan.model.explore.search import (
+        Constraints,
+        _variant,
+        default_space,
+        rank,
+        sweep,
+    )
+    from support import edit
+
+    plan = edit(baseline, workload={"regenerate": True})
+    space = default_space(
+        plan,
+        catalog,
+        ("b200", "rtx-pro-6000"),
+        max_gpus=12,
+        mixed=True,
+        modes=("online", "offline"),
+    )
+    swept = sweep(plan, catalog, space)
+    checked = {"online": 0, "offline": 0}
+    for b in swept.blocks:
+        for j in np.flatnonzero(b.fits)[::7]:
+            chosen = _variant(
+                plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]), b.mode
+            )
+            p = project(chosen, catalog)
+            regen = p.phases[0]
+            assert regen.name == "regenerate"
+            assert (b.days[j], b.cost[j]) == (regen.days + p.run_days, regen.cost + p.run_cost)
+            assert b.days[j] == pytest.approx(p.total.days, rel=1e-12)
+            if b.mode == "online":
+                assert b.slow_days[j] == regen.days + p.ranges.days[1]
+            checked[b.mode] += 1
+    assert min(checked.values()) > 10
+    front = rank(swept, Constraints()).front
+    assert all(c.days == pytest.approx(c.projection.total.days, rel=1e-12) for c in front)
+    assert all(c.days > c.projection.run_days for c in front)
+
+
+def test_search_skips_gpus_that_cannot_hold_the_target_to_regenerate(catalog, baseline):
+    # Llama-3.3-70B's 141 GB of bf16 weights leave an RTX 4090 replica (24 GB per GPU, at
+    # most 8 in a node) no room for a sequence: those plans cannot regenerate, B200's can.
+    from dflash_plan.model.explore.search import Constraints, default_space, search
+    from support import edit
+
+    plan = edit(baseline, workload={"regenerate": True, "target_model": "llama-3.3-70b-instruct"})
+    space = default_space(plan, catalog, ("rtx-4090", "b200"), max_gpus=16)
+    result = search(plan, catalog, space, Constraints())
+    assert result.front and {c.plan.target.gpu for c in result.front} == {"b200"}
