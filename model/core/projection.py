@@ -14,7 +14,7 @@ from typing import Any
 from ..basics import recipe
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Plan
+from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.footprint import MemoryFit
@@ -721,16 +721,16 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             )
         )
 
-    if w.mode == "offline" and plan.launch.format != "template":
-        # No format writes the capture-then-train pair yet: say so rather than let a
-        # launch script of the online pipeline pass for the offline run.
+    if w.mode == "offline" and plan.launch.format not in OFFLINE_LAUNCH_FORMATS:
+        # Say so rather than let a launch script of the online pipeline pass for the
+        # offline run (the launch itself refuses, model/launch/common.py).
         diagnostics.append(
             Diagnostic(
                 "mode-differs-from-launch",
                 "workload.mode",
-                f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
-                f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
-                f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
+                f"workload.mode is offline, but the {plan.launch.format} launch cannot write "
+                f"the offline run: launch it with --format specforge, speculators or slurm "
+                f"(docs/launch.md, 'Offline mode')",
                 {"mode": w.mode, "launch_format": plan.launch.format},
             )
         )
