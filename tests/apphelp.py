@@ -5,6 +5,8 @@ runs without a debounce."""
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,6 +143,10 @@ async def snap_scenes(
             await pilot.pause()
             await pilot.wait_for_scheduled_animations()
             await pilot.pause()
-            if snapshot(name=f"{name}-{size_name}") != app.export_screenshot(title=app.title):
+            shot = app.export_screenshot(title=app.title)
+            if snapshot(name=f"{name}-{size_name}") != shot:
                 changed.append(name)
+                failed = os.environ.get("DFLASH_SNAPSHOT_FAILURES")
+                if failed:  # keep what was drawn, to look at beside the snapshot
+                    (Path(failed) / f"{prefix}[{name}-{size_name}].svg").write_text(shot)
     return changed

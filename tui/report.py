@@ -16,10 +16,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
-from ..model.explore.compare import compare
+from ..model.explore import compare as comparing
+from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -49,19 +51,19 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     if p.fits:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
         summary.add_row(
-            "throughput",
+            F.TOKENS_PER_S.name,
             f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, "tokens_per_s", fmt.ktok),
+            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
         )
         summary.add_row(
-            "time",
+            F.DAYS.name,
             f"{fmt.duration(p.days)} to {p.epochs} epochs "
             f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-            + _range(p, "days", fmt.duration),
+            + _range(p, F.DAYS.key, fmt.duration),
         )
         summary.add_row(
-            "total cost",
-            escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
+            F.TOTAL_COST.name,
+            escape(_cost_line(p)) + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
         )
         if p.mode == "offline" and (o := p.offline) is not None:
             # The figures above are the online pipeline's; this plan runs offline: its
@@ -82,7 +84,10 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             )
         if p.gpu_hours is not None:
             energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
-            summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
+            summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
+        # The figures no headline composes: a row each, from the registry.
+        for f in F.rows(F.View.REPORT):
+            summary.add_row(f.name, escape(fmt.figure(f, f.read(p), p.cost_unit)))
         if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
             summary.add_row(
                 "range ends",
@@ -90,7 +95,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             )
     else:
         summary.add_row(
-            "throughput", "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)"
+            F.TOKENS_PER_S.name,
+            "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)",
         )
     console.print(summary)
     console.print(escape(launch_line(p.plan)))
@@ -184,6 +190,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             if text := fmt.spread(ends, fmt.times):
                 even += f" (range {text})"
             console.print("  " + escape(even))
+        for f in F.rows(F.View.REPORT, "comparison"):
+            console.print(f"  {f.name} " + escape(fmt.figure(f, f.read(c), p.cost_unit)))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for d in p.diagnostics:
@@ -608,19 +616,22 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _borrowed_prices(console, result, names)
         return
     unit = result.cost_unit
-    cost_head = "$" if unit == "USD" else "cost"
+    cost_head = "$" if unit == "USD" else F.TOTAL_COST.head
+    extra = F.rows(F.View.SEARCH)
     # A mode column when the search evaluated offline runs: their days and cost are the
     # offline run's (capture, then training), their Ktok/s the training rate.
     by_mode = result.modes != ("online",)
     columns = [
         _Column("targets + drafters"),
         *([_Column("mode")] if by_mode else []),
-        _Column("Ktok/s", True),
-        _Column("days", True),
+        _Column(F.TOKENS_PER_S.head, True),
+        _Column(F.DAYS.head, True),
         _Column("at worst", True, drop=2),
         _Column(cost_head, True),
         _Column(f"{cost_head} at worst", True, drop=3),
-        _Column("bottleneck", drop=4),
+        _Column(F.BOTTLENECK.head, drop=4),
+        # The registry's other search figures give way first on a narrow terminal.
+        *(_Column(f.head, True, drop=5) for f in extra),
     ]
     rows = []
     for candidate in result.front:
@@ -637,6 +648,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
                 fmt.cost_figure(candidate.cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
                 o.bound if offline and o else str(p.bottleneck),
+                *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
@@ -736,9 +748,23 @@ def _with_range(
     return f"{value} ({text})" if text else value
 
 
-def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
-    """Scenarios side by side: the first is the baseline."""
-    units = {p.cost_unit for _, p, _ in rows}
+# The CLI's compare columns that give way on a narrow terminal, highest first (a range
+# column is keyed by its figure with True); the other ranges and the registry's other
+# figures give way with the cost per epoch; the plan, throughput, days, cost and ratios
+# never.
+_COMPARE_DROPS = {
+    (F.TOKENS_PER_S.key, True): 3,
+    (F.COST_PER_EPOCH.key, False): 4,
+    (F.BOTTLENECK.key, False): 5,
+    (F.BREAK_EVEN.key, False): 2,
+}
+
+
+def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
+    """Scenarios side by side: the first is the baseline. A row per plan, a column per
+    comparison figure (model/explore/compare.py), the plan's ranges in a column after
+    their figure and the ratios' ranges in their cell."""
+    units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
     def money(value: float | None, unit: str) -> str:
@@ -749,49 +775,68 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             else fmt.cost(value, unit, compact=True)
         )
 
-    headers = [
-        "plan",
-        "Ktok/s",
-        "range",
-        "days",
-        "cost",
-        "cost/epoch",
-        "bottleneck",
-        "speed",
-        "cost ratio",
-        "break-even",
-    ]
     table = style == "table"
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
+    values: dict[str, Callable[[Any, str], str]] = {
+        "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "text": lambda v, unit: str(v),
+        "times": lambda v, unit: fmt.times(v),
+    }
+    ones: dict[str, Callable[[float | None, str], str]] = {
+        "ktok": lambda v, unit: fmt.ktok(v),
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "times": lambda v, unit: fmt.times(v),
+    }
+
+    def one(f: F.Figure, unit: str) -> Callable[[float | None], str]:
+        known = ones.get(f.format)
+        return lambda v: known(v, unit) if known else fmt.figure(f, v, unit, compact=True)
+
+    # A column per figure; a ratio's range in its cell, the plan's own ranges in columns
+    # after the figures ("days range"), but the throughput's beside it ("range", where
+    # scripts reading the csv by position have always found it).
+    figures = comparing.shown()
+    ranged = [f for f in figures if f.ranged and f.of == "projection"]
+    beside = ranged[:1] if ranged and ranged[0].key == F.TOKENS_PER_S.key else []
+    columns: list[tuple[str, bool, int]] = []  # (figure key, a range, drop)
+    headers = ["plan"]
+    for f in figures:
+        columns.append((f.key, False, _COMPARE_DROPS.get((f.key, False), 0 if f.composed else 4)))
+        headers.append(f.head)
+        if f in beside:
+            columns.append((f.key, True, _COMPARE_DROPS.get((f.key, True), 4)))
+            headers.append("range")
+    for f in ranged:
+        if f not in beside:
+            columns.append((f.key, True, 4))
+            headers.append(f"{f.head} range")
     body = []
-    for path, p, c in rows:
-        r = p.ranges
-        be = c.break_even_price_ratio
-        # Each plan in its own mode, as the speed and cost ratio compare them: an offline
-        # plan's offline run (its training rate and what bounds it).
-        o = p.offline if p.mode == "offline" else None
-        rate = o.train_tokens_per_s if o else p.tokens_per_s
-        cost = p.run_cost
-        body.append(
-            [
-                str(path),
-                f"{(rate or 0) / 1e3:,.1f}",
-                fmt.spread(r.tokens_per_s if r and not o else None, fmt.ktok, sep) or fmt.DASH,
-                fmt.duration(p.run_days),
-                money(cost, p.cost_unit),
-                money(None if cost is None else cost / p.epochs, p.cost_unit),
-                o.bound if o else str(p.bottleneck),
-                _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
-                _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
-                ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,
-            ]
-        )
+    for path, x in rows:
+        unit = x.projection.cost_unit
+        cells: dict[tuple[str, bool], str] = {}
+        for c in x.cells:
+            f = c.figure
+            value = values.get(f.format)
+            text = value(c.value, unit) if value else fmt.cell(f, c.value, unit)
+            if f.ranged and f.of == "projection":
+                cells[f.key, False] = text
+                cells[f.key, True] = fmt.spread(c.range, one(f, unit), sep) or fmt.DASH
+            else:
+                cells[f.key, False] = (
+                    _with_range(text, c.range, one(f, unit), sep) if f.ranged else text
+                )
+        body.append([str(path), *(cells[key, is_range] for key, is_range, _ in columns)])
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
-    if any(p.mode == "offline" for _, p, _ in rows):
+    if any(x.projection.mode == "offline" for _, x in rows):
         headers.append("offline")
-        for row, (_, p, _) in zip(body, rows, strict=True):
+        columns.append(("offline", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
             o = p.offline
             even = (
                 "never"
@@ -806,9 +851,11 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             )
     # Plans that regenerate: the whole job (every phase) beside the training figures (a
     # column only when some plan regenerates).
-    if any(p.regeneration is not None for _, p, _ in rows):
+    if any(x.projection.regeneration is not None for _, x in rows):
         headers.append("whole job")
-        for row, (_, p, _) in zip(body, rows, strict=True):
+        columns.append(("whole job", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
             t = p.total
             row.append(
                 fmt.DASH
@@ -835,21 +882,25 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             print("\n".join(f"- {line}" for line in notes))
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
-    shown = {"cost/epoch": "per epoch", "break-even": "break even"}
-    drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
-    columns = [
-        _Column(
-            shown.get(h, h),
-            h not in ("plan", "bottleneck", "offline", "whole job"),
-            drop=drops.get(h, 0),
-            fold=h in ("plan", "offline", "whole job"),
-        )
-        for h in headers
+    shown = {F.COST_PER_EPOCH.head: F.COST_PER_EPOCH.narrow}
+    # Words, not numbers: left-aligned; the offline and whole-job columns may fold.
+    texts = {f.key for f in comparing.shown() if f.format == "text"} | {"offline", "whole job"}
+    fitted = [
+        _Column("plan", fold=True),
+        *(
+            _Column(
+                shown.get(h, h.replace("-", " ")),
+                key not in texts,
+                drop=drop,
+                fold=key in ("offline", "whole job"),
+            )
+            for h, (key, _, drop) in zip(headers[1:], columns, strict=True)
+        ),
     ]
     unit_words = "" if one_unit in (None, "USD") else f"; cost in {one_unit}"
     _print_fitted(
         f"scenarios (the first is the baseline{unit_words})",
-        columns,
+        fitted,
         [[escape(cell) for cell in row] for row in body],
     )
     console = _console()
@@ -857,21 +908,23 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         console.print(escape(line))
 
 
-def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the scenario of each end of its speed range (both plans under the same
     scenario)."""
     notes = []
-    for path, _, c in rows:
+    for path, x in rows:
+        c = x.comparison
         if c.speedup_range and c.speedup_range_scenarios:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
             notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if {fast}")
     return notes
 
 
-def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+def _borrowed_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
     notes = []
-    for path, p, _ in rows:
+    for path, x in rows:
+        p = x.projection
         used = p.prices.borrowed(p.plan.gpus_in_use())
         if used:
             names = {k: g.name for k, g in p.resolved.gpus.items()}

@@ -26,6 +26,7 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 
 from ..model.basics.errors import PlanError
+from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.explore.search import (
     MAX_SEARCH_GPUS,
@@ -145,7 +146,7 @@ class SearchScreen(Screen[None]):
         with Horizontal(classes="search-row"):
             yield Label("deadline")
             yield Input("", id="search-deadline", compact=True, placeholder="none")
-            yield Label("days", classes="unit")
+            yield Label(F.DAYS.unit, classes="unit")
             yield Label("budget")
             yield Input("", id="search-budget", compact=True, placeholder="none")
             yield Label(
@@ -200,15 +201,17 @@ class SearchScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#search-table", DataTable)
         unit = self.state.projection.cost_unit
-        cost = "$" if unit == "USD" else "cost"
+        cost = "$" if unit == "USD" else F.TOTAL_COST.narrowest
         for label, key in (
             ("best for", "tag"),
             ("plan", "plan"),
-            ("Ktok/s", "ktok"),
-            ("time", "days"),
+            (F.TOKENS_PER_S.narrowest, "ktok"),
+            (F.DAYS.narrowest, F.DAYS.key),
             ("at worst", "worst"),
-            (cost, "cost"),
-            ("bound", "bound"),
+            (cost, F.TOTAL_COST.key),
+            (F.BOTTLENECK.narrowest, F.BOTTLENECK.key),
+            # The registry's other search figures, a column each.
+            *((f.narrowest, f.key) for f in F.rows(F.View.SEARCH)),
         ):
             table.add_column(label, key=key)
         self.query_one("#search-deadline", Input).focus()
@@ -384,6 +387,10 @@ class SearchScreen(Screen[None]):
                 worst,
                 Text(f"{c.cost:,.0f}", justify="right"),
                 offline.bound if offline else p.bottleneck or fmt.DASH,
+                *(
+                    Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
+                    for f in F.rows(F.View.SEARCH)
+                ),
             )
         if result.why_none:
             self._status(f"No plan: {result.why_none}.", "-none")

@@ -30,6 +30,7 @@ from ..physics.pipeline import (
 )
 from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficiency, target_roofline
 from ..physics.work import DrafterWork, TargetWork
+from . import figures
 from .cost import Prices, prices, probe_gpu_hours
 from .diagnostics import (
     Diagnostic,
@@ -453,6 +454,12 @@ class Projection:
         return None if self.total_cost is None else self.total_cost / self.epochs
 
     @property
+    def cost_per_million_tokens(self) -> float | None:
+        """Total cost per million tokens trained (every epoch's), in the cost unit."""
+        tokens = self.tokens_per_epoch * self.epochs
+        return None if self.total_cost is None or not tokens else self.total_cost / tokens * 1e6
+
+    @property
     def hidden_state_bytes_per_s(self) -> float | None:
         if self.tokens_per_s is None:
             return None
@@ -463,21 +470,7 @@ class Projection:
         return {
             "name": self.plan.name,
             "target_model": self.target_model.name,
-            "tokens_per_s": self.tokens_per_s,
-            "ktok_per_s": self.ktok_per_s,
-            "samples_per_s": self.samples_per_s,
-            "days": self.days,
-            "epochs": self.epochs,
-            "tokens_per_epoch": self.tokens_per_epoch,
-            "gpu_hours": self.gpu_hours,
-            "billed_gpus": self.billed_gpus,
-            "total_cost": self.total_cost,
-            "cost_per_epoch": self.cost_per_epoch,
-            "cost_unit": self.cost_unit,
-            "total_cost_usd": self.total_cost_usd,
-            "energy_kwh": self.energy_kwh,
-            "bottleneck": self.bottleneck,
-            "fits": self.fits,
+            **figures.json_figures(self),
             "ranges": self.ranges.to_json() if self.ranges else None,
             "narrowing": self.narrowing,
             "warnings": list(self.warnings),

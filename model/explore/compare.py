@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import figures
 from ..core.projection import PlanScenarios, Projection, break_even
 from ..core.scenarios import HIGH, LOW, Dim, Scenario, label
 
@@ -44,12 +45,9 @@ class Comparison:
             return list(x) if x else None
 
         return {
-            "speedup": self.speedup,
-            "cost_ratio": self.cost_ratio,
-            "days_delta": self.days_delta,
+            **figures.json_figures(self, "comparison"),
             "speedup_range": list(self.speedup_range) if self.speedup_range else None,
             "cost_ratio_range": (list(self.cost_ratio_range) if self.cost_ratio_range else None),
-            "break_even_price_ratio": self.break_even_price_ratio,
             "why": list(self.why),
             "speedup_range_scenarios": pair(self.speedup_range_scenarios),
             "cost_ratio_range_scenarios": pair(self.cost_ratio_range_scenarios),
@@ -61,6 +59,58 @@ class Comparison:
             "break_even_range_scenarios": pair(self.break_even_range_scenarios),
             "scenarios_evaluated": self.scenarios_evaluated,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One figure of one plan in a comparison: its value and (low, high) when it has one."""
+
+    figure: figures.Figure
+    value: Any
+    range: tuple[float, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """One plan against the baseline as the comparison views show it (the CLI's compare
+    table, a row per plan; the app's Comparison view, a column per plan): the registry's
+    comparison figures of the projection, then of the comparison, in registry order."""
+
+    projection: Projection
+    comparison: Comparison
+    cells: tuple[Cell, ...]
+
+
+def shown() -> tuple[figures.Figure, ...]:
+    """The comparison views' figures, the plan's and its ratios, in registry order (a new
+    figure comes last, so the rows before it keep their place)."""
+    return tuple(f for f in figures.FIGURES if figures.View.COMPARE in f.views)
+
+
+def compared(new: Projection, base: Projection) -> Compared:
+    c = compare(new, base)
+    # Each plan in its own mode, as compare() judges it: an offline plan's offline run
+    # (capture, then training: its training rate, days, cost, their ranges, its bound).
+    run: dict[str, tuple[Any, tuple[float, float] | None]] = {}
+    if new.mode == "offline" and (o := new.offline) is not None:
+        cost = new.run_cost
+        run = {
+            figures.TOKENS_PER_S.key: (o.train_tokens_per_s, None),
+            figures.DAYS.key: (new.run_days, o.ranges.days if o.ranges else None),
+            figures.TOTAL_COST.key: (cost, o.ranges.cost if o.ranges else None),
+            figures.COST_PER_EPOCH.key: (None if cost is None else cost / new.epochs, None),
+            figures.BOTTLENECK.key: (o.bound, None),
+        }
+
+    def cell(f: figures.Figure) -> Cell:
+        if f.of == "comparison":
+            return Cell(f, f.read(c), getattr(c, f"{f.key}_range") if f.ranged else None)
+        if f.key in run:
+            return Cell(f, *run[f.key])
+        ranges = new.ranges
+        return Cell(f, f.read(new), getattr(ranges, f.key) if f.ranged and ranges else None)
+
+    return Compared(new, c, tuple(cell(f) for f in shown()))
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

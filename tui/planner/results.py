@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.visual import visualize
 from textual.widgets import Static
 
+from ...model.core import figures as F
 from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
@@ -72,18 +73,27 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
 
     rows: tuple[FigureRow, ...] = (
         (
-            "throughput",
+            F.TOKENS_PER_S.name,
             fmt.ktok(p.tokens_per_s),
             ("measured" if measured else "estimated") if p.fits else "does not fit",
         ),
-        ("", span("tokens_per_s", fmt.ktok), ""),
-        ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
-        ("", span("days", fmt.duration), ""),
-        ("total cost", fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
-        ("", span("total_cost", lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+        ("", span(F.TOKENS_PER_S.key, fmt.ktok), ""),
+        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        ("", span(F.DAYS.key, fmt.duration), ""),
+        (F.TOTAL_COST.name, fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
+        ("", span(F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
         ("", ", ".join(cost_note), ""),
-        ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
-        ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
+        (F.COST_PER_EPOCH.name, fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
+        (
+            F.BOTTLENECK.name,
+            p.bottleneck or fmt.DASH,
+            BUSY.get(p.bottleneck or "", "does not fit"),
+        ),
+        # The figures the rows above do not compose: a row each, from the registry.
+        *(
+            (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
+            for f in F.rows(F.View.RESULTS)
+        ),
     )
     if p.mode == "offline" and (o := p.offline) is not None:
         # The plan runs offline: its own days and cost lead, with the range of the same
@@ -178,6 +188,9 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
             text.append(f"\n{fmt.times(value)} if {at}", style="dim")
     if p is not None and c.break_even_price_ratio:
         text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
+    # The comparison's figures this line does not compose: one each, from the registry.
+    for f in F.rows(F.View.RESULTS, "comparison"):
+        text.append(f"\n{f.name} {fmt.figure(f, f.read(c), p.cost_unit if p else 'USD')}")
     return text
 
 
@@ -327,7 +340,7 @@ def phases_part(p: Projection) -> Part:
             bar.append("█" * cells, style=PHASE_STYLES[ph.name])
         table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True)
         table.add_column("phase", no_wrap=True, header_style="dim")
-        table.add_column("time", justify="right", no_wrap=True, header_style="dim")
+        table.add_column(F.DAYS.name, justify="right", no_wrap=True, header_style="dim")
         table.add_column("GPUs", justify="right", no_wrap=True, header_style="dim")
         table.add_column("cost", justify="right", no_wrap=True, header_style="dim")
         for ph, (name, days, gpus, cost) in zip(p.phases, rows, strict=True):
