@@ -30,7 +30,7 @@ from ..basics.errors import PlanError
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
 from ..core.offline import BYTES_PER_TB, fits_storage, run, stored
-from ..core.phases import Regeneration, regenerate_phase, regeneration_rates, regeneration_gpus
+from ..core.phases import Regeneration, regenerate_phase, regeneration_gpus, regeneration_rates
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
