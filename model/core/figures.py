@@ -287,7 +287,45 @@ COST_PER_MILLION_TOKENS = _declare(
         "cost/Mtok",
         "cost",
         "cost_fine",
-        "total cost per million tokens trained, every epoch's",
+        "the online pipeline's total cost per million tokens trained, every epoch's",
+        _views(J),
+    )
+)
+# The whole job the plan describes: regeneration (when on), then the run of the plan's own
+# mode (the offline run's capture and training, or the online pipeline). Every view leads
+# with these; for an online plan without regeneration they equal days and total_cost.
+JOB_DAYS = _declare(
+    Figure(
+        "job_days",
+        "time",
+        "job days",
+        "days",
+        "duration",
+        "days of the whole job: every phase (regenerate, capture, train) summed",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST = _declare(
+    Figure(
+        "job_cost",
+        "total cost",
+        "job cost",
+        "cost",
+        "cost",
+        "what the whole job costs, every phase summed, in the plan's cost unit",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST_PER_MILLION_TOKENS = _declare(
+    Figure(
+        "job_cost_per_million_tokens",
+        "cost/Mtok",
+        "cost/Mtok",
+        "cost",
+        "cost_fine",
+        "the whole job's cost per million tokens trained, every epoch's",
         _views(J, R, S, C, Q),
     )
 )
