@@ -26,9 +26,9 @@ NO_SPREAD = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    speedup: float | None  # baseline days / these days
-    cost_ratio: float | None  # this total cost / baseline total cost
-    days_delta: float | None  # these days - baseline days
+    speedup: float | None  # baseline job days / these (each plan's whole job)
+    cost_ratio: float | None  # this job cost / the baseline's
+    days_delta: float | None  # these job days - the baseline's
     speedup_range: tuple[float, float] | None
     cost_ratio_range: tuple[float, float] | None
     break_even_price_ratio: dict[str, float] | None  # per role; {} when no price breaks even
