@@ -137,3 +137,12 @@ def test_the_cli_compare_says_it_compares_jobs(capsys, tmp_path):
     row = _run(capsys, "compare", str(base), str(off), "--csv").splitlines()[2].split(",")
     assert row[3] == f"{doc['job_days']:,.1f} days"
     assert "whole job" in _run(capsys, "compare", str(base), str(off), "--markdown")
+
+
+def test_the_job_range_adds_the_regeneration_range_to_the_run_range(capsys):
+    doc = json.loads(_run(capsys, "project", "--json", sets=BOTH))
+    p_fast, p_slow = doc["regeneration"]["days_range"]
+    run_fast, run_slow = sorted(doc["storage"]["ranges"]["days"])
+    rows = _headline(_run(capsys, "project", sets=BOTH))
+    low, high = run_fast + p_fast, run_slow + p_slow
+    assert f"range {low:,.1f}-{high:,.1f} days" in rows["time"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics import recipe
+from ..basics.units import SECONDS_PER_DAY
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
@@ -452,7 +453,7 @@ class Projection:
 
     def _job_range(self, days: bool) -> tuple[float, float] | None:
         """The (low, high) of the job's days (or cost): the range of the run of its own
-        mode, plus the phases before it (regeneration), which have no range."""
+        mode plus the range of the phases before it (regeneration's decode range)."""
         if self.mode == "offline":
             off = self.offline.ranges if self.offline else None
             run = (off.days if days else off.cost) if off else None
@@ -465,7 +466,17 @@ class Projection:
         if run is None or central is None or job is None:
             return None
         low, high = sorted(run)
-        return (low + job - central, high + job - central)
+        # The phases before the run (regeneration) at the ends of their own range: its
+        # cost scales with its days (the same GPUs for longer).
+        before = job - central
+        regen = self.regeneration
+        phase = next((ph for ph in self.phases if ph.name == "regenerate"), None)
+        if regen is None or phase is None or not phase.days:
+            return (low + before, high + before)
+        fast, slow = (s / SECONDS_PER_DAY for s in regen.seconds_range)
+        scale = 1.0 if days else (phase.cost or 0.0) / phase.days
+        rest = before - (phase.days if days else (phase.cost or 0.0))
+        return (low + rest + fast * scale, high + rest + slow * scale)
 
     @property
     def job_days_range(self) -> tuple[float, float] | None:
