@@ -363,8 +363,8 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
 
     offline = project(edit(baseline, workload={"mode": "offline"}), catalog)
     rows = figure_rows(offline)
-    assert rows[0][0] == "offline" and rows[0][1].endswith("days")
-    assert f"{offline.offline.tb:,.1f} TB" in rows[0][2]
+    assert rows[0][0] == "time" and rows[0][1] == f"{offline.offline.days:,.1f} days"
+    assert "offline run" in rows[0][2] and f"{offline.offline.tb:,.1f} TB" in rows[0][2]
     assert ("online", "the figures below", "") in rows
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
     assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]

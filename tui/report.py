@@ -55,36 +55,26 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
             f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
         )
-        summary.add_row(
-            F.DAYS.name,
-            f"{fmt.duration(p.days)} to {p.epochs} epochs "
-            f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-            + _range(p, F.DAYS.key, fmt.duration),
-        )
-        summary.add_row(
-            F.TOTAL_COST.name,
-            escape(_cost_line(p)) + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
-        )
-        if p.mode == "offline" and (o := p.offline) is not None:
-            # The figures above are the online pipeline's; this plan runs offline: its
-            # days and cost, with the range of the same readings.
-            cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
-            spans = [
-                fmt.spread(o.ranges.days, fmt.duration) if o.ranges else "",
-                fmt.spread(o.ranges.cost, lambda v: fmt.cost(v, o.cost_unit)) if o.ranges else "",
-            ]
-            shown = "; range " + ", ".join(x for x in spans if x) if any(spans) else ""
+        if p.is_job:
+            # The plan's own job leads (its offline run, regeneration first when on); the
+            # online pipeline's figures follow, named.
+            for name, value in job_rows(p):
+                summary.add_row(name, escape(value))
+        else:
             summary.add_row(
-                "offline run",
-                escape(
-                    f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
-                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB"
-                    f"{shown}; the figures above are the online pipeline's"
-                ),
+                F.DAYS.name,
+                f"{fmt.duration(p.days)} to {p.epochs} epochs "
+                f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
+                + _range(p, F.DAYS.key, fmt.duration),
             )
-        if p.gpu_hours is not None:
-            energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
-            summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
+            summary.add_row(
+                F.TOTAL_COST.name,
+                escape(_cost_line(p))
+                + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
+            )
+            if p.gpu_hours is not None:
+                energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
+                summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
         # The figures no headline composes: a row each, from the registry.
         for f in F.rows(F.View.REPORT):
             summary.add_row(f.name, escape(fmt.figure(f, f.read(p), p.cost_unit)))
@@ -172,7 +162,13 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"speed {fmt.times(c.speedup)}{speed_range}, cost "
             f"{fmt.times(c.cost_ratio)}{cost_range}, "
             f"{fmt.signed_duration(c.days_delta)} "
-            f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})"
+            f"({fmt.duration(baseline.job_days)} -> {fmt.duration(p.job_days)}"
+            + (
+                f"; each plan's job: {job_name(baseline)} vs {job_name(p)}"
+                if p.is_job or baseline.is_job
+                else ""
+            )
+            + ")"
         )
         if c.speedup_range_scenarios and c.speedup_range:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
@@ -197,6 +193,45 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     for d in p.diagnostics:
         label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
         console.print(f"{label} {escape(d.message)}")
+
+
+def job_name(p: Projection) -> str:
+    """What the job is, in words: 'whole job' with a regeneration, else 'offline run'."""
+    return "whole job" if p.regeneration is not None else f"{p.mode} run"
+
+
+def job_parts(p: Projection) -> list[str]:
+    """The job's phases and their days: ['regenerate 23.7 h', 'capture 1.5 d', ...]."""
+    return [f"{ph.name} {fmt.duration(ph.days, compact=True)}" for ph in p.phases]
+
+
+def job_rows(p: Projection) -> list[tuple[str, str]]:
+    """The headline of a plan whose job is more than the online pipeline (it runs offline
+    or regenerates first): the job's days with its phases, its cost, its GPU-hours, then
+    the online pipeline's (offline: the decision; online: the training's per epoch)."""
+    t = p.total
+    if t is None:
+        return []
+    days = fmt.spread(p.job_days_range, fmt.duration)
+    cost = fmt.spread(p.job_cost_range, lambda v: fmt.cost(v, p.cost_unit))
+    usd = f" (~${t.cost_usd:,.0f} at catalog prices)" if p.cost_unit != "USD" and t.cost_usd else ""
+    online = f"{fmt.duration(p.days)} to {p.epochs} epochs, {_cost_line(p)}"
+    return [
+        (F.JOB_DAYS.name, f"{fmt.duration(t.days)} {job_name(p)}: {' + '.join(job_parts(p))}"),
+        (
+            "",
+            f"{p.epochs} epochs of {p.tokens_per_epoch / 1e9:,.3f} G tokens"
+            + (f"; range {days}" if days else ""),
+        ),
+        (
+            F.JOB_COST.name,
+            f"{fmt.cost(t.cost, p.cost_unit)}{usd}" + (f"; range {cost}" if cost else ""),
+        ),
+        (F.GPU_HOURS.name, f"{t.gpu_hours:,.0f}"),
+        ("online", f"{online}: the online pipeline, for the decision below")
+        if p.mode == "offline"
+        else ("training", online),
+    ]
 
 
 def store_lines(p: Projection) -> list[str]:
@@ -870,7 +905,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-        notes = _range_notes(rows) + _borrowed_notes(rows)
+        notes = _job_notes(rows) + _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
             print("\n".join(f"- {line}" for line in notes))
@@ -893,13 +928,32 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     ]
     unit_words = "" if one_unit in (None, "USD") else f"; cost in {one_unit}"
     _print_fitted(
-        f"scenarios (the first is the baseline{unit_words})",
+        f"scenarios (the first is the baseline{unit_words}{_JOB_WORDS if _jobs(rows) else ''})",
         fitted,
         [[escape(cell) for cell in row] for row in body],
     )
     console = _console()
     for line in _range_notes(rows) + _borrowed_notes(rows):
         console.print(escape(line))
+
+
+# What the comparison compares when a plan's job is more than the online pipeline.
+_JOB_WORDS = "; days, cost, speed and cost ratio: each plan's whole job"
+
+
+def _jobs(rows: list[tuple[Any, Compared]]) -> bool:
+    return any(x.projection.is_job for _, x in rows)
+
+
+def _job_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
+    """Which days and cost the comparison compares, when a plan runs offline or
+    regenerates: each plan's whole job (regeneration, then the run of its own mode)."""
+    if not _jobs(rows):
+        return []
+    return [
+        f"{_JOB_WORDS.removeprefix('; ')} (regeneration when on, then the run of its own "
+        "mode: online, or offline capture and training)"
+    ]
 
 
 def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:

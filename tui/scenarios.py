@@ -228,6 +228,13 @@ class ScenariosScreen(Screen[None]):
             style="dim",
         )
         projections = [s.projection if s else state.projection for s in self.columns]
+        if any(p.is_job for p in projections):
+            # Which days and cost compare (model/explore/compare.py): each plan's job.
+            names.append(
+                "; days, cost and their ×: each plan's whole job (regeneration when on, then "
+                "its online or offline run)",
+                style="dim",
+            )
         values = [column(p, base) for p in projections]
         rows = figure_rows()
         if any(p.mode == "offline" for p in projections):

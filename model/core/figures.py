@@ -230,7 +230,7 @@ SPEEDUP = _declare(
         "speed",
         "x",
         "times",
-        "baseline days / these days",
+        "the baseline's job days / this plan's (each plan's whole job)",
         _views(J, C),
         of="comparison",
         short="speed ×",
@@ -245,7 +245,7 @@ COST_RATIO = _declare(
         "cost ratio",
         "x",
         "times",
-        "this total cost / the baseline's",
+        "this plan's job cost / the baseline's (each plan's whole job)",
         _views(J, C),
         of="comparison",
         short="cost ×",
@@ -260,7 +260,7 @@ DAYS_DELTA = _declare(
         "days delta",
         "days",
         "duration",
-        "these days - the baseline's",
+        "this plan's job days - the baseline's",
         _views(J),
         of="comparison",
         composed=True,
@@ -287,7 +287,45 @@ COST_PER_MILLION_TOKENS = _declare(
         "cost/Mtok",
         "cost",
         "cost_fine",
-        "total cost per million tokens trained, every epoch's",
+        "the online pipeline's total cost per million tokens trained, every epoch's",
+        _views(J),
+    )
+)
+# The whole job the plan describes: regeneration (when on), then the run of the plan's own
+# mode (the offline run's capture and training, or the online pipeline). Every view leads
+# with these; for an online plan without regeneration they equal days and total_cost.
+JOB_DAYS = _declare(
+    Figure(
+        "job_days",
+        "time",
+        "job days",
+        "days",
+        "duration",
+        "days of the whole job: every phase (regenerate, capture, train) summed",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST = _declare(
+    Figure(
+        "job_cost",
+        "total cost",
+        "job cost",
+        "cost",
+        "cost",
+        "what the whole job costs, every phase summed, in the plan's cost unit",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST_PER_MILLION_TOKENS = _declare(
+    Figure(
+        "job_cost_per_million_tokens",
+        "cost/Mtok",
+        "cost/Mtok",
+        "cost",
+        "cost_fine",
+        "the whole job's cost per million tokens trained, every epoch's",
         _views(J, R, S, C, Q),
     )
 )

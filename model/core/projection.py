@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics import recipe
+from ..basics.units import SECONDS_PER_DAY
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
@@ -425,6 +426,65 @@ class Projection:
         if self.mode == "offline":
             return self.offline.cost if self.offline else None
         return self.total_cost
+
+    @property
+    def job_days(self) -> float | None:
+        """The days of the whole job the plan describes: its phases summed (regeneration
+        when on, then the run of its own mode); None when it does not fit."""
+        return self.total.days if self.total else None
+
+    @property
+    def job_cost(self) -> float | None:
+        """The cost of the whole job, in the plan's cost unit (its phases summed)."""
+        return self.total.cost if self.total else None
+
+    @property
+    def job_cost_per_million_tokens(self) -> float | None:
+        """The whole job's cost per million tokens trained (every epoch's)."""
+        tokens = self.tokens_per_epoch * self.epochs
+        cost = self.job_cost
+        return None if cost is None or not tokens else cost / tokens * 1e6
+
+    @property
+    def is_job(self) -> bool:
+        """The whole job is more than the online pipeline: the plan runs offline or
+        regenerates first, so its headline is the job's, not the pipeline's."""
+        return self.mode == "offline" or self.regeneration is not None
+
+    def _job_range(self, days: bool) -> tuple[float, float] | None:
+        """The (low, high) of the job's days (or cost): the range of the run of its own
+        mode plus the range of the phases before it (regeneration's decode range)."""
+        if self.mode == "offline":
+            off = self.offline.ranges if self.offline else None
+            run = (off.days if days else off.cost) if off else None
+            central = self.run_days if days else self.run_cost
+        else:
+            r = self.ranges
+            run = (r.days if days else r.total_cost) if r else None
+            central = self.days if days else self.total_cost
+        job = self.job_days if days else self.job_cost
+        if run is None or central is None or job is None:
+            return None
+        low, high = sorted(run)
+        # The phases before the run (regeneration) at the ends of their own range: its
+        # cost scales with its days (the same GPUs for longer).
+        before = job - central
+        regen = self.regeneration
+        phase = next((ph for ph in self.phases if ph.name == "regenerate"), None)
+        if regen is None or phase is None or not phase.days:
+            return (low + before, high + before)
+        fast, slow = (s / SECONDS_PER_DAY for s in regen.seconds_range)
+        scale = 1.0 if days else (phase.cost or 0.0) / phase.days
+        rest = before - (phase.days if days else (phase.cost or 0.0))
+        return (low + rest + fast * scale, high + rest + slow * scale)
+
+    @property
+    def job_days_range(self) -> tuple[float, float] | None:
+        return self._job_range(days=True)
+
+    @property
+    def job_cost_range(self) -> tuple[float, float] | None:
+        return self._job_range(days=False)
 
     @property
     def warnings(self) -> tuple[str, ...]:

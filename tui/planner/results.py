@@ -24,7 +24,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import offline_lines, store_lines
+from ..report import job_name, job_parts, offline_lines, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -89,37 +89,45 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
             p.bottleneck or fmt.DASH,
             BUSY.get(p.bottleneck or "", "does not fit"),
         ),
-        # The figures the rows above do not compose: a row each, from the registry.
-        *(
-            (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
-            for f in F.rows(F.View.RESULTS)
-        ),
     )
-    if p.mode == "offline" and (o := p.offline) is not None:
-        # The plan runs offline: its own days and cost lead, with the range of the same
-        # readings as the online pipeline's; the rows after them are the online pipeline's.
-        off = o.ranges
+    # The figures the rows above do not compose: a row each, from the registry (the job's
+    # figures: they lead with the job's days and cost when the job is more than the online
+    # pipeline, and follow the pipeline's rows, which are the same job, when it is not).
+    own = tuple(
+        (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
+        for f in F.rows(F.View.RESULTS)
+    )
+    if p.is_job and (t := p.total) is not None:
+        # The job the plan describes leads (its offline run, regeneration first when on),
+        # with its phases named; the rows after it are the online pipeline's.
+        o = p.offline
+        storage = (
+            ""
+            if p.mode != "offline" or o is None
+            else f"{o.tb:,.1f} TB"
+            if o.tb_available is None or o.tb <= o.tb_available
+            else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB"
+        )
+        usd = f"~${t.cost_usd:,.0f}" if p.cost_unit != "USD" and t.cost_usd else ""
+        job_cost = p.job_cost_range
         rows = (
             (
-                "offline",
-                fmt.duration(o.days),
-                f"{o.tb:,.1f} TB, capture + {p.epochs} epochs"
-                if o.tb_available is None or o.tb <= o.tb_available
-                else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB",
+                F.JOB_DAYS.name,
+                fmt.duration(t.days),
+                ", ".join(x for x in (job_name(p), storage) if x),
             ),
-            ("", _range(off.days if off else None, fmt.duration), ""),
-            ("", fmt.cost(o.cost, o.cost_unit, compact=True) if o.cost is not None else "", ""),
-            (
-                "",
-                _range(
-                    off.cost if off else None,
-                    lambda v: fmt.cost(v, o.cost_unit, compact=True),
-                ),
-                "",
-            ),
-            ("online", "the figures below", ""),
+            # A phase a line: "capture 1.5 d + train 6.6 d" would break inside a phase.
+            *(("", ("+ " if i else "") + part, "") for i, part in enumerate(job_parts(p))),
+            ("", _range(p.job_days_range, fmt.duration), ""),
+            (F.JOB_COST.name, fmt.cost(t.cost, p.cost_unit, compact=True), ""),
+            ("", _range(job_cost, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+            ("", ", ".join([f"{t.gpu_hours:,.0f} GPU-h", *([usd] if usd else [])]), ""),
+            *own,
+            ("online" if p.mode == "offline" else "training", "the figures below", ""),
             *rows,
         )
+    else:
+        rows = (*rows, *own)
     return tuple(row for row in rows if row[1])
 
 
@@ -186,6 +194,10 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         # Both plans under the same scenario: what sets each end of the speed range.
         for value, at in zip(c.speedup_range, c.speedup_range_scenarios, strict=True):
             text.append(f"\n{fmt.times(value)} if {at}", style="dim")
+    if p is not None and p.is_job:
+        # compare() judges each plan's whole job: say so where the plan's is more than
+        # the online pipeline.
+        text.append(f"\neach plan's whole job (this plan's: {job_name(p)})", style="dim")
     if p is not None and c.break_even_price_ratio:
         text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
     # The comparison's figures this line does not compose: one each, from the registry.
