@@ -134,6 +134,14 @@ def test_app_results_show_every_figure_they_claim(catalog, registry):
     assert (NEW.name in names) == (NEW in registry)
 
 
+def test_a_search_tables_own_figure_columns_may_be_left_out_when_narrow():
+    # The CLI's and the app's search tables leave out the highest drop first when they
+    # do not fit the terminal; a column that never gives way could push the table past it.
+    for f in F.rows(F.View.SEARCH):
+        assert f.drop > 0, f.key
+    assert F.BOTTLENECK.drop and F.BOTTLENECK.drop < F.COST_PER_MILLION_TOKENS.drop
+
+
 async def test_app_search_and_comparison_show_every_figure_they_claim(registry):
     app = planner()
     async with app.run_test(size=(160, 50)) as pilot:
