@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..model.core.cost import Price, Prices
     from ..model.core.figures import Figure
+    from ..model.core.phases import Regeneration
     from ..model.core.projection import Projection
     from ..model.explore.search import Result as SearchResult
 
@@ -79,6 +80,22 @@ def times(value: float | None) -> str:
 
 def signed_days(value: float | None) -> str:
     return DASH if value is None else f"{value:+,.1f} days"
+
+
+def regeneration(regen: Regeneration, compact: bool = False) -> str:
+    """The decode figures behind the regeneration phase, with the range its evidence leaves
+    (the decode efficiency's fitted range: the sources disagree by up to 2x)."""
+    d = regen.decode
+    slow, fast = regen.tokens_per_s_per_gpu_range
+    quick, long = regen.seconds_range
+    limit = "" if compact else f" ({d.batch_limit.replace('_', ' ')})"
+    return (
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU "
+        f"(range {slow:,.0f}-{fast:,.0f}: {duration(quick / 86_400, compact)}-"
+        f"{duration(long / 86_400, compact)}), {d.batch} sequences in flight{limit}, "
+        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
 
 
 def duration(value_days: float | None, compact: bool = False) -> str:

@@ -234,13 +234,7 @@ def phase_lines(p: Projection) -> list[str]:
             f"  {ph.name:<{width}}  {fmt.duration(ph.days, compact=True):>7}  "
             f"{fmt.cost(ph.cost, p.cost_unit)}  on {ph.what}"
         )
-    d = regen.decode
-    lines.append(
-        f"  regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, "
-        f"{d.batch} sequences in flight ({d.batch_limit.replace('_', ' ')}), "
-        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
-        f"{regen.prompt_tokens:,} prompt tokens per sample"
-    )
+    lines.append("  " + fmt.regeneration(regen))
     return lines
 
 

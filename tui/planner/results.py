@@ -324,12 +324,7 @@ def phases_part(p: Projection) -> Part:
         )
         for ph in p.phases
     ]
-    d = regen.decode
-    note = (
-        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, {d.batch} "
-        f"sequences in flight, {d.step_limit}-bound; {regen.output_tokens:,} answer + "
-        f"{regen.prompt_tokens:,} prompt tokens per sample"
-    )
+    note = fmt.regeneration(regen, compact=True)
     head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
     plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
 
