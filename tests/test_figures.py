@@ -227,6 +227,21 @@ def test_cost_per_million_tokens_is_the_total_cost_over_the_tokens_trained(catal
     assert ("cost/Mtok", value, "") in figure_rows(p)
 
 
+def test_compare_csv_writes_cost_per_million_tokens_with_its_unit_as_the_cost(tmp_path, capsys):
+    # A csv or markdown cell has no title to name the unit: the costs said it in each
+    # cell, the cost per million tokens did not ("0.0751" beside "845 RTX PRO 6000-h").
+    a = tmp_path / "a.toml"
+    assert main(["new", str(a)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--csv", str(a), str(a)]) == 0
+    header, row, _ = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    cells = dict(zip(header, row, strict=True))
+    p = project(*open_plan(a, None, load_catalog()))
+    unit = " RTX PRO 6000-h"
+    assert cells[F.TOTAL_COST.head].endswith(unit)
+    assert cells[F.COST_PER_MILLION_TOKENS.head] == fmt.fine(p.cost_per_million_tokens) + unit
+
+
 def _strings(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text())
     return [

@@ -773,12 +773,12 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
-    def money(value: float | None, unit: str) -> str:
+    def money(value: float | None, unit: str, key: str = "cost") -> str:
         # One unit for every row: said once in the title, not in each cell.
         return (
-            fmt.cost_figure(value, unit)
+            fmt.CELLS[key](value, unit)
             if one_unit and style == "table"
-            else fmt.cost(value, unit, compact=True)
+            else fmt.FORMATS[key](value, unit, True)
         )
 
     table = style == "table"
@@ -788,6 +788,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
         "duration": lambda v, unit: fmt.duration(v),
         "cost": money,
+        "cost_fine": lambda v, unit: money(v, unit, "cost_fine"),
         "text": lambda v, unit: str(v),
         "times": lambda v, unit: fmt.times(v),
     }
