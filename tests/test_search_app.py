@@ -208,9 +208,10 @@ async def test_at_80_columns_the_gpu_types_show_whole_beside_no_switch():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("f5")
         screen = app.screen
-        await set_values(pilot, search_gpus=USERS)
+        await set_values(pilot, search_gpus=USERS, search_budget="120,000")
         gpus = screen.query_one("#search-gpus")
-        assert gpus.content_region.width > len(USERS)
+        assert gpus.content_region.width > len(USERS)  # and a cell for the text cursor
+        assert screen.query_one("#search-budget").content_region.width > len("120,000")
         boxes = [screen.query_one(f"#search-{k}") for k in ("deadline", "budget", "max-gpus")]
         switches = screen.query("#search-switches Checkbox")
         for widget in [gpus, *boxes, *switches]:  # every one whole on the screen

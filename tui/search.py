@@ -117,6 +117,7 @@ class SearchScreen(Screen[None]):
     SearchScreen .search-row Label { padding: 0 1 0 0; color: $text-muted; }
     SearchScreen .search-row Label.unit { padding: 0 2 0 1; }
     SearchScreen .search-row Input { width: 7; }
+    SearchScreen #search-budget { width: 10; }  /* a budget in USD: "120,000" */
     SearchScreen .search-row Input.-invalid { background: $error 30%; }
     SearchScreen #search-gpus { width: 1fr; }
     SearchScreen #search-types { width: 1fr; }
