@@ -134,6 +134,14 @@ def test_app_results_show_every_figure_they_claim(catalog, registry):
     assert (NEW.name in names) == (NEW in registry)
 
 
+def test_a_search_tables_own_figure_columns_may_be_left_out_when_narrow():
+    # The CLI's and the app's search tables leave out the highest drop first when they
+    # do not fit the terminal; a column that never gives way could push the table past it.
+    for f in F.rows(F.View.SEARCH):
+        assert f.drop > 0, f.key
+    assert F.BOTTLENECK.drop and F.BOTTLENECK.drop < F.COST_PER_MILLION_TOKENS.drop
+
+
 async def test_app_search_and_comparison_show_every_figure_they_claim(registry):
     app = planner()
     async with app.run_test(size=(160, 50)) as pilot:
@@ -217,6 +225,21 @@ def test_cost_per_million_tokens_is_the_total_cost_over_the_tokens_trained(catal
     report.projection(p)
     assert f"cost/Mtok {value.removesuffix('-h')}" in _flat(capsys.readouterr().out)
     assert ("cost/Mtok", value, "") in figure_rows(p)
+
+
+def test_compare_csv_writes_cost_per_million_tokens_with_its_unit_as_the_cost(tmp_path, capsys):
+    # A csv or markdown cell has no title to name the unit: the costs said it in each
+    # cell, the cost per million tokens did not ("0.0751" beside "845 RTX PRO 6000-h").
+    a = tmp_path / "a.toml"
+    assert main(["new", str(a)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--csv", str(a), str(a)]) == 0
+    header, row, _ = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    cells = dict(zip(header, row, strict=True))
+    p = project(*open_plan(a, None, load_catalog()))
+    unit = " RTX PRO 6000-h"
+    assert cells[F.TOTAL_COST.head].endswith(unit)
+    assert cells[F.COST_PER_MILLION_TOKENS.head] == fmt.fine(p.cost_per_million_tokens) + unit
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:

@@ -569,6 +569,24 @@ def _fill(lows: Sequence[int], highs: Sequence[int], room: int) -> list[int]:
     return [max(lo, min(hi, level)) for lo, hi in zip(lows, highs, strict=True)]
 
 
+def fitting(
+    widths: Sequence[int], drops: Sequence[int], room: int, gap: int
+) -> tuple[list[int], list[int]]:
+    """The columns (indexes) of a table that fit in `room` cells, each `gap` wider than its
+    content, and those left out, in the order they were: while the table is too wide, the
+    column with the highest drop goes (the first of equals); a drop of 0 always stays."""
+    keep = list(range(len(widths)))
+    left: list[int] = []
+    while sum(widths[i] + gap for i in keep) > room:
+        droppable = [i for i in keep if drops[i]]
+        if not droppable:
+            break
+        worst = max(droppable, key=lambda i: drops[i])
+        keep.remove(worst)
+        left.append(worst)
+    return keep, left
+
+
 def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequence[str]]) -> None:
     """Print a table within the terminal's width (or COLUMNS when set) without cutting a
     number: headers wrap first, then cells between words, and when even that is too wide,
@@ -583,23 +601,17 @@ def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequenc
             table.add_row(*row)
         _print_table(table)
         return
-    keep = list(range(len(columns)))
-    dropped: list[str] = []
-    while True:
-        spans = [_widths(columns[i].header, [row[i] for row in rows]) for i in keep]
-        # A name (a plan file's path) may fold across lines rather than push numbers out.
-        lows = [
-            min(low, 12) if columns[i].fold else low
-            for i, (low, _, _) in zip(keep, spans, strict=True)
-        ]
-        # Rich's default box: a rule either side of each column and one space of padding.
-        room = console.width - (3 * len(keep) + 1)
-        droppable = [i for i in keep if columns[i].drop]
-        if sum(lows) <= room or not droppable:
-            break
-        worst = max(droppable, key=lambda i: columns[i].drop)
-        keep.remove(worst)
-        dropped.append(columns[worst].header)
+    every = [_widths(c.header, [row[i] for row in rows]) for i, c in enumerate(columns)]
+    # A name (a plan file's path) may fold across lines rather than push numbers out.
+    narrowest = [
+        min(low, 12) if c.fold else low for c, (low, _, _) in zip(columns, every, strict=True)
+    ]
+    # Rich's default box: a rule either side of each column and one space of padding.
+    keep, left = fitting(narrowest, [c.drop for c in columns], console.width - 1, 3)
+    dropped = [columns[i].header for i in left]
+    spans = [every[i] for i in keep]
+    lows = [narrowest[i] for i in keep]
+    room = console.width - (3 * len(keep) + 1)
     mids = [max(lo, mid) for lo, (_, mid, _) in zip(lows, spans, strict=True)]
     highs = [high for _, _, high in spans]
     widths = _fill(mids, highs, room) if sum(mids) <= room else _fill(lows, mids, room)
@@ -658,9 +670,9 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _Column("at worst", True, drop=2),
         _Column(cost_head, True),
         _Column(f"{cost_head} at worst", True, drop=3),
-        _Column(F.BOTTLENECK.head, drop=4),
-        # The registry's other search figures give way first on a narrow terminal.
-        *(_Column(f.head, True, drop=5) for f in extra),
+        _Column(F.BOTTLENECK.head, drop=F.BOTTLENECK.drop),
+        # The registry's other search figures give way as the registry says.
+        *(_Column(f.head, True, drop=f.drop) for f in extra),
     ]
     rows = []
     for candidate in result.front:
@@ -796,12 +808,12 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
-    def money(value: float | None, unit: str) -> str:
+    def money(value: float | None, unit: str, key: str = "cost") -> str:
         # One unit for every row: said once in the title, not in each cell.
         return (
-            fmt.cost_figure(value, unit)
+            fmt.CELLS[key](value, unit)
             if one_unit and style == "table"
-            else fmt.cost(value, unit, compact=True)
+            else fmt.FORMATS[key](value, unit, True)
         )
 
     table = style == "table"
@@ -811,6 +823,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
         "duration": lambda v, unit: fmt.duration(v),
         "cost": money,
+        "cost_fine": lambda v, unit: money(v, unit, "cost_fine"),
         "text": lambda v, unit: str(v),
         "times": lambda v, unit: fmt.times(v),
     }

@@ -39,6 +39,9 @@ class Figure:
     short: str = ""  # a narrow table's head (the app's tables); head when empty
     tiny: str = ""  # the app's search table's head, the narrowest; short when empty
     ranged: bool = False  # Ranges (or the Comparison) has a (low, high) pair for it
+    # A search table's column (the CLI's and the app's) too wide for the terminal: the
+    # highest is left out first, and the table says so; 0: never left out.
+    drop: int = 0
     composed: bool = False  # laid out by hand inside the views' headlines
 
     @property
@@ -217,6 +220,7 @@ BOTTLENECK = _declare(
         "the side that is 100 % busy: target, drafter or link",
         ALL,
         tiny="bound",
+        drop=4,
         composed=True,
     )
 )
@@ -327,6 +331,7 @@ JOB_COST_PER_MILLION_TOKENS = _declare(
         "cost_fine",
         "the whole job's cost per million tokens trained, every epoch's",
         _views(J, R, S, C, Q),
+        drop=5,  # cost/epoch and the total cost say much the same
     )
 )
 
