@@ -139,7 +139,7 @@ def test_a_search_tables_own_figure_columns_may_be_left_out_when_narrow():
     # do not fit the terminal; a column that never gives way could push the table past it.
     for f in F.rows(F.View.SEARCH):
         assert f.drop > 0, f.key
-    assert F.BOTTLENECK.drop and F.BOTTLENECK.drop < F.COST_PER_MILLION_TOKENS.drop
+    assert F.BOTTLENECK.drop and F.BOTTLENECK.drop < F.JOB_COST_PER_MILLION_TOKENS.drop
 
 
 async def test_app_search_and_comparison_show_every_figure_they_claim(registry):
