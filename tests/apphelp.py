@@ -4,7 +4,10 @@ runs without a debounce."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from dflash_plan.tui.planner.inputs import InputsPanel
 from rich.console import Console
 from textual.content import Content
 from textual.widgets import Input, Static, TextArea
+from textual.worker import WorkerCancelled
 
 
 @pytest.fixture(autouse=True)
@@ -69,13 +73,24 @@ async def choose(pilot, key: str, value: str) -> None:
 
 
 async def settle(pilot) -> None:
-    """Let the workers that are not waiting on a dialog (balance, the launch script) finish
-    and their results show."""
-    await pilot.pause()
-    for worker in list(pilot.app.workers):
-        if worker.group != "dialog":
-            await worker.wait()
-    await pilot.pause()
+    """Let the workers that are not waiting on a dialog (balance, the launch script, a
+    search) finish and their results show. A worker an edit starts may start only after a
+    pause has delivered the edit's messages (on a loaded machine, after the first look):
+    the app is settled when two looks in a row find none running."""
+    idle = 0
+    for _ in range(200):
+        await pilot.pause()
+        busy = [w for w in pilot.app.workers if w.group != "dialog" and not w.is_finished]
+        if not busy:
+            idle += 1
+            if idle == 2:
+                return
+            continue
+        idle = 0
+        for worker in busy:
+            with contextlib.suppress(WorkerCancelled):  # a later edit started a newer one
+                await worker.wait()
+    raise AssertionError("the app's workers did not settle")
 
 
 def text(app, widget: str) -> str:
@@ -141,6 +156,10 @@ async def snap_scenes(
             await pilot.pause()
             await pilot.wait_for_scheduled_animations()
             await pilot.pause()
-            if snapshot(name=f"{name}-{size_name}") != app.export_screenshot(title=app.title):
+            shot = app.export_screenshot(title=app.title)
+            if snapshot(name=f"{name}-{size_name}") != shot:
                 changed.append(name)
+                failed = os.environ.get("DFLASH_SNAPSHOT_FAILURES")
+                if failed:  # keep what was drawn, to look at beside the snapshot
+                    (Path(failed) / f"{prefix}[{name}-{size_name}].svg").write_text(shot)
     return changed

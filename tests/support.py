@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
+from dflash_plan.model.core import figures
 from dflash_plan.model.inputs.plan import Plan
 
-# The JSON contract of `project --json` (README): keys that stay (additions only).
-CONTRACT = {
-    "tokens_per_s",
-    "ktok_per_s",
-    "samples_per_s",
-    "days",
-    "epochs",
-    "gpu_hours",
-    "total_cost",
-    "cost_unit",
-    "bottleneck",
+# The JSON contract of `project --json` (README): keys that stay (additions only): the
+# figure registry's JSON figures and the projection's parts.
+CONTRACT = {f.key for f in figures.shown_in(figures.View.JSON)} | {
     "warnings",
     "target",
     "drafter",

@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from k8s_schema import manifest, pods
 from k8s_schema import validate as validate_manifest
+from support import edit
 
 MARKS = ("MARK1", "MARK2", "MARK3")
 # Pieces a hostile value is made of; the terminators also stand on lines of their own.
@@ -651,3 +652,68 @@ def test_a_nul_in_a_path_is_a_clear_error(baseline):
     with pytest.raises(PlanError, match=r"launch\.train_data_path.*NUL") as err:
         plan_from_dict(doc, "plan.toml")
     assert len(str(err.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "speculators", "slurm"])
+@SANDBOX
+@given(case=cases())
+def test_every_offline_launch_keeps_hostile_values_inert_and_exact(fmt, case):
+    # The offline run (capture to storage, then train): every value reaches the capture
+    # and the trainer exactly as typed, and nothing runs. An absolute output_dir is made
+    # relative so that the capture's marker lands inside the sandbox.
+    out_dir = case.plan.launch.output_dir
+    if out_dir is not None and out_dir.startswith("/"):
+        out_dir = "." + out_dir
+    plan = edit(
+        case.plan,
+        workload={"mode": "offline"},
+        storage={"format": "speculators" if fmt == "speculators" else "specforge"},
+        launch={"output_dir": out_dir},
+    )
+    script = generate(plan, case.catalog, fmt)
+    out, train = expected_out(plan), plan.launch.train_data_path
+    hs = f"{out}/hidden_states"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        stubs(root)
+        nodes = [None] if case.nodes == 1 or fmt == "slurm" else list(range(case.nodes))
+        seen = set()
+        for rank in nodes:
+            calls = run(root, script.text, node_rank=rank)
+            if fmt == "slurm":
+                # srun records each step; the steps' commands follow `env` and its settings.
+                for step in calls["srun"]:
+                    words = step.argv[step.argv.index("env") + 1 :]
+                    while re.fullmatch(r"[A-Z_]+=.*", words[0]):
+                        words = words[1:]
+                    calls.setdefault(words[0], []).append(Call(words[1:], step.env))
+            if fmt in ("specforge", "slurm"):
+                for c in calls.get("torchrun", []):
+                    assert after(c.argv, "--target-model-path") == case.path
+                    assert after(c.argv, "--data-path") == train
+                    assert after(c.argv, "--output-path") == hs
+                    assert after(c.argv, "--chat-template") == (plan.launch.chat_template or "qwen")
+                    seen.add("capture")
+                for c in calls.get("specforge", []):
+                    doc = read_yaml(root)
+                    assert doc["model"]["target_model_path"] == case.path
+                    assert doc["data"]["hidden_states_path"] == hs
+                    assert doc["output_dir"] == out and doc["run_id"] == plan.launch.run_id
+                    assert c.argv[:2] == ["train", "-c"]
+                    seen.add("train")
+            else:
+                for c in calls.get("python", []):
+                    assert c.argv[:2] == ["scripts/launch_vllm.py", case.path]
+                for c in calls.get("speculators", []):
+                    if c.argv[0] == "prepare-data":
+                        assert after(c.argv, "--data") == train
+                        assert after(c.argv, "--output") == f"{out}/data"
+                    else:
+                        assert after(c.argv, "--preprocessed-data") == f"{out}/data"
+                        assert after(c.argv, "--output") == hs
+                        seen.add("capture")
+                for c in calls.get("torchrun", []):
+                    assert after(c.argv, "--verifier-name-or-path") == case.path
+                    assert after(c.argv, "--hidden-states-path") == hs
+                    seen.add("train")
+        assert seen == {"capture", "train"}

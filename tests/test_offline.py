@@ -292,9 +292,18 @@ def test_compare_shows_storage_of_offline_plans(capsys, tmp_path):
     assert "offline" not in capsys.readouterr().out.splitlines()[0]
 
 
-def test_offline_mode_says_the_launch_is_online(capsys):
-    doc = storage(capsys, "workload.mode=offline")
-    assert "mode-differs-from-launch" in [d["code"] for d in doc["diagnostics"]]
+def test_offline_mode_names_only_the_launches_that_cannot_write_it(capsys):
+    # specforge, speculators and slurm write the capture-then-train pair; the legacy
+    # trainer and the JobSet cannot, and the projection says so.
+    for fmt in ("specforge", "speculators", "slurm"):
+        doc = storage(capsys, "workload.mode=offline", f"launch.format={fmt}")
+        assert "mode-differs-from-launch" not in [d["code"] for d in doc["diagnostics"]]
+    for fmt in ("specforge-legacy", "kubernetes", "skypilot"):
+        doc = storage(capsys, "workload.mode=offline", f"launch.format={fmt}")
+        (diag,) = [d for d in doc["diagnostics"] if d["code"] == "mode-differs-from-launch"]
+        assert (
+            fmt in diag["message"] and "--format specforge, speculators or slurm" in diag["message"]
+        )
     assert "mode-differs-from-launch" not in [d["code"] for d in storage(capsys)["diagnostics"]]
 
 
@@ -354,12 +363,66 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
 
     offline = project(edit(baseline, workload={"mode": "offline"}), catalog)
     rows = figure_rows(offline)
-    assert rows[0][0] == "offline" and rows[0][1].endswith("days")
-    assert f"{offline.offline.tb:,.1f} TB" in rows[0][2]
+    assert rows[0][0] == "time" and rows[0][1] == f"{offline.offline.days:,.1f} days"
+    assert "offline run" in rows[0][2] and f"{offline.offline.tb:,.1f} TB" in rows[0][2]
     assert ("online", "the figures below", "") in rows
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
     assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]
     assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
+
+
+@pytest.mark.parametrize(
+    "fmt, dtype, per_token",
+    [
+        # 5 captured layers x 4,096 x 2 + int64 ids and mask
+        ("specforge", "bf16", 5 * 4096 * 2 + 16),
+        # 5 captured + the last layer, int64 ids, bool mask; fp8: one byte each plus a
+        # float32 scale per token (hs-connectors' fp8 connector)
+        ("speculators", "bf16", 6 * 4096 * 2 + 9),
+        ("speculators", "fp8", 6 * 4096 + 9 + 4),
+    ],
+)
+def test_the_offline_launch_writes_what_the_projection_sizes(catalog, fmt, dtype, per_token):
+    from dflash_plan.model.launch import generate
+
+    plan = edit(
+        default_plan(),
+        workload={"mode": "offline", "storage_dtype": dtype},
+        launch={"format": fmt},
+    )
+    p = project(plan, catalog)
+    assert p.offline is not None and p.offline.bytes_per_token == per_token
+    text = generate(plan, catalog, fmt).text
+    assert f"the capture writes {per_token:,} bytes per token" in text
+    assert f"projection of this offline run: {p.offline.tb:,.1f} TB" in text
+
+
+def test_an_offline_launch_refuses_a_storage_format_it_does_not_write(catalog):
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.launch import generate
+
+    plan = edit(default_plan(), workload={"mode": "offline"}, storage={"format": "deepspec"})
+    with pytest.raises(PlanError, match=r"storage\.format = deepspec: the specforge launch"):
+        generate(plan, catalog, "specforge")
+    # The plan's launch format sizes SpecForge's files; the speculators launch writes others.
+    plan = edit(default_plan(), workload={"mode": "offline"})
+    with pytest.raises(PlanError, match=r"set storage\.format = speculators"):
+        generate(plan, catalog, "speculators")
+
+
+def test_the_offline_sbatch_asks_for_the_offline_runs_host_needs(catalog):
+    # The built-in plan, 3 targets + 1 drafter on one 8-GPU node: not whole nodes, so
+    # --mem and --cpus-per-task are the offline run's: 3 capture replicas x the 15.3 GiB
+    # of weights each loads through host memory + 1 trainer rank x two batches of 2
+    # max-length samples (0.6 GiB), no Mooncake segment; CPUs 3 x (1 + 4 loaders) +
+    # 1 x (1 + 8 loaders) = 24.
+    from dflash_plan.model.launch import generate
+
+    plan = edit(default_plan(), workload={"mode": "offline"}, launch={"format": "slurm"})
+    text = generate(plan, catalog, "slurm").text
+    assert "#SBATCH --mem=47G" in text and "#SBATCH --cpus-per-task=24" in text
+    online = generate(edit(plan, workload={"mode": "online"}), catalog, "slurm").text
+    assert "#SBATCH --mem=47G" not in online
 
 
 @pytest.mark.parametrize("sets", [{}, {"target": {"gpu": "b200"}, "drafter": {"gpu": "b200"}}])

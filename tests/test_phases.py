@@ -77,6 +77,24 @@ def test_regeneration_rate_follows_the_decode_physics(capsys):
     assert doc["phases"][0]["days"] == pytest.approx(days, rel=1e-9)
 
 
+def test_regeneration_carries_the_decode_efficiencys_range(capsys):
+    # The sources disagree (vLLM on MI300X reaches half what TensorRT-LLM's fit says): the
+    # phase's days span the efficiency's fitted range. At its low end every step is
+    # memory-bound: 256 sequences / (step bytes / (1.79 TB/s x the low efficiency)).
+    doc = project(capsys, "workload.regenerate=true")
+    regen = doc["regeneration"]
+    low, high = fitting.value_range("DECODE_BANDWIDTH_EFFICIENCY")
+    assert low < fitting.value("DECODE_BANDWIDTH_EFFICIENCY") < high
+    step_bytes = 2 * PRESETS["qwen3-8b"].total_params + 256 * (2344 / 2) * 36 * 8 * 128 * 2 * 2
+    slowest = 256 / (step_bytes / (1.79e12 * low))
+    slow, fast = regen["tokens_per_s_per_gpu_range"]
+    assert slow == pytest.approx(slowest, rel=1e-9)
+    assert slow < regen["tokens_per_s_per_gpu"] < fast
+    quick, long = regen["days_range"]
+    assert long == pytest.approx(800_000 * 2344 / (slowest * 4) / 86_400, rel=1e-9)
+    assert quick < doc["phases"][0]["days"] < long
+
+
 def test_a_prompt_is_prefilled_and_answers_shorter(capsys):
     full = project(capsys, "workload.regenerate=true")["regeneration"]
     half = project(capsys, "workload.regenerate=true", "workload.regenerate_output_tokens=1172")[
@@ -200,3 +218,26 @@ def test_search_skips_gpus_that_cannot_hold_the_target_to_regenerate(catalog, ba
     space = default_space(plan, catalog, ("rtx-4090", "b200"), max_gpus=16)
     result = search(plan, catalog, space, Constraints())
     assert result.front and {c.plan.target.gpu for c in result.front} == {"b200"}
+
+
+async def test_the_app_turns_regeneration_on_and_saves_it(tmp_path, capsys):
+    # The form's switch and answer length edit the plan the CLI projects: the app's whole
+    # job is the CLI's, and the saved file holds the two keys as a bool and a whole number.
+    from apphelp import choose, planner, put, text
+    from dflash_plan.tui.format import duration
+
+    sets = ("workload.regenerate=true", "workload.regenerate_output_tokens=1000")
+    expected = project(capsys, *sets)["total"]
+    path = tmp_path / "regen.toml"
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert "whole job" not in text(app, "phases")
+        await choose(pilot, "workload.regenerate", "yes")
+        await put(pilot, "workload.regenerate_output_tokens", "1000")
+        await pilot.pause()
+        assert f"whole job  {duration(expected['days'])}" in text(app, "phases")
+        app.state.save(path)
+        await choose(pilot, "workload.regenerate", "no")
+        assert "whole job" not in text(app, "phases")
+    saved = path.read_text()
+    assert "regenerate = true" in saved and "regenerate_output_tokens = 1000" in saved

@@ -199,3 +199,78 @@ async def test_search_offline_too_evaluates_both_modes_and_opens_an_offline_plan
         await pilot.pause()
         assert app.state.plan.workload.mode == "offline"
         assert app.state.projection.offline.days == chosen.days
+
+
+async def test_at_80_columns_the_gpu_types_show_whole_beside_no_switch():
+    # The "offline too" switch on the GPU types' row cut their box to 12 columns
+    # ("b200,b300,h2"); below 100 columns the switches take a row of their own.
+    app = planner()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_gpus=USERS, search_budget="120,000")
+        gpus = screen.query_one("#search-gpus")
+        assert gpus.content_region.width > len(USERS)  # and a cell for the text cursor
+        assert screen.query_one("#search-budget").content_region.width > len("120,000")
+        boxes = [screen.query_one(f"#search-{k}") for k in ("deadline", "budget", "max-gpus")]
+        switches = screen.query("#search-switches Checkbox")
+        for widget in [gpus, *boxes, *switches]:  # every one whole on the screen
+            assert widget.region.right <= 80 and widget.region.width > 0
+        assert {w.region.y for w in switches} == {gpus.region.y + 1}
+        await pilot.resize_terminal(120, 40)  # wide: one row, the GPU types still whole
+        await pilot.pause()
+        assert {w.region.y for w in switches} == {gpus.region.y}
+        assert gpus.content_region.width > len(USERS)
+
+
+async def test_the_search_table_fits_the_width_and_names_the_columns_left_out():
+    # The cost/Mtok column pushed the table past 80 columns: a horizontal scrollbar and
+    # its head cut to "cost/Mt" (its figures to "0.03").
+    app = planner()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)
+        table = screen.query_one("#search-table", DataTable)
+        note = screen.query_one("#search-left-out")
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert [str(c.label) for c in table.columns.values()][-1] == "cost/Mtok"
+        assert not note.display
+        # Mixed and offline plans have long names: the least needed columns give way, by
+        # the figure registry's drop, and the line under the table names them.
+        for switch in ("mixed", "both-modes"):
+            screen.query_one(f"#search-{switch}").value = True
+        await settle(pilot)
+        await pilot.pause()
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        heads = [str(c.label) for c in table.columns.values()]
+        assert "cost/Mtok" not in heads and heads[:6] == [
+            "best for", "plan", "Ktok/s", "time", "at worst", "cost"
+        ]  # fmt: skip
+        assert note.display and "left out at 80 columns: cost/Mtok" in str(note.content)
+        await pilot.resize_terminal(120, 40)  # wide again: every column, no note
+        await pilot.pause()
+        await pilot.pause()
+        assert [str(c.label) for c in table.columns.values()][-1] == "cost/Mtok"
+        assert not note.display
+
+
+async def test_the_verdict_sits_at_the_same_place_in_every_row_the_cursor_row_too():
+    # Under the cursor the ✓ took the row's colour and ran into the duration before it,
+    # so a picture of the screen drew it beside the figure, not at the column's edge.
+    app = planner()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_deadline="3", search_budget="845", search_gpus=USERS)
+        table = screen.query_one("#search-table", DataTable)
+        assert table.cursor_row == 0
+        marks = set()
+        for y in range(1, table.row_count + 1):  # under the header
+            x = 0
+            for segment in table.render_line(y):
+                if "✓" in segment.text:
+                    assert segment.text.strip() == "✓" and segment.style.color.name == "green"
+                    marks.add(x + segment.text.index("✓"))
+                x += segment.cell_length
+        assert len(marks) == 1

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from upstream import (
     load_specforge,
     prepare_data_options,
     train_config_options,
+    typer_options,
     wheel,
 )
 
@@ -154,6 +156,9 @@ def speculators_options(cache):
         "train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
         "launch": backend_options(hs, "add_launch_args"),
         "prepare": prepare_data_options(spec),
+        "generate": typer_options(
+            spec, "speculators/cli/generate_offline_data.py", "generate_offline_data"
+        ),
     }
 
 
@@ -184,7 +189,7 @@ def run(
     tmp_path: Path,
     text: str,
     node_rank: int | None = None,
-    ready: str | None = None,
+    ready: str | tuple[str, ...] | None = None,
     shell: dict[str, str] | None = None,
 ) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
@@ -193,9 +198,9 @@ def run(
     bin_dir, log, work = tmp_path / "bin", tmp_path / "log", tmp_path / f"work{node_rank}"
     for folder in (bin_dir, log, work):
         folder.mkdir(exist_ok=True)
-    if ready:
-        (work / ready).parent.mkdir(parents=True, exist_ok=True)
-        (work / ready).touch()
+    for name in (ready,) if isinstance(ready, str) else ready or ():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).touch()
     stubs = {
         name: RECORD
         for name in ("python", "specforge", "torchrun", "mooncake_master", "curl", "speculators")
@@ -248,6 +253,7 @@ def run(
         calls.append(
             {
                 "cmd": args.name.split(".")[0],
+                "t_us": int(args.name.split(".")[1]),  # when it started (EPOCHREALTIME)
                 "argv": args.read_text().split("\0")[:-1],
                 "env": environ,
                 "cwd": Path(Path(stem + ".cwd").read_text().strip()),
@@ -259,7 +265,9 @@ def run(
     return calls
 
 
-def node_calls(tmp_path: Path, script, ready: str | None = None) -> list[tuple[int, list[dict]]]:
+def node_calls(
+    tmp_path: Path, script, ready: str | tuple[str, ...] | None = None
+) -> list[tuple[int, list[dict]]]:
     if script.format == "kubernetes":
         # Each pod's command, in the environment the pod sees (tests/k8s_schema.py).
         every = pods(manifest(script.text))
@@ -906,3 +914,287 @@ def test_the_skypilot_validator_rejects_unknown_fields(catalog, baseline, skypil
     for header in ({**docs[0], "bogus": 1}, {**docs[0], "primary_tasks": ["nope"]}):
         with pytest.raises(AssertionError):
             skypilot.check_group([header, *docs[1:]])
+
+
+# --- offline mode: capture to storage, then train -------------------------------------------
+
+# sgl-project/SpecForge a6b6b023 scripts/prepare_hidden_states.py (parse_args): no wheel
+# carries the script; the specforge 0.2.0 wheel is built from this tree (its schema differs
+# from a6b6b023's in two docstrings only). Flag -> type.
+PREPARE_HIDDEN_STATES_FLAGS = {
+    "--target-model-path": "str",
+    "--strategy": "str",
+    "--draft-model-config": "str",
+    "--trust-remote-code": "bool",
+    "--data-path": "str",
+    "--max-length": "int",
+    "--chat-template": "str",
+    "--is-preformatted": "bool",
+    "--num-samples": "int",
+    "--build-dataset-num-proc": "int",
+    "--tp-size": "int",
+    "--batch-size": "int",
+    "--cache-dir": "str",
+    "--output-path": "str",
+    "--dist-timeout": "int",
+    "--num-io-threads": "int",
+    "--num-workers": "int",
+    "--io-queue-size": "int",
+    "--file-group-size": "int",
+    "--compress": "bool",
+    "--compression-level": "int",
+    "--sglang-attention-backend": "str",
+    "--sglang-mem-fraction-static": "float",
+    "--sglang-context-length": "int",
+    "--sglang-enable-nccl-nvls": "bool",
+    "--sglang-enable-symm-mem": "bool",
+    "--sglang-enable-torch-compile": "bool",
+    "--sglang-enable-dp-attention": "bool",
+    "--sglang-enable-dp-lm-head": "bool",
+    "--sglang-ep-size": "int",
+}
+
+
+def offline(plan, fmt: str, dtype: str = "bf16"):
+    from support import edit
+
+    return edit(plan, workload={"mode": "offline", "storage_dtype": dtype}, launch={"format": fmt})
+
+
+@pytest.fixture(scope="session")
+def dflash_capture(cache):
+    """SpecForge's DFlash offline capture as the 0.2.0 wheel defines it: the layers it
+    reads from the draft config (resolve_dflash_capture_layers in
+    specforge/algorithms/model_providers.py, taken out alone: the module imports torch)
+    and what it stores per sample (the OfflineCaptureLayout of
+    specforge/algorithms/dflash/providers.py)."""
+    whl = wheel(
+        cache,
+        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
+    )
+    with zipfile.ZipFile(whl) as archive:
+        providers = ast.parse(archive.read("specforge/algorithms/model_providers.py"))
+        dflash = ast.parse(archive.read("specforge/algorithms/dflash/providers.py"))
+    fn = next(
+        n
+        for n in providers.body
+        if isinstance(n, ast.FunctionDef) and n.name == "resolve_dflash_capture_layers"
+    )
+    namespace: dict = {"Config": object, "Any": object, "List": list}  # its annotations
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "model_providers.py", "exec"), namespace)
+    (layout,) = [
+        n
+        for n in ast.walk(dflash)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "OfflineCaptureLayout"
+    ]
+    stored = {k.arg: ast.literal_eval(k.value) for k in layout.keywords}
+    return namespace["resolve_dflash_capture_layers"], stored
+
+
+def check_prepare_flags(words: list[str]) -> dict[str, str]:
+    """Every word a prepare_hidden_states.py flag with a value of its type; the values."""
+    values, i = {}, 0
+    while i < len(words):
+        flag = words[i]
+        assert flag in PREPARE_HIDDEN_STATES_FLAGS, f"{flag} is not a prepare_hidden_states flag"
+        kind = PREPARE_HIDDEN_STATES_FLAGS[flag]
+        if kind == "bool":
+            values[flag], i = "", i + 1
+            continue
+        value = words[i + 1]
+        assert not value.startswith("--"), f"{flag} has no value"
+        {"int": int, "float": float, "str": str}[kind](value)
+        values[flag], i = value, i + 2
+    assert {"--target-model-path", "--data-path"} <= set(values)  # required=True
+    return values
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_specforge_offline_captures_then_trains_as_upstream_reads_it(
+    tmp_path,
+    monkeypatch,
+    catalog,
+    baseline,
+    specforge,
+    build_target_layer_ids,
+    dflash_capture,
+    shape,
+    fmt,
+):
+    from dflash_plan.model.basics.errors import PlanError
+    from dflash_plan.model.launch.common import capture_done, hidden_states_dir
+
+    resolve_layers, stored = dflash_capture
+    plan = offline(shapes(baseline)[shape], fmt)
+    if shape == "two-nodes-shared":
+        # 8 + 2 targets: one torchrun cannot span them.
+        with pytest.raises(PlanError, match="the targets land 8 \\+ 2 on 2 nodes"):
+            generate(plan, catalog, fmt)
+        return
+    script = generate(plan, catalog, fmt)
+    model = catalog.models[plan.workload.target_model]
+    layers = build_target_layer_ids(model.n_layers, plan.workload.draft_layers)
+    # What the capture stores is what physics/storage.py counts: no last hidden state,
+    # two integer tensors beside the captured layers.
+    assert stored["capture_method"] == "dflash" and stored["last_hidden_feature"] is None
+    assert [name for name, _ in stored["passthrough"]] == ["input_ids", "loss_mask"]
+    from dflash_plan.model.physics.storage import FORMATS
+
+    assert FORMATS["specforge"].extra_layers == 0
+    assert FORMATS["specforge"].other_bytes_per_token == 8 * len(stored["passthrough"])
+    out = Path(hidden_states_dir(plan))
+    replicas, trainers = 0, 0
+    for _node, calls in node_calls(tmp_path, script, ready=capture_done(plan)):
+        order = [c["cmd"] for c in sorted(calls, key=lambda c: c["t_us"])]
+        assert order == sorted(order, key=lambda c: c != "torchrun"), "capture before training"
+        for call in calls:
+            argv, env = call["argv"], call["env"]
+            assert not {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"} & set(env)
+            if call["cmd"] == "torchrun":
+                words = argv[argv.index("scripts/prepare_hidden_states.py") + 1 :]
+                values = check_prepare_flags(words)
+                assert values["--strategy"] == "dflash"
+                draft = json.loads((call["cwd"] / values["--draft-model-config"]).read_text())
+                assert resolve_layers(None, draft, None) == layers
+                assert draft["architectures"] == ["DFlashDraftModel"]
+                assert draft.get("draft_vocab_size", draft.get("vocab_size")) == model.vocab
+                assert int(values["--tp-size"]) == plan.target.tp
+                assert Path(values["--output-path"]) == out
+                assert int(values["--max-length"]) == plan.workload.max_length
+                gpus = env["CUDA_VISIBLE_DEVICES"].split(",")
+                assert int(argv[argv.index("--nproc_per_node") + 1]) == len(gpus)
+                replicas += len(gpus) // plan.target.tp
+                # The first capture node marks the capture done once torchrun returns (an
+                # sbatch script waits for its capture steps instead).
+                first = "--node_rank" not in argv or argv[argv.index("--node_rank") + 1] == "0"
+                if first and fmt == "specforge":
+                    assert (call["cwd"] / capture_done(plan)).exists()
+                if "--master_addr" in argv:
+                    head = script.layout.target_nodes[0]
+                    expected = SLURM_HOSTS[head] if fmt == "slurm" else script.layout.hosts[head]
+                    assert argv[argv.index("--master_addr") + 1] == expected
+            elif call["cmd"] == "specforge":
+                cfg_path = call["cwd"] / argv[argv.index("-c") + 1]
+                cfg = specforge.config.load_config(str(cfg_path), [a for a in argv if "=" in a])
+                if cfg.deployment.trainer.nnodes > 1:
+                    head = script.layout.drafter_nodes[0]
+                    expected = SLURM_HOSTS[head] if fmt == "slurm" else script.layout.hosts[head]
+                    assert cfg.deployment.trainer.master_addr == expected
+                assert cfg.mode == "offline" and cfg.deployment.mode == "local_colocated"
+                assert Path(cfg.data.hidden_states_path) == out
+                assert cfg.data.max_length == plan.workload.max_length
+                assert cfg.model.draft_num_hidden_layers == plan.workload.draft_layers
+                rendered = specforge_plan(specforge, call, monkeypatch)
+                assert rendered["role"] == "all"
+                if rendered["kind"] == "worker":  # one process: SpecForge runs it in place
+                    nproc = "1"
+                else:
+                    (command,) = rendered["commands"]
+                    nproc = command["argv"][command["argv"].index("--nproc_per_node") + 1]
+                assert int(nproc) == len(env["CUDA_VISIBLE_DEVICES"].split(","))
+                rank = int(argv[argv.index("--node-rank") + 1]) if "--node-rank" in argv else 0
+                assert env["NODE_RANK"] == str(rank)
+                resolve = specforge.launch_plan._resolved_node_rank
+                assert (resolve(cfg, None, env) or 0) == rank
+                trainers += int(nproc)
+    assert replicas == plan.target.replicas and trainers == plan.drafter.count
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_speculators_offline_captures_then_trains_as_upstream_reads_it(
+    tmp_path, catalog, baseline, speculators_options, cache, shape, dtype
+):
+    from dflash_plan.model.launch.common import capture_done, hidden_states_dir, output_dir
+
+    plan = offline(shapes(baseline)[shape], "speculators", dtype)
+    script = generate(plan, catalog, "speculators")
+    with zipfile.ZipFile(wheel(cache, HS_CONNECTORS)) as archive:
+        transfer = archive.read("hs_connectors/transfer.py").decode()
+        fp8 = archive.read("hs_connectors/fp8_hidden_states_connector.py").decode()
+    backends = set(re.findall(r'@HiddenStatesBackend\.register\("([a-z0-9_]+)"\)', transfer))
+    # fp8 files carry one float32 scale per token besides the hidden states.
+    assert "hidden_states_scales - fp32 [seq_len, 1, 1]" in fp8
+    from dflash_plan.model.physics.storage import FORMATS
+
+    assert FORMATS["speculators"].fp8_scale_bytes_per_token == 4
+    t_nodes = script.layout.target_nodes
+    markers = tuple(f"{capture_done(plan)}.{i}" for i in range(len(t_nodes)))
+    ready = (f"{output_dir(plan)}/data/dataset_info.json", *markers)
+    hs = hidden_states_dir(plan)
+    shares, seen = set(), []
+    for node, calls in node_calls(tmp_path, script, ready):
+        kinds = []
+        for call in sorted(calls, key=lambda c: c["t_us"]):
+            argv = call["argv"]
+            if call["cmd"] == "python":
+                split = argv.index("--")
+                own = {
+                    **speculators_options["launch"],
+                    **{
+                        f: speculators_options["launch"].get(f, _plain(f))
+                        for f in LAUNCH_VLLM_FLAGS
+                    },
+                }
+                check_flags(argv[2:split], own, "launch_vllm.py")
+                check_flags(
+                    argv[split + 1 :], {f: _plain(f) for f in VLLM_SERVE_FLAGS}, "vllm serve"
+                )
+                backend = argv[argv.index("--hidden-states-backend") + 1]
+                assert backend in backends and backend == {"bf16": "file", "fp8": "fp8"}[dtype]
+                assert "--no-include-last-layer" not in argv  # the format counts the last
+                gpus = call["env"]["CUDA_VISIBLE_DEVICES"].split(",")
+                assert int(argv[argv.index("--data-parallel-size") + 1]) * plan.target.tp == len(
+                    gpus
+                )
+                kinds.append("vllm")
+            elif call["cmd"] == "speculators" and argv[0] == "prepare-data":
+                check_flags(argv[1:], speculators_options["prepare"], "prepare-data")
+                kinds.append("prepare")
+            elif call["cmd"] == "speculators":
+                assert argv[0] == "generate-offline-data"
+                check_flags(argv[1:], speculators_options["generate"], "generate-offline-data")
+                assert argv[argv.index("--output") + 1] == hs
+                world = int(argv[argv.index("--world-size") + 1])
+                shares.add(int(argv[argv.index("--rank") + 1]))
+                assert world == len(t_nodes)
+                assert (call["cwd"] / markers[t_nodes.index(max(node, 0))]).exists()
+                kinds.append("capture")
+            elif call["cmd"] == "torchrun":
+                words = argv[argv.index("speculators.train") + 1 :]
+                check_flags(words, speculators_options["train"], "speculators.train")
+                assert words[words.index("--hidden-states-path") + 1] == hs
+                assert words[words.index("--on-missing") + 1] == "raise"
+                assert "--vllm-endpoint" not in words
+                kinds.append("train")
+        # On a node, the capture finishes before the training starts (vLLM starts in the
+        # background: the script waits for its health check instead).
+        steps = [k for k in kinds if k != "vllm"]
+        assert steps == sorted(steps, key=["prepare", "capture", "train"].index)
+        seen += kinds
+    assert shares == set(range(len(t_nodes)))
+    assert {"vllm", "prepare", "capture", "train"} == set(seen)
+
+
+@pytest.mark.parametrize(
+    "fmt, dtype, field",
+    [
+        ("slurm", "fp8", "workload.storage_dtype"),
+        ("specforge-legacy", "bf16", "workload.mode"),
+        ("kubernetes", "bf16", "workload.mode"),
+        ("skypilot", "bf16", "workload.mode"),
+        ("specforge", "fp8", "workload.storage_dtype"),
+    ],
+)
+def test_an_offline_launch_upstream_cannot_run_is_refused_in_one_line(
+    catalog, baseline, fmt, dtype, field
+):
+    from dflash_plan.model.basics.errors import PlanError
+
+    plan = offline(baseline, fmt, dtype)
+    with pytest.raises(PlanError) as err:
+        generate(plan, catalog, fmt)
+    message = str(err.value)
+    assert "\n" not in message and fmt.split("-")[0] in message.lower()
+    assert err.value.key == field

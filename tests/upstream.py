@@ -214,12 +214,16 @@ def backend_options(whl: Path, method: str) -> dict[str, Option]:
 
 
 def prepare_data_options(whl: Path) -> dict[str, Option]:
-    """`speculators prepare-data` options: the typer parameters of
-    speculators/cli/prepare_data.py (a parameter's flag is its name with dashes unless
-    typer.Option names it)."""
+    """`speculators prepare-data` options (speculators/cli/prepare_data.py)."""
+    return typer_options(whl, "speculators/cli/prepare_data.py", "prepare_data")
+
+
+def typer_options(whl: Path, module: str, command: str) -> dict[str, Option]:
+    """A speculators command's options: the typer parameters of its function (a
+    parameter's flag is its name with dashes unless typer.Option names it)."""
     with zipfile.ZipFile(whl) as archive:
-        tree = ast.parse(archive.read("speculators/cli/prepare_data.py"))
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "prepare_data")
+        tree = ast.parse(archive.read(module))
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == command)
     options: dict[str, Option] = {}
     for arg in fn.args.args:
         flags = ["--" + arg.arg.replace("_", "-")]
@@ -233,7 +237,8 @@ def prepare_data_options(whl: Path) -> dict[str, Option]:
             ]
             if named:
                 flags = [f for spec in named for f in spec.split("/")]
-        kind = "list" if "list[" in ast.unparse(arg.annotation) else "str"
+        text = ast.unparse(arg.annotation)
+        kind = "list" if "list[" in text else "bool" if "Annotated[bool" in text else "str"
         for flag in flags:
             options[flag] = Option(flag, kind=kind)
     return options

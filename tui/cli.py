@@ -573,7 +573,7 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from ..model.core.projection import project
-    from ..model.explore.compare import compare
+    from ..model.explore.compare import compared
     from .config import load_catalog, open_plan
 
     catalog = load_catalog(args.hardware)
@@ -582,7 +582,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         plan, catalog = open_plan(path, None, catalog)
         projections.append((path, project(plan, catalog)))
     base = projections[0][1]
-    rows = [(path, p, compare(p, base)) for path, p in projections]
+    rows = [(path, compared(p, base)) for path, p in projections]
     from . import report
 
     if args.json:
@@ -590,13 +590,14 @@ def _run_compare(args: argparse.Namespace) -> int:
             [
                 {
                     "file": str(path),
-                    "projection": p.to_json(),
-                    "versus_baseline": c.to_json(),
+                    "projection": x.projection.to_json(),
+                    "versus_baseline": x.comparison.to_json(),
                     "prices_not_from_plan": [
-                        x.to_json() for x in p.prices.borrowed(p.plan.gpus_in_use())
+                        price.to_json()
+                        for price in x.projection.prices.borrowed(x.projection.plan.gpus_in_use())
                     ],
                 }
-                for path, p, c in rows
+                for path, x in rows
             ],
             sys.stdout,
             indent=2,

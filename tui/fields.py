@@ -13,7 +13,9 @@ from ..model.basics.numbers import NumberError, parse_number, parse_whole
 class FieldSpec:
     key: str  # dotted plan key, or a role-relative key (price.*, measured.*)
     label: str
-    kind: str  # "int", "optional-float", "gpu", "model", "choice", "text", "optional-text"
+    # "int", "optional-int", "optional-float", "gpu", "model", "choice", "switch" (no/yes
+    # for a true/false key), "text", "optional-text"
+    kind: str
     unit: str = ""
     choices: tuple[str, ...] = ()  # a "choice" field's values
 
@@ -23,8 +25,11 @@ class FieldSpec:
 
     @property
     def numeric(self) -> bool:
-        return self.kind in ("int", "optional-float")
+        return self.kind in ("int", "optional-int", "optional-float")
 
+
+# A true/false key's choices, as a field shows them.
+SWITCH = ("no", "yes")
 
 SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
     ("", (FieldSpec("name", "plan", "text"),)),
@@ -85,6 +90,16 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("storage.usd_per_tb_month", "price", "optional-float", "$/TB-month"),
         ),
     ),
+    # The phase before capture and training (model/core/phases.py); empty: the whole sample
+    # is generated, on every GPU of the target's type.
+    (
+        "Regenerate answers",
+        (
+            FieldSpec("workload.regenerate", "regenerate", "switch", choices=SWITCH),
+            FieldSpec("workload.regenerate_output_tokens", "answer", "optional-int", "tokens"),
+            FieldSpec("regenerate.count", "GPUs", "optional-int", "of target type"),
+        ),
+    ),
 )
 
 # Edited on the Launch tab: the command of the `template` launch format.
@@ -112,6 +127,20 @@ def parse(spec: FieldSpec, text: str) -> Any:
         if value < 1:
             raise FieldError("must be at least 1")
         return value
+    if spec.kind == "optional-int":
+        if not raw:
+            return None
+        try:
+            whole = parse_whole(raw)
+        except NumberError as err:
+            raise FieldError(str(err)) from None
+        if whole < 1:
+            raise FieldError("must be at least 1 (leave empty for the default)")
+        return whole
+    if spec.kind == "switch":
+        if raw not in SWITCH:
+            raise FieldError("choose no or yes")
+        return raw == "yes"
     if spec.kind == "optional-float":
         if not raw:
             return None
@@ -186,6 +215,8 @@ def show(value: Any) -> str:
     """A value as a field shows it."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return SWITCH[value]
     if isinstance(value, float):
         return f"{value:g}" if abs(value) < 1e6 else f"{value:.0f}"
     return str(value)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..model.core.cost import Price, Prices
+    from ..model.core.figures import Figure
+    from ..model.core.phases import Regeneration
     from ..model.core.projection import Projection
     from ..model.explore.search import Result as SearchResult
 
@@ -77,6 +80,22 @@ def times(value: float | None) -> str:
 
 def signed_days(value: float | None) -> str:
     return DASH if value is None else f"{value:+,.1f} days"
+
+
+def regeneration(regen: Regeneration, compact: bool = False) -> str:
+    """The decode figures behind the regeneration phase, with the range its evidence leaves
+    (the decode efficiency's fitted range: the sources disagree by up to 2x)."""
+    d = regen.decode
+    slow, fast = regen.tokens_per_s_per_gpu_range
+    quick, long = regen.seconds_range
+    limit = "" if compact else f" ({d.batch_limit.replace('_', ' ')})"
+    return (
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU "
+        f"(range {slow:,.0f}-{fast:,.0f}: {duration(quick / 86_400, compact)}-"
+        f"{duration(long / 86_400, compact)}), {d.batch} sequences in flight{limit}, "
+        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
+        f"{regen.prompt_tokens:,} prompt tokens per sample"
+    )
 
 
 def duration(value_days: float | None, compact: bool = False) -> str:
@@ -182,3 +201,65 @@ def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
             "(--json lists them)"
         )
     return text
+
+
+def fine(value: float) -> str:
+    """Three significant digits without an exponent: '0.0449', '12.3', '1,234'."""
+    if value == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{digits}f}"
+
+
+def cost_fine(value: float | None, unit: str, compact: bool = False) -> str:
+    """A small cost (per token, per sample) to three significant digits, in `cost`'s
+    words: '$0.0449', '0.0449 RTX PRO 6000-h'."""
+    if value is None:
+        return DASH
+    if unit == "USD":
+        return f"${fine(value)}"
+    if compact:
+        unit = unit.removesuffix("-hours") + "-h"
+    return f"{fine(value)} {unit}"
+
+
+def _bare(value: Any, text: Callable[[Any], str]) -> str:
+    return DASH if value is None else text(value)
+
+
+# A figure's value for people, by the figure registry's formatter key (model/core/
+# figures.py): (value, the plan's cost unit, compact) -> text with its unit.
+FORMATS: dict[str, Callable[[Any, str, bool], str]] = {
+    "ktok": lambda v, unit, compact: ktok(v),
+    "number": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.2f}"),
+    "count": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.0f}"),
+    "duration": lambda v, unit, compact: duration(v, compact),
+    "cost": cost,
+    "cost_fine": cost_fine,
+    "usd": lambda v, unit, compact: cost(v, "USD"),
+    "times": lambda v, unit, compact: times(v),
+    "text": lambda v, unit, compact: _bare(v, str),
+    # Per role ({role: ratio}): each distinct ratio once; a dash for none.
+    "ratios": lambda v, unit, compact: (
+        ", ".join(f"{x:.2f}x" for x in dict.fromkeys(v.values())) if v else DASH
+    ),
+}
+
+# The same under a table head that names the unit (the cost unit in the title).
+CELLS: dict[str, Callable[[Any, str], str]] = {
+    "ktok": lambda v, unit: _bare(v, lambda x: f"{x / 1e3:,.1f}"),
+    "cost": cost_figure,
+    "cost_fine": lambda v, unit: _bare(v, lambda x: f"${fine(x)}" if unit == "USD" else fine(x)),
+    "duration": lambda v, unit: duration(v, compact=True),
+}
+
+
+def figure(f: Figure, value: Any, unit: str, compact: bool = False) -> str:
+    """A registry figure's value with its unit, by its formatter key."""
+    return FORMATS[f.format](value, unit, compact)
+
+
+def cell(f: Figure, value: Any, unit: str) -> str:
+    """A registry figure's value in a table cell under its head."""
+    bare = CELLS.get(f.format)
+    return bare(value, unit) if bare else figure(f, value, unit, compact=True)

@@ -16,10 +16,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
-from ..model.explore.compare import compare
+from ..model.explore import compare as comparing
+from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -49,40 +51,33 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     if p.fits:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
         summary.add_row(
-            "throughput",
+            F.TOKENS_PER_S.name,
             f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, "tokens_per_s", fmt.ktok),
+            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
         )
-        summary.add_row(
-            "time",
-            f"{fmt.duration(p.days)} to {p.epochs} epochs "
-            f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-            + _range(p, "days", fmt.duration),
-        )
-        summary.add_row(
-            "total cost",
-            escape(_cost_line(p)) + _range(p, "total_cost", lambda v: fmt.cost(v, p.cost_unit)),
-        )
-        if p.mode == "offline" and (o := p.offline) is not None:
-            # The figures above are the online pipeline's; this plan runs offline: its
-            # days and cost, with the range of the same readings.
-            cost = "" if o.cost is None else f", {fmt.cost(o.cost, o.cost_unit)}"
-            spans = [
-                fmt.spread(o.ranges.days, fmt.duration) if o.ranges else "",
-                fmt.spread(o.ranges.cost, lambda v: fmt.cost(v, o.cost_unit)) if o.ranges else "",
-            ]
-            shown = "; range " + ", ".join(x for x in spans if x) if any(spans) else ""
+        if p.is_job:
+            # The plan's own job leads (its offline run, regeneration first when on); the
+            # online pipeline's figures follow, named.
+            for name, value in job_rows(p):
+                summary.add_row(name, escape(value))
+        else:
             summary.add_row(
-                "offline run",
-                escape(
-                    f"{fmt.duration(o.days)}{cost} (capture {fmt.duration(o.capture_days)} + "
-                    f"{p.epochs} x {fmt.duration(o.train_days_per_epoch)}), {o.tb:,.1f} TB"
-                    f"{shown}; the figures above are the online pipeline's"
-                ),
+                F.DAYS.name,
+                f"{fmt.duration(p.days)} to {p.epochs} epochs "
+                f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
+                + _range(p, F.DAYS.key, fmt.duration),
             )
-        if p.gpu_hours is not None:
-            energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
-            summary.add_row("GPU-hours", f"{p.gpu_hours:,.0f}{energy}")
+            summary.add_row(
+                F.TOTAL_COST.name,
+                escape(_cost_line(p))
+                + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
+            )
+            if p.gpu_hours is not None:
+                energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
+                summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
+        # The figures no headline composes: a row each, from the registry.
+        for f in F.rows(F.View.REPORT):
+            summary.add_row(f.name, escape(fmt.figure(f, f.read(p), p.cost_unit)))
         if p.ranges is not None and fmt.spread(p.ranges.days, fmt.duration):
             summary.add_row(
                 "range ends",
@@ -90,7 +85,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             )
     else:
         summary.add_row(
-            "throughput", "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)"
+            F.TOKENS_PER_S.name,
+            "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)",
         )
     console.print(summary)
     console.print(escape(launch_line(p.plan)))
@@ -166,7 +162,13 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"speed {fmt.times(c.speedup)}{speed_range}, cost "
             f"{fmt.times(c.cost_ratio)}{cost_range}, "
             f"{fmt.signed_duration(c.days_delta)} "
-            f"({fmt.duration(baseline.days)} -> {fmt.duration(p.days)})"
+            f"({fmt.duration(baseline.job_days)} -> {fmt.duration(p.job_days)}"
+            + (
+                f"; each plan's job: {job_name(baseline)} vs {job_name(p)}"
+                if p.is_job or baseline.is_job
+                else ""
+            )
+            + ")"
         )
         if c.speedup_range_scenarios and c.speedup_range:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
@@ -184,11 +186,52 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             if text := fmt.spread(ends, fmt.times):
                 even += f" (range {text})"
             console.print("  " + escape(even))
+        for f in F.rows(F.View.REPORT, "comparison"):
+            console.print(f"  {f.name} " + escape(fmt.figure(f, f.read(c), p.cost_unit)))
         for line in c.why:
             console.print(f"  because {escape(line)}")
     for d in p.diagnostics:
         label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
         console.print(f"{label} {escape(d.message)}")
+
+
+def job_name(p: Projection) -> str:
+    """What the job is, in words: 'whole job' with a regeneration, else 'offline run'."""
+    return "whole job" if p.regeneration is not None else f"{p.mode} run"
+
+
+def job_parts(p: Projection) -> list[str]:
+    """The job's phases and their days: ['regenerate 23.7 h', 'capture 1.5 d', ...]."""
+    return [f"{ph.name} {fmt.duration(ph.days, compact=True)}" for ph in p.phases]
+
+
+def job_rows(p: Projection) -> list[tuple[str, str]]:
+    """The headline of a plan whose job is more than the online pipeline (it runs offline
+    or regenerates first): the job's days with its phases, its cost, its GPU-hours, then
+    the online pipeline's (offline: the decision; online: the training's per epoch)."""
+    t = p.total
+    if t is None:
+        return []
+    days = fmt.spread(p.job_days_range, fmt.duration)
+    cost = fmt.spread(p.job_cost_range, lambda v: fmt.cost(v, p.cost_unit))
+    usd = f" (~${t.cost_usd:,.0f} at catalog prices)" if p.cost_unit != "USD" and t.cost_usd else ""
+    online = f"{fmt.duration(p.days)} to {p.epochs} epochs, {_cost_line(p)}"
+    return [
+        (F.JOB_DAYS.name, f"{fmt.duration(t.days)} {job_name(p)}: {' + '.join(job_parts(p))}"),
+        (
+            "",
+            f"{p.epochs} epochs of {p.tokens_per_epoch / 1e9:,.3f} G tokens"
+            + (f"; range {days}" if days else ""),
+        ),
+        (
+            F.JOB_COST.name,
+            f"{fmt.cost(t.cost, p.cost_unit)}{usd}" + (f"; range {cost}" if cost else ""),
+        ),
+        (F.GPU_HOURS.name, f"{t.gpu_hours:,.0f}"),
+        ("online", f"{online}: the online pipeline, for the decision below")
+        if p.mode == "offline"
+        else ("training", online),
+    ]
 
 
 def store_lines(p: Projection) -> list[str]:
@@ -226,13 +269,7 @@ def phase_lines(p: Projection) -> list[str]:
             f"  {ph.name:<{width}}  {fmt.duration(ph.days, compact=True):>7}  "
             f"{fmt.cost(ph.cost, p.cost_unit)}  on {ph.what}"
         )
-    d = regen.decode
-    lines.append(
-        f"  regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, "
-        f"{d.batch} sequences in flight ({d.batch_limit.replace('_', ' ')}), "
-        f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
-        f"{regen.prompt_tokens:,} prompt tokens per sample"
-    )
+    lines.append("  " + fmt.regeneration(regen))
     return lines
 
 
@@ -532,6 +569,24 @@ def _fill(lows: Sequence[int], highs: Sequence[int], room: int) -> list[int]:
     return [max(lo, min(hi, level)) for lo, hi in zip(lows, highs, strict=True)]
 
 
+def fitting(
+    widths: Sequence[int], drops: Sequence[int], room: int, gap: int
+) -> tuple[list[int], list[int]]:
+    """The columns (indexes) of a table that fit in `room` cells, each `gap` wider than its
+    content, and those left out, in the order they were: while the table is too wide, the
+    column with the highest drop goes (the first of equals); a drop of 0 always stays."""
+    keep = list(range(len(widths)))
+    left: list[int] = []
+    while sum(widths[i] + gap for i in keep) > room:
+        droppable = [i for i in keep if drops[i]]
+        if not droppable:
+            break
+        worst = max(droppable, key=lambda i: drops[i])
+        keep.remove(worst)
+        left.append(worst)
+    return keep, left
+
+
 def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequence[str]]) -> None:
     """Print a table within the terminal's width (or COLUMNS when set) without cutting a
     number: headers wrap first, then cells between words, and when even that is too wide,
@@ -546,23 +601,17 @@ def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequenc
             table.add_row(*row)
         _print_table(table)
         return
-    keep = list(range(len(columns)))
-    dropped: list[str] = []
-    while True:
-        spans = [_widths(columns[i].header, [row[i] for row in rows]) for i in keep]
-        # A name (a plan file's path) may fold across lines rather than push numbers out.
-        lows = [
-            min(low, 12) if columns[i].fold else low
-            for i, (low, _, _) in zip(keep, spans, strict=True)
-        ]
-        # Rich's default box: a rule either side of each column and one space of padding.
-        room = console.width - (3 * len(keep) + 1)
-        droppable = [i for i in keep if columns[i].drop]
-        if sum(lows) <= room or not droppable:
-            break
-        worst = max(droppable, key=lambda i: columns[i].drop)
-        keep.remove(worst)
-        dropped.append(columns[worst].header)
+    every = [_widths(c.header, [row[i] for row in rows]) for i, c in enumerate(columns)]
+    # A name (a plan file's path) may fold across lines rather than push numbers out.
+    narrowest = [
+        min(low, 12) if c.fold else low for c, (low, _, _) in zip(columns, every, strict=True)
+    ]
+    # Rich's default box: a rule either side of each column and one space of padding.
+    keep, left = fitting(narrowest, [c.drop for c in columns], console.width - 1, 3)
+    dropped = [columns[i].header for i in left]
+    spans = [every[i] for i in keep]
+    lows = [narrowest[i] for i in keep]
+    room = console.width - (3 * len(keep) + 1)
     mids = [max(lo, mid) for lo, (_, mid, _) in zip(lows, spans, strict=True)]
     highs = [high for _, _, high in spans]
     widths = _fill(mids, highs, room) if sum(mids) <= room else _fill(lows, mids, room)
@@ -608,19 +657,22 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _borrowed_prices(console, result, names)
         return
     unit = result.cost_unit
-    cost_head = "$" if unit == "USD" else "cost"
+    cost_head = "$" if unit == "USD" else F.TOTAL_COST.head
+    extra = F.rows(F.View.SEARCH)
     # A mode column when the search evaluated offline runs: their days and cost are the
     # offline run's (capture, then training), their Ktok/s the training rate.
     by_mode = result.modes != ("online",)
     columns = [
         _Column("targets + drafters"),
         *([_Column("mode")] if by_mode else []),
-        _Column("Ktok/s", True),
-        _Column("days", True),
+        _Column(F.TOKENS_PER_S.head, True),
+        _Column(F.DAYS.head, True),
         _Column("at worst", True, drop=2),
         _Column(cost_head, True),
         _Column(f"{cost_head} at worst", True, drop=3),
-        _Column("bottleneck", drop=4),
+        _Column(F.BOTTLENECK.head, drop=F.BOTTLENECK.drop),
+        # The registry's other search figures give way as the registry says.
+        *(_Column(f.head, True, drop=f.drop) for f in extra),
     ]
     rows = []
     for candidate in result.front:
@@ -637,6 +689,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
                 fmt.cost_figure(candidate.cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
                 o.bound if offline and o else str(p.bottleneck),
+                *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
@@ -736,62 +789,96 @@ def _with_range(
     return f"{value} ({text})" if text else value
 
 
-def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
-    """Scenarios side by side: the first is the baseline."""
-    units = {p.cost_unit for _, p, _ in rows}
+# The CLI's compare columns that give way on a narrow terminal, highest first (a range
+# column is keyed by its figure with True); the other ranges and the registry's other
+# figures give way with the cost per epoch; the plan, throughput, days, cost and ratios
+# never.
+_COMPARE_DROPS = {
+    (F.TOKENS_PER_S.key, True): 3,
+    (F.COST_PER_EPOCH.key, False): 4,
+    (F.BOTTLENECK.key, False): 5,
+    (F.BREAK_EVEN.key, False): 2,
+}
+
+
+def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
+    """Scenarios side by side: the first is the baseline. A row per plan, a column per
+    comparison figure (model/explore/compare.py), the plan's ranges in a column after
+    their figure and the ratios' ranges in their cell."""
+    units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
-    def money(value: float | None, unit: str) -> str:
+    def money(value: float | None, unit: str, key: str = "cost") -> str:
         # One unit for every row: said once in the title, not in each cell.
         return (
-            fmt.cost_figure(value, unit)
+            fmt.CELLS[key](value, unit)
             if one_unit and style == "table"
-            else fmt.cost(value, unit, compact=True)
+            else fmt.FORMATS[key](value, unit, True)
         )
 
-    headers = [
-        "plan",
-        "Ktok/s",
-        "range",
-        "days",
-        "cost",
-        "cost/epoch",
-        "bottleneck",
-        "speed",
-        "cost ratio",
-        "break-even",
-    ]
     table = style == "table"
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
+    values: dict[str, Callable[[Any, str], str]] = {
+        "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "cost_fine": lambda v, unit: money(v, unit, "cost_fine"),
+        "text": lambda v, unit: str(v),
+        "times": lambda v, unit: fmt.times(v),
+    }
+    ones: dict[str, Callable[[float | None, str], str]] = {
+        "ktok": lambda v, unit: fmt.ktok(v),
+        "duration": lambda v, unit: fmt.duration(v),
+        "cost": money,
+        "times": lambda v, unit: fmt.times(v),
+    }
+
+    def one(f: F.Figure, unit: str) -> Callable[[float | None], str]:
+        known = ones.get(f.format)
+        return lambda v: known(v, unit) if known else fmt.figure(f, v, unit, compact=True)
+
+    # A column per figure; a ratio's range in its cell, the plan's own ranges in columns
+    # after the figures ("days range"), but the throughput's beside it ("range", where
+    # scripts reading the csv by position have always found it).
+    figures = comparing.shown()
+    ranged = [f for f in figures if f.ranged and f.of == "projection"]
+    beside = ranged[:1] if ranged and ranged[0].key == F.TOKENS_PER_S.key else []
+    columns: list[tuple[str, bool, int]] = []  # (figure key, a range, drop)
+    headers = ["plan"]
+    for f in figures:
+        columns.append((f.key, False, _COMPARE_DROPS.get((f.key, False), 0 if f.composed else 4)))
+        headers.append(f.head)
+        if f in beside:
+            columns.append((f.key, True, _COMPARE_DROPS.get((f.key, True), 4)))
+            headers.append("range")
+    for f in ranged:
+        if f not in beside:
+            columns.append((f.key, True, 4))
+            headers.append(f"{f.head} range")
     body = []
-    for path, p, c in rows:
-        r = p.ranges
-        be = c.break_even_price_ratio
-        # Each plan in its own mode, as the speed and cost ratio compare them: an offline
-        # plan's offline run (its training rate and what bounds it).
-        o = p.offline if p.mode == "offline" else None
-        rate = o.train_tokens_per_s if o else p.tokens_per_s
-        cost = p.run_cost
-        body.append(
-            [
-                str(path),
-                f"{(rate or 0) / 1e3:,.1f}",
-                fmt.spread(r.tokens_per_s if r and not o else None, fmt.ktok, sep) or fmt.DASH,
-                fmt.duration(p.run_days),
-                money(cost, p.cost_unit),
-                money(None if cost is None else cost / p.epochs, p.cost_unit),
-                o.bound if o else str(p.bottleneck),
-                _with_range(fmt.times(c.speedup), c.speedup_range, fmt.times, sep),
-                _with_range(fmt.times(c.cost_ratio), c.cost_ratio_range, fmt.times, sep),
-                ", ".join(f"{v:.2f}x" for v in dict.fromkeys(be.values())) if be else fmt.DASH,
-            ]
-        )
+    for path, x in rows:
+        unit = x.projection.cost_unit
+        cells: dict[tuple[str, bool], str] = {}
+        for c in x.cells:
+            f = c.figure
+            value = values.get(f.format)
+            text = value(c.value, unit) if value else fmt.cell(f, c.value, unit)
+            if f.ranged and f.of == "projection":
+                cells[f.key, False] = text
+                cells[f.key, True] = fmt.spread(c.range, one(f, unit), sep) or fmt.DASH
+            else:
+                cells[f.key, False] = (
+                    _with_range(text, c.range, one(f, unit), sep) if f.ranged else text
+                )
+        body.append([str(path), *(cells[key, is_range] for key, is_range, _ in columns)])
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
-    if any(p.mode == "offline" for _, p, _ in rows):
+    if any(x.projection.mode == "offline" for _, x in rows):
         headers.append("offline")
-        for row, (_, p, _) in zip(body, rows, strict=True):
+        columns.append(("offline", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
             o = p.offline
             even = (
                 "never"
@@ -806,9 +893,11 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
             )
     # Plans that regenerate: the whole job (every phase) beside the training figures (a
     # column only when some plan regenerates).
-    if any(p.regeneration is not None for _, p, _ in rows):
+    if any(x.projection.regeneration is not None for _, x in rows):
         headers.append("whole job")
-        for row, (_, p, _) in zip(body, rows, strict=True):
+        columns.append(("whole job", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            p = x.projection
             t = p.total
             row.append(
                 fmt.DASH
@@ -829,27 +918,31 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-        notes = _range_notes(rows) + _borrowed_notes(rows)
+        notes = _job_notes(rows) + _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
             print("\n".join(f"- {line}" for line in notes))
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
-    shown = {"cost/epoch": "per epoch", "break-even": "break even"}
-    drops = {"range": 3, "cost/epoch": 4, "bottleneck": 5, "break-even": 2}
-    columns = [
-        _Column(
-            shown.get(h, h),
-            h not in ("plan", "bottleneck", "offline", "whole job"),
-            drop=drops.get(h, 0),
-            fold=h in ("plan", "offline", "whole job"),
-        )
-        for h in headers
+    shown = {F.COST_PER_EPOCH.head: F.COST_PER_EPOCH.narrow}
+    # Words, not numbers: left-aligned; the offline and whole-job columns may fold.
+    texts = {f.key for f in comparing.shown() if f.format == "text"} | {"offline", "whole job"}
+    fitted = [
+        _Column("plan", fold=True),
+        *(
+            _Column(
+                shown.get(h, h.replace("-", " ")),
+                key not in texts,
+                drop=drop,
+                fold=key in ("offline", "whole job"),
+            )
+            for h, (key, _, drop) in zip(headers[1:], columns, strict=True)
+        ),
     ]
     unit_words = "" if one_unit in (None, "USD") else f"; cost in {one_unit}"
     _print_fitted(
-        f"scenarios (the first is the baseline{unit_words})",
-        columns,
+        f"scenarios (the first is the baseline{unit_words}{_JOB_WORDS if _jobs(rows) else ''})",
+        fitted,
         [[escape(cell) for cell in row] for row in body],
     )
     console = _console()
@@ -857,21 +950,42 @@ def comparison(rows: list[tuple[Any, Projection, Any]], style: str) -> None:
         console.print(escape(line))
 
 
-def _range_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+# What the comparison compares when a plan's job is more than the online pipeline.
+_JOB_WORDS = "; days, cost, speed and cost ratio: each plan's whole job"
+
+
+def _jobs(rows: list[tuple[Any, Compared]]) -> bool:
+    return any(x.projection.is_job for _, x in rows)
+
+
+def _job_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
+    """Which days and cost the comparison compares, when a plan runs offline or
+    regenerates: each plan's whole job (regeneration, then the run of its own mode)."""
+    if not _jobs(rows):
+        return []
+    return [
+        f"{_JOB_WORDS.removeprefix('; ')} (regeneration when on, then the run of its own "
+        "mode: online, or offline capture and training)"
+    ]
+
+
+def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the scenario of each end of its speed range (both plans under the same
     scenario)."""
     notes = []
-    for path, _, c in rows:
+    for path, x in rows:
+        c = x.comparison
         if c.speedup_range and c.speedup_range_scenarios:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
             notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if {fast}")
     return notes
 
 
-def _borrowed_notes(rows: list[tuple[Any, Projection, Any]]) -> list[str]:
+def _borrowed_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
     notes = []
-    for path, p, _ in rows:
+    for path, x in rows:
+        p = x.projection
         used = p.prices.borrowed(p.plan.gpus_in_use())
         if used:
             names = {k: g.name for k, g in p.resolved.gpus.items()}

@@ -5,6 +5,7 @@ Pin the current plan, unpin, rename or open a scenario."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,27 +14,22 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Static
 
+from ..model.core.figures import Figure
 from ..model.core.projection import Projection
-from ..model.explore.compare import compare
+from ..model.explore.compare import compared, shown
 from . import format as fmt
 from .footer import KeysFooter
 from .state import PlannerHost, Scenario
 
-ROWS = (
-    "Ktok/s",
-    "  range",
-    "days",
-    "  range",
-    "cost",
-    "  range",
-    "per epoch",
-    "bottleneck",
-    "speed ×",
-    "  range",
-    "cost ×",
-    "  range",
-    "break-even",
-)
+
+def figure_rows() -> tuple[str, ...]:
+    """A row per comparison figure (model/explore/compare.py), and one for its range."""
+    return tuple(
+        label for f in shown() for label in ((f.narrow, "  range") if f.ranged else (f.narrow,))
+    )
+
+
+ROWS = figure_rows()
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -51,52 +47,54 @@ def _span(r: tuple[float, float] | None, digits: int = 1) -> str:
     return a if a == b else f"{a}-{b}"
 
 
+def _break_even(even: dict[str, float] | None) -> str:
+    if even is None:
+        return fmt.DASH
+    if not even:
+        return "none"
+    ratios = {f"{v:.2f}x" for v in even.values()}
+    return (
+        ratios.pop()
+        if len(ratios) == 1
+        else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
+    )
+
+
+# A cell and its range by the registry's formatter key (the cost unit is the title's).
+_VALUES: dict[str, Callable[[Any], str]] = {
+    "ktok": lambda v: _num(v / 1e3 if v else None),
+    "duration": _days,
+    "cost": lambda v: _num(v, 0),
+    "text": lambda v: v or fmt.DASH,
+    "times": fmt.times,
+    "ratios": _break_even,
+}
+_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
+    "ktok": lambda r, v: _span((r[0] / 1e3, r[1] / 1e3) if r else None),
+    "duration": lambda r, v: _span(r, 2 if (v or 99) < 10 else 1),
+    "cost": lambda r, v: _span(r, 0),
+    "times": lambda r, v: _span(r, 2),
+}
+
+
 def column(p: Projection, base: Projection) -> list[str | Text]:
     """One scenario's figures, in the order of ROWS."""
-    c = compare(p, base)
-    r = p.ranges
-    k = (r.tokens_per_s[0] / 1e3, r.tokens_per_s[1] / 1e3) if r else None
-    even = c.break_even_price_ratio
-    if even is None:
-        break_even = fmt.DASH
-    elif not even:
-        break_even = "none"
-    else:
-        ratios = {f"{v:.2f}x" for v in even.values()}
-        break_even = (
-            ratios.pop()
-            if len(ratios) == 1
-            else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
-        )
-    # An offline plan in its own mode, as compare() judges it: the offline run's days and
-    # cost with their range, its training rate and what bounds it.
-    o = p.offline if p.mode == "offline" else None
-    rate: float | None
-    bound: str | None
-    if o is not None:
-        rate, k, bound = o.train_tokens_per_s, None, o.bound
-        days_range = o.ranges.days if o.ranges else None
-        cost_range = o.ranges.cost if o.ranges else None
-    else:
-        rate, bound = p.tokens_per_s, p.bottleneck
-        days_range = r.days if r else None
-        cost_range = r.total_cost if r else None
-    days, cost = p.run_days, p.run_cost
-    return [
-        _num(rate / 1e3 if rate else None),
-        _span(k),
-        _days(days),
-        _span(days_range, 2 if (days or 99) < 10 else 1),
-        _num(cost, 0),
-        _span(cost_range, 0),
-        _num(None if cost is None else cost / p.epochs, 0),
-        bound or fmt.DASH,
-        fmt.times(c.speedup),
-        _span(c.speedup_range, 2),
-        fmt.times(c.cost_ratio),
-        _span(c.cost_ratio_range, 2),
-        break_even,
-    ]
+    out: list[str | Text] = []
+    for c in compared(p, base).cells:
+        value, span = _VALUES.get(c.figure.format), _RANGES.get(c.figure.format)
+        out.append(value(c.value) if value else fmt.cell(c.figure, c.value, p.cost_unit))
+        if c.figure.ranged:
+            out.append(span(c.range, c.value) if span else _spread(c.figure, c.range, p))
+    return out
+
+
+def _spread(f: Figure, r: tuple[float, float] | None, p: Projection) -> str:
+    """A range of a figure no formatter above knows, by the registry's formatter."""
+
+    def one(v: float | None) -> str:
+        return fmt.cell(f, v, p.cost_unit)
+
+    return fmt.spread(r, one)
 
 
 # Shown when a column runs offline (workload.mode): its storage and its own days and cost.
@@ -229,12 +227,19 @@ class ScenariosScreen(Screen[None]):
             f"per GPU-hour at which a plan costs what the baseline does",
             style="dim",
         )
-        shown = [s.projection if s else state.projection for s in self.columns]
-        values = [column(p, base) for p in shown]
-        rows: tuple[str, ...] = ROWS
-        if any(p.mode == "offline" for p in shown):
-            rows = ROWS + OFFLINE_ROWS
-            values = [[*v, *offline_column(p)] for v, p in zip(values, shown, strict=True)]
+        projections = [s.projection if s else state.projection for s in self.columns]
+        if any(p.is_job for p in projections):
+            # Which days and cost compare (model/explore/compare.py): each plan's job.
+            names.append(
+                "; days, cost and their ×: each plan's whole job (regeneration when on, then "
+                "its online or offline run)",
+                style="dim",
+            )
+        values = [column(p, base) for p in projections]
+        rows = figure_rows()
+        if any(p.mode == "offline" for p in projections):
+            rows += OFFLINE_ROWS
+            values = [[*v, *offline_column(p)] for v, p in zip(values, projections, strict=True)]
         for r, label in enumerate(rows):
             table.add_row(
                 Text(label, style="dim" if label.startswith(" ") else "bold"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -26,6 +27,7 @@ from textual.widgets import (
 from textual.worker import get_current_worker
 
 from ..model.basics.errors import PlanError
+from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.explore.search import (
     MAX_SEARCH_GPUS,
@@ -44,6 +46,7 @@ from ..model.inputs.plan import MODES, Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter
+from .report import fitting
 from .state import PlannerHost
 
 # A search that takes longer than this shows its progress.
@@ -114,15 +117,25 @@ class SearchScreen(Screen[None]):
     SearchScreen .search-row Label { padding: 0 1 0 0; color: $text-muted; }
     SearchScreen .search-row Label.unit { padding: 0 2 0 1; }
     SearchScreen .search-row Input { width: 7; }
+    SearchScreen #search-budget { width: 10; }  /* a budget in USD: "120,000" */
     SearchScreen .search-row Input.-invalid { background: $error 30%; }
     SearchScreen #search-gpus { width: 1fr; }
+    SearchScreen #search-types { width: 1fr; }
+    SearchScreen #search-switches { width: auto; }
+    SearchScreen.-narrow #search-choices, SearchScreen.-tiny #search-choices {
+        layout: vertical; height: 2; }
+    SearchScreen.-narrow #search-switches, SearchScreen.-tiny #search-switches {
+        height: 1; width: 1fr; }
+    SearchScreen.-narrow #search-switches > Checkbox:first-child,
+    SearchScreen.-tiny #search-switches > Checkbox:first-child { margin-left: 0; }
     SearchScreen Checkbox { margin-left: 1; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }
     SearchScreen #search-table.-both { height: auto; max-height: 14; }
     SearchScreen #pareto.-both { margin-top: 1; }
-    SearchScreen #search-table { height: 1fr; scrollbar-size: 1 1; }
+    SearchScreen #search-table { height: 1fr; width: 100%; scrollbar-size: 1 1; }
+    SearchScreen #search-left-out { height: 1; margin: 0 1; color: $text-muted; }
     """
 
     def __init__(self, planner: PlannerHost) -> None:
@@ -145,7 +158,7 @@ class SearchScreen(Screen[None]):
         with Horizontal(classes="search-row"):
             yield Label("deadline")
             yield Input("", id="search-deadline", compact=True, placeholder="none")
-            yield Label("days", classes="unit")
+            yield Label(F.DAYS.unit, classes="unit")
             yield Label("budget")
             yield Input("", id="search-budget", compact=True, placeholder="none")
             yield Label(
@@ -154,38 +167,14 @@ class SearchScreen(Screen[None]):
             )
             yield Label("max GPUs")
             yield Input("64", id="search-max-gpus", compact=True)
-        with Horizontal(classes="search-row"):
-            yield Label("GPU types")
-            yield Input("", id="search-gpus", compact=True, placeholder="all with a price")
-            yield Checkbox(
-                "mixed",
-                id="search-mixed",
-                compact=True,
-                tooltip="The two roles may use different GPU types",
-            )
-            yield Checkbox(
-                "one node",
-                id="search-one-node",
-                compact=True,
-                tooltip="The pipeline needs both roles on one node",
-            )
-            yield Checkbox(
-                "offline too",
-                id="search-both-modes",
-                compact=True,
-                tooltip="Evaluate each split online and offline (capture to storage, then "
-                "train; storage.tb bounds it); off: in the plan's own mode",
-            )
-            yield Checkbox(
-                "at worst",
-                True,
-                id="search-at-worst",
-                compact=True,
-                tooltip="Judge the deadline and the budget at the pessimistic end "
-                "of the rates (off: at the central estimate). The front "
-                "and the winners both come from the plans within them; "
-                f"ties: {TIE_RULE}",
-            )
+        # The GPU types and the switches: one row when wide; below 100 columns the switches
+        # take a row of their own, so that the GPU types show whole.
+        with Horizontal(classes="search-row", id="search-choices"):
+            with Horizontal(id="search-types"):
+                yield Label("GPU types")
+                yield Input("", id="search-gpus", compact=True, placeholder="all with a price")
+            with Horizontal(id="search-switches"):
+                yield from self._switches()
         yield Static("", id="search-status")
         # Below TALL rows the table and the chart take turns (tabs); from TALL, both show.
         yield Tabs(
@@ -193,26 +182,107 @@ class SearchScreen(Screen[None]):
             Tab("Pareto chart", id="search-chart"),
             id="search-tabs",
         )
-        yield DataTable(id="search-table", cursor_type="row", zebra_stripes=True)
+        yield DataTable(
+            id="search-table",
+            cursor_type="row",
+            zebra_stripes=True,
+            # A cell keeps its colours under the cursor: the verdict's ✓ stays green.
+            cursor_foreground_priority="renderable",
+        )
+        yield Static("", id="search-left-out")
         yield Chart(id="pareto")
         yield KeysFooter()
 
+    def _switches(self) -> ComposeResult:
+        """What the search covers and how the limits are judged."""
+        yield Checkbox(
+            "mixed",
+            id="search-mixed",
+            compact=True,
+            tooltip="The two roles may use different GPU types",
+        )
+        yield Checkbox(
+            "one node",
+            id="search-one-node",
+            compact=True,
+            tooltip="The pipeline needs both roles on one node",
+        )
+        yield Checkbox(
+            "offline too",
+            id="search-both-modes",
+            compact=True,
+            tooltip="Evaluate each split online and offline (capture to storage, then "
+            "train; storage.tb bounds it); off: in the plan's own mode",
+        )
+        yield Checkbox(
+            "at worst",
+            True,
+            id="search-at-worst",
+            compact=True,
+            tooltip="Judge the deadline and the budget at the pessimistic end "
+            "of the rates (off: at the central estimate). The front "
+            "and the winners both come from the plans within them; "
+            f"ties: {TIE_RULE}",
+        )
+
     def on_mount(self) -> None:
-        table = self.query_one("#search-table", DataTable)
         unit = self.state.projection.cost_unit
-        cost = "$" if unit == "USD" else "cost"
-        for label, key in (
-            ("best for", "tag"),
-            ("plan", "plan"),
-            ("Ktok/s", "ktok"),
-            ("time", "days"),
-            ("at worst", "worst"),
-            (cost, "cost"),
-            ("bound", "bound"),
-        ):
-            table.add_column(label, key=key)
+        cost = "$" if unit == "USD" else F.TOTAL_COST.narrowest
+        # (head, key, drop): a table too wide for the screen leaves out the highest drop
+        # first (as the CLI's search table does) and says which; 0: never left out.
+        self.columns: list[tuple[str, str, int]] = [
+            ("best for", "tag", 0),
+            ("plan", "plan", 0),
+            (F.TOKENS_PER_S.narrowest, "ktok", 0),
+            (F.DAYS.narrowest, F.DAYS.key, 0),
+            ("at worst", "worst", 2),
+            (cost, F.TOTAL_COST.key, 0),
+            (F.BOTTLENECK.narrowest, F.BOTTLENECK.key, F.BOTTLENECK.drop),
+            # The registry's other search figures, a column each.
+            *((f.narrowest, f.key, f.drop) for f in F.rows(F.View.SEARCH)),
+        ]
+        self.cells: list[list[str | Text]] = []  # a row per result, a cell per column
         self.query_one("#search-deadline", Input).focus()
+        self._fit()
         self.refresh_search()
+
+    def _fit(self) -> None:
+        """Fill the table with the columns that fit its width; the note under it names
+        those left out. Again at each resize: the widths depend on the screen's."""
+        table = self.query_one("#search-table", DataTable)
+        note = self.query_one("#search-left-out", Static)
+        width = table.size.width
+        if not table.display or not width:  # behind the chart, or not laid out yet
+            note.display = False
+            return
+        # A vertical scrollbar takes a column when the rows do not all show.
+        if len(self.cells) + table.header_height > table.size.height:
+            width -= table.styles.scrollbar_size_vertical
+        widths = [
+            max([cell_len(head), *(cell_len(str(row[i])) for row in self.cells)])
+            for i, (head, _, _) in enumerate(self.columns)
+        ]
+        keep, left = fitting(
+            widths, [drop for _, _, drop in self.columns], width, 2 * table.cell_padding
+        )
+        shown = [self.columns[i][1] for i in keep]
+        if list(table.columns) != shown or table.row_count != len(self.cells):
+            cursor = table.cursor_row
+            table.clear(columns=True)
+            for i in keep:
+                head, key, _ = self.columns[i]
+                table.add_column(head, key=key)
+            for row in self.cells:
+                table.add_row(*(row[i] for i in keep))
+            if self.cells:
+                table.move_cursor(row=min(cursor, len(self.cells) - 1))
+        note.update(
+            f"left out at {self.size.width} columns: "
+            f"{', '.join(self.columns[i][0] for i in left)} (a wider terminal shows all)"
+            if left
+            else ""
+        )
+        note.display = bool(left)
 
     # --- constraints ----------------------------------------------------------------------
 
@@ -360,8 +430,7 @@ class SearchScreen(Screen[None]):
         self.result = result
         picked = rows(result)
         self.candidates = [c for _, c in picked]
-        table = self.query_one("#search-table", DataTable)
-        table.clear()
+        self.cells = []
         deadline = query.constraints.deadline_days
         for tag, c in picked:
             p, o = c.projection, c.projection.offline
@@ -376,15 +445,24 @@ class SearchScreen(Screen[None]):
             ]
             if checks:
                 worst.append(" ✓" if all(checks) else " ✗", style="green" if all(checks) else "red")
-            table.add_row(
-                Text(tag, style="bold" if tag != "front" else "dim"),
-                plan_label(c.plan, query.catalog) + (" offline" if offline else ""),
-                Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
-                Text(fmt.duration(c.days, compact=True), justify="right"),
-                worst,
-                Text(f"{c.cost:,.0f}", justify="right"),
-                offline.bound if offline else p.bottleneck or fmt.DASH,
+            self.cells.append(
+                [
+                    Text(tag, style="bold" if tag != "front" else "dim"),
+                    plan_label(c.plan, query.catalog) + (" offline" if offline else ""),
+                    Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
+                    Text(fmt.duration(c.days, compact=True), justify="right"),
+                    worst,
+                    Text(f"{c.cost:,.0f}", justify="right"),
+                    offline.bound if offline else p.bottleneck or fmt.DASH,
+                    *(
+                        Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
+                        for f in F.rows(F.View.SEARCH)
+                    ),
+                ]
             )
+        # Rows changed: the table again, as wide as they need (at most the screen's).
+        self.query_one("#search-table", DataTable).clear(columns=True)
+        self._fit()
         if result.why_none:
             self._status(f"No plan: {result.why_none}.", "-none")
         else:
@@ -461,6 +539,7 @@ class SearchScreen(Screen[None]):
         self.query_one(Tabs).display = not both
         self.query_one("#search-table").set_class(both, "-both").display = both or not chart
         self.query_one("#pareto").set_class(both, "-both").display = both or chart
+        self.call_after_refresh(self._fit)  # the table's width once laid out again
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

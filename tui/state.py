@@ -21,7 +21,7 @@ from ..model.explore.compare import Comparison, compare
 from ..model.inputs.catalog import Catalog
 from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
-from .fields import FIELDS, field_for, get, plan_path, put
+from .fields import FIELDS, field_for, get, plan_path, put, show
 
 # Edits that change the workload a measurement was taken on (model/core/calibration.py).
 WORKLOAD_KEYS = frozenset(
@@ -341,6 +341,9 @@ class Planner:
         """Field key -> the value it shows. Prices show both views (ratio and USD) of each
         role's price as the projection worked them out."""
         values = {key: get(self.doc, plan_path(key, self.doc)) for key in FIELDS}
+        for key, spec in FIELDS.items():  # a switch's picker holds its shown choice
+            if spec.kind == "switch":
+                values[key] = show(bool(values[key]))
         values["name"] = self.given_name
         for role in ("target", "drafter"):
             values[f"measured.{role}"] = measured_rate(values[f"measured.{role}"])

@@ -10,7 +10,9 @@ class PlanError(ValueError):
     """Bad input. ``str(err)`` is a complete one-line message: where, what, what is allowed.
 
     Its parts, when the raiser knows them, so that no reader parses the message: ``key``,
-    the dotted plan key the error concerns (``target.count``: the app marks that field);
+    the dotted plan key the error concerns (``target.count``: the app marks that field; a
+    config.json's errors concern ``workload.target_model``, which names it), or for a run
+    config, the key in that file (``training.batch_size``);
     ``where``, the file (and line) or source the message starts with; ``value``, the bad
     value as the user wrote it; ``reason``, what is wrong and what is allowed (what a
     field shows beside the value it already shows).
@@ -51,6 +53,13 @@ class PlanError(ValueError):
             value=value,
             reason=reason,
         )
+
+    @classmethod
+    def at(cls, where: str, reason: str, key: str | None = None) -> PlanError:
+        """An error of a file, or of a key in it without a value to show,
+        `where: [key: ]reason`, with its parts."""
+        head = f"{where}: {key}: " if key else f"{where}: "
+        return cls(head + reason, key, where=where, reason=reason)
 
     @property
     def detail(self) -> str:

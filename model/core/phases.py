@@ -17,7 +17,7 @@ from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from ..physics.decode import Decode, decode
+from ..physics.decode import DECODE_BANDWIDTH_EFFICIENCY_RANGE, Decode, decode
 from .cost import Prices
 from .offline import Offline
 
@@ -34,6 +34,8 @@ class Regeneration:
     prompt_tokens: int  # per sample
     samples: int
     decode: Decode
+    # Output tokens/s per GPU at the low and the high end of the decode efficiency's range.
+    tokens_per_s_per_gpu_range: tuple[float, float]
 
     @property
     def tokens_per_s(self) -> float:
@@ -43,6 +45,13 @@ class Regeneration:
     @property
     def seconds(self) -> float:
         return self.samples * self.output_tokens / self.tokens_per_s
+
+    @property
+    def seconds_range(self) -> tuple[float, float]:
+        """The phase's seconds at the fast and the slow end of the decode range."""
+        slow, fast = self.tokens_per_s_per_gpu_range
+        tokens = self.samples * self.output_tokens
+        return tokens / (fast * self.count), tokens / (slow * self.count)
 
     def to_json(self) -> dict[str, Any]:
         d = self.decode
@@ -60,6 +69,8 @@ class Regeneration:
             "kv_bytes_per_token": d.kv_bytes_per_token,
             "prefill_share": d.prefill_share,
             "bandwidth_efficiency": d.bandwidth_efficiency,
+            "tokens_per_s_per_gpu_range": list(self.tokens_per_s_per_gpu_range),
+            "days_range": [s / SECONDS_PER_DAY for s in self.seconds_range],
         }
 
 
@@ -94,13 +105,21 @@ def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
     return key, count, tp
 
 
-def regeneration_decode(plan: Plan, model: TargetModel, gpu: Gpu, tp: int) -> Decode:
-    """One replica's decode of the plan's answers (raises PlanError when the weights leave
-    no room for a sequence)."""
+def regeneration_decode(
+    plan: Plan, model: TargetModel, gpu: Gpu, tp: int, efficiency: float | None = None
+) -> Decode:
+    """One replica's decode of the plan's answers, at the fitted decode efficiency unless
+    given (raises PlanError when the weights leave no room for a sequence)."""
     w = plan.workload
     output = w.regenerate_output_tokens or w.avg_sample_tokens
     rate = decode(
-        model, gpu, tp, w.avg_sample_tokens - output, output, plan.regenerate.max_sequences
+        model,
+        gpu,
+        tp,
+        w.avg_sample_tokens - output,
+        output,
+        plan.regenerate.max_sequences,
+        bandwidth_efficiency=efficiency,
     )
     if rate is None:
         raise PlanError(
@@ -112,6 +131,19 @@ def regeneration_decode(plan: Plan, model: TargetModel, gpu: Gpu, tp: int) -> De
     return rate
 
 
+def regeneration_rates(
+    plan: Plan, model: TargetModel, gpu: Gpu, tp: int
+) -> tuple[Decode, tuple[float, float]]:
+    """The replica's decode at the fitted efficiency, and its rate per GPU at the low and
+    the high end of the efficiency's range (raises PlanError as regeneration_decode)."""
+    rate = regeneration_decode(plan, model, gpu, tp)
+    slow, fast = (
+        regeneration_decode(plan, model, gpu, tp, e).tokens_per_s_per_gpu
+        for e in DECODE_BANDWIDTH_EFFICIENCY_RANGE
+    )
+    return rate, (slow, fast)
+
+
 def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regeneration | None:
     """The regeneration phase of a plan (None when workload.regenerate is off). Raises
     PlanError when its GPUs are not set right or the weights leave no room to decode."""
@@ -119,10 +151,18 @@ def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regene
     if not w.regenerate:
         return None
     key, count, tp = regeneration_gpus(plan, gpus)
-    rate = regeneration_decode(plan, model, gpus[key], tp)
+    rate, (slow, fast) = regeneration_rates(plan, model, gpus[key], tp)
     output = w.regenerate_output_tokens or w.avg_sample_tokens
     return Regeneration(
-        key, gpus[key].name, count, tp, output, w.avg_sample_tokens - output, w.samples, rate
+        key,
+        gpus[key].name,
+        count,
+        tp,
+        output,
+        w.avg_sample_tokens - output,
+        w.samples,
+        rate,
+        (slow, fast),
     )
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics import recipe
+from ..basics.units import SECONDS_PER_DAY
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Plan
+from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.footprint import MemoryFit
@@ -30,6 +31,7 @@ from ..physics.pipeline import (
 )
 from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficiency, target_roofline
 from ..physics.work import DrafterWork, TargetWork
+from . import figures
 from .cost import Prices, prices, probe_gpu_hours
 from .diagnostics import (
     Diagnostic,
@@ -426,6 +428,65 @@ class Projection:
         return self.total_cost
 
     @property
+    def job_days(self) -> float | None:
+        """The days of the whole job the plan describes: its phases summed (regeneration
+        when on, then the run of its own mode); None when it does not fit."""
+        return self.total.days if self.total else None
+
+    @property
+    def job_cost(self) -> float | None:
+        """The cost of the whole job, in the plan's cost unit (its phases summed)."""
+        return self.total.cost if self.total else None
+
+    @property
+    def job_cost_per_million_tokens(self) -> float | None:
+        """The whole job's cost per million tokens trained (every epoch's)."""
+        tokens = self.tokens_per_epoch * self.epochs
+        cost = self.job_cost
+        return None if cost is None or not tokens else cost / tokens * 1e6
+
+    @property
+    def is_job(self) -> bool:
+        """The whole job is more than the online pipeline: the plan runs offline or
+        regenerates first, so its headline is the job's, not the pipeline's."""
+        return self.mode == "offline" or self.regeneration is not None
+
+    def _job_range(self, days: bool) -> tuple[float, float] | None:
+        """The (low, high) of the job's days (or cost): the range of the run of its own
+        mode plus the range of the phases before it (regeneration's decode range)."""
+        if self.mode == "offline":
+            off = self.offline.ranges if self.offline else None
+            run = (off.days if days else off.cost) if off else None
+            central = self.run_days if days else self.run_cost
+        else:
+            r = self.ranges
+            run = (r.days if days else r.total_cost) if r else None
+            central = self.days if days else self.total_cost
+        job = self.job_days if days else self.job_cost
+        if run is None or central is None or job is None:
+            return None
+        low, high = sorted(run)
+        # The phases before the run (regeneration) at the ends of their own range: its
+        # cost scales with its days (the same GPUs for longer).
+        before = job - central
+        regen = self.regeneration
+        phase = next((ph for ph in self.phases if ph.name == "regenerate"), None)
+        if regen is None or phase is None or not phase.days:
+            return (low + before, high + before)
+        fast, slow = (s / SECONDS_PER_DAY for s in regen.seconds_range)
+        scale = 1.0 if days else (phase.cost or 0.0) / phase.days
+        rest = before - (phase.days if days else (phase.cost or 0.0))
+        return (low + rest + fast * scale, high + rest + slow * scale)
+
+    @property
+    def job_days_range(self) -> tuple[float, float] | None:
+        return self._job_range(days=True)
+
+    @property
+    def job_cost_range(self) -> tuple[float, float] | None:
+        return self._job_range(days=False)
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         return tuple(d.message for d in self.diagnostics)
 
@@ -453,6 +514,12 @@ class Projection:
         return None if self.total_cost is None else self.total_cost / self.epochs
 
     @property
+    def cost_per_million_tokens(self) -> float | None:
+        """Total cost per million tokens trained (every epoch's), in the cost unit."""
+        tokens = self.tokens_per_epoch * self.epochs
+        return None if self.total_cost is None or not tokens else self.total_cost / tokens * 1e6
+
+    @property
     def hidden_state_bytes_per_s(self) -> float | None:
         if self.tokens_per_s is None:
             return None
@@ -463,21 +530,7 @@ class Projection:
         return {
             "name": self.plan.name,
             "target_model": self.target_model.name,
-            "tokens_per_s": self.tokens_per_s,
-            "ktok_per_s": self.ktok_per_s,
-            "samples_per_s": self.samples_per_s,
-            "days": self.days,
-            "epochs": self.epochs,
-            "tokens_per_epoch": self.tokens_per_epoch,
-            "gpu_hours": self.gpu_hours,
-            "billed_gpus": self.billed_gpus,
-            "total_cost": self.total_cost,
-            "cost_per_epoch": self.cost_per_epoch,
-            "cost_unit": self.cost_unit,
-            "total_cost_usd": self.total_cost_usd,
-            "energy_kwh": self.energy_kwh,
-            "bottleneck": self.bottleneck,
-            "fits": self.fits,
+            **figures.json_figures(self),
             "ranges": self.ranges.to_json() if self.ranges else None,
             "narrowing": self.narrowing,
             "warnings": list(self.warnings),
@@ -728,16 +781,16 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
             )
         )
 
-    if w.mode == "offline" and plan.launch.format != "template":
-        # No format writes the capture-then-train pair yet: say so rather than let a
-        # launch script of the online pipeline pass for the offline run.
+    if w.mode == "offline" and plan.launch.format not in OFFLINE_LAUNCH_FORMATS:
+        # Say so rather than let a launch script of the online pipeline pass for the
+        # offline run (the launch itself refuses, model/launch/common.py).
         diagnostics.append(
             Diagnostic(
                 "mode-differs-from-launch",
                 "workload.mode",
-                f"workload.mode is offline, but the {plan.launch.format} launch writes the online "
-                f"pipeline: capture with SpecForge's scripts/prepare_hidden_states.py, then "
-                f"train with data.hidden_states_path (docs/model.md, 'Online or offline')",
+                f"workload.mode is offline, but the {plan.launch.format} launch cannot write "
+                f"the offline run: launch it with --format specforge, speculators or slurm "
+                f"(docs/launch.md, 'Offline mode')",
                 {"mode": w.mode, "launch_format": plan.launch.format},
             )
         )

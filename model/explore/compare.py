@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import figures
 from ..core.projection import PlanScenarios, Projection, break_even
 from ..core.scenarios import HIGH, LOW, Dim, Scenario, label
 
@@ -25,9 +26,9 @@ NO_SPREAD = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    speedup: float | None  # baseline days / these days
-    cost_ratio: float | None  # this total cost / baseline total cost
-    days_delta: float | None  # these days - baseline days
+    speedup: float | None  # baseline job days / these (each plan's whole job)
+    cost_ratio: float | None  # this job cost / the baseline's
+    days_delta: float | None  # these job days - the baseline's
     speedup_range: tuple[float, float] | None
     cost_ratio_range: tuple[float, float] | None
     break_even_price_ratio: dict[str, float] | None  # per role; {} when no price breaks even
@@ -44,12 +45,9 @@ class Comparison:
             return list(x) if x else None
 
         return {
-            "speedup": self.speedup,
-            "cost_ratio": self.cost_ratio,
-            "days_delta": self.days_delta,
+            **figures.json_figures(self, "comparison"),
             "speedup_range": list(self.speedup_range) if self.speedup_range else None,
             "cost_ratio_range": (list(self.cost_ratio_range) if self.cost_ratio_range else None),
-            "break_even_price_ratio": self.break_even_price_ratio,
             "why": list(self.why),
             "speedup_range_scenarios": pair(self.speedup_range_scenarios),
             "cost_ratio_range_scenarios": pair(self.cost_ratio_range_scenarios),
@@ -63,22 +61,88 @@ class Comparison:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One figure of one plan in a comparison: its value and (low, high) when it has one."""
+
+    figure: figures.Figure
+    value: Any
+    range: tuple[float, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """One plan against the baseline as the comparison views show it (the CLI's compare
+    table, a row per plan; the app's Comparison view, a column per plan): the registry's
+    comparison figures of the projection, then of the comparison, in registry order."""
+
+    projection: Projection
+    comparison: Comparison
+    cells: tuple[Cell, ...]
+
+
+def shown() -> tuple[figures.Figure, ...]:
+    """The comparison views' figures, the plan's and its ratios, in registry order (a new
+    figure comes last, so the rows before it keep their place)."""
+    return tuple(f for f in figures.FIGURES if figures.View.COMPARE in f.views)
+
+
+def compared(new: Projection, base: Projection) -> Compared:
+    c = compare(new, base)
+    # Each plan's job, as compare() judges it: its days and cost are the whole job's
+    # (regeneration when on, then the run of its own mode); an offline plan's rate, cost
+    # per epoch and bound are its offline run's (capture, then training).
+    run: dict[str, tuple[Any, tuple[float, float] | None]] = {}
+    if new.mode == "offline" and (o := new.offline) is not None:
+        cost = new.run_cost
+        run = {
+            figures.TOKENS_PER_S.key: (o.train_tokens_per_s, None),
+            figures.COST_PER_EPOCH.key: (None if cost is None else cost / new.epochs, None),
+            figures.BOTTLENECK.key: (o.bound, None),
+        }
+    if new.is_job:
+        run[figures.DAYS.key] = (new.job_days, new.job_days_range)
+        run[figures.TOTAL_COST.key] = (new.job_cost, new.job_cost_range)
+
+    def cell(f: figures.Figure) -> Cell:
+        if f.of == "comparison":
+            return Cell(f, f.read(c), getattr(c, f"{f.key}_range") if f.ranged else None)
+        if f.key in run:
+            return Cell(f, *run[f.key])
+        ranges = new.ranges
+        return Cell(f, f.read(new), getattr(ranges, f.key) if f.ranged and ranges else None)
+
+    return Compared(new, c, tuple(cell(f) for f in shown()))
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
 def _cost(p: Projection, unit: str) -> float | None:
-    """Total cost of the plan's own mode in the given unit (the plan's unit or USD; an
+    """Total cost of the plan's whole job in the given unit (the plan's unit or USD; an
     offline run is costed in the plan's unit only)."""
     if p.cost_unit == unit:
-        return p.run_cost
-    return p.total_cost_usd if p.mode == "online" else None
+        return p.job_cost
+    if p.mode != "online":
+        return None
+    return p.total.cost_usd if p.total else p.total_cost_usd
+
+
+def _before_run(p: Projection, unit: str) -> tuple[float, float]:
+    """The days and cost (in `unit`) of the phases before the run (regeneration), which
+    no scenario moves: a plan's job under a scenario is its run's under it plus these."""
+    days = (p.job_days or 0.0) - (p.run_days or 0.0)
+    run = p.run_cost if p.cost_unit == unit else p.total_cost_usd
+    job = _cost(p, unit)
+    return days, (job - run if job is not None and run is not None else 0.0)
 
 
 def compare(new: Projection, base: Projection) -> Comparison:
-    """Each plan on the figures of its own mode (an offline plan's offline run: capture,
-    then training), so plans in different modes compare on the same figures."""
-    new_days, base_days = new.run_days, base.run_days
+    """Each plan on its whole job (regeneration when on, then the run of its own mode: an
+    offline plan's capture and training), so plans in different modes, with and without
+    regeneration, compare on the same figures."""
+    new_days, base_days = new.job_days, base.job_days
     speedup = _ratio(base_days, new_days)
     unit = new.cost_unit if new.cost_unit == base.cost_unit else "USD"
     new_cost, base_cost = _cost(new, unit), _cost(base, unit)
@@ -103,23 +167,28 @@ def compare(new: Projection, base: Projection) -> Comparison:
         dims = {**bs.dims, **ns.dims}
         scenarios = joint_scenarios(ns, bs)
         evaluated = len(scenarios)
-        n_days, b_days = new_days, base_days
+        (n_extra, n_extra_cost), (b_extra, b_extra_cost) = (
+            _before_run(new, unit),
+            _before_run(base, unit),
+        )
 
         def speed(s: Scenario) -> float:
-            return bs.run_days(s) / ns.run_days(s)
+            return (bs.run_days(s) + b_extra) / (ns.run_days(s) + n_extra)
 
         speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
         if new_cost is not None and base_cost is not None and cost_ratio is not None:
 
-            def cost_at_s(p: Projection, ps: PlanScenarios, central: float, days: float) -> Any:
-                """The plan's cost under s: online in proportion to its days; offline the
-                offline run's own (its phases are billed apart)."""
+            def cost_at_s(p: Projection, ps: PlanScenarios, central: float, extra: float) -> Any:
+                """The plan's job cost under s: its run's (online in proportion to its
+                days; offline the offline run's own, its phases billed apart) plus the
+                phases before it."""
                 if p.mode == "offline":
-                    return lambda s: ps.offline_run(s)[1] or math.inf
-                return lambda s: central * ps.days(s) / days
+                    return lambda s: (ps.offline_run(s)[1] or math.inf) + extra
+                days = p.days or math.inf
+                return lambda s: (central - extra) * ps.days(s) / days + extra
 
-            n_cost = cost_at_s(new, ns, new_cost, n_days)
-            b_cost = cost_at_s(base, bs, base_cost, b_days)
+            n_cost = cost_at_s(new, ns, new_cost, n_extra_cost)
+            b_cost = cost_at_s(base, bs, base_cost, b_extra_cost)
 
             def cost(s: Scenario) -> float:
                 return float(n_cost(s) / b_cost(s))

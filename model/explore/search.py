@@ -37,7 +37,7 @@ from ..basics.units import SECONDS_PER_DAY
 from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
 from ..core.offline import BYTES_PER_TB, Run, fits_storage, run, stored
-from ..core.phases import Regeneration, regenerate_phase, regeneration_decode, regeneration_gpus
+from ..core.phases import Regeneration, regenerate_phase, regeneration_gpus, regeneration_rates
 from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
@@ -553,7 +553,7 @@ def _regeneration(
         # Of neither role's type: no GPU of the split (a count for every split all the same).
         counts = np.broadcast_to(np.asarray(same) // tp_r * tp_r, targets.shape)
     try:
-        rate = regeneration_decode(plan, shared.resolved.model, gpu, tp_r)
+        rate, span = regeneration_rates(plan, shared.resolved.model, gpu, tp_r)
     except PlanError:  # the weights leave no room to decode at this tp: no such plan
         return np.full(targets.shape, math.inf), np.full(targets.shape, math.inf)
     w = plan.workload
@@ -572,6 +572,7 @@ def _regeneration(
                 w.avg_sample_tokens - output,
                 w.samples,
                 rate,
+                span,
             )
             phase = regenerate_phase(regen, shared.prices)
             days[i] = phase.days

@@ -279,6 +279,10 @@ LAUNCH_FORMATS: tuple[str, ...] = (
     "skypilot",
     "template",
 )
+# The formats whose launch writes the offline run (capture to storage, then train); the
+# others refuse offline plans (model/launch/common.py OFFLINE_REFUSALS says why). The
+# template runs the user's own command, whatever its mode.
+OFFLINE_LAUNCH_FORMATS: tuple[str, ...] = ("specforge", "speculators", "slurm", "template")
 
 
 def _launch_format(value: str) -> str:

@@ -100,15 +100,16 @@ def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise PlanError(f"{where}: not valid YAML: {problem}") from None
+        raise PlanError.at(where, f"not valid YAML: {problem}") from None
     except RecursionError:
-        raise PlanError(f"{path}: not valid YAML: nested too deeply") from None
+        raise PlanError.at(str(path), "not valid YAML: nested too deeply") from None
     if doc is None:
-        raise PlanError(f"{path}: empty: no run config")
+        raise PlanError.at(str(path), "empty: no run config")
     if not isinstance(doc, dict):
-        raise PlanError(
-            f"{path}: a run config is a mapping of sections (model:, data:, "
-            f"training: ...), not a {type(doc).__name__}"
+        raise PlanError.at(
+            str(path),
+            f"a run config is a mapping of sections (model:, data:, training: ...), not a "
+            f"{type(doc).__name__}",
         )
     lines: dict[str, int] = {}
     budget = [MAX_YAML_NODES]
@@ -116,9 +117,9 @@ def _load_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     def walk(n: yaml.Node, prefix: str) -> None:
         budget[0] -= 1
         if budget[0] < 0:
-            raise PlanError(
-                f"{path}: more than {MAX_YAML_NODES:,} YAML nodes "
-                f"(aliases expanding?): not a run config"
+            raise PlanError.at(
+                str(path),
+                f"more than {MAX_YAML_NODES:,} YAML nodes (aliases expanding?): not a run config",
             )
         if isinstance(n, yaml.MappingNode):
             for key_node, value_node in n.value:
@@ -178,9 +179,8 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-            raise PlanError(
-                f"{self.where(key)}: {key} = {short_repr(value)}: must be a "
-                f"whole number of at least {lo}"
+            raise PlanError.field(
+                key, short_repr(value), f"must be a whole number of at least {lo}", self.where(key)
             )
         return value
 
@@ -193,8 +193,8 @@ class _Reader:
             or not value
             or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value)
         ):
-            raise PlanError(
-                f"{self.where(key)}: {key} = {short_repr(value)}: must be a list of layer numbers"
+            raise PlanError.field(
+                key, short_repr(value), "must be a list of layer numbers", self.where(key)
             )
         return tuple(value)
 
@@ -203,7 +203,7 @@ class _Reader:
         if value is None or value == "":
             return None
         if not isinstance(value, str):
-            raise PlanError(f"{self.where(key)}: {key} = {short_repr(value)}: must be text")
+            raise PlanError.field(key, short_repr(value), "must be text", self.where(key))
         return value
 
     def put(self, plan_key: str, value: Any, key: str) -> None:
@@ -261,7 +261,12 @@ def _draft_config(path: Path, spec: str | None) -> tuple[dict[str, Any], str] | 
             try:
                 doc = json.loads(read_text(file, "a drafter config.json"))
             except ValueError:
-                raise PlanError(f"{file}: not valid JSON (model.draft_model_config)") from None
+                raise PlanError(
+                    f"{file}: not valid JSON (model.draft_model_config)",
+                    "model.draft_model_config",
+                    where=str(file),
+                    reason="not valid JSON",
+                ) from None
             if isinstance(doc, dict):
                 return doc, file.name
     return None
@@ -395,9 +400,8 @@ def _specforge_topology(r: _Reader) -> None:
     if isinstance(servers, list) and servers:
         tps = [s.get("tp_size", 1) if isinstance(s, dict) else None for s in servers]
         if not all(isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 for tp in tps):
-            raise PlanError(
-                f"{r.where(key)}: {key}: every server's tp_size must be a "
-                f"whole number of at least 1"
+            raise PlanError.at(
+                r.where(key), "every server's tp_size must be a whole number of at least 1", key
             )
         r.put("target.count", sum(tps), key)
         if len(set(tps)) == 1:
@@ -480,7 +484,7 @@ def _speculators_fields(r: _Reader, values: dict[str, Any], keys: dict[str, str]
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         if not ok:
             kind = _FLAG_KIND.get(name, "a whole number of at least 1")
-            raise PlanError(f"{r.where(source)}: {source} = {short_repr(value)}: must be {kind}")
+            raise PlanError.field(source, short_repr(value), f"must be {kind}", r.where(source))
         r.settings.append(
             Setting(
                 plan_key,
@@ -549,7 +553,7 @@ def read_train_command(path: Path) -> RunConfig:
         try:
             words = shlex.split(command, comments=True)
         except ValueError as err:
-            raise PlanError(f"{path}:{start}: cannot split the command: {err}") from None
+            raise PlanError.at(f"{path}:{start}", f"cannot split the command: {err}") from None
         at = next((i for i, w in enumerate(words) if w.endswith("train.py")), None)
         if at is None:
             continue
@@ -560,9 +564,10 @@ def read_train_command(path: Path) -> RunConfig:
         return RunConfig(
             config.path, config.tool, (*config.settings, drafters), config.ignored, config.notes
         )
-    raise PlanError(
-        f"{path}: no scripts/train.py command (a speculators launch script "
-        f"runs `torchrun ... scripts/train.py --max-anchors ...`)"
+    raise PlanError.at(
+        str(path),
+        "no scripts/train.py command (a speculators launch script runs "
+        "`torchrun ... scripts/train.py --max-anchors ...`)",
     )
 
 
@@ -647,9 +652,10 @@ def _speculators_flags(
             else:
                 parsed = int(resolved[0])
         except (ValueError, IndexError):
+            value = short_repr(" ".join(resolved))
+            reason = f"must be {_FLAG_KIND.get(name, 'a whole number')}"
             raise PlanError(
-                f"{where}: {flag} {short_repr(' '.join(resolved))}: must be "
-                f"{_FLAG_KIND.get(name, 'a whole number')}"
+                f"{where}: {flag} {value}: {reason}", flag, where=where, value=value, reason=reason
             ) from None
         keys[name] = flag + (f", {', '.join(via)}" if via else "")
         values[name] = parsed
@@ -714,8 +720,9 @@ def read_run_config(path: Path) -> RunConfig:
         or "speculator_type" in doc
     ):
         return _speculators_yaml(path, doc, lines)
-    raise PlanError(
-        f"{path}: neither a SpecForge config (model:, data:, training:) nor a "
-        f"speculators one (verifier:, draft:, data:, trainer:); top-level keys: "
-        f"{', '.join(map(str, list(doc)[:8]))}"
+    raise PlanError.at(
+        str(path),
+        f"neither a SpecForge config (model:, data:, training:) nor a speculators one "
+        f"(verifier:, draft:, data:, trainer:); top-level keys: "
+        f"{', '.join(map(str, list(doc)[:8]))}",
     )

@@ -276,6 +276,22 @@ _BOUNDS: dict[str, v.Bound] = {
 _NAME_CHARS = 100  # a `_name_or_path` longer than this is shown cut
 
 
+# A config.json's errors concern the plan field that names the file: the app marks it.
+TARGET_KEY = "workload.target_model"
+
+
+def _bad(where: str, reason: str, value: str | None = None) -> PlanError:
+    """A config.json error, `where: reason`, with its parts (the value of the JSON field
+    the reason names, when there is one)."""
+    return PlanError(f"{where}: {reason}", TARGET_KEY, where=where, value=value, reason=reason)
+
+
+def _bad_field(where: str, name: str, value: Any, reason: str) -> PlanError:
+    """A config.json field's error, `where: name = value: reason`, with its parts."""
+    shown = v.short_repr(value)
+    return _bad(where, f"{name} = {shown}: {reason}", shown)
+
+
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
@@ -302,12 +318,12 @@ class _Config:
             try:
                 return int(bound.check(value))
             except ValueError as err:
-                raise PlanError(f"{self.where}: {name} = {v.short_repr(value)}: {err}") from None
+                raise _bad_field(self.where, name, value, str(err)) from None
         if default is not None:
             return default
-        raise PlanError(
-            f"{self.where}: missing '{names[0]}' (a Hugging Face config.json of a "
-            f"decoder model has it)"
+        raise _bad(
+            self.where,
+            f"missing '{names[0]}' (a Hugging Face config.json of a decoder model has it)",
         )
 
     def flag(self, name: str, default: bool) -> bool:
@@ -315,15 +331,16 @@ class _Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise PlanError(f"{self.where}: {name} = {v.short_repr(value)}: must be true or false")
+            raise _bad_field(self.where, name, value, "must be true or false")
         return value
 
     def sliding_layers(self, n_layers: int) -> tuple[int, ...]:
         kinds = self.doc.get("layer_types") or []
         if not isinstance(kinds, list) or len(kinds) > v.MODEL_LAYERS.hi:
-            raise PlanError(
-                f"{self.where}: layer_types: must be a list of at most "
-                f'{v.MODEL_LAYERS.hi:,} layer kinds (e.g. "sliding_attention")'
+            raise _bad(
+                self.where,
+                f"layer_types: must be a list of at most {v.MODEL_LAYERS.hi:,} layer kinds "
+                f'(e.g. "sliding_attention")',
             )
         return tuple(i for i, kind in enumerate(kinds[:n_layers]) if kind == "sliding_attention")
 
@@ -339,23 +356,30 @@ class _Config:
 def load_config_json(path: Path) -> TargetModel:
     """A target from a local Hugging Face config.json (dense, MoE, sliding-window layers).
     The file is read bounded and every field it gives is checked for type and range."""
-    text = read_text(path, "workload.target_model takes a preset name or the path of a config.json")
+    try:
+        text = read_text(
+            path, "workload.target_model takes a preset name or the path of a config.json"
+        )
+    except PlanError as err:  # too large, not UTF-8: the same error, on the plan's field
+        raise PlanError(
+            str(err), TARGET_KEY, where=err.where, value=err.value, reason=err.reason
+        ) from None
     where = str(path)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        raise PlanError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+        raise _bad(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
     except RecursionError:
-        raise PlanError(f"{path}: not valid JSON: nested too deeply") from None
+        raise _bad(where, "not valid JSON: nested too deeply") from None
     except ValueError as err:  # NaN/Infinity, or an integer of over 4,300 digits
         detail = (
             "an integer of more than 4,300 digits"
             if "digits" in str(err)
             else str(err).splitlines()[0]
         )
-        raise PlanError(f"{path}: not valid JSON: {detail}") from None
+        raise _bad(where, f"not valid JSON: {detail}") from None
     if not isinstance(doc, dict):
-        raise PlanError(f"{path}: expected a JSON object, got {type(doc).__name__}")
+        raise _bad(where, f"expected a JSON object, got {type(doc).__name__}")
     config = _Config(doc, where)
     hidden = config.whole("hidden")
     heads = config.whole("n_heads")
@@ -367,8 +391,10 @@ def load_config_json(path: Path) -> TargetModel:
     window = window if sliding else 0
     experts_per_token = config.whole("experts_per_token", default=0) if n_experts else 0
     if experts_per_token > n_experts:
-        raise PlanError(
-            f"{path}: num_experts_per_tok = {experts_per_token}: more than the {n_experts} experts"
+        raise _bad(
+            where,
+            f"num_experts_per_tok = {experts_per_token}: more than the {n_experts} experts",
+            str(experts_per_token),
         )
     try:
         return TargetModel(
@@ -389,8 +415,10 @@ def load_config_json(path: Path) -> TargetModel:
             sliding_window=window or None,
             sliding_layers=sliding,
         )
+    except PlanError:  # a field read above: its own error, not wrapped in this one
+        raise
     except (TypeError, ValueError) as err:
-        raise PlanError(f"{path}: unusable model dimensions: {err}".splitlines()[0]) from None
+        raise _bad(where, f"unusable model dimensions: {err}".splitlines()[0]) from None
 
 
 def resolve_target(spec: str, base_dir: Path | None = None) -> TargetModel:
@@ -404,7 +432,9 @@ def resolve_target(spec: str, base_dir: Path | None = None) -> TargetModel:
         if path.is_dir():
             path = path / "config.json"
         return load_config_json(path)
-    raise PlanError(
-        f"workload.target_model = {spec!r}: unknown model{suggest(spec, PRESETS)}; "
-        f"use a preset ({', '.join(PRESETS)}) or the path of a config.json"
+    raise PlanError.field(
+        TARGET_KEY,
+        repr(spec),
+        f"unknown model{suggest(spec, PRESETS)}; use a preset ({', '.join(PRESETS)}) "
+        f"or the path of a config.json",
     )

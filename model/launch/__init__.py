@@ -101,8 +101,22 @@ def generate(
     """The launch script of plan in format fmt (default: the plan's launch.format).
     `template` is the user config's template, used when the plan has none. The plan is
     resolved first, so launch refuses exactly what the projection refuses."""
-    from .common import context
+    from ..basics.errors import PlanError
+    from .common import OFFLINE_REFUSALS, context
 
-    module = format_module(fmt or plan.launch.format)
-    result: LaunchScript = module.render(context(plan, catalog), template)
+    name = fmt or plan.launch.format
+    module = format_module(name)
+    ctx = context(plan, catalog)
+    if plan.workload.mode == "offline" and name != "template":
+        # The template runs the user's command whatever the mode; the others write the
+        # capture-then-train pair or refuse.
+        if name in OFFLINE_REFUSALS:
+            raise PlanError(
+                f"workload.mode = offline: the {name} launch cannot write the offline "
+                f"run: {OFFLINE_REFUSALS[name]}",
+                "workload.mode",
+            )
+        offline: LaunchScript = module.render_offline(ctx, template)
+        return offline
+    result: LaunchScript = module.render(ctx, template)
     return result

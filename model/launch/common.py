@@ -11,7 +11,7 @@ from ..basics.errors import PlanError
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
-from ..inputs.plan import Plan
+from ..inputs.plan import LAUNCH_FORMATS, OFFLINE_LAUNCH_FORMATS, Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
@@ -286,6 +286,25 @@ def figures(projection: Projection) -> str:
     return text
 
 
+def offline_figures(projection: Projection) -> str:
+    """The offline run's storage, days and cost, as `project` computes them."""
+    o = projection.offline
+    if o is None:
+        return "projection of this offline run: does not fit: a role runs out of GPU memory"
+
+    def span(days: float) -> str:
+        return f"{days:,.1f} days" if days >= 1 else f"{days * 24:,.1f} h"
+
+    text = (
+        f"projection of this offline run: {o.tb:,.1f} TB of hidden states, capture "
+        f"{span(o.capture_days)} then {o.epochs} epochs x {span(o.train_days_per_epoch)} "
+        f"= {span(o.days)}"
+    )
+    if o.cost is not None:
+        text += f", cost {o.cost:,.0f} {o.cost_unit}"
+    return text
+
+
 def with_transport(plan: Plan, transport: str) -> Plan:
     return plan.model_copy(
         update={"workload": plan.workload.model_copy(update={"transport": transport})}
@@ -298,6 +317,8 @@ def projection_notes(ctx: Context, fmt: str) -> list[str]:
     from ..core.projection import project
 
     plan = ctx.plan
+    if plan.workload.mode == "offline" and fmt != "template":
+        return [offline_figures(project(plan, ctx.catalog))]
     transport = launch_transport(plan, fmt)
     if transport is None:
         return [f"projection: none for this run: {PATHS[fmt][1]}"]
@@ -411,3 +432,72 @@ def specforge_stack_setup() -> str:
             f'bash "{checkout}/scripts/apply_sglang_spec_capture_patch.sh"',
         ]
     )
+
+
+# --- offline mode: capture to storage, then train ------------------------------------------
+
+# The formats whose launch writes the offline run (inputs/plan.py holds the list: the
+# projection, below this package, names the others); why the others cannot.
+OFFLINE_REFUSALS = {
+    "specforge-legacy": "the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
+    "reads raw conversations only and has no hidden-state input",
+    "kubernetes": "the JobSet runs SpecForge's online capture servers and trainers as pods; "
+    "write the offline run with --format specforge or slurm",
+    "skypilot": "the task runs SpecForge's online capture servers and trainers on each "
+    "node; write the offline run with --format specforge or slurm",
+}
+
+
+def hidden_states_dir(plan: Plan) -> str:
+    """Where the capture writes and the trainer reads: under output_dir, which every node
+    must share."""
+    return f"{output_dir(plan)}/hidden_states"
+
+
+def capture_done(plan: Plan) -> str:
+    """The file the first capture node writes once every capture process has finished:
+    trainer nodes wait for it (upstream writes no completion marker)."""
+    return f"{output_dir(plan)}/hidden_states.done"
+
+
+def offline_storage(
+    ctx: Context, fmt: str, dtypes: tuple[str, ...], why: str, launch: str | None = None
+) -> str:
+    """The on-disk format this launch writes, checked against the plan's storage keys (so
+    that the projection's storage.tb is what the capture writes); one note line with its
+    bytes per token (physics/storage.py)."""
+    from ..physics.storage import FORMATS, storage_format, stored_bytes_per_token
+
+    p, w = ctx.plan, ctx.plan.workload
+    written, launch = FORMATS[fmt], launch or fmt
+    if p.storage.format is not None and p.storage.format != written.name:
+        raise PlanError(
+            f"storage.format = {p.storage.format}: the {launch} launch writes the {fmt} "
+            f"format; set storage.format = {fmt} or remove the key",
+            "storage.format",
+        )
+    if storage_format(p.storage.format, p.launch.format) is not written:
+        raise PlanError(
+            f"launch.format = {p.launch.format}: the projection sizes the "
+            f"{storage_format(None, p.launch.format).name} format but the {launch} launch "
+            f"writes the {fmt} format; set storage.format = {fmt}",
+            "storage.format",
+        )
+    if w.storage_dtype not in dtypes:
+        raise PlanError(
+            f"workload.storage_dtype = {w.storage_dtype}: the {launch} launch cannot store "
+            f"it: {why}; use {' or '.join(dtypes)}",
+            "workload.storage_dtype",
+        )
+    per_token = stored_bytes_per_token(
+        ctx.model.hidden, len(ctx.layer_ids), w.storage_dtype, written
+    )
+    return (
+        f"offline: the capture writes {per_token:,.0f} bytes per token "
+        f"({len(ctx.layer_ids)} captured + {written.extra_layers} more layer(s) x "
+        f"{ctx.model.hidden:,} x {w.storage_dtype}, plus ids and masks: {written.source}) "
+        f"to {hidden_states_dir(p)}, read by every epoch of the training"
+    )
+
+
+assert set(OFFLINE_REFUSALS) | set(OFFLINE_LAUNCH_FORMATS) == set(LAUNCH_FORMATS)

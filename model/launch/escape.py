@@ -108,6 +108,13 @@ def heredoc(name: str, content: str) -> str:
 # --- documents -----------------------------------------------------------------------------
 
 
+def to_json(doc: dict[str, Any]) -> str:
+    """JSON with every non-ASCII character escaped (fed through a quoted heredoc)."""
+    import json
+
+    return json.dumps(doc, indent=2) + "\n"
+
+
 def to_yaml(doc: dict[str, Any], blocks: bool = False) -> str:
     """YAML from PyYAML's safe dumper (libyaml's emitter when PyYAML has it: the same
     output, several times faster); every string reads back as itself. `blocks`: a string

@@ -11,14 +11,19 @@ from ..core.resolve import require_same_gpu_type
 from . import specforge
 from .common import (
     FABRIC_IP_FUNCTION,
+    GIB,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
+    devices,
+    offline_storage,
+    require_derived_layers,
     run_id,
+    sample_feature_bytes,
     script,
 )
-from .escape import cmd, env, heredoc, q, terminator, to_yaml
+from .escape import cmd, env, heredoc, q, terminator, to_json, to_yaml
 
 NAME = "slurm"
 TITLE = "Slurm (sbatch) running SpecForge unified"
@@ -198,3 +203,158 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     ]
     text = script(ctx, TITLE, notes, ["\n".join(lines)], fmt=NAME, shebang="\n".join(directives))
     return LaunchScript(NAME, text, {"run.yaml": yaml_text}, tuple(notes), layout)
+
+
+# --- offline: the capture steps, then the trainer steps ------------------------------------
+
+OFFLINE_TITLE = "Slurm (sbatch) running SpecForge offline (prepare_hidden_states.py, then train)"
+# Loader processes besides each rank: prepare_hidden_states.py's --num-workers default (4,
+# SpecForge a6b6b023) per capture rank; SpecForge's DFlash trainer's default dataloader
+# workers (8, default_dataloader_num_workers in specforge/algorithms/dflash/providers.py).
+CAPTURE_LOADERS = 4
+TRAINER_LOADERS = 8
+
+
+def offline_host_needs(ctx: Context) -> tuple[int, int, str]:
+    """(--mem in GiB, --cpus-per-task, the reasoning) of the busiest node of the offline
+    run: each capture replica loads the target weights through host memory, each trainer
+    rank holds two batches of max-length samples read from disk; one CPU per process."""
+    p, layout = ctx.plan, ctx.layout
+    weights = ctx.memory.weights_gib * p.target.tp
+    batch = 2 * p.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
+    best = (0.0, 0)
+    for node in range(layout.nodes):
+        servers, ranks = len(layout.targets_on(node)), len(layout.drafters.get(node, ()))
+        mem = servers * weights + ranks * batch
+        cpus = servers * p.target.tp * (1 + CAPTURE_LOADERS) + ranks * (1 + TRAINER_LOADERS)
+        best = max(best, (mem, cpus))
+    mem_gib = math.ceil(best[0])
+    return (
+        mem_gib,
+        best[1],
+        (
+            f"--mem={mem_gib}G: per capture replica the target weights it loads through "
+            f"host memory {weights:.1f} GiB; per trainer rank two batches read from disk "
+            f"{batch:.1f} GiB; --cpus-per-task={best[1]}: one per process (each capture "
+            f"rank and its {CAPTURE_LOADERS} loaders, each trainer rank and its "
+            f"{TRAINER_LOADERS} loaders); the processes' own runtime comes on top: raise "
+            f"--mem by your cluster's usual allowance per process"
+        ),
+    )
+
+
+def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
+    p, layout = ctx.plan, ctx.layout
+    require_same_gpu_type(p, "an sbatch script requests one GPU type for every node")
+    require_derived_layers(ctx, "SpecForge")
+    storage = offline_storage(
+        ctx,
+        "specforge",
+        ("bf16",),
+        "SpecForge's prepare_hidden_states.py (a6b6b023) stores the target's own dtype",
+        NAME,
+    )
+    job = re.sub(r"[^A-Za-z0-9._-]", "_", run_id(p))[:64] or "dflash"
+    c_nodes, _ = specforge.capture_nodes(ctx)
+    d_nodes, _ = specforge.trainer_nodes(ctx)
+    gpus_per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
+    whole_nodes = gpus_per_node == layout.gpus_per_node
+    billed = layout.nodes * (layout.gpus_per_node if whole_nodes else gpus_per_node)
+    notes = [
+        storage,
+        "run sbatch from the top folder of a SpecForge checkout (it has "
+        "scripts/prepare_hidden_states.py) on a filesystem all nodes share, as output_dir",
+        "host names come from the allocation (scontrol show hostnames); node i of the "
+        "plan is the i-th host",
+        f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
+        f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''} for both "
+        f"phases (storage.billing = whole-run prices this); the plan uses "
+        f"{p.target.count + p.drafter.count}",
+        *ctx.memory.reasoning(),
+    ]
+    directives = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job}",
+        f"#SBATCH --nodes={layout.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={gpus_per_node}",
+    ]
+    if whole_nodes:
+        directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
+    else:
+        mem_gib, cpus, why = offline_host_needs(ctx)
+        directives += [f"#SBATCH --mem={mem_gib}G", f"#SBATCH --cpus-per-task={cpus}"]
+        notes.append(why)
+    directives.append(f"#SBATCH --output={job}-%j.log")
+
+    def step(node: int) -> str:
+        return (
+            f"srun --nodes=1 --ntasks=1 --overlap --gpus-per-node={layout.gpus_used_on(node)} "
+            f'-w "${{NODES[{node}]}}" env'
+        )
+
+    yaml_text = to_yaml(specforge.offline_config(ctx, head="localhost"))
+    json_text = to_json(specforge.capture_config(ctx))
+    lines = [
+        "# The SpecForge CLI rejects a partial torch.distributed environment.",
+        "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT",
+        'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        f'[ "${{#NODES[@]}}" -ge {layout.nodes} ] || '
+        f'{{ echo "need {layout.nodes} nodes" >&2; exit 2; }}',
+        f'CAPTURE_HEAD="${{NODES[{c_nodes[0]}]}}"',
+        f'HEAD="${{NODES[{d_nodes[0]}]}}"',
+        "",
+        heredoc(specforge.CAPTURE_CONFIG, json_text),
+        "",
+        heredoc("run.yaml", yaml_text),
+        "overrides=()",
+    ]
+    if len(d_nodes) > 1:
+        lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
+    lines += ["", "# capture: one step per target node, all finished before training", "steps=()"]
+    for node in c_nodes:
+        words = specforge.capture_command(ctx, node, specforge.CAPTURE_CONFIG)
+        if "--master_addr" in words:
+            # The allocation's host, expanded by the shell.
+            at = words.index("--master_addr")
+            words[at + 1] = "${CAPTURE_HEAD}"
+        text = cmd(*words, lead=words.index("scripts/prepare_hidden_states.py") + 1)
+        text = text.replace(q("${CAPTURE_HEAD}"), '"$CAPTURE_HEAD"')
+        lines += [
+            f"{step(node)} {env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "
+            f"{text} > {q(f'capture-{node}.log')} 2>&1 &",
+            "steps+=($!)",
+        ]
+    lines += [
+        'for pid in "${steps[@]}"; do wait "$pid"; done',
+        "",
+        "# training: one step per drafter node, on the drafter GPUs",
+        "steps=()",
+    ]
+    for rank, node in enumerate(d_nodes):
+        train: list[object] = ["specforge", "train", "-c", "run.yaml"]
+        if len(d_nodes) > 1:
+            train += ["--node-rank", rank]
+        lines += [
+            f"{step(node)} "
+            f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{rank}.log")} 2>&1 &',
+            "steps+=($!)",
+        ]
+    lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')
+    text = script(
+        ctx,
+        OFFLINE_TITLE,
+        notes,
+        ["\n".join(lines)],
+        fmt=NAME,
+        shebang="\n".join(directives),
+        ports=False,
+    )
+    return LaunchScript(
+        NAME,
+        text,
+        {"run.yaml": yaml_text, specforge.CAPTURE_CONFIG: json_text},
+        tuple(notes),
+        layout,
+    )

@@ -15,15 +15,19 @@ from .common import (
     GIB,
     IN_FLIGHT_HIGH_DEFAULT,
     IN_FLIGHT_LOW_DEFAULT,
+    IN_FLIGHT_PER_SERVER,
     MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_METRICS_PORT,
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
+    capture_done,
     devices,
     export_fabric_ip,
+    hidden_states_dir,
     node_case,
+    offline_storage,
     output_dir,
     read_node_rank,
     require_derived_layers,
@@ -32,7 +36,7 @@ from .common import (
     script,
     segment_gib,
 )
-from .escape import cmd, env, feed, heredoc, q, to_yaml
+from .escape import cmd, env, feed, heredoc, q, to_json, to_yaml
 from .layout import Replica
 
 NAME = "specforge"
@@ -490,6 +494,219 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         NAME,
         script(ctx, TITLE, notes, body, fmt=NAME),
         {"run.yaml": yaml_text},
+        tuple(notes),
+        layout,
+    )
+
+
+# --- offline: scripts/prepare_hidden_states.py, then specforge train on the files ----------
+
+OFFLINE_TITLE = (
+    "SpecForge offline (scripts/prepare_hidden_states.py, then specforge train -c run.yaml)"
+)
+# What the capture reads of the draft config (sgl-project/SpecForge a6b6b023
+# scripts/prepare_hidden_states.py): the layers to capture, from dflash_config
+# (resolve_dflash_capture_layers), and the vocabulary size (_resolve_draft_vocab_size: a
+# local JSON file is required). The trainer derives the drafter from the target as online.
+CAPTURE_CONFIG = "dflash-capture.json"
+
+
+def capture_config(ctx: Context) -> dict[str, Any]:
+    """The draft config prepare_hidden_states.py resolves the captured layers from: a
+    DFlash drafter of draft_layers layers over the target (the fields SpecForge's
+    auto-generated DFlash config sets, populate_dflash_generated_config)."""
+    w, m = ctx.plan.workload, ctx.model
+    return {
+        "architectures": ["DFlashDraftModel"],
+        "model_type": "qwen3",
+        "hidden_size": m.hidden,
+        "vocab_size": m.vocab,
+        "num_hidden_layers": w.draft_layers,
+        "num_target_layers": m.n_layers,
+        "block_size": ctx.block,
+        "layer_types": ["full_attention"] * w.draft_layers,
+        "sliding_window": None,
+        "use_sliding_window": False,
+        "dflash_config": {"target_layer_ids": list(ctx.layer_ids)},
+    }
+
+
+def capture_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
+    """The target nodes and the GPUs each captures on: one torchrun spans them, with the
+    same number on every node."""
+    nodes = ctx.layout.target_nodes
+    counts = {len(ctx.layout.target_devices_on(n)) for n in nodes}
+    if len(counts) > 1:
+        spread = " + ".join(str(len(ctx.layout.target_devices_on(n))) for n in nodes)
+        raise PlanError(
+            f"target.count = {ctx.plan.target.count}: the targets land {spread} on "
+            f"{len(nodes)} nodes, and the capture's torchrun needs the same number on "
+            f"each; change the split so the targets fill whole nodes",
+            "target.count",
+        )
+    return nodes, counts.pop()
+
+
+def capture_config_file(ctx: Context, node: int) -> str:
+    """One file per node: nodes sharing a working directory do not rewrite each other's."""
+    return CAPTURE_CONFIG if ctx.layout.nodes == 1 else f"dflash-capture-node{node}.json"
+
+
+def capture_command(ctx: Context, node: int, config_file: str | None = None) -> list[object]:
+    """torchrun over the target GPUs running SpecForge's offline capture: data parallel
+    over target.count / tp replicas, each of tp GPUs (its --tp-size), the files indexed
+    across the nodes by data-parallel rank."""
+    p, w = ctx.plan, ctx.plan.workload
+    nodes, per_node = capture_nodes(ctx)
+    if len(nodes) == 1:
+        launcher: list[object] = ["torchrun", "--standalone", "--nproc_per_node", per_node]
+    else:
+        launcher = [
+            "torchrun",
+            "--nnodes",
+            len(nodes),
+            "--node_rank",
+            nodes.index(node),
+            "--master_addr",
+            ctx.layout.hosts[nodes[0]],
+            "--master_port",
+            p.launch.master_port,
+            "--rdzv_conf",
+            f"timeout={RENDEZVOUS_TIMEOUT_S}",
+            "--nproc_per_node",
+            per_node,
+        ]
+    return [
+        *launcher,
+        "scripts/prepare_hidden_states.py",
+        "--target-model-path",
+        ctx.path,
+        "--trust-remote-code",
+        "--strategy",
+        "dflash",
+        "--draft-model-config",
+        config_file or capture_config_file(ctx, node),
+        "--data-path",
+        p.launch.train_data_path,
+        "--max-length",
+        w.max_length,
+        "--chat-template",
+        ctx.chat_template,
+        "--tp-size",
+        p.target.tp,
+        # SGLang's running requests per replica (max_running_requests): the in-flight
+        # sequences mem_fraction_static is sized for.
+        "--batch-size",
+        IN_FLIGHT_PER_SERVER,
+        "--output-path",
+        hidden_states_dir(p),
+        "--sglang-mem-fraction-static",
+        ctx.memory.fraction,
+        "--sglang-context-length",
+        w.max_length + CONTEXT_EXTRA_TOKENS,
+    ]
+
+
+def offline_config(ctx: Context, head: str | None = None) -> dict[str, Any]:
+    """The `specforge train -c` YAML of the offline training: the online document's model
+    and training keys, data.hidden_states_path in place of the raw data, and a colocated
+    trainer (SpecForge runs offline data as local_colocated, role all)."""
+    doc = config(ctx, managed_local=False, server_urls=[], head="")
+    nodes, per_node = trainer_nodes(ctx)
+    model = {
+        k: v for k, v in doc["model"].items() if not k.startswith("sglang_")
+    }  # no capture server in this run
+    trainer: dict[str, Any] = {"nnodes": len(nodes), "nproc_per_node": per_node}
+    if len(nodes) > 1:
+        trainer["master_addr"] = head or ctx.layout.hosts[nodes[0]]
+        trainer["master_port"] = ctx.plan.launch.master_port
+    return {
+        "model": model,
+        "data": {
+            "hidden_states_path": hidden_states_dir(ctx.plan),
+            "max_length": ctx.plan.workload.max_length,
+            "chat_template": ctx.chat_template,
+        },
+        "training": doc["training"],
+        "run_id": doc["run_id"],
+        "output_dir": doc["output_dir"],
+        "deployment": {"mode": "local_colocated", "trainer": trainer},
+    }
+
+
+def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
+    require_derived_layers(ctx, "SpecForge")
+    layout, p = ctx.layout, ctx.plan
+    storage = offline_storage(
+        ctx,
+        NAME,
+        ("bf16",),
+        "SpecForge's prepare_hidden_states.py (a6b6b023) stores the target's own dtype",
+    )
+    c_nodes, _ = capture_nodes(ctx)
+    d_nodes, _ = trainer_nodes(ctx)
+    done = capture_done(p)
+    notes = [
+        storage,
+        "run this script from the top folder of a SpecForge checkout (it has "
+        "scripts/prepare_hidden_states.py); SGLang must be installed",
+        f"the capture resumes: it skips samples already in {hidden_states_dir(p)}; "
+        f"delete that folder and {done} before capturing other data",
+        *ctx.memory.reasoning(),
+    ]
+    if layout.nodes > 1:
+        notes.append(
+            "multi-node: run this script on every node with NODE_RANK set; output_dir "
+            f"must be on a filesystem all nodes share; the trainers start once node "
+            f"{c_nodes[0]} has written {done}"
+        )
+    yaml_text = to_yaml(offline_config(ctx))
+    json_text = to_json(capture_config(ctx))
+    sections: dict[int, list[str]] = {}
+    for node in c_nodes:
+        lines = sections.setdefault(node, [])
+        words = capture_command(ctx, node)
+        lines.append(
+            f"{env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "
+            + cmd(*words, lead=words.index("scripts/prepare_hidden_states.py") + 1)
+        )
+        if node == c_nodes[0]:
+            # torchrun returns once every capture process has finished (they end with a
+            # barrier), on every node.
+            lines.append(f"mkdir -p -- {q(output_dir(p))} && touch -- {q(done)}")
+    for rank, node in enumerate(d_nodes):
+        lines = sections.setdefault(node, [])
+        if node != c_nodes[0]:
+            lines.append(f"until [ -e {q(done)} ]; do sleep 30; done   # the capture")
+        config_file = node_config(node) if layout.nodes > 1 else "run.yaml"
+        train: list[object] = ["specforge", "train", "-c", config_file]
+        if len(d_nodes) > 1:
+            train += ["--node-rank", rank]
+        lines.append(
+            f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+            + cmd(*train)
+        )
+    body = [
+        "# The SpecForge CLI rejects a partial torch.distributed environment.\n"
+        "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT",
+    ]
+    if layout.nodes > 1:
+        body += [
+            read_node_rank(layout.nodes),
+            feed('cat > "dflash-capture-node$node_rank.json"', json_text),
+            feed('cat > "run-node$node_rank.yaml"', yaml_text),
+            node_case(sections, layout.nodes, read_rank=False),
+        ]
+    else:
+        body += [
+            heredoc(CAPTURE_CONFIG, json_text),
+            heredoc("run.yaml", yaml_text),
+            "\n".join(sections[0]),
+        ]
+    return LaunchScript(
+        NAME,
+        script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False),
+        {"run.yaml": yaml_text, CAPTURE_CONFIG: json_text},
         tuple(notes),
         layout,
     )

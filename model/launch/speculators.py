@@ -12,9 +12,12 @@ from .common import (
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
+    capture_done,
     devices,
     export_fabric_ip,
+    hidden_states_dir,
     node_case,
+    offline_storage,
     output_dir,
     script,
     segment_gib,
@@ -47,6 +50,78 @@ def vllm_segment_gib(ctx: Context) -> int:
             p.drafter.batch_size, p.drafter.count, len(ctx.layout.replicas)
         ),
     )
+
+
+def train_words(ctx: Context, hidden: list[object]) -> list[object]:
+    """`-m speculators.train` and its flags; `hidden`: where the hidden states come from."""
+    p, w = ctx.plan, ctx.plan.workload
+    train: list[object] = [
+        "-m",
+        "speculators.train",
+        "--verifier-name-or-path",
+        ctx.path,
+        "--speculator-type",
+        "dflash",
+        "--data-path",
+        data_dir(ctx),
+        *hidden,
+        "--block-size",
+        ctx.block,
+        "--max-anchors",
+        w.num_anchors,
+        "--num-layers",
+        w.draft_layers,
+        "--target-layer-ids",
+        *ctx.layer_ids,
+        "--epochs",
+        w.epochs,
+        "--lr",
+        recipe.LEARNING_RATE,
+        "--optimizer",
+        "adamw",
+        "--scheduler-type",
+        "cosine",
+        "--scheduler-warmup-ratio",
+        recipe.WARMUP_RATIO,
+        "--total-seq-len",
+        w.max_length * p.drafter.batch_size,
+        "--save-path",
+        f"{output_dir(p)}/checkpoints",
+    ]
+    if ctx.block == 16:
+        # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
+        train += [
+            "--per-position-loss-weight",
+            "fixed-exp-decay",
+            "--dflash-decay-gamma",
+            recipe.LOSS_DECAY_GAMMA_B16,
+        ]
+    return train
+
+
+def trainer_launcher(ctx: Context, rank: int) -> list[object]:
+    """torchrun on drafter node `rank` of the trainer nodes."""
+    p, d_nodes = ctx.plan, ctx.layout.drafter_nodes
+    devs = ctx.layout.drafters[d_nodes[rank]]
+    if len(d_nodes) == 1:
+        launcher: list[object] = ["torchrun", "--standalone", "--nproc_per_node", len(devs)]
+    else:
+        launcher = [
+            "torchrun",
+            "--nnodes",
+            len(d_nodes),
+            "--node_rank",
+            rank,
+            "--master_addr",
+            ctx.layout.hosts[d_nodes[0]],
+            "--master_port",
+            p.launch.master_port,
+            "--rdzv_conf",
+            f"timeout={RENDEZVOUS_TIMEOUT_S}",
+            "--nproc_per_node",
+            len(devs),
+        ]
+    return launcher
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
@@ -142,49 +217,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             )
             + f" > {q(f'vllm-{node}.log')} 2>&1 &"
         )
-    train: list[object] = [
-        "-m",
-        "speculators.train",
-        "--verifier-name-or-path",
-        ctx.path,
-        "--speculator-type",
-        "dflash",
-        "--data-path",
-        data_dir(ctx),
-        "--vllm-endpoint",
-        f"{base_url}/v1",
-        *common,
-        "--block-size",
-        ctx.block,
-        "--max-anchors",
-        w.num_anchors,
-        "--num-layers",
-        w.draft_layers,
-        "--target-layer-ids",
-        *ctx.layer_ids,
-        "--epochs",
-        w.epochs,
-        "--lr",
-        recipe.LEARNING_RATE,
-        "--optimizer",
-        "adamw",
-        "--scheduler-type",
-        "cosine",
-        "--scheduler-warmup-ratio",
-        recipe.WARMUP_RATIO,
-        "--total-seq-len",
-        w.max_length * p.drafter.batch_size,
-        "--save-path",
-        f"{output_dir(p)}/checkpoints",
-    ]
-    if ctx.block == 16:
-        # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
-        train += [
-            "--per-position-loss-weight",
-            "fixed-exp-decay",
-            "--dflash-decay-gamma",
-            recipe.LOSS_DECAY_GAMMA_B16,
-        ]
+    train = train_words(ctx, ["--vllm-endpoint", f"{base_url}/v1", *common])
     prepare = cmd(
         "speculators",
         "prepare-data",
@@ -203,27 +236,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     )
     ready = q(f"{data_dir(ctx)}/dataset_info.json")
     d_nodes = layout.drafter_nodes
-    master = layout.hosts[d_nodes[0]]
     for rank, node in enumerate(d_nodes):
         devs = layout.drafters[node]
-        if len(d_nodes) == 1:
-            launcher: list[object] = ["torchrun", "--standalone", "--nproc_per_node", len(devs)]
-        else:
-            launcher = [
-                "torchrun",
-                "--nnodes",
-                len(d_nodes),
-                "--node_rank",
-                rank,
-                "--master_addr",
-                master,
-                "--master_port",
-                p.launch.master_port,
-                "--rdzv_conf",
-                f"timeout={RENDEZVOUS_TIMEOUT_S}",
-                "--nproc_per_node",
-                len(devs),
-            ]
+        launcher = trainer_launcher(ctx, rank)
         lines = sections.setdefault(node, [])
         if rank == 0:
             lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
@@ -250,4 +265,161 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         ),
     ]
     text = script(ctx, TITLE, notes, body, fmt=NAME, ports=False)
+    return LaunchScript(NAME, text, {}, tuple(notes), layout)
+
+
+# --- offline: vLLM writes the hidden states to files, generate-offline-data keeps them, the
+# trainer reads them (examples/train/eagle3_llama3_8b_ultrachat_offline_5k.sh, c05b95b3) ---
+
+OFFLINE_TITLE = (
+    "vLLM speculators offline (launch_vllm.py, prepare-data, generate-offline-data, "
+    "speculators.train)"
+)
+# hs-connectors' file backends (hs_connectors/transfer.py, 0.9.0): bf16 safetensors, or
+# float8_e4m3fn with a float32 scale per token (fp8_hidden_states_connector.py).
+OFFLINE_BACKENDS = {"bf16": "file", "fp8": "fp8"}
+
+
+def capture_marker(ctx: Context, index: int) -> str:
+    """Written by target node `index` once its share of the hidden states is on disk."""
+    return f"{capture_done(ctx.plan)}.{index}"
+
+
+def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
+    p, w, layout = ctx.plan, ctx.plan.workload, ctx.layout
+    storage = offline_storage(
+        ctx,
+        NAME,
+        tuple(OFFLINE_BACKENDS),
+        "hs-connectors 0.9.0 writes bf16 or fp8",
+    )
+    backend = OFFLINE_BACKENDS[w.storage_dtype]
+    hs_dir = hidden_states_dir(p)
+    t_nodes, d_nodes = layout.target_nodes, layout.drafter_nodes
+    base_url = f"http://localhost:{VLLM_PORT}"
+    notes = [
+        storage,
+        "launch_vllm.py comes from a speculators checkout matching the installed "
+        "version; run this script from its top folder",
+        f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
+        f"{data_dir(ctx)}; each target node's vLLM writes its hidden states under "
+        f"{HIDDEN_STATES_DIR} and generate-offline-data moves them to {hs_dir}",
+        f"the capture resumes: it skips samples already in {hs_dir}; delete that "
+        f"folder and {capture_done(p)}.* before capturing other data",
+    ]
+    if layout.nodes > 1:
+        notes.append(
+            "multi-node: run this script on every node with NODE_RANK set; output_dir "
+            f"must be on a filesystem all nodes share; each target node runs its own vLLM "
+            f"and captures its share of the samples (--world-size {len(t_nodes)}), the "
+            f"trainers start once every share is on disk"
+        )
+    sections: dict[int, list[str]] = {}
+    ready = q(f"{data_dir(ctx)}/dataset_info.json")
+    for index, node in enumerate(t_nodes):
+        local = layout.targets_on(node)
+        lines = sections.setdefault(node, [])
+        lines.append(
+            f"{env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "
+            + cmd(
+                "python",
+                "scripts/launch_vllm.py",
+                ctx.path,
+                "--hidden-states-backend",
+                backend,
+                "--hidden-states-path",
+                HIDDEN_STATES_DIR,
+                "--target-layer-ids",
+                *ctx.layer_ids,
+                "--trust-remote-code",
+                "--",
+                "--trust-remote-code",
+                "--data-parallel-size",
+                len(local),
+                "--tensor-parallel-size",
+                p.target.tp,
+                "--port",
+                VLLM_PORT,
+                "--max-model-len",
+                w.max_length + 1,
+                lead=3,
+            )
+            + f" > {q(f'vllm-{node}.log')} 2>&1 &"
+        )
+        lines.append("vllm_pid=$!")
+        lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
+        if index == 0:
+            lines.append(
+                cmd(
+                    "speculators",
+                    "prepare-data",
+                    "--model",
+                    ctx.path,
+                    "--data",
+                    p.launch.train_data_path,
+                    "--render-endpoint",
+                    base_url,
+                    "--output",
+                    data_dir(ctx),
+                    "--seq-length",
+                    w.max_length,
+                    "--trust-remote-code",
+                    lead=2,
+                )
+            )
+        else:
+            lines.append(f"until [ -e {ready} ]; do sleep 10; done   # node {t_nodes[0]} prepares")
+        lines.append(
+            cmd(
+                "speculators",
+                "generate-offline-data",
+                "--model",
+                ctx.path,
+                "--endpoint",
+                f"{base_url}/v1",
+                "--preprocessed-data",
+                data_dir(ctx),
+                "--output",
+                hs_dir,
+                "--world-size",
+                len(t_nodes),
+                "--rank",
+                index,
+                lead=2,
+            )
+        )
+        # The GPUs and host memory go back before training.
+        lines.append('kill "$vllm_pid" 2>/dev/null || true')
+        lines.append(f"mkdir -p -- {q(output_dir(p))} && touch -- {q(capture_marker(ctx, index))}")
+    train = train_words(
+        ctx,
+        [
+            "--hidden-states-backend",
+            backend,
+            "--hidden-states-path",
+            hs_dir,
+            "--on-missing",
+            "raise",
+        ],
+    )
+    markers = " ".join(q(capture_marker(ctx, i)) for i in range(len(t_nodes)))
+    for rank, node in enumerate(d_nodes):
+        lines = sections.setdefault(node, [])
+        lines.append(
+            f'for f in {markers}; do until [ -e "$f" ]; do sleep 30; done; done   # the capture'
+        )
+        launcher = trainer_launcher(ctx, rank)
+        lines.append(
+            f"{env(CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+            f"{cmd(*launcher, *train, lead=len(launcher) + 2)}"
+        )
+    trap = (
+        "# Background services stop with this script.\n"
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"
+    )
+    body = [
+        trap,
+        node_case(sections, layout.nodes) if layout.nodes > 1 else "\n".join(sections[0]),
+    ]
+    text = script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False)
     return LaunchScript(NAME, text, {}, tuple(notes), layout)

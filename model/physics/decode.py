@@ -153,3 +153,8 @@ fitting.register_decode_rate(case_rate)
 # decode-throughput measurements at high concurrency (TensorRT-LLM's, NIM's and vLLM's
 # published tables; docs/validation.md).
 DECODE_BANDWIDTH_EFFICIENCY: float = fitting.value("DECODE_BANDWIDTH_EFFICIENCY")
+# Its range (the cases' implied values and the leave-one-source-out fits): a projection's
+# regeneration carries the rates at both ends, since the sources disagree by up to 2x.
+DECODE_BANDWIDTH_EFFICIENCY_RANGE: tuple[float, float] = fitting.value_range(
+    "DECODE_BANDWIDTH_EFFICIENCY"
+)

@@ -21,20 +21,23 @@ class Format:
     extra_layers: int  # hidden states stored beside the captured ones
     other_bytes_per_token: int  # token ids, masks
     source: str
+    fp8_scale_bytes_per_token: int = 0  # what fp8 storage adds per token (its scales)
 
 
 FORMATS: dict[str, Format] = {
     # SpecForge's DFlash offline reader reads input_ids, loss_mask and hidden_states (the
     # captured layers) per sample, no last hidden state (build_offline_reader in
-    # specforge/algorithms/common/dflash_family_data.py, the specforge 0.2.0 wheel); the
-    # ids and mask are taken as int64 (torch's default for token ids: the writer,
-    # scripts/prepare_hidden_states.py, was not read), 16 bytes of 40,976 per token.
+    # specforge/algorithms/common/dflash_family_data.py, the specforge 0.2.0 wheel); its
+    # writer, scripts/prepare_hidden_states.py (SpecForge a6b6b023), saves the dataset's ids
+    # and mask as they come: int64 (loss_mask is torch.long in
+    # specforge/data/preprocessing.py, input_ids through set_format("torch")), 16 bytes of
+    # 40,976 per token.
     "specforge": Format(
         "specforge",
         0,
         8 + 8,
         "SpecForge 0.2.0 dflash_family_data.build_offline_reader: "
-        "input_ids, loss_mask (int64 assumed), hidden_states",
+        "input_ids, loss_mask (int64), hidden_states",
     ),
     # speculators' trainer reads the last captured layer as the target's final hidden state:
     # launch_vllm.py appends layer n to the ids training is given (pipelines.md 0, 3.1); its
@@ -46,6 +49,9 @@ FORMATS: dict[str, Format] = {
         8 + 1,
         "speculators launch_vllm.py --include-last-layer (c05b95b3): the "
         "captured layers, the last layer, token ids and loss mask",
+        # hs-connectors 0.9.0 fp8_hidden_states_connector.py: hidden_states_scales, one
+        # float32 per token.
+        fp8_scale_bytes_per_token=4,
     ),
     # DeepSpec's estimator (scripts/data/estimate_target_cache_size.py, deepseek-ai/DeepSpec
     # 40c413ea): input_ids int32, attention_mask and loss_mask one byte each, the captured
@@ -70,10 +76,13 @@ def storage_format(name: str | None, launch_format: str) -> Format:
 
 def stored_bytes_per_token(hidden: int, captured_layers: int, dtype: str, fmt: Format) -> float:
     """Bytes one token occupies on storage: (captured + extra layers) x hidden x dtype bytes,
-    plus the format's ids and masks."""
-    return (captured_layers + fmt.extra_layers) * hidden * DTYPE_BYTES[
-        dtype
-    ] + fmt.other_bytes_per_token
+    plus the format's ids and masks (and its scales, stored fp8)."""
+    scales = fmt.fp8_scale_bytes_per_token if dtype == "fp8" else 0
+    return (
+        (captured_layers + fmt.extra_layers) * hidden * DTYPE_BYTES[dtype]
+        + fmt.other_bytes_per_token
+        + scales
+    )
 
 
 def nodes_of(gpus: Any, gpus_per_node: int) -> Any:

@@ -280,7 +280,7 @@ class InputsPanel(VerticalScroll):
                     else list(self._models)
                     if spec.kind == "model"
                     else [(c, c) for c in spec.choices]
-                    if spec.kind == "choice"
+                    if spec.kind in ("choice", "switch")
                     else None
                 )
                 row = self.rows[spec.key] = FieldRow(
@@ -357,4 +357,6 @@ class InputsPanel(VerticalScroll):
         event.stop()
         spec = getattr(event.picker, "spec", None)
         if spec is not None and (event.value is not None or event.picker.allow_blank):
-            self.post_message(FieldEdited(spec.key, event.value))
+            switch = spec.kind == "switch" and event.value is not None
+            value = parse(spec, event.value or "") if switch else event.value
+            self.post_message(FieldEdited(spec.key, value))

@@ -19,11 +19,12 @@ from textual.reactive import reactive
 from textual.visual import visualize
 from textual.widgets import Static
 
+from ...model.core import figures as F
 from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import offline_lines, store_lines
+from ..report import job_name, job_parts, offline_lines, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -72,45 +73,67 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
 
     rows: tuple[FigureRow, ...] = (
         (
-            "throughput",
+            F.TOKENS_PER_S.name,
             fmt.ktok(p.tokens_per_s),
             ("measured" if measured else "estimated") if p.fits else "does not fit",
         ),
-        ("", span("tokens_per_s", fmt.ktok), ""),
-        ("time", fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
-        ("", span("days", fmt.duration), ""),
-        ("total cost", fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
-        ("", span("total_cost", lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+        ("", span(F.TOKENS_PER_S.key, fmt.ktok), ""),
+        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        ("", span(F.DAYS.key, fmt.duration), ""),
+        (F.TOTAL_COST.name, fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
+        ("", span(F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
         ("", ", ".join(cost_note), ""),
-        ("per epoch", fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
-        ("bottleneck", p.bottleneck or fmt.DASH, BUSY.get(p.bottleneck or "", "does not fit")),
+        (F.COST_PER_EPOCH.name, fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
+        (
+            F.BOTTLENECK.name,
+            p.bottleneck or fmt.DASH,
+            BUSY.get(p.bottleneck or "", "does not fit"),
+        ),
     )
-    if p.mode == "offline" and (o := p.offline) is not None:
-        # The plan runs offline: its own days and cost lead, with the range of the same
-        # readings as the online pipeline's; the rows after them are the online pipeline's.
-        off = o.ranges
+    # The figures the rows above do not compose: a row each, from the registry (the job's
+    # figures: they lead with the job's days and cost when the job is more than the online
+    # pipeline, and follow the pipeline's rows, which are the same job, when it is not).
+    own = tuple(
+        (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
+        for f in F.rows(F.View.RESULTS)
+    )
+    if p.is_job and (t := p.total) is not None:
+        # The job the plan describes leads (its offline run, regeneration first when on),
+        # with its phases named; the rows after it are the online pipeline's.
+        o = p.offline
+        storage = (
+            ""
+            if p.mode != "offline" or o is None
+            else f"{o.tb:,.1f} TB"
+            if o.tb_available is None or o.tb <= o.tb_available
+            else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB"
+        )
+        usd = f"~${t.cost_usd:,.0f}" if p.cost_unit != "USD" and t.cost_usd else ""
+        job_cost = p.job_cost_range
         rows = (
             (
-                "offline",
-                fmt.duration(o.days),
-                f"{o.tb:,.1f} TB, capture + {p.epochs} epochs"
-                if o.tb_available is None or o.tb <= o.tb_available
-                else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB",
+                F.JOB_DAYS.name,
+                fmt.duration(t.days),
+                ", ".join(x for x in (job_name(p), storage) if x),
             ),
-            ("", _range(off.days if off else None, fmt.duration), ""),
-            ("", fmt.cost(o.cost, o.cost_unit, compact=True) if o.cost is not None else "", ""),
-            (
-                "",
-                _range(
-                    off.cost if off else None,
-                    lambda v: fmt.cost(v, o.cost_unit, compact=True),
-                ),
-                "",
-            ),
-            ("online", "the figures below", ""),
+            # A phase a line: "capture 1.5 d + train 6.6 d" would break inside a phase.
+            *(("", ("+ " if i else "") + part, "") for i, part in enumerate(job_parts(p))),
+            ("", _range(p.job_days_range, fmt.duration), ""),
+            (F.JOB_COST.name, fmt.cost(t.cost, p.cost_unit, compact=True), ""),
+            ("", _range(job_cost, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+            ("", ", ".join([f"{t.gpu_hours:,.0f} GPU-h", *([usd] if usd else [])]), ""),
+            *own,
+            ("online" if p.mode == "offline" else "training", "the figures below", ""),
             *rows,
         )
+    else:
+        rows = (*rows, *own)
     return tuple(row for row in rows if row[1])
+
+
+def note_style(note: str) -> str:
+    """A note says what does not fit in red: the plan cannot run as it stands."""
+    return "bold red" if "DOES NOT FIT" in note or note == "does not fit" else "dim"
 
 
 def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
@@ -121,7 +144,7 @@ def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
     for name, value, note in rows:
         parts += [(f"{name:<{NAME_WIDTH}}", "dim"), (value, value_style if name else "dim")]
         if note:
-            parts.append(("  " + note, "dim"))
+            parts.append(("  " + note, note_style(note)))
         parts.append("\n")
     return Content.assemble(*parts[:-1])
 
@@ -135,7 +158,7 @@ def figures_table(rows: tuple[FigureRow, ...], stale: bool) -> Table:
     for name, value, note in rows:
         cell = Text(value, style=value_style if name else "dim", no_wrap=False)
         if note:
-            cell.append("  " + note, style="dim")
+            cell.append("  " + note, style=note_style(note))
         table.add_row(name, cell)
     return table
 
@@ -150,7 +173,7 @@ def figures_stacked(rows: tuple[FigureRow, ...], stale: bool) -> Text:
             text.append(f"{name}\n", style="dim")
         text.append("  " + value, style=value_style if name else "dim")
         if note:
-            text.append("  " + note, style="dim")
+            text.append("  " + note, style=note_style(note))
         text.append("\n")
     text.rstrip()
     return text
@@ -176,8 +199,15 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         # Both plans under the same scenario: what sets each end of the speed range.
         for value, at in zip(c.speedup_range, c.speedup_range_scenarios, strict=True):
             text.append(f"\n{fmt.times(value)} if {at}", style="dim")
+    if p is not None and p.is_job:
+        # compare() judges each plan's whole job: say so where the plan's is more than
+        # the online pipeline.
+        text.append(f"\neach plan's whole job (this plan's: {job_name(p)})", style="dim")
     if p is not None and c.break_even_price_ratio:
         text.append("\n" + fmt.break_even(p, c.break_even_price_ratio), style="dim")
+    # The comparison's figures this line does not compose: one each, from the registry.
+    for f in F.rows(F.View.RESULTS, "comparison"):
+        text.append(f"\n{f.name} {fmt.figure(f, f.read(c), p.cost_unit if p else 'USD')}")
     return text
 
 
@@ -311,12 +341,7 @@ def phases_part(p: Projection) -> Part:
         )
         for ph in p.phases
     ]
-    d = regen.decode
-    note = (
-        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU, {d.batch} "
-        f"sequences in flight, {d.step_limit}-bound; {regen.output_tokens:,} answer + "
-        f"{regen.prompt_tokens:,} prompt tokens per sample"
-    )
+    note = fmt.regeneration(regen, compact=True)
     head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
     plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
 
@@ -327,7 +352,7 @@ def phases_part(p: Projection) -> Part:
             bar.append("█" * cells, style=PHASE_STYLES[ph.name])
         table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True)
         table.add_column("phase", no_wrap=True, header_style="dim")
-        table.add_column("time", justify="right", no_wrap=True, header_style="dim")
+        table.add_column(F.DAYS.name, justify="right", no_wrap=True, header_style="dim")
         table.add_column("GPUs", justify="right", no_wrap=True, header_style="dim")
         table.add_column("cost", justify="right", no_wrap=True, header_style="dim")
         for ph, (name, days, gpus, cost) in zip(p.phases, rows, strict=True):

@@ -1,0 +1,351 @@
+"""The result figures, each declared once: its JSON key (also the attribute it is read
+from), the words the views show, its unit, the formatter that writes it (tui/format.py,
+keyed by `format`) and the views that show it. The JSON, the CLI report, the app's
+results, the comparison views, the search tables and the tests' contract read this
+table; a new figure is one row here (and its attribute on Projection or Comparison).
+
+`composed` figures are laid out by hand inside a view's headline ("14.8 Ktok/s (6.31
+samples/s), bottleneck: target"); every other figure gets a row (or a column) of its
+own in each view it names, from this table alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+
+class View(StrEnum):
+    JSON = "json"  # `project --json` (and the projections inside compare/search --json)
+    REPORT = "report"  # the CLI's text report of one plan
+    RESULTS = "results"  # the app's results panel
+    COMPARE = "compare"  # the CLI's compare table and the app's comparison view
+    SEARCH = "search"  # the CLI's and the app's search tables
+
+
+ALL = frozenset(View)
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    key: str  # the JSON key, and the attribute of `of` it is read from
+    name: str  # the words of a report or results row
+    head: str  # a wide table's column head (the CLI's compare and search)
+    unit: str  # "cost": the plan's cost unit (USD or reference-GPU-hours)
+    format: str  # the formatter key (tui/format.py FORMATS)
+    meaning: str  # one line, for people
+    views: frozenset[View]
+    of: Literal["projection", "comparison"] = "projection"
+    short: str = ""  # a narrow table's head (the app's tables); head when empty
+    tiny: str = ""  # the app's search table's head, the narrowest; short when empty
+    ranged: bool = False  # Ranges (or the Comparison) has a (low, high) pair for it
+    # A search table's column (the CLI's and the app's) too wide for the terminal: the
+    # highest is left out first, and the table says so; 0: never left out.
+    drop: int = 0
+    composed: bool = False  # laid out by hand inside the views' headlines
+
+    @property
+    def narrow(self) -> str:
+        return self.short or self.head
+
+    @property
+    def narrowest(self) -> str:
+        return self.tiny or self.narrow
+
+    def read(self, source: Any) -> Any:
+        """The figure's value in a Projection (or a Comparison, for `of="comparison"`)."""
+        return getattr(source, self.key)
+
+
+def _views(*views: View) -> frozenset[View]:
+    return frozenset(views)
+
+
+# Every figure, in declaration order: the JSON's key order (per source), the comparison
+# views' row order. A new figure is one `_declare` at the end of the table below.
+FIGURES: tuple[Figure, ...] = ()
+
+
+def _declare(f: Figure) -> Figure:
+    global FIGURES
+    FIGURES = (*FIGURES, f)
+    return f
+
+
+R, J, S, C, Q = View.REPORT, View.JSON, View.RESULTS, View.COMPARE, View.SEARCH
+
+TOKENS_PER_S = _declare(
+    Figure(
+        "tokens_per_s",
+        "throughput",
+        "Ktok/s",
+        "tokens/s",
+        "ktok",
+        "tokens trained per second, the pipeline's slowest side",
+        ALL,
+        ranged=True,
+        composed=True,
+    )
+)
+KTOK_PER_S = _declare(
+    Figure("ktok_per_s", "Ktok/s", "Ktok/s", "Ktok/s", "number", "tokens_per_s / 1e3", _views(J))
+)
+SAMPLES_PER_S = _declare(
+    Figure(
+        "samples_per_s",
+        "samples/s",
+        "samples/s",
+        "samples/s",
+        "number",
+        "samples trained per second at the workload's mean sample length",
+        _views(J, R),
+        composed=True,
+    )
+)
+DAYS = _declare(
+    Figure(
+        "days",
+        "time",
+        "days",
+        "days",
+        "duration",
+        "days to train every epoch",
+        ALL,
+        tiny="time",
+        ranged=True,
+        composed=True,
+    )
+)
+EPOCHS = _declare(
+    Figure(
+        "epochs",
+        "epochs",
+        "epochs",
+        "epochs",
+        "count",
+        "passes over the dataset",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+TOKENS_PER_EPOCH = _declare(
+    Figure(
+        "tokens_per_epoch",
+        "tokens per epoch",
+        "tokens/epoch",
+        "tokens",
+        "count",
+        "tokens in one pass over the dataset",
+        _views(J, R),
+        composed=True,
+    )
+)
+GPU_HOURS = _declare(
+    Figure(
+        "gpu_hours",
+        "GPU-hours",
+        "GPU-hours",
+        "GPU-hours",
+        "count",
+        "GPU-hours billed over the run",
+        _views(J, R),
+        composed=True,
+    )
+)
+BILLED_GPUS = _declare(
+    Figure("billed_gpus", "billed GPUs", "billed GPUs", "GPUs", "count", "GPUs paid for", _views(J))
+)
+TOTAL_COST = _declare(
+    Figure(
+        "total_cost",
+        "total cost",
+        "cost",
+        "cost",
+        "cost",
+        "what the run costs, in the plan's cost unit",
+        ALL,
+        ranged=True,
+        composed=True,
+    )
+)
+COST_PER_EPOCH = _declare(
+    Figure(
+        "cost_per_epoch",
+        "per epoch",
+        "cost/epoch",
+        "cost",
+        "cost",
+        "total cost / epochs",
+        _views(J, R, S, C),
+        short="per epoch",
+        composed=True,
+    )
+)
+COST_UNIT = _declare(
+    Figure(
+        "cost_unit", "cost unit", "cost unit", "", "text", "USD or reference-GPU-hours", _views(J)
+    )
+)
+TOTAL_COST_USD = _declare(
+    Figure(
+        "total_cost_usd",
+        "at catalog prices",
+        "$ at catalog prices",
+        "USD",
+        "usd",
+        "the total cost in USD at catalog prices",
+        _views(J, R),
+        composed=True,
+    )
+)
+ENERGY_KWH = _declare(
+    Figure(
+        "energy_kwh",
+        "energy",
+        "kWh",
+        "kWh",
+        "count",
+        "the GPUs' energy at TDP",
+        _views(J, R),
+        composed=True,
+    )
+)
+BOTTLENECK = _declare(
+    Figure(
+        "bottleneck",
+        "bottleneck",
+        "bottleneck",
+        "",
+        "text",
+        "the side that is 100 % busy: target, drafter or link",
+        ALL,
+        tiny="bound",
+        drop=4,
+        composed=True,
+    )
+)
+FITS = _declare(
+    Figure("fits", "fits", "fits", "", "text", "every role fits its GPU memory", _views(J))
+)
+SPEEDUP = _declare(
+    Figure(
+        "speedup",
+        "speed",
+        "speed",
+        "x",
+        "times",
+        "the baseline's job days / this plan's (each plan's whole job)",
+        _views(J, C),
+        of="comparison",
+        short="speed ×",
+        ranged=True,
+        composed=True,
+    )
+)
+COST_RATIO = _declare(
+    Figure(
+        "cost_ratio",
+        "cost ratio",
+        "cost ratio",
+        "x",
+        "times",
+        "this plan's job cost / the baseline's (each plan's whole job)",
+        _views(J, C),
+        of="comparison",
+        short="cost ×",
+        ranged=True,
+        composed=True,
+    )
+)
+DAYS_DELTA = _declare(
+    Figure(
+        "days_delta",
+        "days delta",
+        "days delta",
+        "days",
+        "duration",
+        "this plan's job days - the baseline's",
+        _views(J),
+        of="comparison",
+        composed=True,
+    )
+)
+BREAK_EVEN = _declare(
+    Figure(
+        "break_even_price_ratio",
+        "break-even",
+        "break-even",
+        "x",
+        "ratios",
+        "per role, the price ratio at which the plan costs what the baseline costs",
+        _views(J, C),
+        of="comparison",
+        composed=True,
+    )
+)
+
+COST_PER_MILLION_TOKENS = _declare(
+    Figure(
+        "cost_per_million_tokens",
+        "cost/Mtok",
+        "cost/Mtok",
+        "cost",
+        "cost_fine",
+        "the online pipeline's total cost per million tokens trained, every epoch's",
+        _views(J),
+    )
+)
+# The whole job the plan describes: regeneration (when on), then the run of the plan's own
+# mode (the offline run's capture and training, or the online pipeline). Every view leads
+# with these; for an online plan without regeneration they equal days and total_cost.
+JOB_DAYS = _declare(
+    Figure(
+        "job_days",
+        "time",
+        "job days",
+        "days",
+        "duration",
+        "days of the whole job: every phase (regenerate, capture, train) summed",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST = _declare(
+    Figure(
+        "job_cost",
+        "total cost",
+        "job cost",
+        "cost",
+        "cost",
+        "what the whole job costs, every phase summed, in the plan's cost unit",
+        _views(J, R, S),
+        composed=True,
+    )
+)
+JOB_COST_PER_MILLION_TOKENS = _declare(
+    Figure(
+        "job_cost_per_million_tokens",
+        "cost/Mtok",
+        "cost/Mtok",
+        "cost",
+        "cost_fine",
+        "the whole job's cost per million tokens trained, every epoch's",
+        _views(J, R, S, C, Q),
+        drop=5,  # cost/epoch and the total cost say much the same
+    )
+)
+
+
+def shown_in(view: View, of: str = "projection") -> tuple[Figure, ...]:
+    """The figures of a projection (or a comparison) a view shows, in registry order."""
+    return tuple(f for f in FIGURES if view in f.views and f.of == of)
+
+
+def rows(view: View, of: str = "projection") -> tuple[Figure, ...]:
+    """The figures a view shows in a row (column) of their own: not composed by hand."""
+    return tuple(f for f in shown_in(view, of) if not f.composed)
+
+
+def json_figures(source: Any, of: str = "projection") -> dict[str, Any]:
+    """The JSON keys of the figures of a projection (or a comparison), in registry order."""
+    return {f.key: f.read(source) for f in shown_in(View.JSON, of)}
