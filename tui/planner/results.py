@@ -137,6 +137,11 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     return tuple(row for row in rows if row[1])
 
 
+def note_style(note: str) -> str:
+    """A note says what does not fit in red: the plan cannot run as it stands."""
+    return "bold red" if "DOES NOT FIT" in note or note == "does not fit" else "dim"
+
+
 def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
     """The headline figures as lines: name, value (bold, struck through when stale) and a
     note; as figures_table shows them when no value wraps."""
@@ -145,7 +150,7 @@ def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
     for name, value, note in rows:
         parts += [(f"{name:<{NAME_WIDTH}}", "dim"), (value, value_style if name else "dim")]
         if note:
-            parts.append(("  " + note, "dim"))
+            parts.append(("  " + note, note_style(note)))
         parts.append("\n")
     return Content.assemble(*parts[:-1])
 
@@ -159,7 +164,7 @@ def figures_table(rows: tuple[FigureRow, ...], stale: bool) -> Table:
     for name, value, note in rows:
         cell = Text(value, style=value_style if name else "dim", no_wrap=False)
         if note:
-            cell.append("  " + note, style="dim")
+            cell.append("  " + note, style=note_style(note))
         table.add_row(name, cell)
     return table
 
@@ -174,7 +179,7 @@ def figures_stacked(rows: tuple[FigureRow, ...], stale: bool) -> Text:
             text.append(f"{name}\n", style="dim")
         text.append("  " + value, style=value_style if name else "dim")
         if note:
-            text.append("  " + note, style="dim")
+            text.append("  " + note, style=note_style(note))
         text.append("\n")
     text.rstrip()
     return text
