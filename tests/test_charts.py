@@ -74,6 +74,33 @@ def test_tornado_lists_the_inputs_largest_first(catalog, baseline, size):
     assert "% change from the central plan" in "\n".join(lines)
 
 
+BLOCKS = set("▀▄▝▗▖▘▌▐█")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_tornado_names_sit_beside_their_bars_and_the_legend_reads_apart(catalog, baseline, size):
+    # The snapshot's plan: one input (the price, in cost) reaches -50 %, the others start
+    # at 0; each name still ends a cell or two before its own bars.
+    plan = edit(baseline, target={"gpu": "b200", "count": 12}, drafter={"gpu": "b200", "count": 5})
+    p = project(plan, catalog)
+    bars = tornado(p, catalog)
+    lines = drawn(lambda plt: draw_tornado(plt, bars, p), size)
+    assert len(lines) == size[1] and all(len(line) <= size[0] for line in lines)
+    for bar in bars:
+        name = f"{bar.name.split(' (')[0]} {bar.low_label}..{bar.high_label}"
+        row = next(i for i, line in enumerate(lines) if name in line)
+        end = lines[row].index(name) + len(name)
+        start = min(
+            col
+            for line in lines[row - 1 : row + 2]
+            for col, char in enumerate(line)
+            if col >= end and char in BLOCKS
+        )
+        assert 1 <= start - end <= 3, (name, start - end, "\n".join(lines))
+    # The legend: each entry on its own, on the chart's last line, no caption run into it.
+    assert lines[-1].split() == ["▄▄", "days", "(upper", "bar)", "▄▄", "cost", "(lower", "bar)"]
+
+
 def front_of(catalog, baseline):
     space = default_space(baseline, catalog, ("b200", "rtx-pro-6000"), max_gpus=16)
     return search(baseline, catalog, space, Constraints(deadline_days=3)).front

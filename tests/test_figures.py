@@ -20,10 +20,12 @@ from dflash_plan.tui import format as fmt
 from dflash_plan.tui import report
 from dflash_plan.tui.cli import main
 from dflash_plan.tui.config import load_catalog, open_plan
+from dflash_plan.tui.dialogs import FIGURES_MARKER, help_markdown, help_page
 from dflash_plan.tui.planner.results import figure_rows
 from dflash_plan.tui.scenarios import ScenariosScreen, column
 from dflash_plan.tui.scenarios import figure_rows as comparison_rows
 from dflash_plan.tui.search import SearchScreen
+from rich.console import Console
 from support import edit
 from textual.widgets import DataTable
 
@@ -132,6 +134,23 @@ def test_app_results_show_every_figure_they_claim(catalog, registry):
         assert _shows(f, text), (f.key, text)
     names = [name for name, _, _ in figure_rows(p)]
     assert (NEW.name in names) == (NEW in registry)
+
+
+def test_help_lists_the_results_figures_from_the_registry(registry):
+    """The help's figures are the registry's: each one the results show, by its name and
+    meaning (a new row included), and help.md describes none of them by hand."""
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(help_markdown(help_page(), "red"))
+    shown = _flat(console.export_text())
+    for f in F.shown_in(F.View.RESULTS):
+        assert f"{f.name}: " in shown and _flat(f.meaning) in shown, (f.key, shown)
+    assert (NEW.meaning in shown) == (NEW in registry)
+    by_hand = _flat((TUI / "help.md").read_text(encoding="utf-8"))
+    assert by_hand.count(FIGURES_MARKER) == 1
+    for f in F.FIGURES:
+        assert _flat(f.meaning) not in by_hand, f.key
+    for f in F.shown_in(F.View.RESULTS):
+        assert f"**{f.name}**" not in by_hand, f.key
 
 
 def test_a_search_tables_own_figure_columns_may_be_left_out_when_narrow():

@@ -9,6 +9,7 @@ import pytest
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.inputs.plan import default_plan
 from dflash_plan.tui.cli import main
+from dflash_plan.tui.format import ktok
 from support import edit
 
 
@@ -363,12 +364,38 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
 
     offline = project(edit(baseline, workload={"mode": "offline"}), catalog)
     rows = figure_rows(offline)
-    assert rows[0][0] == "time" and rows[0][1] == f"{offline.offline.days:,.1f} days"
-    assert "offline run" in rows[0][2] and f"{offline.offline.tb:,.1f} TB" in rows[0][2]
-    assert ("online", "the figures below", "") in rows
+    o = offline.offline
+    assert rows[0][0] == "time" and rows[0][1] == f"{o.days:,.1f} days"
+    assert "offline run" in rows[0][2] and f"{o.tb:,.1f} TB" in rows[0][2]
+    # Its rates (the capture's, then the training's from storage) before the online rows.
+    at = rows.index(("throughput", f"capture {ktok(o.capture_tokens_per_s)}", ""))
+    assert rows[at + 1] == ("", f"then training {ktok(o.train_tokens_per_s)} ({o.bound}-bound)", "")
+    assert at < rows.index(("online", "the figures below", ""))
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
     assert "DOES NOT FIT in 50.0 TB" in figure_rows(full)[0][2]
     assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
+
+
+@pytest.mark.parametrize("sets", [(), ("storage.read_gb_per_s_per_node=0.2",)])
+def test_offline_throughput_row_names_the_capture_and_the_training(capsys, sets):
+    """An offline plan's throughput row is its own run's: the capture at the targets'
+    rate, then the training at the drafters' (or storage's), and what bounds it; the
+    online pipeline's rate and bottleneck go to its own row."""
+    argv = ["project", "--set", "workload.mode=offline"]
+    for item in sets:
+        argv += ["--set", item]
+    s = storage(capsys, "workload.mode=offline", *sets)["storage"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = " ".join(next(line for line in lines if line.startswith("throughput")).split())
+    train = ktok(s["train_tokens_per_s"])
+    assert row == (
+        f"throughput capture {ktok(s['capture_tokens_per_s'])}, then training {train} "
+        f"({s['bound']}-bound)"
+    )
+    assert "bottleneck" not in row
+    online = " ".join(next(line for line in lines if line.startswith("online")).split())
+    assert "at 14.8 Ktok/s (bottleneck: target)," in online
 
 
 @pytest.mark.parametrize(

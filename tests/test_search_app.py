@@ -274,3 +274,23 @@ async def test_the_verdict_sits_at_the_same_place_in_every_row_the_cursor_row_to
                     marks.add(x + segment.text.index("✓"))
                 x += segment.cell_length
         assert len(marks) == 1
+
+
+async def test_under_72_columns_the_limits_wrap_and_every_box_shows_its_value():
+    # The limits' row (deadline, budget in RTX PRO 6000-hours, max GPUs) needs 73 columns:
+    # at 60 the budget's unit and the max GPUs box were cut off the screen's right edge.
+    app = planner()
+    async with app.run_test(size=(60, 24)) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        values = {"deadline": "3", "budget": "120,000", "max-gpus": "64", "gpus": USERS}
+        await set_values(pilot, **{f"search_{k}": v for k, v in values.items()})
+        for key, value in values.items():
+            box = screen.query_one(f"#search-{key}")
+            # What the screen shows of the box: its region within what clips it.
+            shown = box.region.intersection(screen.region).intersection(box.parent.region)
+            assert shown == box.region and box.region.right <= 60, (key, box.region)
+            assert box.content_region.width > len(value), key  # and a cell for the cursor
+            assert value in "".join(s.text for s in box.render_line(0)), key
+        unit = screen.query("#search-budget-box Label.unit").first()
+        assert unit.region.right <= 60 and unit.region.width >= len("RTX PRO 6000-h")

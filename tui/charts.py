@@ -15,7 +15,6 @@ from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
@@ -62,6 +61,7 @@ def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) ->
         plt = Plot()
         if theme is not None:
             plt.theme(theme)
+        plt._set_size(width, height)  # a draw may lay out by the figure's width
         legend = draw(plt)
         rows = height - 1 if legend else height
         plt.plotsize(width, rows)
@@ -265,21 +265,29 @@ def draw_split(plt: Any, curve: SplitCurve) -> None:
     plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
 
 
-def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
+# The tornado's bars need this many cells beside the longest input's name.
+TORNADO_BARS_MIN_WIDTH = 20
+
+
+def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
     """Each uncertain input across its range: the change in days (upper bar) and in cost
-    (lower bar) from the central plan, in percent, largest first (at the top)."""
+    (lower bar) from the central plan, in percent, largest first (at the top). Each input's
+    name ends just before its bars start (as y ticks, the names would end at the axis,
+    far from bars that start at 0 when another input's bars reach below 0): the x axis
+    reaches left of the data by the room the names take at the figure's width."""
     plt.clear_data()
     if p.days is None:
         raise CannotDraw("the plan has no days to change")
     if not bars:
         raise CannotDraw("no uncertain input to show")
     n = len(bars)
-    names = []
+    labels: list[tuple[str, float, int]] = []  # name, where its bars start, its y
     lows, highs = [0.0], [0.0]
     for i, bar in enumerate(bars):
         y = n - i  # largest at the top
         d = [(v / p.days - 1) * 100 for v in bar.days]
         lo, hi = min(d), max(d)
+        starts = [lo]
         lows.append(lo)
         highs.append(hi)
         plt.plot(
@@ -291,6 +299,7 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
         if p.total_cost and None not in bar.cost:
             c = [((v or 0) / p.total_cost - 1) * 100 for v in bar.cost]
             lo, hi = min(c), max(c)
+            starts.append(lo)
             lows.append(lo)
             highs.append(hi)
             plt.plot(
@@ -300,13 +309,34 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> None:
                 color=COST,
             )
         name = bar.name.split(" (")[0]
-        names.append(f"{name} {bar.low_label}..{bar.high_label}")
-    plt.yticks([n - i for i in range(n)], names)
+        labels.append((f"{name} {bar.low_label}..{bar.high_label}", min(starts), y))
+    # The plot's cells inside its frame (chart_text sets the figure's size before drawing),
+    # and the x axis's left end that leaves every name two cells clear of its bars:
+    # (start - left) / (right - left) * cells >= len(name) + 4, solved for left.
+    right = max(highs)
+    cells = plt._width - 2
+    longest = max(len(name) for name, _, _ in labels)
+    if cells - longest - 4 < TORNADO_BARS_MIN_WIDTH:
+        raise CannotDraw(
+            f"the tornado needs {longest + 4 + TORNADO_BARS_MIN_WIDTH + 2} columns for its "
+            f"names and bars, it has {plt._width}"
+        )
+    left = min(
+        (start * cells - (len(name) + 4) * right) / (cells - len(name) - 4)
+        for name, start, _ in labels
+    )
+    per_cell = (right - left) / cells
+    ink = plt.monitor.ticks_color  # the names read as the axes' words do
+    for name, start, y in labels:
+        plt.text(name, start - 3 * per_cell, y, color=ink, alignment="right")
+    plt.yticks([], [])
+    plt.xlim(left, right)
     plt.vline(0, color="gray")
-    ticks = linear_ticks(min(lows), max(highs))
+    ticks = linear_ticks(min(lows), right)
     plt.xticks(ticks, [f"{t:+,.0f}" if t else "0" for t in ticks])
     plt.ylim(0.4, n + 0.6)
     plt.xlabel("% change from the central plan")
+    return [("▄▄", DAYS, "days (upper bar)"), ("▄▄", COST, "cost (lower bar)")]
 
 
 class Chart(PlotextPlot):
@@ -378,13 +408,7 @@ class ChartsScreen(Screen[None]):
         )
         tornado_pane = Vertical(
             Static(
-                Content.assemble(
-                    ("▄▄", DAYS),
-                    " days  ",
-                    ("▄▄", COST),
-                    " cost: % change from the "
-                    "central plan as each input moves across its range, largest first",
-                ),
+                "Each input across its range: % change from the central plan, largest first",
                 classes="chart-why",
                 id="tornado-key",
             ),

@@ -14,6 +14,27 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from ..model.core import figures as F
+
+# The line of help.md the results figures' list replaces.
+FIGURES_MARKER = "<!-- figures: the app's results figures, from model/core/figures.py -->"
+
+
+def figures_markdown() -> str:
+    """The results figures as help lines, from the registry: one per name, its meanings
+    joined (a figure the results show under the name of another, the whole job's days as
+    "time", is described beside it)."""
+    meanings: dict[str, list[str]] = {}
+    for f in F.shown_in(F.View.RESULTS):
+        meanings.setdefault(f.name, []).append(f.meaning)
+    return "\n".join(f"- **{name}**: {'; or '.join(said)}." for name, said in meanings.items())
+
+
+def help_page() -> str:
+    """help.md with the results figures' list in place of its marker."""
+    text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
+    return text.replace(FIGURES_MARKER, figures_markdown(), 1)
+
 
 def help_markdown(text: str, heading_color: str) -> RenderableType:
     """The help page as one Rich renderable, its headings in the theme's accent colour.
@@ -38,7 +59,7 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "close", "Close", id="help-close")]
 
     def compose(self) -> ComposeResult:
-        text = resources.files(__package__).joinpath("help.md").read_text(encoding="utf-8")
+        text = help_page()
         with Vertical(id="help-box"):
             with VerticalScroll(id="help-scroll"):
                 yield Static(

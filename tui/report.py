@@ -50,11 +50,16 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     summary.add_column()
     if p.fits:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
-        summary.add_row(
-            F.TOKENS_PER_S.name,
-            f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-            f"[bold]{escape(str(p.bottleneck))}[/bold]" + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
-        )
+        if rates := offline_rates(p):
+            # An offline run's own rates lead; the online pipeline's is in its row below.
+            summary.add_row(F.TOKENS_PER_S.name, escape(", ".join(rates)))
+        else:
+            summary.add_row(
+                F.TOKENS_PER_S.name,
+                f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
+                f"[bold]{escape(str(p.bottleneck))}[/bold]"
+                + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
+            )
         if p.is_job:
             # The plan's own job leads (its offline run, regeneration first when on); the
             # online pipeline's figures follow, named.
@@ -205,6 +210,18 @@ def job_parts(p: Projection) -> list[str]:
     return [f"{ph.name} {fmt.duration(ph.days, compact=True)}" for ph in p.phases]
 
 
+def offline_rates(p: Projection) -> list[str]:
+    """An offline plan's rates: the capture's (the targets') and the training's from
+    storage, with what bounds it; [] for an online plan (its rate is the pipeline's)."""
+    o = p.offline
+    if p.mode != "offline" or o is None:
+        return []
+    return [
+        f"capture {fmt.ktok(o.capture_tokens_per_s)}",
+        f"then training {fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound)",
+    ]
+
+
 def job_rows(p: Projection) -> list[tuple[str, str]]:
     """The headline of a plan whose job is more than the online pipeline (it runs offline
     or regenerates first): the job's days with its phases, its cost, its GPU-hours, then
@@ -228,7 +245,12 @@ def job_rows(p: Projection) -> list[tuple[str, str]]:
             f"{fmt.cost(t.cost, p.cost_unit)}{usd}" + (f"; range {cost}" if cost else ""),
         ),
         (F.GPU_HOURS.name, f"{t.gpu_hours:,.0f}"),
-        ("online", f"{online}: the online pipeline, for the decision below")
+        (
+            "online",
+            f"{fmt.duration(p.days)} to {p.epochs} epochs at {fmt.ktok(p.tokens_per_s)} "
+            f"(bottleneck: {p.bottleneck}), {_cost_line(p)}: the online pipeline, for the "
+            "decision below",
+        )
         if p.mode == "offline"
         else ("training", online),
     ]

@@ -109,6 +109,10 @@ class SearchScreen(Screen[None]):
         Binding("f4", "show('search-chart')", "Chart", id="search-chart-tab"),
     ]
 
+    # The app's breakpoints (tui/app.py), -tiny reaching 74 columns: the limits' row
+    # (deadline, budget, max GPUs) needs 73 with a budget in reference-GPU-hours.
+    HORIZONTAL_BREAKPOINTS = [(0, "-tiny"), (74, "-narrow"), (100, "-normal"), (134, "-wide")]
+
     DEFAULT_CSS = """
     SearchScreen { overflow: hidden hidden; }
     SearchScreen #search-title { height: 1; background: $panel; width: 1fr;
@@ -122,6 +126,8 @@ class SearchScreen(Screen[None]):
     SearchScreen #search-gpus { width: 1fr; }
     SearchScreen #search-types { width: 1fr; }
     SearchScreen #search-switches { width: auto; }
+    SearchScreen #search-limits > Horizontal { width: auto; }
+    SearchScreen.-tiny #search-limits { layout: vertical; height: 2; }
     SearchScreen.-narrow #search-choices, SearchScreen.-tiny #search-choices {
         layout: vertical; height: 2; }
     SearchScreen.-narrow #search-switches, SearchScreen.-tiny #search-switches {
@@ -155,18 +161,22 @@ class SearchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         unit = self.state.projection.cost_unit
         yield Static(f"Search from {self.state.name}", id="search-title")
-        with Horizontal(classes="search-row"):
-            yield Label("deadline")
-            yield Input("", id="search-deadline", compact=True, placeholder="none")
-            yield Label(F.DAYS.unit, classes="unit")
-            yield Label("budget")
-            yield Input("", id="search-budget", compact=True, placeholder="none")
-            yield Label(
-                fmt.cost(0, unit, compact=True).split(" ", 1)[-1] if unit != "USD" else "USD",
-                classes="unit",
-            )
-            yield Label("max GPUs")
-            yield Input("64", id="search-max-gpus", compact=True)
+        # The limits: one row; under 74 columns (a budget in reference-GPU-hours needs 73)
+        # the budget and the GPUs take a row below the deadline.
+        with Horizontal(classes="search-row", id="search-limits"):
+            with Horizontal(id="search-deadline-box"):
+                yield Label("deadline")
+                yield Input("", id="search-deadline", compact=True, placeholder="none")
+                yield Label(F.DAYS.unit, classes="unit")
+            with Horizontal(id="search-budget-box"):
+                yield Label("budget")
+                yield Input("", id="search-budget", compact=True, placeholder="none")
+                yield Label(
+                    fmt.cost(0, unit, compact=True).split(" ", 1)[-1] if unit != "USD" else "USD",
+                    classes="unit",
+                )
+                yield Label("max GPUs")
+                yield Input("64", id="search-max-gpus", compact=True)
         # The GPU types and the switches: one row when wide; below 100 columns the switches
         # take a row of their own, so that the GPU types show whole.
         with Horizontal(classes="search-row", id="search-choices"):

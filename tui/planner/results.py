@@ -24,7 +24,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import job_name, job_parts, offline_lines, store_lines
+from ..report import job_name, job_parts, offline_lines, offline_rates, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -122,6 +122,12 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
             (F.JOB_COST.name, fmt.cost(t.cost, p.cost_unit, compact=True), ""),
             ("", _range(job_cost, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
             ("", ", ".join([f"{t.gpu_hours:,.0f} GPU-h", *([usd] if usd else [])]), ""),
+            # An offline run's rates, a phase a line as its days are: after its days and
+            # cost, which lead in the panel's first rows.
+            *(
+                (F.TOKENS_PER_S.name if i == 0 else "", rate, "")
+                for i, rate in enumerate(offline_rates(p))
+            ),
             *own,
             ("online" if p.mode == "offline" else "training", "the figures below", ""),
             *rows,
