@@ -191,17 +191,20 @@ class Phase:
         }
 
 
-def regenerate_phase(regen: Regeneration, prices: Prices) -> Phase:
+def regenerate_phase(regen: Regeneration, prices: Prices, end: int | None = None) -> Phase:
+    """The regeneration phase at the central decode rate, or at one end of its range
+    (`end` 0: the fast end, 1: the slow end; what a job's range adds to its run's)."""
     price = prices.by_gpu[regen.gpu]
     unit = price.unit_gpus
     billed = -(-regen.count // unit) * unit
-    hours = regen.seconds / SECONDS_PER_HOUR
+    seconds = regen.seconds if end is None else regen.seconds_range[end]
+    hours = seconds / SECONDS_PER_HOUR
     per_hour = prices.per_hour(regen.gpu)
     usd = price.usd_per_gpu_hour
     return Phase(
         "regenerate",
         billed,
-        regen.seconds / SECONDS_PER_DAY,
+        seconds / SECONDS_PER_DAY,
         None if per_hour is None else billed * per_hour * hours,
         None if usd is None else billed * usd * hours,
         f"{regen.count} x {regen.gpu_name}",

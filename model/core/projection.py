@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics import recipe
-from ..basics.units import SECONDS_PER_DAY
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
@@ -453,30 +452,25 @@ class Projection:
 
     def _job_range(self, days: bool) -> tuple[float, float] | None:
         """The (low, high) of the job's days (or cost): the range of the run of its own
-        mode plus the range of the phases before it (regeneration's decode range)."""
+        mode plus, when the plan regenerates first, the regeneration phase at the fast and
+        the slow end of its decode range (search's pessimistic figures add the same)."""
         if self.mode == "offline":
             off = self.offline.ranges if self.offline else None
             run = (off.days if days else off.cost) if off else None
-            central = self.run_days if days else self.run_cost
         else:
             r = self.ranges
             run = (r.days if days else r.total_cost) if r else None
-            central = self.days if days else self.total_cost
-        job = self.job_days if days else self.job_cost
-        if run is None or central is None or job is None:
+        if run is None or self.job_days is None or (not days and self.job_cost is None):
             return None
         low, high = sorted(run)
-        # The phases before the run (regeneration) at the ends of their own range: its
-        # cost scales with its days (the same GPUs for longer).
-        before = job - central
         regen = self.regeneration
-        phase = next((ph for ph in self.phases if ph.name == "regenerate"), None)
-        if regen is None or phase is None or not phase.days:
-            return (low + before, high + before)
-        fast, slow = (s / SECONDS_PER_DAY for s in regen.seconds_range)
-        scale = 1.0 if days else (phase.cost or 0.0) / phase.days
-        rest = before - (phase.days if days else (phase.cost or 0.0))
-        return (low + rest + fast * scale, high + rest + slow * scale)
+        if regen is None:
+            return low, high
+        ends = [regenerate_phase(regen, self.prices, end) for end in (0, 1)]
+        before = [ph.days if days else ph.cost for ph in ends]
+        if before[0] is None or before[1] is None:
+            return None
+        return before[0] + low, before[1] + high
 
     @property
     def job_days_range(self) -> tuple[float, float] | None:

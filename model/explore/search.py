@@ -422,7 +422,11 @@ def _block(
             if w.regenerate:
 
                 def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
-                    return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
+                    # Central days and cost: the slow end's are the same times one ratio
+                    # (one decode rate per GPU), so they order the counts the same way.
+                    return _regeneration(
+                        plan, catalog, shared, t_key, d_key, tp, targets, drafters
+                    )[:2]
 
             band = _offline_band(
                 offline_runs,
@@ -500,11 +504,13 @@ def _block(
         storage_fits, storage_tb = True, 0.0
     if w.regenerate:
         # The whole job: the regeneration phase first (phases.py, as the projection adds it).
-        regen_days, regen_cost = _regeneration(
+        regen_days, regen_cost, regen_slow_days, regen_slow_cost = _regeneration(
             plan, catalog, shared, t_key, d_key, tp, targets, drafters
         )
         days, cost = regen_days + days, regen_cost + cost
-        slow_days, slow_cost = regen_days + slow_days, regen_cost + slow_cost
+        # At the pessimistic end the regeneration runs at the slow end of its decode range
+        # (Projection.job_days_range adds the same phase).
+        slow_days, slow_cost = regen_slow_days + slow_days, regen_slow_cost + slow_cost
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
@@ -536,12 +542,12 @@ def _regeneration(
     tp: int,
     targets: np.ndarray,
     drafters: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The regeneration phase's days and cost of each split, computed by the projection's
     own functions once per GPU count (phases.regeneration_gpus: every GPU of the plan of
     its type, in whole replicas, unless regenerate.count says otherwise). A split with no
     whole replica, or whose replica cannot hold the weights and a sequence, cannot
-    regenerate: infinite."""
+    regenerate: infinite. Then the same at the slow end of the decode range."""
     g = plan.regenerate
     key, tp_r = g.gpu or t_key, g.tp or tp
     gpu = catalog.gpus[key]
@@ -555,12 +561,11 @@ def _regeneration(
     try:
         rate, span = regeneration_rates(plan, shared.resolved.model, gpu, tp_r)
     except PlanError:  # the weights leave no room to decode at this tp: no such plan
-        return np.full(targets.shape, math.inf), np.full(targets.shape, math.inf)
+        return (np.full(targets.shape, math.inf),) * 4
     w = plan.workload
     output = w.regenerate_output_tokens or w.avg_sample_tokens
     distinct, where = np.unique(counts, return_inverse=True)
-    days = np.full(distinct.shape, math.inf)
-    cost = np.full(distinct.shape, math.inf)
+    days, cost, slow_days, slow_cost = (np.full(distinct.shape, math.inf) for _ in range(4))
     for i, count in enumerate(distinct):
         if count > 0:
             regen = Regeneration(
@@ -574,10 +579,11 @@ def _regeneration(
                 rate,
                 span,
             )
-            phase = regenerate_phase(regen, shared.prices)
-            days[i] = phase.days
-            cost[i] = math.inf if phase.cost is None else phase.cost
-    return days[where].reshape(targets.shape), cost[where].reshape(targets.shape)
+            for central, (d, c) in ((None, (days, cost)), (1, (slow_days, slow_cost))):
+                phase = regenerate_phase(regen, shared.prices, central)
+                d[i] = phase.days
+                c[i] = math.inf if phase.cost is None else phase.cost
+    return tuple(a[where].reshape(targets.shape) for a in (days, cost, slow_days, slow_cost))  # type: ignore[return-value]
 
 
 # An offline block of fewer splits is evaluated whole: below this, evaluating (and ranking)
@@ -1282,11 +1288,12 @@ class _Ranking:
             elif mode == "online" and p.ranges is not None:
                 slow_d = float(p.ranges.days[1])
                 slow_c = float(p.ranges.total_cost[1]) if p.ranges.total_cost else slow_c
-            if p.regeneration is not None and p.phases:
-                # The regeneration phase (no range: its rate is one estimate) comes first.
-                regen = p.phases[0]
-                slow_d = regen.days + slow_d
-                slow_c = math.inf if regen.cost is None else regen.cost + slow_c
+            if p.regeneration is not None:
+                # The job's pessimistic end: the run's plus the regeneration at the slow end
+                # of its decode range.
+                days_range, cost_range = p.job_days_range, p.job_cost_range
+                slow_d = days_range[1] if days_range else math.inf
+                slow_c = cost_range[1] if cost_range else math.inf
             deadline, budget = constraints.deadline_days, constraints.budget
             return Candidate(
                 chosen,
