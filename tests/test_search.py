@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from dataclasses import replace
 from unittest.mock import patch
@@ -515,7 +516,12 @@ def _priced_plan(
     return plan, Catalog(gpus=builtin_gpus())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example sweeps every split by brute force: the suite runs 40, a
+# long run many more (DFLASH_SEARCH_EXAMPLES=500 pytest tests/test_search.py -k brute).
+BRUTE_EXAMPLES = int(os.environ.get("DFLASH_SEARCH_EXAMPLES", "40"))
+
+
+@settings(max_examples=BRUTE_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     gpus=st.lists(st.sampled_from((*PRICED, "l40s")), min_size=1, max_size=3, unique=True),
     batch=st.sampled_from([2, 16, 64]),

@@ -421,12 +421,10 @@ def _block(
             regen = None
             if w.regenerate:
 
-                def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, Any]:
-                    # Central days and cost: the slow end's are the same times one ratio
-                    # (one decode rate per GPU), so they order the counts the same way.
-                    return _regeneration(
-                        plan, catalog, shared, t_key, d_key, tp, targets, drafters
-                    )[:2]
+                def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, ...]:
+                    # Days and cost at the central rate and at the slow end: the slow
+                    # figures are the central ones times one ratio, but not bit for bit.
+                    return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
 
             band = _offline_band(
                 offline_runs,
@@ -593,7 +591,7 @@ _OFFLINE_PRUNE_FROM = 4096
 
 def _offline_band(
     runs: Callable[[np.ndarray, np.ndarray], tuple[Run, Run]],
-    regen: Callable[[np.ndarray, np.ndarray], tuple[Any, Any]] | None,
+    regen: Callable[[np.ndarray, np.ndarray], tuple[Any, ...]] | None,
     regen_side: int | None,
     by_phase: bool,
     epochs: int,
@@ -706,14 +704,14 @@ def _offline_band(
     t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
     regen_days = 0.0
     if regen is not None:
-        r_days, r_cost = regen(t_all, np.ones_like(t_all))
+        r_days, *r_rest = regen(t_all, np.ones_like(t_all))
         if regen_side == 0:
-            t_keys += [r_days, r_cost]
+            t_keys += [r_days, *r_rest]
             t_regen = np.asarray(r_days, float)
         elif regen_side == 1:
-            r_days, r_cost = regen(np.full_like(d_all, tp), d_all)
+            r_days, *r_rest = regen(np.full_like(d_all, tp), d_all)
             for keys in d_keys:
-                keys += [r_days, r_cost]
+                keys += [r_days, *r_rest]
             d_regen = np.asarray(r_days, float)
         regen_days = float(np.max(r_days))
     largest = regen_days + (float(t_days.max()) + float(np.max(d_days)))
