@@ -62,6 +62,25 @@ def pytest_configure(config):
 
     for package in (dflash_plan.model, dflash_plan.tui):
         compileall.compile_dir(Path(str(package.__file__)).parent, quiet=1)
+    _cache_rewritten_tests(config, Path(__file__).parent)
+
+
+def _cache_rewritten_tests(config, tests) -> None:
+    """Write the test modules' assert-rewritten bytecode, as pytest does when bytecode may
+    be written: with PYTHONDONTWRITEBYTECODE every worker rewrites every module again
+    (about 1.2 s of CPU a worker). pytest reads these files either way, checked against
+    the source's mtime and size."""
+    from _pytest.assertion import rewrite
+
+    if config.getoption("assertmode") != "rewrite":
+        return
+    state = config.stash[rewrite.assertstate_key]
+    for source in [tests / "conftest.py", *sorted(tests.glob("test_*.py"))]:
+        cache = rewrite.get_cache_dir(source)
+        pyc = cache / (source.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(source, pyc) is None and rewrite.try_makedirs(cache):
+            stat, code = rewrite._rewrite_test(source, config)
+            rewrite._write_pyc(state, code, stat, pyc)
 
 
 def pytest_collection_modifyitems(items):
