@@ -248,6 +248,12 @@ async def test_the_search_table_fits_the_width_and_names_the_columns_left_out():
             "best for", "plan", "Ktok/s", "time", "at worst", "cost"
         ]  # fmt: skip
         assert note.display and "left out at 80 columns: cost/Mtok" in str(note.content)
+        await pilot.resize_terminal(60, 24)  # narrower: throughput gives way too
+        await pilot.pause()
+        await pilot.pause()
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        heads = [str(c.label) for c in table.columns.values()]
+        assert heads[:2] == ["best for", "plan"] and "cost" in heads and "Ktok/s" not in heads
         await pilot.resize_terminal(120, 40)  # wide again: every column, no note
         await pilot.pause()
         await pilot.pause()

@@ -243,7 +243,7 @@ class SearchScreen(Screen[None]):
         self.columns: list[tuple[str, str, int]] = [
             ("best for", "tag", 0),
             ("plan", "plan", 0),
-            (F.TOKENS_PER_S.narrowest, "ktok", 0),
+            (F.TOKENS_PER_S.narrowest, "ktok", F.TOKENS_PER_S.drop),
             (F.DAYS.narrowest, F.DAYS.key, 0),
             ("at worst", "worst", 2),
             (cost, F.TOTAL_COST.key, 0),
