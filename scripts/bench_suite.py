@@ -47,7 +47,9 @@ def package_links(tree: Path, into: Path) -> Path:
 def run_once(tree: Path, links: Path, args: list[str]) -> tuple[float, float, dict[str, float]]:
     """One suite run in `tree`: its wall and CPU seconds and the seconds per test file."""
     command = [sys.executable, "-m", "pytest", "-q", "--durations=0", "-p", "no:cacheprovider"]
-    env = dict(os.environ, PYTHONPATH=str(links))
+    # PYTHONSAFEPATH: the tree's own dflash_plan/ (in the working directory) would come
+    # first, and the editable install then maps its subpackages to its own checkout.
+    env = dict(os.environ, PYTHONPATH=str(links), PYTHONSAFEPATH="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     done = subprocess.run(
