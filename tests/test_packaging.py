@@ -12,8 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One worker builds the wheel, once (two builds at once load the machine for nothing).
-pytestmark = pytest.mark.xdist_group("wheel")
+# The wheel is built once per worker that runs these tests (a module fixture).
 
 # What a build needs of the checkout; setuptools writes build/ and the egg-info beside the
 # sources, so the build runs on a copy in a temporary directory, never in the checkout.
