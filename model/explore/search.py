@@ -581,7 +581,11 @@ def _regeneration(
                 phase = regenerate_phase(regen, shared.prices, central)
                 d[i] = phase.days
                 c[i] = math.inf if phase.cost is None else phase.cost
-    return tuple(a[where].reshape(targets.shape) for a in (days, cost, slow_days, slow_cost))  # type: ignore[return-value]
+
+    def spread(a: np.ndarray) -> np.ndarray:
+        return a[where].reshape(targets.shape)
+
+    return spread(days), spread(cost), spread(slow_days), spread(slow_cost)
 
 
 # An offline block of fewer splits is evaluated whole: below this, evaluating (and ranking)
@@ -1231,7 +1235,9 @@ class _Ranking:
         # Counts of the evaluated splits (a proved-dominated one is judged by its
         # dominator).
         evaluated, computed = self.covered, self.evaluated
-        if not self.blocks:
+
+        def nothing(why: str) -> Result:
+            """No plan to show, and why."""
             return Result(
                 evaluated,
                 0,
@@ -1240,8 +1246,7 @@ class _Ranking:
                 None,
                 None,
                 view.unit,
-                why_none="no GPU type with a price to search (set cost.ratio or "
-                "cost.usd_per_gpu_hour for the types to include)",
+                why_none=why,
                 rejected=rejected,
                 constraints=constraints,
                 prices=view,
@@ -1249,25 +1254,18 @@ class _Ranking:
                 evaluated_after_pruning=computed,
                 modes=space.modes,
             )
+
+        if not self.blocks:
+            return nothing(
+                "no GPU type with a price to search (set cost.ratio or "
+                "cost.usd_per_gpu_hour for the types to include)"
+            )
         if not self.feasible:
             worst = max(rejected, key=lambda k: rejected[k]) if rejected else "limits"
-            return Result(
-                evaluated,
-                0,
-                (),
-                None,
-                None,
-                None,
-                view.unit,
-                why_none=f"no configuration meets the constraints "
+            return nothing(
+                f"no configuration meets the constraints "
                 f"{constraints.describe()}; most were stopped by {worst} "
-                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)" + self._storage_why(),
-                rejected=rejected,
-                constraints=constraints,
-                prices=view,
-                borrowed_prices=borrowed,
-                evaluated_after_pruning=computed,
-                modes=space.modes,
+                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)" + self._storage_why()
             )
         f = self._merge()
 

@@ -49,6 +49,28 @@ def on_node_definition() -> str:
     return f"on_node=\"$(cat <<'{end}'\n{program}\n{end}\n)\""
 
 
+def sbatch_directives(
+    job: str, nodes: int, gpus_per_node: int, needs: tuple[int, int, str] | None, notes: list[str]
+) -> list[str]:
+    """The #SBATCH header: whole nodes (needs None: every CPU and, --mem=0, all of each
+    node's memory) or the memory and CPUs the run needs (their reason joins the notes)."""
+    directives = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job}",
+        f"#SBATCH --nodes={nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={gpus_per_node}",
+    ]
+    if needs is None:
+        directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
+    else:
+        mem_gib, cpus, why = needs
+        directives += [f"#SBATCH --mem={mem_gib}G", f"#SBATCH --cpus-per-task={cpus}"]
+        notes.append(why)
+    directives.append(f"#SBATCH --output={job}-%j.log")
+    return directives
+
+
 def host_needs(ctx: Context) -> tuple[int, int, str]:
     """(--mem in GiB, --cpus-per-task, the reasoning) of the busiest node, for a job that
     does not take whole nodes: the host memory the plan puts there (each capture server's
@@ -105,21 +127,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"plan uses {p.target.count + p.drafter.count}",
         *specforge.memory_notes(ctx),
     ]
-    directives = [
-        "#!/bin/bash",
-        f"#SBATCH --job-name={job}",
-        f"#SBATCH --nodes={layout.nodes}",
-        "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={gpus_per_node}",
-    ]
-    if whole_nodes:
-        # Whole nodes: every CPU and (--mem=0) all of each node's memory.
-        directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
-    else:
-        mem_gib, cpus, why = host_needs(ctx)
-        directives += [f"#SBATCH --mem={mem_gib}G", f"#SBATCH --cpus-per-task={cpus}"]
-        notes.append(why)
-    directives.append(f"#SBATCH --output={job}-%j.log")
+    directives = sbatch_directives(
+        job, layout.nodes, gpus_per_node, None if whole_nodes else host_needs(ctx), notes
+    )
     head = f"${{NODES[{d_nodes[0]}]}}"
 
     def step(node: int, gpus: bool) -> str:
@@ -272,20 +282,9 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         f"{p.target.count + p.drafter.count}",
         *ctx.memory.reasoning(),
     ]
-    directives = [
-        "#!/bin/bash",
-        f"#SBATCH --job-name={job}",
-        f"#SBATCH --nodes={layout.nodes}",
-        "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={gpus_per_node}",
-    ]
-    if whole_nodes:
-        directives += ["#SBATCH --exclusive", "#SBATCH --mem=0"]
-    else:
-        mem_gib, cpus, why = offline_host_needs(ctx)
-        directives += [f"#SBATCH --mem={mem_gib}G", f"#SBATCH --cpus-per-task={cpus}"]
-        notes.append(why)
-    directives.append(f"#SBATCH --output={job}-%j.log")
+    directives = sbatch_directives(
+        job, layout.nodes, gpus_per_node, None if whole_nodes else offline_host_needs(ctx), notes
+    )
 
     def step(node: int) -> str:
         return (

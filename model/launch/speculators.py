@@ -39,6 +39,26 @@ def data_dir(ctx: Context) -> str:
     return f"{output_dir(ctx.plan)}/data"
 
 
+def prepare_data(ctx: Context, base_url: str) -> str:
+    """speculators' data preparation through the running vLLM server at base_url."""
+    return cmd(
+        "speculators",
+        "prepare-data",
+        "--model",
+        ctx.path,
+        "--data",
+        ctx.plan.launch.train_data_path,
+        "--render-endpoint",
+        base_url,
+        "--output",
+        data_dir(ctx),
+        "--seq-length",
+        ctx.plan.workload.max_length,
+        "--trust-remote-code",
+        lead=2,
+    )
+
+
 def vllm_segment_gib(ctx: Context) -> int:
     """Mooncake segment of one vLLM engine: each data-parallel engine registers a segment
     of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
@@ -218,22 +238,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             + f" > {q(f'vllm-{node}.log')} 2>&1 &"
         )
     train = train_words(ctx, ["--vllm-endpoint", f"{base_url}/v1", *common])
-    prepare = cmd(
-        "speculators",
-        "prepare-data",
-        "--model",
-        ctx.path,
-        "--data",
-        p.launch.train_data_path,
-        "--render-endpoint",
-        base_url,
-        "--output",
-        data_dir(ctx),
-        "--seq-length",
-        w.max_length,
-        "--trust-remote-code",
-        lead=2,
-    )
+    prepare = prepare_data(ctx, base_url)
     ready = q(f"{data_dir(ctx)}/dataset_info.json")
     d_nodes = layout.drafter_nodes
     for rank, node in enumerate(d_nodes):
@@ -349,24 +354,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         lines.append("vllm_pid=$!")
         lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
         if index == 0:
-            lines.append(
-                cmd(
-                    "speculators",
-                    "prepare-data",
-                    "--model",
-                    ctx.path,
-                    "--data",
-                    p.launch.train_data_path,
-                    "--render-endpoint",
-                    base_url,
-                    "--output",
-                    data_dir(ctx),
-                    "--seq-length",
-                    w.max_length,
-                    "--trust-remote-code",
-                    lead=2,
-                )
-            )
+            lines.append(prepare_data(ctx, base_url))
         else:
             lines.append(f"until [ -e {ready} ]; do sleep 10; done   # node {t_nodes[0]} prepares")
         lines.append(
