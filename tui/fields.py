@@ -117,26 +117,19 @@ def parse(spec: FieldSpec, text: str) -> Any:
     """The value typed into a field; None for an empty optional field. Numbers are read by
     the same reader as the command line's `--set` (model/basics/numbers.py)."""
     raw = text.strip()
-    if spec.kind == "int":
+    if spec.kind in ("int", "optional-int"):
+        optional = spec.kind == "optional-int"
         if not raw:
+            if optional:
+                return None
             raise FieldError("enter a whole number")
         try:
             value = parse_whole(raw)
         except NumberError as err:
             raise FieldError(str(err)) from None
         if value < 1:
-            raise FieldError("must be at least 1")
+            raise FieldError("must be at least 1" + (" (leave empty for the default)" * optional))
         return value
-    if spec.kind == "optional-int":
-        if not raw:
-            return None
-        try:
-            whole = parse_whole(raw)
-        except NumberError as err:
-            raise FieldError(str(err)) from None
-        if whole < 1:
-            raise FieldError("must be at least 1 (leave empty for the default)")
-        return whole
     if spec.kind == "switch":
         if raw not in SWITCH:
             raise FieldError("choose no or yes")

@@ -24,16 +24,21 @@ def days(value: float | None) -> str:
     return DASH if value is None else f"{value:,.1f} days"
 
 
-def cost(value: float | None, unit: str, compact: bool = False) -> str:
+def cost(
+    value: float | None,
+    unit: str,
+    compact: bool = False,
+    number: Callable[[float], str] = "{:,.0f}".format,
+) -> str:
     """USD as $; reference-GPU-hours with the unit ("845 RTX PRO 6000-hours", or "-h"
-    when compact)."""
+    when compact); the figure written by `number` (whole by default)."""
     if value is None:
         return DASH
     if unit == "USD":
-        return f"${value:,.0f}"
+        return f"${number(value)}"
     if compact:
         unit = unit.removesuffix("-hours") + "-h"
-    return f"{value:,.0f} {unit}"
+    return f"{number(value)} {unit}"
 
 
 def cost_figure(value: float | None, unit: str) -> str:
@@ -214,13 +219,7 @@ def fine(value: float) -> str:
 def cost_fine(value: float | None, unit: str, compact: bool = False) -> str:
     """A small cost (per token, per sample) to three significant digits, in `cost`'s
     words: '$0.0449', '0.0449 RTX PRO 6000-h'."""
-    if value is None:
-        return DASH
-    if unit == "USD":
-        return f"${fine(value)}"
-    if compact:
-        unit = unit.removesuffix("-hours") + "-h"
-    return f"{fine(value)} {unit}"
+    return cost(value, unit, compact, fine)
 
 
 def _bare(value: Any, text: Callable[[Any], str]) -> str:
