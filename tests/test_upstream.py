@@ -28,14 +28,20 @@ from k8s_schema import manifest, pods
 from launch_shapes import shapes
 from upstream import (
     HS_CONNECTORS,
+    SPECFORGE,
     SPECULATORS,
     backend_options,
+    cuda_majors_required,
+    cudart_majors_needed,
     load_skypilot,
     load_specforge,
     prepare_data_options,
+    requirement_pins,
     train_config_options,
     typer_options,
     wheel,
+    wheel_facts,
+    wheel_requires,
 )
 
 SHAPES = ("builtin", "b200-6+2-tp2", "two-nodes-shared", "trainers-span-two")
@@ -914,6 +920,42 @@ def test_the_skypilot_validator_rejects_unknown_fields(catalog, baseline, skypil
     for header in ({**docs[0], "bogus": 1}, {**docs[0], "primary_tasks": ["nope"]}):
         with pytest.raises(AssertionError):
             skypilot.check_group([header, *docs[1:]])
+
+
+def pip_pins(shell: str) -> dict[str, str]:
+    """name -> version of every NAME==VERSION a shell's `pip install` lines install."""
+    import shlex
+
+    words = [w for line in shell.splitlines() if "pip install" in line for w in shlex.split(line)]
+    return dict(w.split("==", 1) for w in words if "==" in w)
+
+
+def test_the_skypilot_setup_installs_a_mooncake_built_for_torchs_cuda(
+    catalog, baseline, skypilot, cache
+):
+    # The torch the setup's specforge pins (its wheel's METADATA), that torch's CUDA (its
+    # Linux wheel's Requires-Dist) and the CUDA runtime the Mooncake build links (NEEDED of
+    # the store and the engine), recorded in tests/data/wheels/facts.toml.
+    (task,) = sky_tasks(skypilot, generate(shapes(baseline)["builtin"], catalog, "skypilot").text)
+    pins = pip_pins(task["setup"])
+    assert pins["specforge"] == SPECFORGE[1]
+    torch = requirement_pins(wheel_requires(wheel(cache, SPECFORGE)))["torch"]
+    (cuda,) = cuda_majors_required(wheel_facts("torch", torch)["requires_dist"])
+    (mooncake,) = [n for n in pins if n.startswith("mooncake-transfer-engine")]
+    needed = wheel_facts(mooncake, pins[mooncake])["needed"]
+    # SpecForge imports mooncake.store (specforge/runtime/data_plane/mooncake_store.py).
+    assert "mooncake/store.so" in needed
+    linked = cudart_majors_needed(needed)
+    assert set(linked) == set(needed)
+    assert set(linked.values()) == {cuda}, (
+        f"{mooncake}=={pins[mooncake]} links libcudart {linked}; torch {torch} is CUDA {cuda}"
+    )
+    # The image docs/launch.md's Dockerfile builds (the kubernetes format's) installs the same.
+    docs = (Path(__file__).parent.parent / "docs" / "launch.md").read_text()
+    dockerfile = docs[
+        docs.index("```dockerfile") : docs.index("```", docs.index("```dockerfile") + 3)
+    ]
+    assert pip_pins(dockerfile.replace("\\\n", " ")) == pins
 
 
 # --- offline mode: capture to storage, then train -------------------------------------------

@@ -9,9 +9,11 @@ import ast
 import fcntl
 import hashlib
 import importlib
+import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 import types
 import zipfile
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 # name, version, SHA-256 of the py3-none-any wheel on the package index
 SPECFORGE = (
@@ -139,6 +142,75 @@ def load_specforge(cache: Path) -> SpecForge:
             f"without the GPU stack: {err}",
             pytrace=False,
         )
+
+
+# --- wheels too large to download: their facts, recorded (tests/data/wheels/) ---------------
+
+WHEEL_FACTS = Path(__file__).parent / "data" / "wheels" / "facts.toml"
+# The environment a launch's nodes run in (Linux, x86_64): the markers of a Requires-Dist.
+LINUX = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": "x86_64"}
+
+
+def wheel_facts(name: str, version: str) -> dict[str, Any]:
+    """The recorded facts of NAME==VERSION's wheel (tests/data/wheels/facts.toml)."""
+    entries = tomllib.loads(WHEEL_FACTS.read_text())["wheel"]
+    for entry in entries:
+        if (entry["name"], entry["version"]) == (name, version):
+            return dict(entry)
+    pytest.fail(
+        f"{WHEEL_FACTS}: no facts for {name}=={version}; record them with "
+        f"scripts/wheel_facts.py (tests/data/wheels/README.md)",
+        pytrace=False,
+    )
+
+
+def requirement_pins(requires: list[str]) -> dict[str, str]:
+    """name -> the exact version a Requires-Dist list pins (`==`), on a Linux node."""
+    pins = {}
+    for line in requires:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate({**LINUX, "extra": ""}):
+            continue
+        exact = [s.version for s in req.specifier if s.operator == "=="]
+        if exact:
+            pins[req.name] = exact[0]
+    return pins
+
+
+def cuda_majors_required(requires: list[str]) -> set[int]:
+    """The CUDA majors a Requires-Dist list pulls on Linux: `cuda-toolkit==X.*`, and the
+    `-cuXX` suffix of NVIDIA's per-CUDA packages (nvidia-nccl-cu13)."""
+    majors = set()
+    for name, version in requirement_pins(requires).items():
+        if name == "cuda-toolkit":
+            majors.add(int(version.split(".")[0]))
+        suffix = re.fullmatch(r"nvidia-.*-cu(\d+)", name)
+        if suffix:
+            majors.add(int(suffix.group(1)))
+    return majors
+
+
+def cudart_majors_needed(needed: dict[str, list[str]]) -> dict[str, int]:
+    """Shared object -> the major of the CUDA runtime it links (NEEDED libcudart.so.N)."""
+    majors = {}
+    for member, libraries in needed.items():
+        for library in libraries:
+            found = re.fullmatch(r"libcudart\.so\.(\d+)", library)
+            if found:
+                majors[member] = int(found.group(1))
+    return majors
+
+
+def wheel_requires(whl: Path) -> list[str]:
+    """The Requires-Dist lines of a downloaded wheel's METADATA."""
+    with zipfile.ZipFile(whl) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+    return [
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
 
 
 # --- speculators: read, not imported (its config imports torch) -----------------------------

@@ -414,6 +414,13 @@ ADDRESSES_AT_RUN_TIME = ("slurm", "kubernetes", "skypilot")
 # and the store client) and SpecForge's spec-capture patch to the installed SGLang, applied
 # by the script of a SpecForge checkout (the wheel carries neither patch nor script).
 SPECFORGE_VERSION = "0.2.0"
+# Mooncake's wheels are built per CUDA major and must match torch's: specforge 0.2.0 (and
+# the sglang 0.5.14 it pins) pin torch==2.11.0, whose PyPI Linux wheels require
+# cuda-toolkit==13.0.2; mooncake-transfer-engine 0.3.13.post1 links libcudart.so.12, its
+# -cuda13 build libcudart.so.13 (readelf -d of mooncake/store.so and engine.so; PyPI,
+# checked 2026-12-02: tests/data/wheels/facts.toml). SpecForge names the same rule
+# (specforge/runtime/data_plane/mooncake_store.py: -cuda13 "for CUDA >= 13").
+MOONCAKE_PACKAGE = "mooncake-transfer-engine-cuda13"
 MOONCAKE_VERSION = "0.3.13.post1"
 SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
 SPECFORGE_PATCH_COMMIT = "a6b6b023"
@@ -426,7 +433,7 @@ def specforge_stack_setup() -> str:
         [
             "set -euo pipefail",
             f"pip install {q(f'specforge=={SPECFORGE_VERSION}')} "
-            f"{q(f'mooncake-transfer-engine=={MOONCAKE_VERSION}')}",
+            f"{q(f'{MOONCAKE_PACKAGE}=={MOONCAKE_VERSION}')}",
             f'[ -d "{checkout}" ] || git clone {q(SPECFORGE_REPO)} "{checkout}"',
             f'git -C "{checkout}" checkout --quiet {q(SPECFORGE_PATCH_COMMIT)}',
             f'bash "{checkout}/scripts/apply_sglang_spec_capture_patch.sh"',
