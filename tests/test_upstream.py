@@ -24,6 +24,8 @@ import pytest
 import yaml
 from dflash_plan.model.launch import generate
 from dflash_plan.model.launch.common import output_dir
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from k8s_schema import manifest, pods
 from launch_shapes import shapes
 from upstream import (
@@ -920,6 +922,37 @@ def test_the_skypilot_validator_rejects_unknown_fields(catalog, baseline, skypil
     for header in ({**docs[0], "bogus": 1}, {**docs[0], "primary_tasks": ["nope"]}):
         with pytest.raises(AssertionError):
             skypilot.check_group([header, *docs[1:]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+@example("2026-08-run")  # a digit first: no cluster name
+@example("a---b___c")  # three separators: no task name
+@example("x" * 62 + "-y")  # a dash left last by the cut
+def test_a_skypilot_name_from_any_run_id_passes_skypilots_rules(skypilot, text):
+    from dflash_plan.model.launch.common import name_label
+    from dflash_plan.model.launch.skypilot import NAME_CHARS
+
+    name = name_label(text, NAME_CHARS)
+    skypilot.check_name(name)
+    assert len(name) <= NAME_CHARS and name == name_label(text, NAME_CHARS)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+@pytest.mark.parametrize("run_id", ["2026-08-run", "a---b__c", "q" * 62 + "--z"])
+def test_every_name_in_a_skypilot_launch_passes_skypilots_rules(
+    catalog, baseline, skypilot, run_id, mixed
+):
+    from support import edit
+
+    plan = sky_shapes(baseline)[MIXED if mixed else "two-nodes-8+8"]
+    text = generate(edit(plan, launch={"run_id": run_id}), catalog, "skypilot").text
+    docs = list(yaml.safe_load_all(text))
+    sky_tasks(skypilot, text)
+    names = [d["name"] for d in docs] + re.findall(r"sky launch -c (\S+)", text)
+    assert names
+    for name in names:
+        skypilot.check_name(name)
 
 
 def pip_pins(shell: str) -> dict[str, str]:

@@ -332,6 +332,8 @@ class SkyPilot:
     validator: Any  # sky.utils.validator.get_schema_validator(): SkyPilot's jsonschema class
     group_fields: set[str]  # a job group header's keys (dag_utils._JOB_GROUP_HEADER_FIELDS)
     group_required: set[str]  # dag_utils._JOB_GROUP_REQUIRED_HEADER_FIELDS
+    task_name_regex: str  # sky/task.py _VALID_NAME_REGEX (Task.validate_name)
+    cluster_name_regex: str  # constants.CLUSTER_NAME_VALID_REGEX (check_cluster_name_is_valid)
 
     def check(self, doc: dict) -> None:
         """SkyPilot's validation of one task document (Task.from_yaml_config: the task
@@ -341,6 +343,14 @@ class SkyPilot:
         self.validator(self.task_schema).validate(task)
         if task.get("resources") is not None:
             self.validator(self.resources_schema).validate(task["resources"])
+
+    def check_name(self, name: str) -> None:
+        """SkyPilot's rules for a name used as a task's (Task.validate_name), a cluster's
+        (common_utils.check_cluster_name_is_valid) and a job group's (dag_utils
+        _load_job_group): each fullmatches its regex, as upstream matches it."""
+        assert re.fullmatch(self.task_name_regex, name), f"task name {name!r}"
+        assert re.fullmatch(self.cluster_name_regex, name), f"cluster name {name!r}"
+        assert name and all(c.isalnum() or c in "-_" for c in name), f"job group {name!r}"
 
     def check_group(self, docs: list[dict]) -> None:
         """A job group's rules (dag_utils._load_job_group, which warns and ignores an
@@ -375,6 +385,7 @@ def load_skypilot(cache: Path) -> SkyPilot:
         "sky/setup_files/dependencies.py",
         "sky/server/daemons.py",
         "sky/utils/dag_utils.py",
+        "sky/task.py",
     ]
     with locked(cache):
         if not all((root / f).exists() for f in files):
@@ -426,14 +437,24 @@ def load_skypilot(cache: Path) -> SkyPilot:
             for t in node.targets
             if isinstance(t, ast.Name) and t.id.startswith("_JOB_GROUP_")
         }
+        # sky/task.py imports the whole client: its name regex is read, not imported.
+        task = ast.parse((root / "sky/task.py").read_text())
+        (task_regex,) = [
+            ast.literal_eval(node.value)
+            for node in task.body
+            if isinstance(node, ast.Assign)
+            and [ast.unparse(t) for t in node.targets] == ["_VALID_NAME_REGEX"]
+        ]
         return SkyPilot(
             schemas.get_task_schema(),
             schemas.get_resources_schema(),
             validator.get_schema_validator(),
             group["_JOB_GROUP_HEADER_FIELDS"],
             group["_JOB_GROUP_REQUIRED_HEADER_FIELDS"],
+            task_regex,
+            importlib.import_module("sky.skylet.constants").CLUSTER_NAME_VALID_REGEX,
         )
-    except (ImportError, StopIteration, AttributeError, KeyError) as err:
+    except (ImportError, StopIteration, AttributeError, KeyError, ValueError) as err:
         pytest.fail(
             f"skypilot {SKYPILOT[1]}: its task schema no longer loads without the client: {err!r}",
             pytrace=False,

@@ -58,6 +58,17 @@ def run_id(plan: Plan) -> str:
     return f"{key}-dflash"
 
 
+def name_label(text: str, max_chars: int, *, lower: bool = False) -> str:
+    """`text` as a launcher's name (a DNS label's characters): ASCII letters and digits, any
+    run of other characters (dashes too) one `-`, a letter first (else `dflash-` goes
+    before), at most `max_chars`, a letter or digit last. `lower`: lower case only."""
+    allowed = "a-z0-9" if lower else "A-Za-z0-9"
+    name = re.sub(f"[^{allowed}]+", "-", text.lower() if lower else text).strip("-")
+    if not name[:1].isalpha():
+        name = f"dflash-{name}".rstrip("-")
+    return name[:max_chars].rstrip("-")
+
+
 def output_dir(plan: Plan) -> str:
     return plan.launch.output_dir or f"./outputs/{run_id(plan)}"
 

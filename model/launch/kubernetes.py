@@ -7,7 +7,6 @@ start once the capture servers are ready and the JobSet ends when the trainers d
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from ..basics.errors import PlanError
@@ -19,6 +18,7 @@ from .common import (
     LaunchScript,
     devices,
     header,
+    name_label,
     read_node_rank,
     run_id,
 )
@@ -46,11 +46,8 @@ POD_SUFFIX_CHARS = len("-abcde")
 def jobset_name(ctx: Context, largest_index: int) -> str:
     """The JobSet's name: the run id as a DNS-1035 label (lower case, `-` for anything
     else, starting with a letter), short enough for its longest pod name."""
-    name = re.sub(r"[^a-z0-9]+", "-", run_id(ctx.plan).lower()).strip("-")
-    if not name[:1].isalpha():
-        name = f"dflash-{name}".rstrip("-")
     longest = max(len(f"-{job}-0-{largest_index}") for job in (STORE, SERVERS, TRAINERS))
-    return name[: NAME_CHARS - POD_SUFFIX_CHARS - longest].rstrip("-")
+    return name_label(run_id(ctx.plan), NAME_CHARS - POD_SUFFIX_CHARS - longest, lower=True)
 
 
 def pod_host(name: str, job: str, index: int) -> str:

@@ -17,6 +17,7 @@ from .common import (
     Context,
     LaunchScript,
     header,
+    name_label,
     run_id,
     specforge_stack_setup,
     with_transport,
@@ -72,9 +73,16 @@ def accelerator_request(name: str, count: int) -> str | dict[str, int]:
     return {name: count}
 
 
+# SkyPilot's names (skypilot 0.14.1): a task's (sky/task.py _VALID_NAME_REGEX: letters and
+# digits, no run of three separators, alphanumeric at both ends), a cluster's
+# (sky/skylet/constants.py CLUSTER_NAME_VALID_REGEX: a letter first) and a job group's
+# (sky/utils/dag_utils.py: letters, digits, `-` and `_`); 63 characters, a DNS label's.
+NAME_CHARS = 63
+
+
 def task_name(ctx: Context) -> str:
-    """The run id in the characters SkyPilot takes in any name (job groups, clusters)."""
-    return re.sub(r"[^A-Za-z0-9-]+", "-", run_id(ctx.plan)).strip("-")[:63] or "dflash"
+    """The run id as a name SkyPilot takes for a task, a cluster and a job group."""
+    return name_label(run_id(ctx.plan), NAME_CHARS)
 
 
 def duration_s(ctx: Context) -> int | None:
