@@ -877,6 +877,21 @@ def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
     assert "the plan's own figures" not in text
 
 
+@pytest.mark.parametrize("fmt", ["skypilot", "slurm"])
+def test_a_header_costs_the_gpus_its_launch_rents(capsys, fmt):
+    # 10 + 2 B200 land 8 + 4 on two 8-GPU nodes; SkyPilot asks B200:8 on each node and
+    # Slurm takes both whole (--exclusive): 16 GPUs rented, as when the projection bills
+    # B200 in whole units of 8 (ceil(12 / 8) x 8 = 16).
+    sets = [*FOUR_B200, "--set", "target.count=10", "--set", "drafter.count=2"]
+    sets += ["--set", "workload.transport=mooncake"]
+    assert main(["launch", "--format", fmt, *sets]) == 0
+    text = capsys.readouterr().out
+    assert "2 nodes x B200:8 = 16 GPU(s)" in text or "2 node(s) x 8 GPU(s) = 16 GPU(s)" in text
+    rented = projected(capsys, [*sets, "--set", "cost.unit_gpus.b200=8"])
+    assert rented != projected(capsys, sets)
+    assert f"workload.transport = mooncake): {rented} for 16 GPUs billed\n" in text
+
+
 def test_a_header_never_prints_a_zero_wide_range(capsys):
     # 16 H100 targets (TP 8) of Llama-3.3-70B feeding 8 H100 drafters through Mooncake:
     # the fetch binds at every scenario, so the throughput has no spread to show.

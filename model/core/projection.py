@@ -571,9 +571,11 @@ class Projection:
         }
 
 
-def project(plan: Plan, catalog: Catalog) -> Projection:
-    """Every figure of a plan. Raises PlanError for plans that cannot be evaluated."""
-    return project_resolved(resolve(plan, catalog), catalog)
+def project(plan: Plan, catalog: Catalog, rented: tuple[int, int] | None = None) -> Projection:
+    """Every figure of a plan. Raises PlanError for plans that cannot be evaluated.
+    `rented`: the GPUs a launch rents per role (targets, drafters; e.g. the whole nodes of
+    its allocation), billed where more than the plan's rental units bill."""
+    return project_resolved(resolve(plan, catalog), catalog, rented)
 
 
 def _replica(r: Resolved, tw: TargetWork, per_gpu_tokens_per_s: float) -> float:
@@ -616,7 +618,9 @@ def plan_inputs(
     )
 
 
-def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
+def project_resolved(
+    r: Resolved, catalog: Catalog, rented: tuple[int, int] | None = None
+) -> Projection:
     plan, w = r.plan, r.plan.workload
     T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
     rt = rates(r, catalog)
@@ -653,6 +657,8 @@ def project_resolved(r: Resolved, catalog: Catalog) -> Projection:
     unit_t = view.by_gpu[plan.target.gpu].unit_gpus
     unit_d = view.by_gpu[plan.drafter.gpu].unit_gpus
     billed_t, billed_d = billed(T, D, r.same_gpu_type, unit_t, unit_d)
+    if rented is not None:
+        billed_t, billed_d = max(billed_t, rented[0]), max(billed_d, rented[1])
     assert t.model is not None and d.model is not None
     links = tuple(dict.fromkeys((r.target_gpu.link.kind, r.drafter_gpu.link.kind)))
     link_dims = {f"link:{kind}": link_dim(kind) for kind in links}
@@ -1030,6 +1036,7 @@ def _idle_billed(
     plan = r.plan
     total = billed_t + billed_d
     rented = ", ".join(f"{r.gpus[k].name} in units of {u}" for k, u in units.items() if u > 1)
+    rented = rented or "the launch's nodes"  # no unit bills more: a launch's allocation
     message = (
         f"{idle} GPU(s) billed but unused ({rented}): the cost counts "
         f"{total} GPUs for the {plan.target.count + plan.drafter.count} used"

@@ -294,6 +294,8 @@ def figures(projection: Projection) -> str:
         text += f", cost {p.total_cost:,.0f} {p.cost_unit}" + spread(
             r.total_cost if r else None, digits=0
         )
+        if p.billed_gpus > p.plan.target.count + p.plan.drafter.count:
+            text += f" for {p.billed_gpus} GPUs billed"
     return text
 
 
@@ -322,18 +324,19 @@ def with_transport(plan: Plan, transport: str) -> Plan:
     )
 
 
-def projection_notes(ctx: Context, fmt: str) -> list[str]:
+def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = None) -> list[str]:
     """The projection of the run this script launches (workload.transport set to the
-    format's hidden-state path), and the plan's own figures when its path differs."""
+    format's hidden-state path; `rented`: the GPUs its allocation bills per role, see
+    project), and the plan's own figures when its path differs."""
     from ..core.projection import project
 
     plan = ctx.plan
     if plan.workload.mode == "offline" and fmt != "template":
-        return [offline_figures(project(plan, ctx.catalog))]
+        return [offline_figures(project(plan, ctx.catalog, rented))]
     transport = launch_transport(plan, fmt)
     if transport is None:
         return [f"projection: none for this run: {PATHS[fmt][1]}"]
-    launched = project(with_transport(plan, transport), ctx.catalog)
+    launched = project(with_transport(plan, transport), ctx.catalog, rented)
     lines = [
         f"projection of this run (hidden states {TRANSPORT_NAMES[transport]}, "
         f"workload.transport = {transport}): {figures(launched)}"
@@ -350,15 +353,21 @@ def projection_notes(ctx: Context, fmt: str) -> list[str]:
 
 
 def header(
-    ctx: Context, title: str, notes: list[str], ports: bool = True, fmt: str = "template"
+    ctx: Context,
+    title: str,
+    notes: list[str],
+    ports: bool = True,
+    fmt: str = "template",
+    rented: tuple[int, int] | None = None,
 ) -> str:
-    """The comment block: plan, the projection of the launched run, GPUs per node (with
+    """The comment block: plan, the projection of the launched run (billing `rented`, the
+    GPUs the launch's allocation takes per role, when it says them), GPUs per node (with
     capture-server ports where the format starts one server per replica), notes."""
     p, layout = ctx.plan, ctx.layout
     lines = [
         comment(f"dflash-plan launch: {title}"),
         comment(f"plan: {p.name or 'unnamed'}"),
-        *(comment(line) for line in projection_notes(ctx, fmt)),
+        *(comment(line) for line in projection_notes(ctx, fmt, rented)),
         comment(
             f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
             f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
@@ -398,9 +407,12 @@ def script(
     fmt: str,
     shebang: str = "#!/usr/bin/env bash",
     ports: bool = True,
+    rented: tuple[int, int] | None = None,
 ) -> str:
     return (
-        "\n\n".join([shebang, header(ctx, title, notes, ports, fmt), "set -euo pipefail", *body])
+        "\n\n".join(
+            [shebang, header(ctx, title, notes, ports, fmt, rented), "set -euo pipefail", *body]
+        )
         + "\n"
     )
 

@@ -152,7 +152,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             ]
         )
         docs = [task(group, 1, names[resolved.target_gpu.key], per_node, setup, run)]
-        return finish(ctx, notes, docs, doc_yaml)
+        return finish(ctx, notes, docs, doc_yaml, (per_node - p.drafter.count, p.drafter.count))
     d_nodes, _ = specforge.trainer_nodes(ctx)
     notes += [
         f"node {d_nodes[0]} runs the Mooncake master, the producer and trainer rank 0; "
@@ -173,7 +173,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"the plan uses {used}",
         )
         docs = [task(group, layout.nodes, name, per_node, setup, "set -euo pipefail\n" + shell)]
-        return finish(ctx, notes, docs, doc_yaml)
+        rented = (layout.nodes * per_node - p.drafter.count, p.drafter.count)
+        return finish(ctx, notes, docs, doc_yaml, rented)
     # Two GPU types: a job group, one task per type (targets on their nodes, then the
     # trainers on theirs, as the layout numbers the nodes).
     t_nodes = len(layout.target_nodes)
@@ -202,7 +203,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             "set -euo pipefail\n" + trainer_shell,
         ),
     ]
-    return finish(ctx, notes, docs, doc_yaml)
+    return finish(ctx, notes, docs, doc_yaml, (t_nodes * t_per, len(d_nodes) * d_per))
 
 
 def task(name: str, nodes: int, gpu: str, per_node: int, setup: str, run: str) -> dict[str, Any]:
@@ -216,8 +217,14 @@ def task(name: str, nodes: int, gpu: str, per_node: int, setup: str, run: str) -
 
 
 def finish(
-    ctx: Context, notes: list[str], docs: list[dict[str, Any]], doc_yaml: str
+    ctx: Context,
+    notes: list[str],
+    docs: list[dict[str, Any]],
+    doc_yaml: str,
+    rented: tuple[int, int],
 ) -> LaunchScript:
-    text = yaml_comments(header(ctx, TITLE, notes, ports=True, fmt=NAME))
+    """`rented`: the GPUs the tasks ask for per role (targets, drafters), which the header's
+    cost counts (one GPU type: the idle ones with the targets, as the projection does)."""
+    text = yaml_comments(header(ctx, TITLE, notes, ports=True, fmt=NAME, rented=rented))
     text += "\n" + to_yaml_documents(docs, blocks=True)
     return LaunchScript(NAME, text, {"run.yaml": doc_yaml}, tuple(notes), ctx.layout)

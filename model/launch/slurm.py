@@ -71,6 +71,26 @@ def sbatch_directives(
     return directives
 
 
+def allocation(ctx: Context) -> tuple[int, bool, int]:
+    """(--gpus-per-node, whole nodes, GPUs billed): every node asks for the GPUs of the
+    busiest one, and a job that fills its nodes takes them whole (--exclusive)."""
+    layout = ctx.layout
+    gpus_per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
+    whole_nodes = gpus_per_node == layout.gpus_per_node
+    return (
+        gpus_per_node,
+        whole_nodes,
+        layout.nodes * (layout.gpus_per_node if whole_nodes else gpus_per_node),
+    )
+
+
+def rented(ctx: Context) -> tuple[int, int]:
+    """The GPUs the allocation bills per role (one GPU type: the idle ones count with the
+    targets, as the projection counts them)."""
+    drafters = ctx.plan.drafter.count
+    return allocation(ctx)[2] - drafters, drafters
+
+
 def host_needs(ctx: Context) -> tuple[int, int, str]:
     """(--mem in GiB, --cpus-per-task, the reasoning) of the busiest node, for a job that
     does not take whole nodes: the host memory the plan puts there (each capture server's
@@ -115,9 +135,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     # Host names are known only inside the allocation: the YAML holds placeholders that
     # the steps override with the allocated hosts.
     doc = specforge.config(ctx, managed_local=False, server_urls=[], head="localhost")
-    gpus_per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
-    whole_nodes = gpus_per_node == layout.gpus_per_node
-    billed = layout.nodes * (layout.gpus_per_node if whole_nodes else gpus_per_node)
+    gpus_per_node, whole_nodes, billed = allocation(ctx)
     notes = [
         "host names come from the allocation (scontrol show hostnames); node i of the "
         "plan is the i-th host",
@@ -211,7 +229,15 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "# The training is done: stop the servers, the master and the producer.",
         "kill $(jobs -p) 2>/dev/null || true",
     ]
-    text = script(ctx, TITLE, notes, ["\n".join(lines)], fmt=NAME, shebang="\n".join(directives))
+    text = script(
+        ctx,
+        TITLE,
+        notes,
+        ["\n".join(lines)],
+        fmt=NAME,
+        shebang="\n".join(directives),
+        rented=rented(ctx),
+    )
     return LaunchScript(NAME, text, {"run.yaml": yaml_text}, tuple(notes), layout)
 
 
@@ -267,9 +293,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
     job = re.sub(r"[^A-Za-z0-9._-]", "_", run_id(p))[:64] or "dflash"
     c_nodes, _ = specforge.capture_nodes(ctx)
     d_nodes, _ = specforge.trainer_nodes(ctx)
-    gpus_per_node = max(layout.gpus_used_on(n) for n in range(layout.nodes))
-    whole_nodes = gpus_per_node == layout.gpus_per_node
-    billed = layout.nodes * (layout.gpus_per_node if whole_nodes else gpus_per_node)
+    gpus_per_node, whole_nodes, billed = allocation(ctx)
     notes = [
         storage,
         "run sbatch from the top folder of a SpecForge checkout (it has "
@@ -349,6 +373,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         fmt=NAME,
         shebang="\n".join(directives),
         ports=False,
+        rented=rented(ctx),
     )
     return LaunchScript(
         NAME,
