@@ -509,6 +509,12 @@ def check_speculators(
     if node == 0:
         (vllm,) = calls["python"]
         assert vllm.argv[:2] == ["scripts/launch_vllm.py", case.path]
+        serve = vllm.argv[vllm.argv.index("--") + 1 :]
+        template = case.plan.launch.chat_template
+        if template is None:
+            assert "--chat-template" not in serve
+        else:
+            assert after(serve, "--chat-template") == template
         if case.nodes > 1:
             assert after(vllm.argv, "--mooncake-master") == f"{head}:35551"
             assert after(vllm.argv, "--data-parallel-address") == head

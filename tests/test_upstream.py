@@ -71,6 +71,10 @@ VLLM_SERVE_FLAGS = {
     "--headless",
     "--data-parallel-start-rank",
     "--trust-remote-code",
+    # the template vLLM renders conversations with (vllm/entrypoints/openai/cli_args.py
+    # BaseFrontendArgs.chat_template: "The file path to the chat template, or the template
+    # in single-line form"), which prepare-data's render endpoint applies server-side
+    "--chat-template",
 }
 # sgl-project/SpecForge 40d8feff (the commit the legacy format pins: the last with the
 # script) scripts/train_dflash.py and specforge/args.py (SGLangBackendArgs): the legacy
@@ -472,6 +476,55 @@ def _plain(flag: str):
         )
     )
     return Option(flag, kind=kind)
+
+
+@pytest.mark.parametrize("mode", ["online", "offline"])
+@pytest.mark.parametrize("shape", ["builtin", "two-nodes-8+8"])
+def test_speculators_renders_the_data_with_the_plans_chat_template(
+    tmp_path, catalog, baseline, shape, mode
+):
+    # prepare-data has no template option: vLLM renders each conversation
+    # (speculators/data_generation/preprocessing.py: "With a render endpoint the chat
+    # template is applied server-side"), so the plan's template goes to vLLM.
+    from dflash_plan.model.launch.common import capture_done
+    from support import edit
+
+    template = "./templates/my chat.jinja"
+    plan = edit(shapes(baseline)[shape], launch={"chat_template": template})
+    if mode == "offline":
+        plan = offline(plan, "speculators")
+    script = generate(plan, catalog, "speculators")
+    t_nodes = script.layout.target_nodes
+    ready = (
+        f"{output_dir(plan)}/data/dataset_info.json",
+        *(f"{capture_done(plan)}.{i}" for i in range(len(t_nodes))),
+    )
+    servers = [
+        c["argv"]
+        for _, calls in node_calls(tmp_path, script, ready)
+        for c in calls
+        if c["cmd"] == "python"
+    ]
+    assert len(servers) == len(t_nodes)
+    for argv in servers:
+        serve = argv[argv.index("--") + 1 :]
+        assert serve[serve.index("--chat-template") + 1] == template
+    # Unset: vLLM renders with the model's own template.
+    plan = edit(plan, launch={"chat_template": None})
+    assert "--chat-template" not in generate(plan, catalog, "speculators").text
+
+
+def test_speculators_warns_of_a_template_name_vllm_reads_as_a_file(catalog, baseline):
+    # vLLM's load_chat_template opens the value as a file, and takes it as the template
+    # itself only when it holds one of "{}\n": "qwen" (SpecForge's name) must be a file.
+    from support import edit
+
+    text = generate(edit(baseline, launch={"chat_template": "qwen"}), catalog, "speculators").text
+    assert "--chat-template qwen" in text
+    assert "warning: vLLM reads 'qwen' as a file name" in text
+    for fine in ("{{ messages }}", "./qwen.jinja"):
+        text = generate(edit(baseline, launch={"chat_template": fine}), catalog, "speculators").text
+        assert "--chat-template" in text and "vLLM reads" not in text
 
 
 # --- legacy and template ----------------------------------------------------------------------

@@ -59,6 +59,36 @@ def prepare_data(ctx: Context, base_url: str) -> str:
     )
 
 
+# vLLM's load_chat_template (vllm/entrypoints/chat_utils.py) opens --chat-template as a
+# file, and takes a value holding one of these (JINJA_CHARS) as the template itself.
+JINJA_CHARS = "{}\n"
+
+
+def chat_template(ctx: Context) -> list[object]:
+    """vLLM's `--chat-template` for launch.chat_template. prepare-data takes no template:
+    vLLM renders each conversation (speculators 0.9.0 data_generation/preprocessing.py:
+    "the chat template is applied server-side"); unset, with the model's own template."""
+    template = ctx.plan.launch.chat_template
+    return [] if template is None else ["--chat-template", template]
+
+
+def template_notes(ctx: Context) -> list[str]:
+    template = ctx.plan.launch.chat_template
+    if template is None:
+        return ["vLLM renders the conversations with the model's own chat template"]
+    note = (
+        f"vLLM renders the conversations with launch.chat_template {template!r} (its "
+        f"--chat-template: a Jinja file, a relative path from the folder this script runs "
+        f"in, or the template itself)"
+    )
+    if not any(c in template for c in JINJA_CHARS + "/."):
+        note += (
+            f"; warning: vLLM reads {template!r} as a file name, and a template name "
+            f"such as SpecForge's 'qwen' is not one: give a .jinja file or remove the key"
+        )
+    return [note]
+
+
 def vllm_segment_gib(ctx: Context) -> int:
     """Mooncake segment of one vLLM engine: each data-parallel engine registers a segment
     of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
@@ -154,6 +184,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "version; run this script from its top folder",
         f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
         f"{data_dir(ctx)} (skipped when that folder already holds the dataset)",
+        *template_notes(ctx),
     ]
     if multi:
         segment = vllm_segment_gib(ctx)
@@ -195,6 +226,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # sets model.trust_remote_code.
         serve: list[object] = [
             "--trust-remote-code",
+            *chat_template(ctx),
             "--data-parallel-size",
             replicas_total,
             "--tensor-parallel-size",
@@ -309,6 +341,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         f"prepare-data renders {p.launch.train_data_path} through the vLLM server into "
         f"{data_dir(ctx)}; each target node's vLLM writes its hidden states under "
         f"{HIDDEN_STATES_DIR} and generate-offline-data moves them to {hs_dir}",
+        *template_notes(ctx),
         f"the capture resumes: it skips samples already in {hs_dir}; delete that "
         f"folder and {capture_done(p)}.* before capturing other data",
     ]
@@ -339,6 +372,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
                 "--trust-remote-code",
                 "--",
                 "--trust-remote-code",
+                *chat_template(ctx),
                 "--data-parallel-size",
                 len(local),
                 "--tensor-parallel-size",
