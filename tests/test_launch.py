@@ -892,6 +892,25 @@ def test_a_header_costs_the_gpus_its_launch_rents(capsys, fmt):
     assert f"workload.transport = mooncake): {rented} for 16 GPUs billed\n" in text
 
 
+def test_an_offline_header_says_a_short_epoch_in_minutes(catalog, baseline):
+    # 32 + 128 B200 offline (20 nodes): an epoch trains in about 3 minutes, which read
+    # "6 epochs x 0.0 h".
+    from dflash_plan.model.core.projection import project
+
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 32},
+        drafter={"gpu": "b200", "count": 128},
+        workload={"mode": "offline"},
+    )
+    o = project(plan, catalog).offline
+    assert o is not None and o.train_days_per_epoch * 24 < 0.05
+    minutes = o.train_days_per_epoch * 24 * 60
+    text = generate(plan, catalog, "specforge").text
+    assert f"then {o.epochs} epochs x {minutes:,.0f} min = " in text
+    assert " 0.0 h" not in text
+
+
 def test_a_header_never_prints_a_zero_wide_range(capsys):
     # 16 H100 targets (TP 8) of Llama-3.3-70B feeding 8 H100 drafters through Mooncake:
     # the fetch binds at every scenario, so the throughput has no spread to show.

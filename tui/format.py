@@ -6,6 +6,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..model.basics import units
+
 if TYPE_CHECKING:
     from ..model.core.cost import Price, Prices
     from ..model.core.figures import Figure
@@ -104,16 +106,8 @@ def regeneration(regen: Regeneration, compact: bool = False) -> str:
 
 
 def duration(value_days: float | None, compact: bool = False) -> str:
-    """Days, or hours below a day and minutes below an hour, so that a short run never
-    reads '0.0 days'. Compact (a table cell): '7.7 h', '1.6 d', hours down to '0.1 h'."""
-    if value_days is None:
-        return DASH
-    hours = value_days * 24
-    if hours < 1 and not compact:
-        return f"{hours * 60:,.0f} min"
-    if hours < 24:
-        return f"{hours:,.1f} {'h' if compact else 'hours'}"
-    return f"{value_days:,.1f} {'d' if compact else 'days'}"
+    """model.basics.units.duration (the launch headers' too), or a dash."""
+    return DASH if value_days is None else units.duration(value_days, compact)
 
 
 def signed_duration(value_days: float | None) -> str:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
+from ..basics.units import duration
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
@@ -305,13 +306,10 @@ def offline_figures(projection: Projection) -> str:
     if o is None:
         return "projection of this offline run: does not fit: a role runs out of GPU memory"
 
-    def span(days: float) -> str:
-        return f"{days:,.1f} days" if days >= 1 else f"{days * 24:,.1f} h"
-
     text = (
         f"projection of this offline run: {o.tb:,.1f} TB of hidden states, capture "
-        f"{span(o.capture_days)} then {o.epochs} epochs x {span(o.train_days_per_epoch)} "
-        f"= {span(o.days)}"
+        f"{duration(o.capture_days)} then {o.epochs} epochs x "
+        f"{duration(o.train_days_per_epoch)} = {duration(o.days)}"
     )
     if o.cost is not None:
         text += f", cost {o.cost:,.0f} {o.cost_unit}"
