@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import stat
@@ -609,6 +610,50 @@ def run_script(
     for path in log.glob("*.args"):
         path.unlink()
     return calls
+
+
+def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
+    # 8 + 16 B200: node 0 runs only the 8 capture servers, the trainers nodes 1 and 2. The
+    # servers run until stopped; the node watches the first trainer node's Mooncake master,
+    # which stops with its trainer (here: gone at once), and exits, stopping them.
+    import signal
+
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    script = generate(plan, catalog, "specforge")
+    assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
+    bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master", "specforge"])
+    (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")
+    (bin_dir / "python").chmod(0o755)
+    (tmp_path / "log").mkdir()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "STUB_LOG": str(tmp_path / "log"),
+        "HOME": str(tmp_path),
+        "NODE_RANK": "0",
+        "DFLASH_FABRIC_IP": "10.0.0.0",
+    }
+    node = subprocess.Popen(
+        ["bash", "-c", script.text],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        status = node.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        status = None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+    assert status == 0, "the node still runs its capture servers after training ended"
+    watched = [
+        path.read_text().split("\0")
+        for path in (tmp_path / "log").glob("curl.*.args")
+        if "dflash-plan-run-alive" in path.read_text()
+    ]
+    assert watched
 
 
 def hostile_plan(plan: Plan, **sections) -> Plan:
