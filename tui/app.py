@@ -15,10 +15,12 @@ from typing import Any
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ..model.basics.errors import PlanError
 from .config import load_catalog, user_template
+from .format import printable
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
 from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
@@ -205,6 +207,26 @@ class PlannerApp(App[None]):
             )
         else:
             self.notify(f"Kept {found.path}: the next start offers it again")
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice, the screens' too: shown as it is written (a file name, a table
+        name such as [storage] or a plan name is never read as markup) and without
+        control characters (what a file holds never reaches the terminal raw)."""
+        super().notify(
+            printable(message, keep="\n"),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     @property
     def planner(self) -> PlannerScreen:
