@@ -383,7 +383,9 @@ async def test_save_as_refuses_a_name_over_255_bytes_in_one_line(tmp_path, monke
         assert not isinstance(app.screen, PathDialog)
         (toast,) = app._notifications
         assert toast.title == "Could not save" and not toast.markup
-        assert toast.message == f"{tmp_path / '[b]plan.toml'}: cannot write: no space left on device"
+        assert (
+            toast.message == f"{tmp_path / '[b]plan.toml'}: cannot write: no space left on device"
+        )
         assert app.state.dirty and app.state.path is None
     assert list(tmp_path.iterdir()) == []
 

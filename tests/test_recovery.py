@@ -5,13 +5,13 @@ where; the next start offers to open it (as this plan's unsaved edits) or discar
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import select
 import signal
 import struct
 import subprocess
 import sys
-import json
 import termios
 import time
 import tomllib
@@ -259,9 +259,7 @@ async def test_the_offer_lists_every_recovery_and_a_stop_never_replaces_one(plan
     assert recovered(newer)["target"]["count"] == 9  # the kept one as it was
 
 
-async def test_a_recovery_naming_what_is_gone_opens_the_rest_and_says_what_not(
-    plan_file, tmp_path
-):
+async def test_a_recovery_naming_what_is_gone_opens_the_rest_and_says_what_not(plan_file, tmp_path):
     """A GPU of a --hardware file not given now and a config.json deleted since: the
     plan's own values take their place, one notice names them; nothing crashes, so no
     stop writes the recovery again."""

@@ -247,7 +247,8 @@ def _revert(doc: dict[str, Any], parts: list[str], opened: dict[str, Any]) -> bo
     """Give the key at parts in doc the opened plan's value (remove it where that has
     none); where a table on the way is not a table, that whole entry. False when doc
     holds the opened plan's value already: nothing there to revert."""
-    node, theirs = doc, opened
+    node: dict[str, Any] = doc
+    theirs: Any = opened
     for i, part in enumerate(parts):
         if i < len(parts) - 1 and isinstance(node.get(part), dict):
             node = node[part]
