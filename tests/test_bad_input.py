@@ -335,6 +335,15 @@ def test_a_file_name_over_255_bytes_is_one_line(tmp_path, capsys, argv):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_search_winner_that_cannot_be_written_is_named_once(tmp_path, capsys):
+    (tmp_path / "cheapest_within_deadline.toml").mkdir()
+    argv = ["search", "--gpus", "b200", "--max-gpus", "4", "--deadline-days", "100"]
+    line = fail(capsys, [*argv, "-o", str(tmp_path)])
+    assert line == (
+        f"dflash-plan: {tmp_path / 'cheapest_within_deadline.toml'}: is a folder, not a file"
+    )
+
+
 def test_a_name_of_255_bytes_is_written_whole(tmp_path, capsys):
     """The temporary file beside it has a longer name: it is cut, the file is not."""
     path = tmp_path / ("b" * 250 + ".toml")

@@ -543,12 +543,7 @@ def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def
         candidate = getattr(result, name)
         if candidate is not None:
             plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
-            try:
-                save_plan(plan, folder / f"{name}.toml")
-            except OSError as err:
-                raise PlanError(
-                    f"{folder / name}.toml: cannot write: {err.strerror or err}"
-                ) from None
+            save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
             print(f"wrote {folder / name}.toml", file=sys.stderr)
 
 

@@ -93,17 +93,13 @@ def write_recovery(text: str, plan_path: Path | None) -> Path:
 
 
 def _first_free(first: Path, text: str) -> Path:
-    for n in range(1, MAX_RECOVERIES + 1):
-        path = numbered(first, n)
-        try:
-            write_new(path, text)
-        except FileExistsError:
-            continue
-        return path
-    raise SaveError(
-        f"{first}: {MAX_RECOVERIES} recovery files of this plan are there already "
-        f"(open or discard them)"
-    )
+    try:
+        return write_new([numbered(first, n) for n in range(1, MAX_RECOVERIES + 1)], text)
+    except FileExistsError:
+        raise SaveError(
+            f"{first}: {MAX_RECOVERIES} recovery files of this plan are there already "
+            f"(open or discard them)"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import os
 import stat
 import time
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,40 +192,52 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_new(path: Path, text: str) -> None:
-    """Create the file path holding text, whole or not at all, only where nothing has its
-    name: never through a symbolic link, never over a file (a recovery file: one planted
-    or written before is never replaced). FileExistsError when the name is taken; a
-    SaveError for any other failure. The file is the writer's only (mode 600)."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
+def write_new(paths: Sequence[Path], text: str) -> Path:
+    """Create the first of paths (names in one folder) that nothing holds yet, holding
+    text, whole or not at all: never through a symbolic link, never over a file (a
+    recovery file: one planted or written before is never replaced). Its path;
+    FileExistsError when every name is taken, a SaveError for any other failure. The
+    file is the writer's only (mode 600)."""
+    first = Path(paths[0])
+    directory = first.parent if str(first.parent) else Path(".")
+    _remove_stale_temps(directory, first.name)
     import tempfile
 
     tmp = None
+    path = first
     try:
         fd, tmp = tempfile.mkstemp(
-            prefix=_temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=directory
+            prefix=_temp_prefix(first.name), suffix=TEMP_SUFFIX, dir=directory
         )
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        try:
-            # A hard link is made only where no name exists (a dangling link included) and
-            # never follows one: the whole file appears at once, or EEXIST.
-            os.link(tmp, path)
-        except FileExistsError:
-            raise
-        except OSError as err:
-            if err.errno not in NO_HARD_LINKS:
-                raise
-            _write_exclusive(path, text)  # a file system without hard links (FAT, some FUSE)
+        for path in map(Path, paths):
+            with contextlib.suppress(FileExistsError):
+                _link_new(tmp, path, text)
+                return path
+        raise FileExistsError(errno.EEXIST, "every name is taken", str(first))
     except FileExistsError:
         raise
     except OSError as err:
         raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
     finally:
         _discard(tmp)
+
+
+def _link_new(tmp: str, path: Path, text: str) -> None:
+    """Give the written file tmp the name path where nothing holds it (FileExistsError
+    where something does). A hard link is made only where no name exists (a dangling link
+    included) and never follows one: the whole file appears at once."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as err:
+        if err.errno not in NO_HARD_LINKS:
+            raise
+        _write_exclusive(path, text)  # a file system without hard links (FAT, some FUSE)
 
 
 # What os.link raises where a file system has no hard links.
