@@ -20,15 +20,26 @@ from pathlib import Path
 import pytest
 import tomli_w
 from apphelp import planner, put, steady_cursors, text  # noqa: F401
+from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.basics.tomlfile import SaveError
 from dflash_plan.model.core.projection import project
-from dflash_plan.model.inputs.plan import default_plan, load_plan, plan_from_dict, save_plan
+from dflash_plan.model.inputs.plan import (
+    default_plan,
+    load_plan,
+    plan_from_dict,
+    plan_to_dict,
+    save_plan,
+)
 from dflash_plan.tui import recovery
 from dflash_plan.tui.cli import main
 from dflash_plan.tui.config import load_catalog
 from dflash_plan.tui.dialogs import ConfirmDialog
+from dflash_plan.tui.format import printable
 from dflash_plan.tui.planner.screen import PlannerScreen
 from dflash_plan.tui.state import Planner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import plan_docs
 from textual.widgets._toast import Toast
 
 SIZE = (120, 40)
@@ -354,6 +365,26 @@ async def test_a_recovered_plan_name_is_shown_without_control_characters_or_mark
         await pilot.pause()
         title = app.screen.query_one("#search-title").render().plain
         assert title == "Search from ]0;owned[b]bold[/b] 2Jplan"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=plan_docs(), dropped=st.sets(st.sampled_from(["storage", "regenerate", "cost"])))
+def test_opening_any_recovery_opens_a_plan_the_app_can_show_or_says_why(doc, dropped):
+    """Whatever a recovery file holds (hostile values, tables left out), opening it either
+    is refused in one PlanError or leaves a plan every picker can show: its GPUs and model
+    are the catalog's, and the view is drawn."""
+    state = Planner(load_catalog())
+    doc = {k: v for k, v in {**plan_to_dict(default_plan()), **doc}.items() if k not in dropped}
+    try:
+        lost = state.restore(doc)
+    except PlanError as err:
+        assert "\n" not in str(err)
+        return
+    assert all(isinstance(line, str) for line in lost)
+    assert {state.doc["target"]["gpu"], state.doc["drafter"]["gpu"]} <= set(state.catalog.gpus)
+    assert state.doc["workload"]["target_model"] in state.catalog.models
+    view = state.view()
+    assert view.name == printable(view.name)
 
 
 def test_recovery_files_are_unique_per_plan_path(tmp_path, monkeypatch):
