@@ -353,6 +353,49 @@ async def test_name_is_editable_and_a_changed_plan_never_looks_like_the_baseline
     assert app.state.plan.name.startswith("four B200 for the December")
 
 
+async def test_save_as_refuses_a_name_over_255_bytes_in_one_line(tmp_path, monkeypatch):
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await put(pilot, "target.count", "7")
+        await pilot.press("f2")
+        await pilot.pause()
+        # Linux file systems allow 255 bytes in one name: 300 + ".toml" is refused in the
+        # dialog, which stays open for another name.
+        await put(pilot, "path-input", str(tmp_path / ("a" * 300 + ".toml")))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, PathDialog)
+        shown = app.screen.query_one("#path-error").render().plain
+        assert shown.endswith(": cannot write: name too long (305 bytes in one name; at most 255)")
+        # A folder whose name reads as markup is shown as it is.
+        await put(pilot, "path-input", str(tmp_path / "[/]" / "plan.toml"))
+        await pilot.press("enter")
+        await pilot.pause()
+        shown = app.screen.query_one("#path-error").render().plain
+        assert shown.endswith(f"folder {tmp_path / '[/]'} does not exist")
+        # A file that fails as it is written (a full disk): a notice, the plan kept.
+        from dflash_plan.model.basics import tomlfile
+
+        monkeypatch.setattr(tomlfile.os, "fsync", _no_space)
+        await put(pilot, "path-input", str(tmp_path / "[b]plan.toml"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, PathDialog)
+        (toast,) = app._notifications
+        assert toast.title == "Could not save" and not toast.markup
+        assert (
+            toast.message == f"{tmp_path / '[b]plan.toml'}: cannot write: no space left on device"
+        )
+        assert app.state.dirty and app.state.path is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def _no_space(fd):
+    import errno
+
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
 async def test_80x24_cuts_nothing():
     app = planner()
     async with app.run_test(size=SMALL) as pilot:

@@ -311,6 +311,59 @@ def test_new_and_launch_bad_targets(tmp_path, capsys, make, expected):
     assert expected in fail(capsys, ["new", "--force", path])
 
 
+# Linux file systems (ext4, xfs, btrfs, tmpfs) allow at most 255 bytes in one name
+# (NAME_MAX); a name of 300 is refused with ENAMETOOLONG before anything is written.
+LONG_NAME = "a" * 300
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["new", "{long}.toml"],
+        ["new", "--force", "{long}.toml"],
+        ["launch", "-o", "{long}.sh"],
+        ["probe", "--gpu", "b200", "-o", "{long}.sh"],
+        ["search", "--gpus", "b200", "--max-gpus", "4", "-o", "{long}"],
+        ["search", "--gpus", "b200", "--max-gpus", "4", "-o", "{long}/winners"],
+    ],
+)
+def test_a_file_name_over_255_bytes_is_one_line(tmp_path, capsys, argv):
+    argv = [a.format(long=tmp_path / LONG_NAME) for a in argv]
+    name = next(part for a in argv for part in a.split("/") if LONG_NAME in part)
+    line = fail(capsys, argv)
+    assert f"name too long ({len(name)} bytes in one name; at most 255)" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_search_winner_that_cannot_be_written_is_named_once(tmp_path, capsys):
+    (tmp_path / "cheapest_within_deadline.toml").mkdir()
+    argv = ["search", "--gpus", "b200", "--max-gpus", "4", "--deadline-days", "100"]
+    line = fail(capsys, [*argv, "-o", str(tmp_path)])
+    assert line == (
+        f"dflash-plan: {tmp_path / 'cheapest_within_deadline.toml'}: is a folder, not a file"
+    )
+
+
+def test_a_name_of_255_bytes_is_written_whole(tmp_path, capsys):
+    """The temporary file beside it has a longer name: it is cut, the file is not."""
+    path = tmp_path / ("b" * 250 + ".toml")
+    assert main(["new", str(path)]) == 0
+    assert path.is_file() and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_config_folder_that_cannot_be_created_is_one_line(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path / "file" / "config"))
+    verda = Path(__file__).parent / "data" / "catalogs" / "verda" / "vms.csv"
+    line = fail(capsys, ["prices", "--import", str(verda), "--date", "2026-11-30"])
+    assert line == (
+        f"dflash-plan: {tmp_path / 'file' / 'config'}: cannot create the folder: "
+        f"{tmp_path / 'file'} is a file"
+    )
+
+
 def test_a_link_to_a_device_or_pipe_is_not_replaced(tmp_path, capsys):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

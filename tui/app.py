@@ -15,14 +15,16 @@ from typing import Any
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ..model.basics.errors import PlanError
 from .config import load_catalog, user_template
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
+from .format import printable
 from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
-from .recovery import Recovered, discard, find_recovery, read_recovery, rescue
+from .recovery import Recovered, discard, find_recoveries, offer, read_recovery, rescue
 from .state import Planner
 
 # An edit typed after this much quiet is recomputed at once; edits typed closer together
@@ -130,8 +132,8 @@ class PlannerApp(App[None]):
             except (ValueError, RuntimeError, NotImplementedError):
                 continue  # not the main thread, or no signals here
             self._signals.append(sig)
-        found = find_recovery(self.state.path)
-        if found is not None:
+        found = find_recoveries(self.state.path)
+        if found:
             self.offer_recovery(found)
 
     def _started(self) -> None:
@@ -176,35 +178,92 @@ class PlannerApp(App[None]):
         self.exit(return_code=128 + sig.value)
 
     @work(exclusive=True, group="dialog")
-    async def offer_recovery(self, found: Recovered) -> None:
-        """Ask whether to open a recovered plan: opened, it is this plan's unsaved edits
-        (saving writes this plan's file); discarded, its file is deleted."""
-        answer = await self.push_screen_wait(
-            ConfirmDialog(
-                found.question(self.state.path),
-                [("Open it", "open", "primary"), ("Discard", "discard", "error")],
+    async def offer_recovery(self, found: list[Recovered]) -> None:
+        """Offer the recovered plans, newest first, each in turn (the question lists them
+        all): opened, one is this plan's unsaved edits (saving writes this plan's file)
+        and the others are kept; discarded, its file is deleted; kept, the next start
+        offers it again."""
+        found, at = list(found), 0
+        while at < len(found):
+            answer = await self.push_screen_wait(
+                ConfirmDialog(
+                    offer(found, at, self.state.path),
+                    [
+                        ("Open it", "open", "primary"),
+                        ("Discard", "discard", "error"),
+                        ("Keep", "keep", "default"),
+                    ],
+                )
             )
-        )
-        if answer == "open":
-            try:
-                self.state.restore(read_recovery(found.path), found.path)
-            except PlanError as err:
+            chosen = found[at]
+            if answer == "open":
+                if self.open_recovery(chosen):
+                    return
+                at += 1  # not opened: kept, the next one is offered
+            elif answer == "discard":
+                problem = discard(chosen.path)
                 self.notify(
-                    str(err),
-                    title="Could not open the recovered plan",
-                    severity="error",
-                    timeout=10,
+                    problem or f"Discarded {chosen.path}",
+                    severity="error" if problem else "information",
+                )
+                if problem:
+                    at += 1
+                else:
+                    found.pop(at)
+            elif answer == "keep":
+                self.notify(f"Kept {chosen.path}: the next start offers it again")
+                at += 1
+            else:  # escape: every one not answered yet is kept
+                kept = found[at:]
+                self.notify(
+                    f"Kept {kept[0].path}: the next start offers it again"
+                    if len(kept) == 1
+                    else f"Kept {len(kept)} recovered plans: the next start offers them again"
                 )
                 return
-            self.planner.publish()
-            self.notify(f"Opened the plan recovered from {found.path}; it is not saved yet")
-        elif answer == "discard":
-            problem = discard(found.path)
+
+    def open_recovery(self, found: Recovered) -> bool:
+        """Open a recovered plan as this plan's unsaved edits, and say in one line what
+        could not be restored; False (and why, in a notice) when it cannot be opened."""
+        try:
+            lost = self.state.restore(read_recovery(found.path), found.path)
+        except PlanError as err:
             self.notify(
-                problem or f"Discarded {found.path}", severity="error" if problem else "information"
+                str(err), title="Could not open the recovered plan", severity="error", timeout=10
             )
-        else:
-            self.notify(f"Kept {found.path}: the next start offers it again")
+            return False
+        self.planner.publish()
+        said = f"Opened the plan recovered from {found.path} (not saved yet)"
+        if not lost:
+            self.notify(said)
+            return True
+        of = self.state.path.name if self.state.path is not None else "the built-in plan"
+        self.notify(
+            f"{said}; could not restore {'; '.join(lost)}; {of}'s values are kept for those",
+            severity="warning",
+            timeout=15,
+        )
+        return True
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice, the screens' too: shown as it is written (a file name, a table
+        name such as [storage] or a plan name is never read as markup) and without
+        control characters (what a file holds never reaches the terminal raw)."""
+        super().notify(
+            printable(message, keep="\n"),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     @property
     def planner(self) -> PlannerScreen:

@@ -399,7 +399,7 @@ class ChartsScreen(Screen[None]):
         self.projection, self.catalog, self.plan_title = projection, catalog, title
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Charts of {self.plan_title}", id="charts-note")
+        yield Static(f"Charts of {self.plan_title}", id="charts-note", markup=False)
         split = Vertical(
             Static("", id="split-why", classes="chart-why"),
             Chart(id="split-chart"),

@@ -535,24 +535,15 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
+    from ..model.basics.tomlfile import make_folder
     from ..model.inputs.plan import save_plan
 
-    if folder.exists() and not folder.is_dir():
-        raise PlanError(f"{folder}: exists and is not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise PlanError(f"{folder}: cannot create the folder: {err.strerror or err}") from None
+    make_folder(folder)
     for name in ("cheapest_within_deadline", "fastest_within_budget", "most_tokens_per_cost"):
         candidate = getattr(result, name)
         if candidate is not None:
             plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
-            try:
-                save_plan(plan, folder / f"{name}.toml")
-            except OSError as err:
-                raise PlanError(
-                    f"{folder / name}.toml: cannot write: {err.strerror or err}"
-                ) from None
+            save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
             print(f"wrote {folder / name}.toml", file=sys.stderr)
 
 
@@ -657,7 +648,7 @@ MAX_CATALOG_BYTES = 256 * 1024 * 1024
 
 def _import_prices(args: argparse.Namespace) -> int:
     """`prices --import FILE`: the catalog's offers into the user's offers.toml."""
-    from ..model.basics.tomlfile import read_text, write_atomic
+    from ..model.basics.tomlfile import make_folder, read_text, write_atomic
     from ..model.inputs.pricecatalog import merge, read_catalog
     from .config import user_config_dir
 
@@ -670,7 +661,7 @@ def _import_prices(args: argparse.Namespace) -> int:
     target = user_config_dir() / "offers.toml"
     existing = read_text(target) if target.is_file() else None
     merged = merge(existing, str(target), imported)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent)
     write_atomic(target, merged.text)
     print(imported.summary())
     replaced = f", replacing {merged.replaced:,} from an earlier import" if merged.replaced else ""
@@ -750,10 +741,9 @@ COMMANDS: dict[str, Command] = {
 
 def _write_new(path: Path, text: str, force: bool, executable: bool = False) -> None:
     """Write a file the user named (atomically; refuses to overwrite without --force)."""
-    from ..model.basics.tomlfile import write_atomic
+    from ..model.basics.tomlfile import writable_target, write_atomic
 
-    if path.is_dir():
-        raise PlanError(f"{path}: is a folder, not a file")
+    writable_target(path)  # a folder, a name too long: said before "already exists"
     if (path.exists() or path.is_symlink()) and not force:
         raise PlanError(f"{path}: already exists (use --force to overwrite)")
     write_atomic(path, text)

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from ..model.basics.tomlfile import SaveError, writable_target
 from ..model.core import figures as F
 
 # The line of help.md the results figures' list replaces.
@@ -88,9 +89,10 @@ class PathDialog(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="path-dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
-            yield Static("", id="path-error", classes="dialog-error")
+            # A path's brackets are shown as they are, never read as markup.
+            yield Static("", id="path-error", classes="dialog-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action_text, variant="primary", id="path-ok")
                 yield Button("Cancel", id="path-cancel")
@@ -138,7 +140,7 @@ class ConfirmDialog(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="confirm-dialog"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(self.question, classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 for label, value, variant in self.answers:
                     yield Button(label, variant=variant, id=f"answer-{value}")  # type: ignore[arg-type]
@@ -173,9 +175,14 @@ def unsaved_question() -> ConfirmDialog:
 
 
 def writable(path: Path) -> str | None:
-    """Why path cannot be written to (None when it can)."""
-    if path.is_dir():
-        return f"{path} is a folder"
-    if not path.parent.exists():
-        return f"folder {path.parent} does not exist"
+    """Why path cannot be written to (None when it can): the check every save makes."""
+    try:
+        writable_target(path)
+    except SaveError as err:
+        return str(err)
     return None
+
+
+def not_written(path: Path, err: OSError) -> str:
+    """Why a file was not written, in one line naming it (a SaveError names it already)."""
+    return str(err) if isinstance(err, SaveError) else f"{path}: {err.strerror or err}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.basics.errors import PlanError
+from ..model.basics.validation import short_repr
 from ..model.core.calibration import bind_to_workload, rebound
 from ..model.core.labels import derived_name
 from ..model.core.projection import Projection, project
@@ -22,6 +23,7 @@ from ..model.inputs.catalog import Catalog
 from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put, show
+from .format import printable
 
 # Edits that change the workload a measurement was taken on (model/core/calibration.py).
 WORKLOAD_KEYS = frozenset(
@@ -224,6 +226,42 @@ def _without_none(node: Any) -> Any:
 
 def _content(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "name"}
+
+
+# A recovery file with more values than this that cannot be restored is not opened.
+MAX_NOT_RESTORED = 20
+_MISSING: Any = object()
+
+
+def _at(doc: dict[str, Any], parts: list[str]) -> Any:
+    """The value at a dotted key's parts in doc (_MISSING where there is none)."""
+    node: Any = doc
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _revert(doc: dict[str, Any], parts: list[str], opened: dict[str, Any]) -> bool:
+    """Give the key at parts in doc the opened plan's value (remove it where that has
+    none); where a table on the way is not a table, that whole entry. False when doc
+    holds the opened plan's value already: nothing there to revert."""
+    node: dict[str, Any] = doc
+    theirs: Any = opened
+    for i, part in enumerate(parts):
+        if i < len(parts) - 1 and isinstance(node.get(part), dict):
+            node = node[part]
+            theirs = theirs.get(part) if isinstance(theirs, dict) else None
+            continue
+        kept = theirs.get(part, _MISSING) if isinstance(theirs, dict) else _MISSING
+        if kept is _MISSING:
+            return node.pop(part, _MISSING) is not _MISSING
+        if node.get(part, _MISSING) == kept:
+            return False
+        node[part] = copy.deepcopy(kept)
+        return True
+    return False
 
 
 class Planner:
@@ -452,18 +490,11 @@ class Planner:
         doc = copy.deepcopy(self.doc)
         doc["name"] = self.name
         try:
-            plan = plan_from_dict(doc, "plan")
-            catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
-            projection = project(plan, catalog)
-            check_finite(projection)
+            plan, catalog, projection = self._projected(doc, "plan")
         except PlanError as err:
             self.problem = Problem(
                 field_for(err.key, self.doc) or self.last_key, reason_of(err), False
             )
-            self.current = False
-            return
-        except FILE_ERRORS as err:  # a config.json the plan names
-            self.problem = Problem("workload.target_model", reason_of(file_error(None, err)), False)
             self.current = False
             return
         self.plan, self.catalog = plan, catalog
@@ -473,6 +504,23 @@ class Planner:
                 self.current = False
                 return
         self.projection, self.current = projection, True
+
+    def _projected(self, doc: dict[str, Any], where: str) -> tuple[Plan, Catalog, Projection]:
+        """A plan document read as a plan file is (a table left out has its defaults) and
+        checked end to end against this catalog: the plan, the catalog with its target
+        model, the projection. A PlanError naming the key it concerns for anything wrong
+        (what reading a config.json the plan names raised concerns workload.target_model)."""
+        try:
+            plan = plan_from_dict(doc, where)
+            catalog = with_target(self.catalog, plan, self.path.parent if self.path else None)
+            projection = project(plan, catalog)
+            check_finite(projection)
+        except PlanError:
+            raise
+        except FILE_ERRORS as err:  # a config.json the plan names
+            error = file_error(None, err)
+            raise PlanError(str(error), "workload.target_model", reason=reason_of(error)) from None
+        return plan, catalog, projection
 
     def take_notices(self) -> list[str]:
         """What the user should be told about the last edits, once."""
@@ -605,24 +653,39 @@ class Planner:
         ]
         return "\n".join(lines) + "\n" + tomli_w.dumps(doc)
 
-    def restore(self, doc: dict[str, Any], recovered: Path | None = None) -> None:
+    def restore(self, doc: dict[str, Any], recovered: Path | None = None) -> list[str]:
         """Take a recovery file's plan as the edits of the plan opened now (unsaved, saved
-        to this plan's file). PlanError when it is not a plan document of this shape."""
+        to this plan's file), read as a plan file is (a table left out has its defaults)
+        and checked against this catalog. A value that cannot be restored (a GPU of a
+        --hardware file not given now, a config.json since deleted, a value that is not
+        valid) keeps the opened plan's: what was not restored is returned, one
+        "key = value (why)" each. PlanError when the file is not a plan this can open."""
+        where = str(recovered) if recovered is not None else "recovery file"
         doc = copy.deepcopy(doc)
-        for table, value in self.doc.items():
-            if isinstance(value, dict) and not isinstance(doc.get(table), dict):
-                raise PlanError(
-                    f"{recovered or 'recovery file'}: [{table}] is missing: "
-                    f"not a dflash-plan recovery file"
-                )
-        name = doc.pop("name", "")
-        self.doc = doc
+        if isinstance(doc.get("name"), str):  # shown in the title: nothing a terminal runs
+            doc["name"] = printable(doc["name"]).strip()
+        opened = _content(self.doc)
+        lost: list[str] = []
+        while True:
+            try:
+                plan = self._projected(doc, where)[0]
+                break
+            except PlanError as err:
+                parts = err.key.split(".") if err.key else []
+                value = _at(doc, parts)
+                if len(lost) >= MAX_NOT_RESTORED or not parts or not _revert(doc, parts, opened):
+                    raise
+                shown = "(left out)" if value is _MISSING else short_repr(value)
+                lost.append(f"{err.key} = {shown} ({reason_of(err)})")
+        self.doc = plan_to_dict(plan)
+        name = self.doc.pop("name", "")
         self._user_name = str(name).strip() or None
         self.invalid = {}
         self.last_key, self.source = "target.count", None
         self.recovered = recovered
         self.recompute()
         self.generation += 1
+        return lost
 
     def forget_recovery(self) -> None:
         """The recovered edits were saved or dropped: their recovery file goes."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,10 @@ BOM = "\ufeff"
 # Temporary files of a save sit next to the file: `.plan.toml.dflash-plan-<pid>-<random>.tmp`.
 TEMP_MARK = ".dflash-plan-"
 TEMP_SUFFIX = ".tmp"
+# Linux file systems (ext4, xfs, btrfs, tmpfs) allow 255 bytes in one name (NAME_MAX); a
+# temporary file's name keeps this many of its file's name, leaving room for the rest.
+NAME_MAX_BYTES = 255
+TEMP_NAME_BYTES = 200
 # A temporary file this old is left over from a killed save even if its pid is in use again.
 STALE_TEMP_S = 3600.0
 
@@ -100,6 +106,55 @@ def line_of(text: str, dotted: tuple[str, ...]) -> int | None:
     return None
 
 
+def writable_target(path: Path) -> Path:
+    """The file a write to path replaces: path, or a symbolic link's target. A SaveError
+    (one line) when it cannot be written: a folder, a device or a pipe, a folder that does
+    not exist, a name the file system refuses (over 255 bytes) or cannot look at."""
+    path = Path(path)
+    found = _status(path, path, follow=False)
+    is_link = found is not None and stat.S_ISLNK(found.st_mode)
+    target = Path(os.path.realpath(path)) if is_link else path
+    directory = target.parent if str(target.parent) else Path(".")
+    found = _status(path, target, follow=True)
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise SaveError(f"{path}: is a folder, not a file")
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        # A device or a pipe (e.g. a link to /dev/full) is not replaced by a file.
+        raise SaveError(f"{path}: cannot write: not a regular file")
+    folder = _status(path, directory, follow=True)
+    if folder is None or not stat.S_ISDIR(folder.st_mode):
+        raise SaveError(f"{path}: cannot write: folder {directory} does not exist")
+    return target
+
+
+def _status(path: Path, looked_at: Path, follow: bool) -> os.stat_result | None:
+    """looked_at's status (None: nothing there); a SaveError about path when the file
+    system refuses to look (a name too long, a folder that cannot be searched)."""
+    try:
+        return os.stat(looked_at, follow_symlinks=follow)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        if follow and err.errno == errno.ELOOP:
+            return None  # a link to itself: nothing there to replace
+        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
+
+
+def make_folder(path: Path) -> None:
+    """Create a folder and its parents unless it exists: a SaveError (one line) when it
+    cannot be (a file in its place or above it, a name too long, no permission)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SaveError(f"{path}: exists and is not a folder") from None
+    except NotADirectoryError:
+        above = next((p for p in path.parents if p.is_file()), path.parent)
+        raise SaveError(f"{path}: cannot create the folder: {above} is a file") from None
+    except OSError as err:
+        raise SaveError(f"{path}: cannot create the folder: {_reason(err, path)}") from None
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write text to path so that the file is either the old one or the whole new one.
 
@@ -108,22 +163,15 @@ def write_atomic(path: Path, text: str) -> None:
     `.NAME.dflash-plan-PID-RANDOM.tmp`; those a killed save left are removed by the next save
     of the same file. Any failure is a SaveError naming the file and the reason."""
     path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target = writable_target(path)
     directory = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise SaveError(f"{path}: is a folder, not a file")
-    if target.exists() and not target.is_file():
-        # A device or a pipe (e.g. a link to /dev/full) is not replaced by a file.
-        raise SaveError(f"{path}: cannot write: not a regular file")
-    if not directory.is_dir():
-        raise SaveError(f"{path}: cannot write: folder {directory} does not exist")
     _remove_stale_temps(directory, target.name)
     import tempfile  # only for writing: keeps read-only commands fast
 
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(
-            prefix=f".{target.name}{TEMP_MARK}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory
+            prefix=_temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory
         )
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -138,10 +186,89 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, target)
     except OSError as err:
         _discard(tmp)
-        raise SaveError(f"{path}: cannot write: {_reason(err)}") from None
+        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
     except BaseException:
         _discard(tmp)
         raise
+
+
+def write_new(paths: Sequence[Path], text: str) -> Path:
+    """Create the first of paths (names in one folder) that nothing holds yet, holding
+    text, whole or not at all: never through a symbolic link, never over a file (a
+    recovery file: one planted or written before is never replaced). Its path;
+    FileExistsError when every name is taken, a SaveError for any other failure. The
+    file is the writer's only (mode 600)."""
+    first = Path(paths[0])
+    directory = first.parent if str(first.parent) else Path(".")
+    _remove_stale_temps(directory, first.name)
+    import tempfile
+
+    tmp = None
+    path = first
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=_temp_prefix(first.name), suffix=TEMP_SUFFIX, dir=directory
+        )
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for path in map(Path, paths):
+            with contextlib.suppress(FileExistsError):
+                _link_new(tmp, path, text)
+                return path
+        raise FileExistsError(errno.EEXIST, "every name is taken", str(first))
+    except FileExistsError:
+        raise
+    except OSError as err:
+        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
+    finally:
+        _discard(tmp)
+
+
+def _link_new(tmp: str, path: Path, text: str) -> None:
+    """Give the written file tmp the name path where nothing holds it (FileExistsError
+    where something does). A hard link is made only where no name exists (a dangling link
+    included) and never follows one: the whole file appears at once."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as err:
+        if err.errno not in NO_HARD_LINKS:
+            raise
+        _write_exclusive(path, text)  # a file system without hard links (FAT, some FUSE)
+
+
+# What os.link raises where a file system has no hard links.
+NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.ENOSYS})
+
+
+def _write_exclusive(path: Path, text: str) -> None:
+    """Create path (O_EXCL: only where no name exists; O_NOFOLLOW: never through a link)
+    and write text; a file left half-written by a failure is removed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        _discard(str(path))
+        raise
+
+
+def _temp_stem(name: str) -> str:
+    """The start of the temporary files' names beside the file `name`: the name cut to
+    leave room for the mark, the pid and the random part within the 255 bytes a file
+    system allows in one name (so that a name near the limit is still written)."""
+    cut = os.fsencode(name)[:TEMP_NAME_BYTES].decode("utf-8", "ignore")
+    return f".{cut}{TEMP_MARK}"
+
+
+def _temp_prefix(name: str) -> str:
+    return f"{_temp_stem(name)}{os.getpid()}-"
 
 
 def _discard(tmp: str | None) -> None:
@@ -150,7 +277,12 @@ def _discard(tmp: str | None) -> None:
             os.unlink(tmp)
 
 
-def _reason(err: OSError) -> str:
+def _reason(err: OSError, path: Path | None = None) -> str:
+    if err.errno == errno.ENAMETOOLONG and path is not None:
+        longest = max(len(os.fsencode(part)) for part in Path(path).parts)
+        if longest > NAME_MAX_BYTES:
+            return f"name too long ({longest:,} bytes in one name; at most {NAME_MAX_BYTES})"
+        return f"path too long ({len(os.fsencode(str(path))):,} bytes)"
     reasons = {
         errno.EROFS: "read-only file system",
         errno.ENOSPC: "no space left on device",
@@ -164,7 +296,7 @@ def _reason(err: OSError) -> str:
 
 def _remove_stale_temps(directory: Path, name: str) -> None:
     """Remove temporary files of earlier saves of `name` whose process is gone."""
-    prefix = f".{name}{TEMP_MARK}"
+    prefix = _temp_stem(name)
     try:
         entries = [
             entry

@@ -24,7 +24,7 @@ from ...model.basics.errors import PlanError
 from ...model.basics.tomlfile import write_atomic
 from ...model.inputs.catalog import Catalog
 from ...model.inputs.plan import Plan
-from ..dialogs import PathDialog, overwrite_question, unsaved_question, writable
+from ..dialogs import PathDialog, not_written, overwrite_question, unsaved_question, writable
 from ..fields import FIELDS
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
@@ -484,7 +484,7 @@ class PlannerScreen(Screen[None]):
             if fmt not in DOCUMENT_SUFFIX:  # a script, not a document for a launcher
                 path.chmod(path.stat().st_mode | 0o111)
         except OSError as err:
-            self.notify(f"Could not write {path}: {err.strerror or err}", severity="error")
+            self.notify(not_written(path, err), title="Could not export", severity="error")
             return
         self.notify(f"Wrote {path}")
 
@@ -501,7 +501,7 @@ class PlannerScreen(Screen[None]):
         try:
             self.state.save(path)
         except OSError as err:
-            self.notify(f"Could not save {path}: {err.strerror or err}", severity="error")
+            self.notify(not_written(path, err), title="Could not save", severity="error")
             return False
         self.publish()
         self.notify(f"Saved {path}")
