@@ -109,7 +109,7 @@ class Workload(_Section):
     storage_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="precision of hidden states written to storage (offline)"
     )
-    regenerate: bool = Field(
+    regenerate: v.Flag = Field(
         False,
         description="first regenerate the answers with the target (decode), a phase before "
         "the capture and training ([regenerate] sets its GPUs)",
@@ -236,7 +236,7 @@ class Measurement(_Section):
     avg_sample_tokens: SequenceTokens | None = None
     num_anchors: AnchorCount | None = Field(None, description="drafter measurements")
     batch_size: BatchSize | None = Field(None, description="drafter measurements")
-    gpu_busy: bool | None = None
+    gpu_busy: v.Flag | None = None
     bound: Literal["exact", "at_least"] = Field(
         "exact",
         description="at_least: the role kept up at this rate (e.g. its input "
@@ -302,9 +302,9 @@ _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 
 def _dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
+    if len(value) > v.K8S_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(value):
         raise ValueError(
-            "must be a Kubernetes object name: at most 253 lower-case letters, digits, "
+            f"must be a Kubernetes object name: at most {v.K8S_NAME_CHARS} lower-case letters, digits, "
             "'-' and '.', starting and ending with a letter or digit"
         )
     return value
@@ -319,7 +319,9 @@ def _label_value(value: str) -> str:
     return value
 
 
-K8sName = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_dns_subdomain)]
+K8sName = Annotated[
+    str, BeforeValidator(v.one_line(v.K8S_NAME_CHARS)), AfterValidator(_dns_subdomain)
+]
 LabelValue = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_label_value)]
 
 
