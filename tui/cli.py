@@ -392,13 +392,13 @@ def _run_calibrate(args: argparse.Namespace) -> int:
             print(f"  note: {note}", file=sys.stderr)
         points += reading.points
     before = project(plan, catalog)
-    calibrated = add_points(plan, points, args.gpu)
-    catalog.gpu(args.gpu, "--gpu") if args.gpu else None
+    gpu = catalog.key(args.gpu, "--gpu") if args.gpu else None  # 'B200' is b200
+    calibrated = add_points(plan, points, gpu)
     after = project(calibrated, catalog)
     for point in points:
         m = point.measurement
         print(
-            f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+            f"{point.role} on {point.gpu or gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
             f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
         )
     for label, p in (("before", before), ("after", after)):

@@ -1020,13 +1020,13 @@ def _borrowed_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
 
 def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: bool) -> int:
     """The rental offers, cheapest first per GPU, with their unit and age."""
+    if gpu is not None:
+        gpu = catalog.key(gpu, "--gpu")  # as people write it: 'B200' is b200
     rows = [
         o
         for o in catalog.offers
         if (gpu is None or o.gpu == gpu) and (provider is None or o.provider == provider)
     ]
-    if gpu is not None and gpu not in catalog.gpus:
-        catalog.gpu(gpu, "--gpu")
     if as_json:
         json.dump(
             [
