@@ -113,6 +113,44 @@ def test_check_exit_code_for_a_plan_that_does_not_fit(tmp_path, capsys, baseline
     assert "does NOT fit" in out and "ok" not in out and "target does not fit: needs" in out
 
 
+def test_check_exit_code_for_an_offline_plan_over_its_storage(tmp_path, capsys, baseline):
+    """Offline data over storage.tb does not fit, as memory that does not: exit 3 with the
+    reason (it was "ok", exit 0). The built-in workload captures 76.8 TB (1.875 G tokens x
+    40,976 bytes per token, tests/test_offline.py); 50 TB does not hold it."""
+    path = tmp_path / "offline.toml"
+    path.write_text(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50}).to_toml())
+    assert main(["check", str(path)]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: valid, but does NOT fit (")
+    assert "offline hidden states need 76.8 TB" in out and "storage.tb is 50.0 TB" in out
+    path.write_text(edit(baseline, workload={"mode": "offline"}, storage={"tb": 80}).to_toml())
+    assert main(["check", str(path)]) == 0
+
+
+@pytest.mark.parametrize(
+    "sets, reason",
+    [
+        (["workload.mode=offline", "storage.tb=50"], "offline hidden states need 76.8 TB"),
+        (
+            ["workload.target_model=llama-3.3-70b-instruct", "target.gpu=rtx-4090"],
+            "target does not fit: needs",
+        ),
+    ],
+)
+def test_launch_says_a_plan_does_not_fit(capsys, sets, reason):
+    """launch writes a plan that does not fit (storage as memory) all the same, and says
+    why: one line on stderr, and in the script's header."""
+    argv = ["launch"]
+    for item in sets:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: the plan does not fit: ") and reason in err
+    assert len(err.splitlines()) == 1
+    header = [line for line in out.splitlines() if line.startswith("# projection of this")]
+    assert header and "does not fit: " in header[0] and reason in header[0]
+
+
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
     log = Path(__file__).parent / "data" / "runlogs" / "own.csv"
     assert main(["calibrate", str(log)]) == 0
@@ -126,7 +164,7 @@ def test_check_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "3: valid but a role does not fit in GPU memory" in out
+    assert "3: valid but does not fit (a role in GPU memory, the offline data in storage.tb" in out
     assert "2 bad input" in out
 
 

@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 # Exit codes (also in `dflash-plan --help` and the README).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
-EXIT_DOES_NOT_FIT = 3  # `check`: a valid plan that does not fit in GPU memory
+EXIT_DOES_NOT_FIT = 3  # `check`: a valid plan that does not fit (Projection.does_not_fit)
 EXIT_INTERRUPTED = 130
+
+# What "does not fit" covers (Projection.does_not_fit), as the help says it.
+FIT_WORDS = (
+    "a role in GPU memory, the offline data in storage.tb, the Mooncake store in host memory"
+)
 
 EXIT_CODES = (
     f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
     f"naming the file, line or key, the bad value and what is allowed); "
-    f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
-    f"memory; the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
+    f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit ({FIT_WORDS}); "
+    f"the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
     f"writes the unsaved plan to a recovery file, named on stderr)"
 )
 
@@ -219,11 +224,20 @@ def _add_launch(p: argparse.ArgumentParser) -> None:
 
 
 def _run_launch(args: argparse.Namespace) -> int:
+    from ..model.core.projection import project
     from ..model.launch import generate
     from .config import load_catalog, open_plan, user_template
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     script = generate(plan, catalog, args.format, template=user_template())
+    # As `check`: a plan that does not fit is launched all the same, and said so (the
+    # script's header says it too).
+    if (unfit := project(plan, catalog).does_not_fit) is not None:
+        print(
+            f"warning: the plan does not fit: {one_line(unfit.message)}; the launch is "
+            f"written all the same",
+            file=sys.stderr,
+        )
     if args.output is None:
         sys.stdout.write(script.text)
         return EXIT_OK
@@ -271,16 +285,12 @@ def _run_check(args: argparse.Namespace) -> int:
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
     projection = project(plan, catalog)
     name = plan.name or "unnamed plan"
-    if projection.fits:
+    unfit = projection.does_not_fit
+    if unfit is None:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
-    else:
-        why = next(
-            d.message
-            for d in projection.diagnostics
-            if d.code in ("does-not-fit", "fits-central-only")
-        )
-        print(f"{args.plan}: valid, but does NOT fit in GPU memory ({name}): {why}")
-    return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
+        return EXIT_OK
+    print(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}")
+    return EXIT_DOES_NOT_FIT
 
 
 def _add_new(p: argparse.ArgumentParser) -> None:
@@ -705,13 +715,12 @@ COMMANDS: dict[str, Command] = {
     "models": Command("list the target model presets", _add_models, _run_models),
     "check": Command(
         "validate a plan file; exit 0 when it can be projected and fits, "
-        f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit in GPU memory",
+        f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit",
         _add_check,
         _run_check,
         description=f"Validate PLAN.toml and project it. Exit {EXIT_OK}: valid "
-        f"and fits; {EXIT_DOES_NOT_FIT}: valid but a role does not "
-        f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
-        f"on stderr).",
+        f"and fits; {EXIT_DOES_NOT_FIT}: valid but does not fit ({FIT_WORDS}), the "
+        f"reason on stdout; {EXIT_BAD_INPUT}: bad input (one line on stderr).",
     ),
     "new": Command("write the built-in plan to a file, to edit", _add_new, _run_new),
     "validate": Command(
