@@ -267,3 +267,84 @@ def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
     written = tomllib.loads(path.read_text())
     assert written["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
     assert written["workload"]["samples"] == 1_000_000
+
+
+# --- output to pipes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["project"], ["gpus"]])
+def test_a_reader_gone_ends_quietly_with_exit_0(argv):
+    """`dflash-plan project | head -2` exited 1 (Rich's exit on a broken pipe): a closed
+    pipe ends it with exit 0 and nothing on stderr, as Unix tools do. The pipe's read end
+    is closed before the command writes."""
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    code = "import sys; from dflash_plan.tui.cli import main; sys.exit(main(sys.argv[1:]))"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, *argv], stdout=write, stderr=subprocess.PIPE, timeout=60
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr.decode()) == (0, "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["project"], ["project", "--set", "target.gpu=b300", "--baseline"], ["gpus"], ["models"]],
+)
+def test_piped_output_has_no_trailing_spaces(capsys, monkeypatch, argv):
+    """Piped, the report's lines end at their text: Rich padded every row of a table to
+    80 columns."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and [line for line in lines if line.endswith(" ")] == []
+
+
+def test_compare_help_says_each_output_format(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag in ("--json print JSON", "--markdown print the table as Markdown", "--csv print"):
+        assert flag in out, flag
+
+
+def test_a_small_plan_costs_more_than_0(capsys):
+    """A 1,000-sample plan read "total cost 0". The built-in plan's cost is 844.69
+    RTX PRO 6000-hours for 800,000 samples (140.78 per epoch, $1,668.26): 1,000 samples
+    cost 844.69 / 800 = 1.06 (0.176 per epoch, ~$2.09), to three significant digits."""
+    assert main(["project", "--set", "workload.samples=1000"]) == 0
+    out = capsys.readouterr().out
+    assert "total cost  1.06 RTX PRO 6000-hours (0.176 per epoch; ~$2.09 at catalog" in out
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0.0023, "0.00230"), (0.176, "0.176"), (2.085, "2.08"), (9.994, "9.99"), (10.4, "10")],
+)
+def test_a_cost_is_whole_from_10_and_three_figures_below(value, text):
+    from dflash_plan.tui import format as fmt
+
+    assert fmt.cost(value, "RTX PRO 6000-hours") == f"{text} RTX PRO 6000-hours"
+    assert fmt.cost(value, "USD") == f"${text}"
+    assert fmt.cost_figure(value, "USD") == f"${text}"
+
+
+def test_project_says_the_prices_it_does_not_set_first(capsys):
+    """project --baseline priced B300 at the catalog's 3.51x and said so only at the end
+    (in a 'because' line); compare and search say where each price comes from in one
+    line: project says it in the same words, right after the figures it prices."""
+    argv = ["project", "--set", "target.gpu=b300", "--set", "drafter.gpu=b300", "--baseline"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = next(i for i, line in enumerate(lines) if line.startswith("prices not set in"))
+    text = " ".join(lines[said : said + 2])
+    assert text.startswith(
+        "prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog default ratio)"
+    )
+    assert said < next(i for i, line in enumerate(lines) if line.startswith("launch: "))
+    assert said < next(i for i, line in enumerate(lines) if "because" in line)

@@ -576,9 +576,20 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
     )
     _common(p)
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true")
-    out.add_argument("--markdown", action="store_true")
-    out.add_argument("--csv", action="store_true")
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: per plan, its projection, its ratios to the first and the prices "
+        "it does not set (default: a table at the terminal's width)",
+    )
+    out.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the table as Markdown, its notes as a list after it",
+    )
+    out.add_argument(
+        "--csv", action="store_true", help="print the table as CSV: a header row, a row per plan"
+    )
 
 
 def _run_compare(args: argparse.Namespace) -> int:
@@ -833,13 +844,20 @@ def main(argv: list[str] | None = None) -> int:
         _no_pydantic_plugins()
         if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
             args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
-            return COMMANDS[args.command].run(args)
+            code = COMMANDS[args.command].run(args)
+            sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
+            return code
         args = _app_parser().parse_args(argv)
         return _open_app(args)
     except PlanError as err:
         print(f"dflash-plan: {one_line(str(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
+        # `dflash-plan project | head -2`: the reader has what it wanted. Exit 0 quietly,
+        # as Unix tools do; what Python still holds for stdout goes to devnull, or its
+        # flush at exit fails again (Python docs, signal: "Note on SIGPIPE").
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
