@@ -423,3 +423,30 @@ def test_a_rule_error_carries_its_parts(catalog, baseline):
     assert (err.key, err.value) == ("target.tp", "3")
     assert err.reason is not None and err.reason.startswith("a TP group sits inside one node")
     assert str(err) == f"target.tp = 3: {err.reason}"
+
+
+@pytest.mark.parametrize("value", ['"yes"', '"off"', '"0"', "1", "0", '"true"'])
+def test_plan_booleans_are_toml_true_or_false(tmp_path, capsys, value):
+    """A true/false key takes TOML's true or false only, as its message says (pydantic
+    alone took "yes", "off", "0" and 1)."""
+    path = write(tmp_path, GOOD.replace("[workload]", f"[workload]\nregenerate = {value}"))
+    line = fail(capsys, ["check", path])
+    assert f":3: workload.regenerate = {value.replace(chr(34), chr(39))}" in line, line
+    assert line.endswith("must be true or false"), line
+    calibration = f"\n[calibration.target.rtx-pro-6000]\ntokens_per_s = 5000\ngpu_busy = {value}\n"
+    line = fail(capsys, ["check", write(tmp_path, GOOD + calibration)])
+    assert "gpu_busy" in line and line.endswith("must be true or false"), line
+
+
+@pytest.mark.parametrize("value", ["yes", "off", "0", "1", "True", '"true"'])
+def test_set_booleans_are_true_or_false(capsys, value):
+    line = fail(capsys, ["project", "--json", "--set", f"workload.regenerate={value}"])
+    assert line.startswith("dflash-plan: --set workload.regenerate = "), line
+    assert line.endswith("must be true or false"), line
+
+
+def test_set_booleans_true_and_false_are_read(capsys):
+    for value in ("true", "false"):
+        assert main(["project", "--json", "--set", f"workload.regenerate={value}"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert (doc["regeneration"] is not None) is (value == "true")

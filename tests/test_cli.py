@@ -113,6 +113,44 @@ def test_check_exit_code_for_a_plan_that_does_not_fit(tmp_path, capsys, baseline
     assert "does NOT fit" in out and "ok" not in out and "target does not fit: needs" in out
 
 
+def test_check_exit_code_for_an_offline_plan_over_its_storage(tmp_path, capsys, baseline):
+    """Offline data over storage.tb does not fit, as memory that does not: exit 3 with the
+    reason (it was "ok", exit 0). The built-in workload captures 76.8 TB (1.875 G tokens x
+    40,976 bytes per token, tests/test_offline.py); 50 TB does not hold it."""
+    path = tmp_path / "offline.toml"
+    path.write_text(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50}).to_toml())
+    assert main(["check", str(path)]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: valid, but does NOT fit (")
+    assert "offline hidden states need 76.8 TB" in out and "storage.tb is 50.0 TB" in out
+    path.write_text(edit(baseline, workload={"mode": "offline"}, storage={"tb": 80}).to_toml())
+    assert main(["check", str(path)]) == 0
+
+
+@pytest.mark.parametrize(
+    "sets, reason",
+    [
+        (["workload.mode=offline", "storage.tb=50"], "offline hidden states need 76.8 TB"),
+        (
+            ["workload.target_model=llama-3.3-70b-instruct", "target.gpu=rtx-4090"],
+            "target does not fit: needs",
+        ),
+    ],
+)
+def test_launch_says_a_plan_does_not_fit(capsys, sets, reason):
+    """launch writes a plan that does not fit (storage as memory) all the same, and says
+    why: one line on stderr, and in the script's header."""
+    argv = ["launch"]
+    for item in sets:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: the plan does not fit: ") and reason in err
+    assert len(err.splitlines()) == 1
+    header = [line for line in out.splitlines() if line.startswith("# projection of this")]
+    assert header and "does not fit: " in header[0] and reason in header[0]
+
+
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
     log = Path(__file__).parent / "data" / "runlogs" / "own.csv"
     assert main(["calibrate", str(log)]) == 0
@@ -126,7 +164,7 @@ def test_check_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "3: valid but a role does not fit in GPU memory" in out
+    assert "3: valid but does not fit (a role in GPU memory, the offline data in storage.tb" in out
     assert "2 bad input" in out
 
 
@@ -229,3 +267,84 @@ def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
     written = tomllib.loads(path.read_text())
     assert written["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"
     assert written["workload"]["samples"] == 1_000_000
+
+
+# --- output to pipes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["project"], ["gpus"]])
+def test_a_reader_gone_ends_quietly_with_exit_0(argv):
+    """`dflash-plan project | head -2` exited 1 (Rich's exit on a broken pipe): a closed
+    pipe ends it with exit 0 and nothing on stderr, as Unix tools do. The pipe's read end
+    is closed before the command writes."""
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    code = "import sys; from dflash_plan.tui.cli import main; sys.exit(main(sys.argv[1:]))"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, *argv], stdout=write, stderr=subprocess.PIPE, timeout=60
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr.decode()) == (0, "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["project"], ["project", "--set", "target.gpu=b300", "--baseline"], ["gpus"], ["models"]],
+)
+def test_piped_output_has_no_trailing_spaces(capsys, monkeypatch, argv):
+    """Piped, the report's lines end at their text: Rich padded every row of a table to
+    80 columns."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and [line for line in lines if line.endswith(" ")] == []
+
+
+def test_compare_help_says_each_output_format(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag in ("--json print JSON", "--markdown print the table as Markdown", "--csv print"):
+        assert flag in out, flag
+
+
+def test_a_small_plan_costs_more_than_0(capsys):
+    """A 1,000-sample plan read "total cost 0". The built-in plan's cost is 844.69
+    RTX PRO 6000-hours for 800,000 samples (140.78 per epoch, $1,668.26): 1,000 samples
+    cost 844.69 / 800 = 1.06 (0.176 per epoch, ~$2.09), to three significant digits."""
+    assert main(["project", "--set", "workload.samples=1000"]) == 0
+    out = capsys.readouterr().out
+    assert "total cost  1.06 RTX PRO 6000-hours (0.176 per epoch; ~$2.09 at catalog" in out
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0.0023, "0.00230"), (0.176, "0.176"), (2.085, "2.08"), (9.994, "9.99"), (10.4, "10")],
+)
+def test_a_cost_is_whole_from_10_and_three_figures_below(value, text):
+    from dflash_plan.tui import format as fmt
+
+    assert fmt.cost(value, "RTX PRO 6000-hours") == f"{text} RTX PRO 6000-hours"
+    assert fmt.cost(value, "USD") == f"${text}"
+    assert fmt.cost_figure(value, "USD") == f"${text}"
+
+
+def test_project_says_the_prices_it_does_not_set_first(capsys):
+    """project --baseline priced B300 at the catalog's 3.51x and said so only at the end
+    (in a 'because' line); compare and search say where each price comes from in one
+    line: project says it in the same words, right after the figures it prices."""
+    argv = ["project", "--set", "target.gpu=b300", "--set", "drafter.gpu=b300", "--baseline"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = next(i for i, line in enumerate(lines) if line.startswith("prices not set in"))
+    text = " ".join(lines[said : said + 2])
+    assert text.startswith(
+        "prices not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog default ratio)"
+    )
+    assert said < next(i for i, line in enumerate(lines) if line.startswith("launch: "))
+    assert said < next(i for i, line in enumerate(lines) if "because" in line)

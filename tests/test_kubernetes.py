@@ -280,3 +280,20 @@ def test_pods_request_the_host_memory_and_cpus_slurm_asks_for(catalog, baseline)
     gib = sum(int(r.get("memory", "0Gi").removesuffix("Gi")) for r in requests)
     assert mem_gib <= gib <= mem_gib + len(requests)
     assert sum(r["cpu"] for r in requests) == cpus  # the store's master counts in both
+
+
+def test_volume_claim_is_a_dns_subdomain_of_up_to_253_characters(baseline):
+    """A PersistentVolumeClaim's name is a DNS-1123 subdomain (Kubernetes'
+    ValidatePersistentVolumeClaim -> NameIsDNSSubdomain): up to 253 characters, as
+    docs/limits.md says; the 200 of a one-line name cut it short."""
+    from dflash_plan.model.inputs.plan import plan_from_dict, plan_to_dict
+
+    longest = ".".join(["a" * 63] * 4)[:253]  # 4 labels of 63 + 3 dots = 255, cut to 253
+    assert len(longest) == 253 and not longest.endswith(".")
+    doc = plan_to_dict(baseline)
+    doc["launch"]["volume_claim"] = longest
+    assert plan_from_dict(doc, "plan.toml").launch.volume_claim == longest
+    doc["launch"]["volume_claim"] = longest + "a"
+    with pytest.raises(PlanError, match=r"launch\.volume_claim.*at most 253") as err:
+        plan_from_dict(doc, "plan.toml")
+    assert len(str(err.value).splitlines()) == 1

@@ -272,3 +272,101 @@ def test_set_errors_name_the_key_and_the_range(sets, message):
         load_plan(None, sets)
     assert message in str(err.value)
     assert err.value.key is not None and sets[0].startswith(err.value.key.split(".")[0])
+
+
+# --- GPUs named as people write them ---------------------------------------------------
+
+
+def _json(capsys, argv):
+    import json
+
+    from dflash_plan.tui.cli import main
+
+    assert main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ["B200", " B200 ", "b200"])
+def test_set_gpu_as_sold_is_the_catalog_key(capsys, name):
+    """`--set target.gpu=B200` is the b200 (it was "unknown GPU 'B200' (did you mean
+    'h200'?)"): the same projection as the key itself."""
+    doc = _json(capsys, ["project", "--json", "--set", f"target.gpu={name}"])
+    key = _json(capsys, ["project", "--json", "--set", "target.gpu=b200"])
+    assert doc["target"]["gpu"] == "b200"
+    assert doc["tokens_per_s"] == key["tokens_per_s"] and doc["total_cost"] == key["total_cost"]
+
+
+def test_plan_files_name_gpus_by_display_name(tmp_path, capsys):
+    """A plan file, a --baseline and compare take the catalog's display names, in any
+    case; `new` writes the keys."""
+    from dflash_plan.tui.cli import main
+
+    text = default_plan_text().replace('gpu = "rtx-pro-6000"', 'gpu = "RTX PRO 6000"', 1)
+    text = text.replace("[cost.usd_per_gpu_hour]\n", '[cost.usd_per_gpu_hour]\n"H200 SXM" = 4.0\n')
+    assert 'gpu = "RTX PRO 6000"' in text and '"H200 SXM" = 4.0' in text
+    path = tmp_path / "named.toml"
+    path.write_text(text)
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: ok")
+    doc = _json(capsys, ["project", "--json", str(path), "--baseline", str(path)])
+    assert doc["target"]["gpu"] == "rtx-pro-6000"
+    assert doc["versus_baseline"]["speedup"] == 1
+    other = tmp_path / "h200.toml"
+    other.write_text(text.replace('gpu = "RTX PRO 6000"', 'gpu = "h200 sxm"', 1))
+    rows = _json(capsys, ["compare", "--json", str(path), str(other)])
+    h200 = rows[1]["projection"]
+    assert h200["target"]["gpu"] == "h200"
+    assert h200["prices"]["h200"]["usd_per_gpu_hour"] == 4.0
+    assert h200["prices"]["h200"]["source"] == "plan usd"
+    out = tmp_path / "new.toml"
+    assert main(["new", str(out), "--set", "target.gpu=B300", "--set", "cost.ratio.B300=3.6"]) == 0
+    written = tomllib.loads(out.read_text())
+    assert written["target"]["gpu"] == "b300" and written["cost"]["ratio"]["b300"] == 3.6
+
+
+def test_set_a_price_of_a_gpu_as_sold_sets_the_plans_own(capsys):
+    """The built-in plan prices b200 at 3.4x: `--set cost.ratio.B200=3` changes that
+    ratio, not a second one beside it."""
+    argv = ["project", "--json", "--set", "target.gpu=b200", "--set", "cost.ratio.B200=3"]
+    assert _json(capsys, argv)["prices"]["b200"]["ratio"] == 3
+
+
+def test_a_table_naming_one_gpu_twice_is_an_error(tmp_path, capsys):
+    from dflash_plan.tui.cli import main
+
+    path = tmp_path / "twice.toml"
+    text = default_plan_text().replace(
+        "[cost.usd_per_gpu_hour]\n", "[cost.usd_per_gpu_hour]\nB300 = 6.0\nb300 = 5.0\n"
+    )
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "dflash-plan: cost.usd_per_gpu_hour.b300: names the GPU b300, as "
+        "cost.usd_per_gpu_hour.B300 does: keep one"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [("B20", "'b200'"), ("H100", "'h100-sxm' or 'h100-pcie'"), ("RTX PRO 600", "'rtx-pro-6000'")],
+)
+def test_did_you_mean_suggests_the_key(capsys, name, hint):
+    from dflash_plan.tui.cli import main
+
+    assert main(["project", "--set", f"target.gpu={name}"]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown GPU '{name}' (did you mean {hint}?)" in err, err
+
+
+def test_gpu_flags_take_gpus_as_sold(capsys):
+    """search --gpus, probe --gpu and prices --gpu look GPUs up as plans do."""
+    from dflash_plan.tui.cli import main
+
+    doc = _json(capsys, ["search", "--json", "--gpus", "B200,H200 SXM", "--max-gpus", "8"])
+    used = {c["plan"]["target"]["gpu"] for c in doc["front"]}
+    assert used and used <= {"b200", "h200"}
+    assert main(["probe", "--gpu", "B200"]) == 0
+    assert "probe b200" in capsys.readouterr().err
+    offers = _json(capsys, ["prices", "--json", "--gpu", "B200"])
+    assert offers and {o["gpu"] for o in offers} == {"b200"}

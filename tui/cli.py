@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 # Exit codes (also in `dflash-plan --help` and the README).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
-EXIT_DOES_NOT_FIT = 3  # `check`: a valid plan that does not fit in GPU memory
+EXIT_DOES_NOT_FIT = 3  # `check`: a valid plan that does not fit (Projection.does_not_fit)
 EXIT_INTERRUPTED = 130
+
+# What "does not fit" covers (Projection.does_not_fit), as the help says it.
+FIT_WORDS = (
+    "a role in GPU memory, the offline data in storage.tb, the Mooncake store in host memory"
+)
 
 EXIT_CODES = (
     f"exit codes: {EXIT_OK} ok; {EXIT_BAD_INPUT} bad input (one line on stderr "
     f"naming the file, line or key, the bad value and what is allowed); "
-    f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit in GPU "
-    f"memory; the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
+    f"{EXIT_DOES_NOT_FIT} (check only) the plan is valid but does not fit ({FIT_WORDS}); "
+    f"the app: 1 an unexpected error, 143 SIGTERM, 129 SIGHUP (each first "
     f"writes the unsaved plan to a recovery file, named on stderr)"
 )
 
@@ -219,11 +224,20 @@ def _add_launch(p: argparse.ArgumentParser) -> None:
 
 
 def _run_launch(args: argparse.Namespace) -> int:
+    from ..model.core.projection import project
     from ..model.launch import generate
     from .config import load_catalog, open_plan, user_template
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     script = generate(plan, catalog, args.format, template=user_template())
+    # As `check`: a plan that does not fit is launched all the same, and said so (the
+    # script's header says it too).
+    if (unfit := project(plan, catalog).does_not_fit) is not None:
+        print(
+            f"warning: the plan does not fit: {one_line(unfit.message)}; the launch is "
+            f"written all the same",
+            file=sys.stderr,
+        )
     if args.output is None:
         sys.stdout.write(script.text)
         return EXIT_OK
@@ -271,16 +285,12 @@ def _run_check(args: argparse.Namespace) -> int:
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
     projection = project(plan, catalog)
     name = plan.name or "unnamed plan"
-    if projection.fits:
+    unfit = projection.does_not_fit
+    if unfit is None:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
-    else:
-        why = next(
-            d.message
-            for d in projection.diagnostics
-            if d.code in ("does-not-fit", "fits-central-only")
-        )
-        print(f"{args.plan}: valid, but does NOT fit in GPU memory ({name}): {why}")
-    return EXIT_OK if projection.fits else EXIT_DOES_NOT_FIT
+        return EXIT_OK
+    print(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}")
+    return EXIT_DOES_NOT_FIT
 
 
 def _add_new(p: argparse.ArgumentParser) -> None:
@@ -392,13 +402,13 @@ def _run_calibrate(args: argparse.Namespace) -> int:
             print(f"  note: {note}", file=sys.stderr)
         points += reading.points
     before = project(plan, catalog)
-    calibrated = add_points(plan, points, args.gpu)
-    catalog.gpu(args.gpu, "--gpu") if args.gpu else None
+    gpu = catalog.key(args.gpu, "--gpu") if args.gpu else None  # 'B200' is b200
+    calibrated = add_points(plan, points, gpu)
     after = project(calibrated, catalog)
     for point in points:
         m = point.measurement
         print(
-            f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+            f"{point.role} on {point.gpu or gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
             f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
         )
     for label, p in (("before", before), ("after", after)):
@@ -557,9 +567,20 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
     )
     _common(p)
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true")
-    out.add_argument("--markdown", action="store_true")
-    out.add_argument("--csv", action="store_true")
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: per plan, its projection, its ratios to the first and the prices "
+        "it does not set (default: a table at the terminal's width)",
+    )
+    out.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the table as Markdown, its notes as a list after it",
+    )
+    out.add_argument(
+        "--csv", action="store_true", help="print the table as CSV: a header row, a row per plan"
+    )
 
 
 def _run_compare(args: argparse.Namespace) -> int:
@@ -696,13 +717,12 @@ COMMANDS: dict[str, Command] = {
     "models": Command("list the target model presets", _add_models, _run_models),
     "check": Command(
         "validate a plan file; exit 0 when it can be projected and fits, "
-        f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit in GPU memory",
+        f"{EXIT_DOES_NOT_FIT} when it is valid but does not fit",
         _add_check,
         _run_check,
         description=f"Validate PLAN.toml and project it. Exit {EXIT_OK}: valid "
-        f"and fits; {EXIT_DOES_NOT_FIT}: valid but a role does not "
-        f"fit in GPU memory; {EXIT_BAD_INPUT}: bad input (one line "
-        f"on stderr).",
+        f"and fits; {EXIT_DOES_NOT_FIT}: valid but does not fit ({FIT_WORDS}), the "
+        f"reason on stdout; {EXIT_BAD_INPUT}: bad input (one line on stderr).",
     ),
     "new": Command("write the built-in plan to a file, to edit", _add_new, _run_new),
     "validate": Command(
@@ -814,13 +834,20 @@ def main(argv: list[str] | None = None) -> int:
         _no_pydantic_plugins()
         if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
             args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
-            return COMMANDS[args.command].run(args)
+            code = COMMANDS[args.command].run(args)
+            sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
+            return code
         args = _app_parser().parse_args(argv)
         return _open_app(args)
     except PlanError as err:
         print(f"dflash-plan: {one_line(str(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
+        # `dflash-plan project | head -2`: the reader has what it wanted. Exit 0 quietly,
+        # as Unix tools do; what Python still holds for stdout goes to devnull, or its
+        # flush at exit fails again (Python docs, signal: "Note on SIGPIPE").
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..model.basics.errors import PlanError
 from ..model.basics.tomlfile import read_toml
 from ..model.core.labels import name_after_edits
+from ..model.core.resolve import with_gpu_keys
 from ..model.inputs.catalog import Catalog, Deferred
 from ..model.inputs.hardware import load_gpu_file
 from ..model.inputs.plan import Plan, load_plan
@@ -92,8 +93,9 @@ def open_plan(path: Path | None, sets: list[str] | None, catalog: Catalog) -> tu
     """The plan in path (or the built-in plan) with the --set edits, and the catalog with
     its target model. A plan the edits changed is named for what it now is, unless they
     named it."""
-    plan = load_plan(path, sets)
+    # Every GPU as the catalog's key ('B200' is b200), as the projection reads it.
+    plan = with_gpu_keys(load_plan(path, sets, catalog.find), catalog)
     catalog = with_target(catalog, plan, path.parent if path else None)
     if sets:
-        plan = name_after_edits(load_plan(path), plan, catalog)
+        plan = name_after_edits(with_gpu_keys(load_plan(path), catalog), plan, catalog)
     return plan, catalog

@@ -36,14 +36,21 @@ def days(value: float | None) -> str:
     return DASH if value is None else f"{value:,.1f} days"
 
 
+def amount(value: float) -> str:
+    """A cost's figure: whole from 10 up ('845', '1,668'); below, to three significant
+    digits ('2.04', '0.0449'), so that a small cost never reads 0 (a 1,000-sample plan's)."""
+    return f"{value:,.0f}" if abs(value) >= 10 else fine(value)
+
+
 def cost(
     value: float | None,
     unit: str,
     compact: bool = False,
-    number: Callable[[float], str] = "{:,.0f}".format,
+    number: Callable[[float], str] | None = None,
 ) -> str:
     """USD as $; reference-GPU-hours with the unit ("845 RTX PRO 6000-hours", or "-h"
-    when compact); the figure written by `number` (whole by default)."""
+    when compact); the figure written by `number` (default: `amount`)."""
+    number = number or amount
     if value is None:
         return DASH
     if unit == "USD":
@@ -57,7 +64,7 @@ def cost_figure(value: float | None, unit: str) -> str:
     """A cost under a header or title that names its unit: '$449' or '449'."""
     if value is None:
         return DASH
-    return f"${value:,.0f}" if unit == "USD" else f"{value:,.0f}"
+    return f"${amount(value)}" if unit == "USD" else amount(value)
 
 
 def price_source(price: Price, view: Prices, names: dict[str, str]) -> str:
@@ -183,6 +190,20 @@ def break_even(p: Projection, ratios: dict[str, float]) -> str:
     ]
     together = " (both scaled together)" if len(parts) > 1 else ""
     return f"break-even: {' and '.join(parts)}{together}"
+
+
+def prices_not_set(sources: str) -> str:
+    """The line every view says where the prices a plan does not set come from ('prices
+    not set in the plan: B300 at 3.51x the RTX PRO 6000 price (catalog default ratio)'),
+    from `price_source` texts; '' when the plan sets them all."""
+    return f"prices not set in the plan: {sources}" if sources else ""
+
+
+def plan_prices_not_set(p: Projection) -> str:
+    """`prices_not_set` for the GPUs one plan uses."""
+    names = {k: g.name for k, g in p.resolved.gpus.items()}
+    used = p.prices.borrowed(p.plan.gpus_in_use())
+    return prices_not_set(", ".join(price_source(x, p.prices, names) for x in used))
 
 
 # Prices not set in the plan are named one by one up to this many GPU types.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO, cast
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -36,8 +37,49 @@ from . import format as fmt
 # Rich would read "[/bold]" in a name as markup and fail.
 
 
-def _console() -> Console:
-    return Console(highlight=False)
+class _LineEnds(io.TextIOBase):
+    """stdout without the spaces that end a line: Rich pads every row of a table to the
+    table's width, which in a pipe or a file is clutter (80 columns of it, for `grep`,
+    `diff` and `wc -L`). A run of spaces is held until the next text shows whether a line
+    break follows it."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out, self._spaces = out, ""
+
+    def write(self, text: str) -> int:
+        *lines, last = (self._spaces + text).split("\n")
+        kept = last.rstrip(" ")
+        self._spaces = last[len(kept) :]
+        self._out.write("".join(line.rstrip(" ") + "\n" for line in lines) + kept)
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._out, "encoding", None) or "utf-8"
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away (`| head`): cli.main ends quietly with exit 0, as Unix
+        tools do, where Rich would exit 1."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def _console(width: int | None = None) -> Console:
+    """The console every report prints through (stdout as it is when the report runs)."""
+    # A TextIOBase is a text stream at run time; typeshed does not call it an IO[str].
+    out = cast(TextIO, _LineEnds(sys.stdout))
+    return _Console(highlight=False, width=width, file=out)
 
 
 def projection(p: Projection, baseline: Projection | None = None) -> None:
@@ -94,6 +136,10 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)",
         )
     console.print(summary)
+    # Where the prices behind the cost come from, beside it, as compare and search say it.
+    for label, q in (("", p), ("baseline: ", baseline)):
+        if q is not None and (text := fmt.plan_prices_not_set(q)):
+            console.print(escape(label + text))
     console.print(escape(launch_line(p.plan)))
 
     roles = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold")
@@ -231,7 +277,11 @@ def job_rows(p: Projection) -> list[tuple[str, str]]:
         return []
     days = fmt.spread(p.job_days_range, fmt.duration)
     cost = fmt.spread(p.job_cost_range, lambda v: fmt.cost(v, p.cost_unit))
-    usd = f" (~${t.cost_usd:,.0f} at catalog prices)" if p.cost_unit != "USD" and t.cost_usd else ""
+    usd = (
+        f" (~{fmt.cost(t.cost_usd, 'USD')} at catalog prices)"
+        if p.cost_unit != "USD" and t.cost_usd
+        else ""
+    )
     online = f"{fmt.duration(p.days)} to {p.epochs} epochs, {_cost_line(p)}"
     return [
         (F.JOB_DAYS.name, f"{fmt.duration(t.days)} {job_name(p)}: {' + '.join(job_parts(p))}"),
@@ -280,7 +330,7 @@ def phase_lines(p: Projection) -> list[str]:
     t, regen = p.total, p.regeneration
     if t is None or regen is None:
         return []
-    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~{fmt.cost(t.cost_usd, 'USD')})"
     lines = [
         f"whole job: {fmt.duration(t.days)}, {fmt.cost(t.cost, p.cost_unit)}{usd}, "
         f"{t.gpu_hours:,.0f} GPU-hours, by phase:"
@@ -329,7 +379,7 @@ def offline_lines(p: Projection) -> list[str]:
     )
     storage = ""
     if o.storage_usd is not None:
-        storage = f"; storage ${o.storage_usd:,.0f}" + (
+        storage = f"; storage {fmt.cost(o.storage_usd, 'USD')}" + (
             "" if o.storage_in_cost else " (not in the GPU cost unit)"
         )
     even = [
@@ -464,15 +514,9 @@ def _cost_line(p: Projection) -> str:
     for what has no price (a GPU without one in the catalog or the plan)."""
     if p.total_cost is None:
         return f"{fmt.DASH} (no price for a GPU of this plan: see the warnings)"
-    per_epoch = (
-        fmt.cost(p.cost_per_epoch, p.cost_unit)
-        if p.cost_unit == "USD"
-        else fmt.DASH
-        if p.cost_per_epoch is None
-        else f"{p.cost_per_epoch:,.0f}"
-    )
+    per_epoch = fmt.cost_figure(p.cost_per_epoch, p.cost_unit)
     extra = (
-        f"; ~${p.total_cost_usd:,.0f} at catalog prices"
+        f"; ~{fmt.cost(p.total_cost_usd, 'USD')} at catalog prices"
         if p.cost_unit != "USD" and p.total_cost_usd
         else ""
     )
@@ -486,7 +530,7 @@ def _print_table(table: Table) -> None:
     if not console.is_terminal:
         wide = console.options.update_width(10_000)
         needed = Measurement.get(console, wide, table).maximum
-        console = Console(highlight=False, width=max(console.width, needed))
+        console = _console(max(console.width, needed))
     console.print(table)
 
 
@@ -799,8 +843,8 @@ def _verdict(c: Any, unit: str) -> str:
 
 def _borrowed_prices(console: Console, result: SearchResult, names: dict[str, str]) -> None:
     """The searched GPU types priced by the catalog or an offer rather than the plan."""
-    if text := fmt.borrowed_prices(result, names):
-        console.print(f"prices not set in the plan: {escape(text)}")
+    if text := fmt.prices_not_set(fmt.borrowed_prices(result, names)):
+        console.print(escape(text))
 
 
 def _with_range(
@@ -1005,28 +1049,20 @@ def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
 
 def _borrowed_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     """Per plan, the prices of its GPUs that it does not set (catalog, offer)."""
-    notes = []
-    for path, x in rows:
-        p = x.projection
-        used = p.prices.borrowed(p.plan.gpus_in_use())
-        if used:
-            names = {k: g.name for k, g in p.resolved.gpus.items()}
-            notes.append(
-                f"{path}: prices not set in the plan: "
-                + ", ".join(fmt.price_source(x, p.prices, names) for x in used)
-            )
-    return notes
+    return [
+        f"{path}: {text}" for path, x in rows if (text := fmt.plan_prices_not_set(x.projection))
+    ]
 
 
 def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: bool) -> int:
     """The rental offers, cheapest first per GPU, with their unit and age."""
+    if gpu is not None:
+        gpu = catalog.key(gpu, "--gpu")  # as people write it: 'B200' is b200
     rows = [
         o
         for o in catalog.offers
         if (gpu is None or o.gpu == gpu) and (provider is None or o.provider == provider)
     ]
-    if gpu is not None and gpu not in catalog.gpus:
-        catalog.gpu(gpu, "--gpu")
     if as_json:
         json.dump(
             [

@@ -462,7 +462,7 @@ class SearchScreen(Screen[None]):
                     Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
                     Text(fmt.duration(c.days, compact=True), justify="right"),
                     worst,
-                    Text(f"{c.cost:,.0f}", justify="right"),
+                    Text(fmt.amount(c.cost), justify="right"),
                     offline.bound if offline else p.bottleneck or fmt.DASH,
                     *(
                         Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class PlanError(ValueError):
@@ -74,7 +74,10 @@ class PlanError(ValueError):
         return PlanError(message, self.key, where=self.where, value=self.value, reason=self.reason)
 
 
-def suggest(value: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for the nearest known name, or '' when nothing is close."""
+def suggest(value: str, choices: Iterable[str], say: Mapping[str, str] | None = None) -> str:
+    """' (did you mean 'x'?)' for the nearest known name, or '' when nothing is close.
+    With `say`, the choices are compared forms and the name suggested is say[form]."""
     close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    if not close:
+        return ""
+    return f" (did you mean '{say.get(close[0], close[0]) if say else close[0]}'?)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, Strict, ValidationError
 
 from .errors import PlanError, suggest
 from .numbers import NumberError, TypedNumber, parse_number
@@ -203,8 +203,16 @@ EXPERTS = Bound(0, 100_000, "experts")
 SLIDING_WINDOW = Bound(1, 100_000_000, "tokens")
 # Text: names shown on one line, paths and templates.
 NAME_CHARS = 200
+# A Kubernetes object name (a DNS-1123 subdomain): a PersistentVolumeClaim's name is
+# validated with NameIsDNSSubdomain (kubernetes/kubernetes, pkg/apis/core/validation:
+# ValidatePersistentVolumeClaim -> ValidatePersistentVolumeName), at most 253 characters.
+K8S_NAME_CHARS = 253
 TEXT_CHARS = 4_096
 TEMPLATE_CHARS = 65_536
+
+# A true/false key: TOML's true or false only. pydantic's lax bool would also take "yes",
+# "off", "0" and 1, which "must be true or false" (the message) does not allow.
+Flag = Annotated[bool, Strict()]
 
 ALL_BOUNDS = {name: value for name, value in globals().items() if isinstance(value, Bound)}
 

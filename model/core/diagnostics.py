@@ -120,6 +120,7 @@ def memory_checks(
                         "needed_gb_high": high,
                         "available_gb": mem.available_gb,
                     },
+                    level="error",
                 )
             )
             continue
@@ -131,6 +132,7 @@ def memory_checks(
                 f"{mem.available_gb:g} GB usable; largest item {biggest[0]} {biggest[1]:,.1f} "
                 f"GB{hint}",
                 {"role": role, "needed_gb": mem.needed_gb, "available_gb": mem.available_gb},
+                level="error",
             )
         )
     return out

@@ -485,6 +485,13 @@ class Projection:
         return tuple(d.message for d in self.diagnostics)
 
     @property
+    def does_not_fit(self) -> Diagnostic | None:
+        """Why the plan cannot run as written: its first error (a role out of GPU memory,
+        offline data over storage.tb, the Mooncake store over host memory); None when it
+        fits. The one rule `check` (exit 3) and `launch` say."""
+        return next((d for d in self.diagnostics if d.level == "error"), None)
+
+    @property
     def billed_gpus(self) -> int:
         """GPUs paid for, at least the GPUs used."""
         return sum(self.billed)

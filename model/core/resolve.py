@@ -5,11 +5,12 @@ resolved plan and checks nothing again."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..basics.errors import PlanError
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Plan, Workload
+from ..inputs.plan import GPU_FIELDS, GPU_TABLES, Plan, Workload
 from ..inputs.targets import TargetModel
 from ..physics.work import DrafterShape, drafter_shape
 
@@ -64,8 +65,9 @@ def check_tp(tp: int, gpu: Gpu) -> None:
         )
 
 
-def resolve(plan: Plan, catalog: Catalog) -> Resolved:
-    """Look up every name the plan uses and check the rules between its values."""
+def named_gpus(plan: Plan) -> list[tuple[str, str]]:
+    """(plan key, GPU named there) for every GPU the plan names that must be in the
+    catalog: the roles, the prices, the measurements, the regeneration's."""
     named = [("target.gpu", plan.target.gpu), ("drafter.gpu", plan.drafter.gpu)]
     if plan.cost.reference_gpu is not None:
         named.append(("cost.reference_gpu", plan.cost.reference_gpu))
@@ -75,7 +77,43 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     named += [(f"calibration.drafter.{k}", k) for k in plan.calibration.drafter]
     if plan.workload.regenerate and plan.regenerate.gpu is not None:
         named.append(("regenerate.gpu", plan.regenerate.gpu))
-    gpus = {key: catalog.gpu(key, plan_key) for plan_key, key in named}
+    return named
+
+
+def with_gpu_keys(plan: Plan, catalog: Catalog) -> Plan:
+    """The plan with every GPU it names written as the catalog's key ('B200' is b200,
+    catalog.find): prices, measurements and the catalog go by key. A name the catalog
+    does not know stays as written (resolve says so, naming its key); a table naming one
+    GPU twice ('B300' and 'b300') is an error."""
+    find = catalog.find
+    sections: dict[str, Any] = {}
+    for section, name in GPU_FIELDS:
+        part = sections.get(section, getattr(plan, section))
+        value = getattr(part, name)
+        if value is not None and (key := find(value)) not in (None, value):
+            sections[section] = part.model_copy(update={name: key})
+    for section, name in GPU_TABLES:
+        part = sections.get(section, getattr(plan, section))
+        entries: dict[str, Any] = getattr(part, name)
+        if all(find(gpu) in (None, gpu) for gpu in entries):
+            continue
+        keyed: dict[str, Any] = {}
+        said: dict[str, str] = {}
+        for gpu, value in entries.items():
+            key = find(gpu) or gpu
+            if key in keyed:
+                where = f"{section}.{name}.{gpu}"
+                reason = f"names the GPU {key}, as {section}.{name}.{said[key]} does: keep one"
+                raise PlanError(f"{where}: {reason}", where, reason=reason)
+            keyed[key], said[key] = value, gpu
+        sections[section] = part.model_copy(update={name: keyed})
+    return plan.model_copy(update=sections) if sections else plan
+
+
+def resolve(plan: Plan, catalog: Catalog) -> Resolved:
+    """Look up every name the plan uses and check the rules between its values."""
+    plan = with_gpu_keys(plan, catalog)
+    gpus = {key: catalog.gpu(key, plan_key) for plan_key, key in named_gpus(plan)}
     w = plan.workload
     model = catalog.model(w.target_model)
     target_gpu = gpus[plan.target.gpu]

@@ -1329,8 +1329,7 @@ def default_space(
     if gpus is None:
         view = prices(plan, dict(catalog.gpus), tuple(catalog.gpus))
         gpus = tuple(k for k in catalog.gpus if view.per_hour(k) is not None)
-    for key in gpus:
-        catalog.gpu(key, "search.gpus")
+    gpus = tuple(catalog.key(name, "search.gpus") for name in gpus)  # 'B200' is b200
     # The plan's own mode unless the search is told which modes to evaluate.
     limits["modes"] = tuple(limits.get("modes") or (plan.workload.mode,))
     return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)

@@ -4,6 +4,7 @@ the plan key that named the missing entry."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, overload
@@ -42,6 +43,25 @@ class Deferred(Sequence["Offer"]):
         return len(self._all())
 
 
+def gpu_form(name: str) -> str:
+    """A GPU's name as names are compared: case, and whether words are joined by spaces,
+    '_' or '-', do not count ('RTX PRO 6000', 'rtx_pro_6000' and 'rtx-pro-6000' are one)."""
+    return re.sub(r"[\s_-]+", "-", name.casefold()).strip("-")
+
+
+def gpu_forms(gpus: Mapping[str, Gpu]) -> dict[str, str]:
+    """form -> key for every key and display name: a key before any name ('h200' is the
+    key h200, whatever another GPU is called); a name two GPUs share names neither."""
+    forms = {gpu_form(key): key for key in gpus}
+    by_name: dict[str, set[str]] = {}
+    for key, gpu in gpus.items():
+        by_name.setdefault(gpu_form(gpu.name), set()).add(key)
+    for form, keys in by_name.items():
+        if len(keys) == 1 and form not in forms:
+            forms[form] = next(iter(keys))
+    return forms
+
+
 @dataclass(frozen=True, slots=True)
 class Catalog:
     """GPUs (built-in plus the user's files), target models (presets plus config.json
@@ -61,13 +81,35 @@ class Catalog:
             today=self.today,
         )
 
-    def gpu(self, key: str, plan_key: str) -> Gpu:
-        """The GPU `key`, named by the plan at `plan_key`."""
-        try:
-            return self.gpus[key]
-        except KeyError:
-            reason = f"unknown GPU {key!r}{suggest(key, self.gpus)}; known: {', '.join(self.gpus)}"
-            raise PlanError(f"{plan_key}: {reason}", plan_key, value=key, reason=reason) from None
+    def gpu(self, name: str, plan_key: str) -> Gpu:
+        """The GPU `name` (its key, or as people write it: see `key`), named at `plan_key`."""
+        return self.gpus[self.key(name, plan_key)]
+
+    def find(self, name: str) -> str | None:
+        """The catalog key of the GPU `name` (see `key`); None when no GPU is called so."""
+        if name in self.gpus:
+            return name
+        return gpu_forms(self.gpus).get(gpu_form(name))
+
+    def key(self, name: str, plan_key: str) -> str:
+        """The catalog key of the GPU a plan, a --set or a flag names at `plan_key`: its key,
+        or the GPU as people write it: any case, words joined by spaces, '_' or '-', or the
+        catalog's display name ('B200', 'RTX PRO 6000', 'h200 sxm'). The one lookup of a GPU
+        by name: unknown, a PlanError suggesting the nearest key."""
+        key = self.find(name)
+        if key is not None:
+            return key
+        forms = gpu_forms(self.gpus)
+        form = gpu_form(name)
+        # A name without its variant ('H100': SXM or PCIe) means one of those keys.
+        variants = dict.fromkeys(k for f, k in forms.items() if form and f.startswith(form + "-"))
+        hint = (
+            f" (did you mean {' or '.join(repr(k) for k in variants)}?)"
+            if variants
+            else suggest(form, forms, forms)
+        )
+        reason = f"unknown GPU {name!r}{hint}; known: {', '.join(self.gpus)}"
+        raise PlanError(f"{plan_key}: {reason}", plan_key, value=name, reason=reason)
 
     def model(self, spec: str) -> TargetModel:
         try:

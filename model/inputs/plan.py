@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -109,7 +110,7 @@ class Workload(_Section):
     storage_dtype: Literal["bf16", "fp8"] = Field(
         "bf16", description="precision of hidden states written to storage (offline)"
     )
-    regenerate: bool = Field(
+    regenerate: v.Flag = Field(
         False,
         description="first regenerate the answers with the target (decode), a phase before "
         "the capture and training ([regenerate] sets its GPUs)",
@@ -236,7 +237,7 @@ class Measurement(_Section):
     avg_sample_tokens: SequenceTokens | None = None
     num_anchors: AnchorCount | None = Field(None, description="drafter measurements")
     batch_size: BatchSize | None = Field(None, description="drafter measurements")
-    gpu_busy: bool | None = None
+    gpu_busy: v.Flag | None = None
     bound: Literal["exact", "at_least"] = Field(
         "exact",
         description="at_least: the role kept up at this rate (e.g. its input "
@@ -302,10 +303,10 @@ _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 
 def _dns_subdomain(value: str) -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
+    if len(value) > v.K8S_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(value):
         raise ValueError(
-            "must be a Kubernetes object name: at most 253 lower-case letters, digits, "
-            "'-' and '.', starting and ending with a letter or digit"
+            f"must be a Kubernetes object name: at most {v.K8S_NAME_CHARS} lower-case "
+            "letters, digits, '-' and '.', starting and ending with a letter or digit"
         )
     return value
 
@@ -319,7 +320,9 @@ def _label_value(value: str) -> str:
     return value
 
 
-K8sName = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_dns_subdomain)]
+K8sName = Annotated[
+    str, BeforeValidator(v.one_line(v.K8S_NAME_CHARS)), AfterValidator(_dns_subdomain)
+]
 LabelValue = Annotated[str, BeforeValidator(v.one_line(v.NAME_CHARS)), AfterValidator(_label_value)]
 
 
@@ -354,6 +357,24 @@ class Launch(_Section):
         default_factory=dict,
         description="GPU key -> the nodes' nvidia.com/gpu.product label (kubernetes)",
     )
+
+
+# Where a plan names a GPU type by its catalog key: single values, and tables keyed by GPU
+# (core/resolve.py writes every name people use, 'B200', as the key).
+GPU_FIELDS: tuple[tuple[str, str], ...] = (
+    ("target", "gpu"),
+    ("drafter", "gpu"),
+    ("cost", "reference_gpu"),
+    ("regenerate", "gpu"),
+)
+GPU_TABLES: tuple[tuple[str, str], ...] = (
+    ("cost", "ratio"),
+    ("cost", "usd_per_gpu_hour"),
+    ("cost", "unit_gpus"),
+    ("calibration", "target"),
+    ("calibration", "drafter"),
+    ("launch", "gpu_product"),
+)
 
 
 class Plan(_Section):
@@ -490,8 +511,12 @@ def _parse_value(raw: str) -> Any:
         return raw
 
 
-def apply_sets(doc: dict[str, Any], sets: list[str]) -> tuple[dict[str, Any], set[tuple[str, ...]]]:
-    """A copy of doc with each `dotted.key=value` applied, and the keys that were set."""
+def apply_sets(
+    doc: dict[str, Any], sets: list[str], gpu_key: Callable[[str], str | None] | None = None
+) -> tuple[dict[str, Any], set[tuple[str, ...]]]:
+    """A copy of doc with each `dotted.key=value` applied, and the keys that were set.
+    gpu_key: the catalog key of a GPU as people write it (Catalog.find), so that
+    `cost.ratio.B200=3` sets the plan's b200 ratio rather than a second one."""
     doc = copy.deepcopy(doc)
     touched: set[tuple[str, ...]] = set()
     for item in sets:
@@ -502,6 +527,8 @@ def apply_sets(doc: dict[str, Any], sets: list[str]) -> tuple[dict[str, Any], se
                 f"--set {v.short_repr(item)}: expected KEY=VALUE with a dotted key, "
                 f"e.g. target.count=7"
             )
+        if gpu_key is not None and len(path) == 3 and path[:2] in GPU_TABLES:
+            path = (*path[:2], gpu_key(path[2]) or path[2])
         node = doc
         for depth, part in enumerate(path[:-1]):
             child = node.setdefault(part, {})
@@ -517,15 +544,20 @@ def apply_sets(doc: dict[str, Any], sets: list[str]) -> tuple[dict[str, Any], se
     return doc, touched
 
 
-def load_plan(path: Path | None, sets: list[str] | None = None) -> Plan:
-    """The plan in path (or the built-in plan), with --set edits applied and validated."""
+def load_plan(
+    path: Path | None,
+    sets: list[str] | None = None,
+    gpu_key: Callable[[str], str | None] | None = None,
+) -> Plan:
+    """The plan in path (or the built-in plan), with --set edits applied (apply_sets)
+    and validated."""
     if path is None:
         doc, text, where = parse_toml(default_plan_text(), "built-in plan"), None, "built-in plan"
     else:
         doc, text = read_toml(path)
         where = str(path)
     if sets:
-        doc, touched = apply_sets(doc, sets)
+        doc, touched = apply_sets(doc, sets, gpu_key)
         try:
             return plan_from_dict(doc, where, text)
         except PlanError as err:

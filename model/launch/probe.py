@@ -114,6 +114,7 @@ def probe_script(
 
     if not 1 <= minutes <= 24 * 60:
         raise PlanError(f"--minutes {minutes:g}: between 1 and 1440", "probe.minutes")
+    gpu = catalog.key(gpu, "--gpu")  # as people write it: 'B200' is b200
     probe = probe_plan(plan, catalog, gpu, role)
     script = generate(probe, catalog, "specforge")
     if "run.yaml" not in script.files:

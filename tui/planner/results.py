@@ -63,7 +63,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     measured = p.target.source == "measured" and p.bottleneck == "target"
     cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
     if p.cost_unit != "USD" and p.total_cost_usd:
-        cost_note.append(f"~${p.total_cost_usd:,.0f}")
+        cost_note.append(f"~{fmt.cost(p.total_cost_usd, 'USD')}")
     r = p.ranges
 
     def span(field: str, one: Callable[[float | None], str]) -> str:
@@ -108,7 +108,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
             if o.tb_available is None or o.tb <= o.tb_available
             else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB"
         )
-        usd = f"~${t.cost_usd:,.0f}" if p.cost_unit != "USD" and t.cost_usd else ""
+        usd = f"~{fmt.cost(t.cost_usd, 'USD')}" if p.cost_unit != "USD" and t.cost_usd else ""
         job_cost = p.job_cost_range
         rows = (
             (
@@ -337,7 +337,7 @@ def phases_part(p: Projection) -> Part:
     if t is None or regen is None or not t.days:
         return Part(None, "", lambda _width: "", False)
     unit = fmt.cost(t.cost, p.cost_unit, compact=True)
-    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~${t.cost_usd:,.0f})"
+    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~{fmt.cost(t.cost_usd, 'USD')})"
     rows = [
         (
             ph.name,
