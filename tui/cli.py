@@ -265,12 +265,13 @@ def _add_check(p: argparse.ArgumentParser) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from ..model.basics.terminal import terminal_safe
     from ..model.core.projection import project
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
     projection = project(plan, catalog)
-    name = plan.name or "unnamed plan"
+    name = terminal_safe(plan.name) or "unnamed plan"  # a name may hold C1 controls
     if projection.fits:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
     else:
