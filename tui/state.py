@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.basics.errors import PlanError
+from ..model.basics.terminal import terminal_safe
 from ..model.core.calibration import bind_to_workload, rebound
 from ..model.core.labels import derived_name
 from ..model.core.projection import Projection, project
@@ -293,6 +294,12 @@ class Planner:
         return self.given_name or derived_name(self.doc, self.catalog)
 
     @property
+    def shown_name(self) -> str:
+        """The name as the screen draws it: a plan file's name may hold C1 controls and
+        a recovery file's any character, which the terminal would act on."""
+        return terminal_safe(self.name)
+
+    @property
     def launch_format(self) -> str:
         return str(self.doc["launch"].get("format", "specforge"))
 
@@ -344,7 +351,7 @@ class Planner:
         for key, spec in FIELDS.items():  # a switch's picker holds its shown choice
             if spec.kind == "switch":
                 values[key] = show(bool(values[key]))
-        values["name"] = self.given_name
+        values["name"] = terminal_safe(self.given_name)  # shown, not saved: see shown_name
         for role in ("target", "drafter"):
             values[f"measured.{role}"] = measured_rate(values[f"measured.{role}"])
         if values["launch.template"] is None:
@@ -379,7 +386,7 @@ class Planner:
             unparsed=frozenset(self.invalid),
             projection=self.projection,
             comparison=comparison,
-            baseline_name=self.baseline.name,
+            baseline_name=terminal_safe(self.baseline.name),
             banner=self.banner,
             stale=self.stale,
             gpu_names={
@@ -390,7 +397,7 @@ class Planner:
             launch_format=self.launch_format,
             title=self.title,
             dirty=self.dirty,
-            name=self.name,
+            name=self.shown_name,
         )
 
     # --- editing ------------------------------------------------------------------------
