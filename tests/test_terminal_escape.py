@@ -19,6 +19,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 import tomli_w
 from apphelp import planner, steady_cursors  # noqa: F401
 from dflash_plan.model.basics.terminal import CONTROL_CHARS, terminal_safe
@@ -226,3 +227,25 @@ async def test_the_app_draws_a_hostile_plan_name_and_paths_as_escapes(tmp_path):
         await pilot.pause()
         shot = app.export_screenshot()
         assert "R\\x9d0;title" in shot and acted_on(shot) == []
+
+
+HOSTILE_NAME = "\x1b[31mR\x1b]52;c;ZWNobw==\x07\x9b2J\u2028"
+
+
+@pytest.mark.parametrize(
+    ("data", "argv"),
+    [
+        ("runlogs/specforge_train.log", ["calibrate"]),
+        ("runlogs/torchspec_train.log", ["calibrate"]),
+        ("runlogs/own.csv", ["calibrate"]),
+        ("runconfig/speculators_dflash.sh", ["project", "--from-config"]),
+        ("dataset/mixed.jsonl", ["project", "--from-dataset"]),
+    ],
+)
+def test_a_hostile_file_name_read_by_a_command_is_shown_as_escapes(tmp_path, data, argv):
+    """calibrate, --from-config and --from-dataset name the file each figure came from."""
+    source = Path(__file__).parent / "data" / data
+    path = tmp_path / f"{HOSTILE_NAME}{source.name}"
+    path.write_bytes(source.read_bytes())
+    shown = run([*argv, str(path)])
+    assert "\\x1b[31mR" in shown and acted_on(shown) == []

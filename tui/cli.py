@@ -106,16 +106,18 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 
 def _source_sets(args: argparse.Namespace) -> list[str]:
     """--set edits from --from-config and --from-dataset (applied before the user's own
-    --set), each source said on stderr."""
+    --set), each source said on stderr (terminal-safe: it names the user's files)."""
+    from ..model.basics.terminal import terminal_safe
+
     sets: list[str] = []
     if getattr(args, "from_config", None) is not None:
         from ..model.inputs.runconfig import read_run_config
 
         config = read_run_config(args.from_config)
         for setting in config.settings:
-            print(f"from {setting.describe()}", file=sys.stderr)
+            print(terminal_safe(f"from {setting.describe()}"), file=sys.stderr)
         for note in config.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(terminal_safe(f"note: {note}"), file=sys.stderr)
         sets += config.sets()
     if getattr(args, "from_dataset", None) is not None:
         from ..model.inputs.dataset import measure, measure_cached
@@ -125,7 +127,8 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
 
         def progress(done: int, total: int) -> None:
             if total and sys.stderr.isatty():
-                print(f"\rreading {args.from_dataset}: {done / total:.0%}", end="", file=sys.stderr)
+                shown = terminal_safe(f"reading {args.from_dataset}: {done / total:.0%}")
+                print(f"\r{shown}", end="", file=sys.stderr)
 
         stats = (
             measure_cached(args.from_dataset, plan_path, tokenizer, progress)
@@ -134,9 +137,9 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
         )
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        print(f"from {args.from_dataset}: {stats.summary()}", file=sys.stderr)
+        print(terminal_safe(f"from {args.from_dataset}: {stats.summary()}"), file=sys.stderr)
         for key, (value, where) in stats.workload_updates().items():
-            print(f"from {where}: {key} = {value}", file=sys.stderr)
+            print(terminal_safe(f"from {where}: {key} = {value}"), file=sys.stderr)
             sets.append(f"{key}={value}")
     return sets + list(getattr(args, "sets", []) or [])
 
@@ -366,6 +369,7 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
+    from ..model.basics.terminal import terminal_safe
     from ..model.core.calibration import add_points
     from ..model.core.projection import project
     from ..model.inputs.plan import save_plan
@@ -388,9 +392,9 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     points: list[Point] = []
     for path in args.results:
         reading = read_probe_dir(path) if path.is_dir() else read_throughput(path, ctx)
-        print(reading.summary(), file=sys.stderr)
+        print(terminal_safe(reading.summary()), file=sys.stderr)  # names the user's files
         for note in reading.notes:
-            print(f"  note: {note}", file=sys.stderr)
+            print(terminal_safe(f"  note: {note}"), file=sys.stderr)
         points += reading.points
     before = project(plan, catalog)
     calibrated = add_points(plan, points, args.gpu)
@@ -399,8 +403,10 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     for point in points:
         m = point.measurement
         print(
-            f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
-            f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
+            terminal_safe(
+                f"{point.role} on {point.gpu or args.gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+                f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
+            )
         )
     for label, p in (("before", before), ("after", after)):
         spread = fmt.spread(p.ranges.tokens_per_s if p.ranges else None, fmt.ktok)
