@@ -134,3 +134,31 @@ def test_an_old_price_is_flagged_in_words_through_a_pipe(tmp_path, monkeypatch, 
     rows = {r["provider"]: r for r in json.loads(capsys.readouterr().out)}
     assert (rows["old-co"]["old"], rows["fresh-co"]["old"]) == (True, False)
     assert rows["old-co"]["age_days"] == 400
+
+
+def test_an_offer_dated_after_today_is_flagged_never_a_negative_age(
+    tmp_path, monkeypatch, capsys, baseline
+):
+    """A hand-written date after today (a typo, a wrong clock) read as '-30 d', never
+    old: it is old (check it), said as 'after today', and has no age."""
+    from dflash_plan.model.physics.fitting import builtin_gpus
+    from dflash_plan.tui.cli import main
+
+    today = dt.date.today()
+    later = (today + dt.timedelta(days=30)).isoformat()
+    (tmp_path / "offers.toml").write_text(
+        f'[[offer]]\nprovider = "soon-co"\ngpu = "b200"\nusd_per_gpu_hour = 5.0\ndate = "{later}"\n'
+    )
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["prices", "--gpu", "b200", "--provider", "soon-co"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "soon-co" in line]
+    assert f"{later} (after today) old" in line and "-30" not in line
+    assert main(["prices", "--gpu", "b200", "--provider", "soon-co", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["age_days"], row["old"]) == (None, True)
+    offers = load_offer_file(tmp_path / "offers.toml", ())
+    catalog = Catalog(gpus=builtin_gpus(), offers=offers, today=today)
+    p = project(_on(baseline, "soon-co"), catalog)
+    (stale,) = [d for d in p.diagnostics if d.code == "price-stale"]
+    assert f"is dated after today ({later})" in stale.message

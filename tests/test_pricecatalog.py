@@ -267,6 +267,19 @@ def _bad_copy(tmp_path: Path, line: int, column: str, value: str) -> Path:
         ("Price", "0", "must be a price above 0"),
         ("SpotPrice", "nan", "must be a number"),
         ("AcceleratorCount", "1.5", "must be a whole number of GPUs"),
+        # the row's GPU is 1: $1,500 per GPU-hour, over an offer's $1,000; $1e-7 is 0 at
+        # the 6 decimals an offer keeps (both were a pydantic traceback)
+        (
+            "Price",
+            "1500",
+            "$1500/h for 1 GPU is $1500 per GPU-hour; an offer's must be from $0.000001 "
+            "to $1,000 per GPU-hour",
+        ),
+        (
+            "SpotPrice",
+            "0.0000001",
+            "$1e-07/h for 1 GPU is $1e-07 per GPU-hour; an offer's must be from $0.000001",
+        ),
     ],
 )
 def test_a_bad_row_is_one_line_naming_file_line_column_and_value(
@@ -331,3 +344,150 @@ def test_the_provider_comes_from_the_folder_or_the_option(tmp_path):
     assert (
         lambdalabs.provider == "lambda"
     )  # gpuhunt's name for the provider offers.toml calls lambda
+
+
+def test_a_source_of_2000_characters_is_one_line_naming_the_flag(tmp_path, monkeypatch, capsys):
+    """An offer keeps its source in 2,000 characters, the catalog's name included: a long
+    --source was a pydantic traceback on the first row."""
+    from dflash_plan.tui.cli import main
+
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    assert _import(main, VERDA, "--date", "2026-11-30", "--source", "x" * 2000) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dflash-plan: --source 'xxx") and "\n" not in err
+    assert "must be at most 200 characters (got 2,000)" in err
+    assert not (tmp_path / "offers.toml").exists()
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_line_break_inside_a_quoted_field_stays_in_the_field(tmp_path, brk):
+    """Only CR and LF end a CSV row; str.splitlines also split on these, cutting the row
+    in two: a truncated instance name and the row's offers lost without a word."""
+    folder = tmp_path / "verda"
+    folder.mkdir()
+    path = folder / "vms.csv"
+    with VERDA.open(newline="") as f:
+        rows = list(csv.reader(f))
+    instance = rows[0].index("InstanceType")
+    rows[5][instance] = f"1B200{brk}30V"  # line 6: B200, $3.79 on demand, $0.95 spot
+    with path.open("w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+    got = read_catalog(path, path.read_bytes().decode(), date="2026-11-30")
+    want = read_catalog(VERDA, VERDA.read_text(), date="2026-11-30")
+    assert (got.rows, len(got.offers), got.without_gpu) == (want.rows, len(want.offers), 0)
+    mine = [(o.kind, o.usd_per_gpu_hour) for o in got.offers if o.instance == f"1B200{brk}30V"]
+    assert mine == [("on-demand", 3.79), ("spot", 0.95)]
+    # every offer still names its row's line (the break does not count as one)
+    assert [o.notes for o in got.offers] == [o.notes for o in want.offers]
+
+
+HAND_B = (
+    "# my negotiated price, by mail 2026-11-02\n"
+    '[[offer]]\nprovider = "verda"\ngpu = "b200"\nusd_per_gpu_hour = 3.5\n'
+    'date = "2026-11-02"\n'
+)
+
+
+def test_a_reimport_keeps_the_comment_above_a_hand_written_offer(tmp_path, monkeypatch, capsys):
+    """A comment sits after the keys of the table before it: it went with the imported
+    offer before it, and the hand-written offer moved to the top of the file."""
+    from dflash_plan.tui.cli import main
+
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    runpod = CATALOGS / "runpod" / "vms.csv"
+    mine = tmp_path / "offers.toml"
+    assert _import(main, runpod, "--date", "2026-11-30") == 0
+    # a comment above the imported offers, and a hand-written offer after them
+    text = mine.read_text().replace("\n[[offer]]", "\n# runpod, imported\n[[offer]]", 1)
+    mine.write_text(text + "\n" + HAND_B)
+    before = mine.read_text()
+    assert _import(main, runpod, "--date", "2026-11-30") == 0
+    assert "replacing 8 from an earlier import; 1 other offers kept" in capsys.readouterr().out
+    assert mine.read_text() == before  # the same snapshot again: not a byte moved
+    assert _import(main, runpod, "--date", "2026-11-29") == 0
+    after = mine.read_text()
+    assert after.endswith("\n\n" + HAND_B)  # still last, its comment above it
+    assert after.count("# runpod, imported\n[[offer]]\n") == 1  # above the new offers
+    assert after.replace("2026-11-29", "2026-11-30") == before
+
+
+def test_an_inline_array_of_offers_takes_an_import(tmp_path, monkeypatch, capsys):
+    """`offer = [ {...} ]` is TOML's other spelling of [[offer]]: tables appended after it
+    made the file invalid ('Cannot mutate immutable namespace')."""
+    from dflash_plan.tui.cli import main
+
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    mine = tmp_path / "offers.toml"
+    hand = (
+        "# mine\noffer = [\n  # a quote by mail\n"
+        '  { provider = "verda", gpu = "b200", usd_per_gpu_hour = 3.5, date = "2026-11-02" },\n'
+    )
+    mine.write_text(hand + "]\n")
+    runpod = CATALOGS / "runpod" / "vms.csv"
+    assert _import(main, runpod, "--date", "2026-11-30") == 0
+    assert "8 offers of runpod; 1 other offers kept" in capsys.readouterr().out
+    once = mine.read_text()
+    assert once.startswith(hand)  # the comments and the hand-written offer as they were
+    offers = load_offer_file(mine, ())
+    assert [o.imported for o in offers] == [""] + ["skypilot:runpod"] * 8
+    assert _import(main, runpod, "--date", "2026-11-30") == 0
+    assert "replacing 8 from an earlier import" in capsys.readouterr().out
+    assert mine.read_text() == once
+
+
+def test_a_catalog_of_too_many_offers_is_refused_at_the_row_that_passes_the_limit(
+    tmp_path, monkeypatch, capsys
+):
+    """100,000 rows took 88 s and 1 GB before the offers file's size refused them: now
+    the rows after the limit are never read (a bad one there is never reached)."""
+    from dflash_plan.model.basics.tomlfile import MAX_FILE_BYTES
+    from dflash_plan.model.inputs import pricecatalog
+    from dflash_plan.tui.cli import main
+
+    config = tmp_path / "config"
+    config.mkdir()
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(config))
+    # the limit: no offer is written in fewer bytes than MIN_OFFER_BYTES (the smallest in
+    # the test catalogs is 275), so more than MAX_OFFERS cannot fit in an offers file
+    assert pricecatalog.MAX_OFFERS * pricecatalog.MIN_OFFER_BYTES <= MAX_FILE_BYTES
+    assert _import(main, VERDA, "--date", "2026-11-30") == 0
+    capsys.readouterr()
+    blocks = (config / "offers.toml").read_text().split("\n[[offer]]")[1:]
+    assert min(len(("\n[[offer]]" + b).encode()) for b in blocks) > pricecatalog.MIN_OFFER_BYTES
+    # a smaller limit, for a small file: lines 2-5 give 2 offers each (Price and SpotPrice)
+    monkeypatch.setattr(pricecatalog, "MAX_OFFERS", 7)
+    path = _bad_copy(tmp_path, 40, "Price", "n/a")
+    assert _import(main, path, "--date", "2026-11-30") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dflash-plan: {path}:5: more than 7 offers by this row")
+
+
+def test_a_future_date_is_refused_naming_it_and_today(tmp_path, monkeypatch, capsys):
+    """A snapshot dated after today gave offers of a negative age, never "old"."""
+    import datetime as dt
+
+    from dflash_plan.tui.cli import main
+
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path))
+    today = dt.date.today()
+    tomorrow = (today + dt.timedelta(days=1)).isoformat()
+    assert _import(main, VERDA, "--date", tomorrow) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"dflash-plan: --date {tomorrow}: after today ({today.isoformat()}); give the date "
+        "the snapshot was taken"
+    )
+    assert not (tmp_path / "offers.toml").exists()
+    # a gpuhunt version dates its rows: the same rule
+    with pytest.raises(
+        PlanError,
+        match=r"--source 20261201-3: a gpuhunt version dated "
+        r"2026-12-01, after today \(2026-11-30\)",
+    ):
+        read_catalog(
+            GPUHUNT_VERDA,
+            GPUHUNT_VERDA.read_text(),
+            date=None,
+            source="20261201-3",
+            today=dt.date(2026, 11, 30),
+        )

@@ -21,6 +21,7 @@ import pytest
 import tomli_w
 from apphelp import planner, put, steady_cursors, text  # noqa: F401
 from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.basics.terminal import without_controls
 from dflash_plan.model.basics.tomlfile import SaveError
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.inputs.plan import (
@@ -34,7 +35,6 @@ from dflash_plan.tui import recovery
 from dflash_plan.tui.cli import main
 from dflash_plan.tui.config import load_catalog
 from dflash_plan.tui.dialogs import ConfirmDialog
-from dflash_plan.tui.format import printable
 from dflash_plan.tui.planner.screen import PlannerScreen
 from dflash_plan.tui.state import Planner
 from hypothesis import HealthCheck, given, settings
@@ -384,7 +384,7 @@ def test_opening_any_recovery_opens_a_plan_the_app_can_show_or_says_why(doc, dro
     assert {state.doc["target"]["gpu"], state.doc["drafter"]["gpu"]} <= set(state.catalog.gpus)
     assert state.doc["workload"]["target_model"] in state.catalog.models
     view = state.view()
-    assert view.name == printable(view.name)
+    assert view.name == without_controls(view.name)
 
 
 def test_recovery_files_are_unique_per_plan_path(tmp_path, monkeypatch):

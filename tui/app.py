@@ -19,9 +19,9 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ..model.basics.errors import PlanError
+from ..model.basics.terminal import terminal_safe
 from .config import load_catalog, user_template
 from .dialogs import ConfirmDialog, HelpScreen, PathDialog
-from .format import printable
 from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
 from .recovery import Recovered, discard, find_recoveries, offer, read_recovery, rescue
@@ -258,8 +258,8 @@ class PlannerApp(App[None]):
         name such as [storage] or a plan name is never read as markup) and without
         control characters (what a file holds never reaches the terminal raw)."""
         super().notify(
-            printable(message, keep="\n"),
-            title=printable(title),
+            terminal_safe(message, keep="\n"),
+            title=terminal_safe(title),
             severity=severity,
             timeout=timeout,
             markup=False,

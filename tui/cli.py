@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ..model.basics.errors import PlanError
+from ..model.basics.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from .app import PlannerApp
@@ -111,16 +112,17 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 
 def _source_sets(args: argparse.Namespace) -> list[str]:
     """--set edits from --from-config and --from-dataset (applied before the user's own
-    --set), each source said on stderr."""
+    --set), each source said on stderr (terminal-safe: it names the user's files)."""
+
     sets: list[str] = []
     if getattr(args, "from_config", None) is not None:
         from ..model.inputs.runconfig import read_run_config
 
         config = read_run_config(args.from_config)
         for setting in config.settings:
-            print(f"from {setting.describe()}", file=sys.stderr)
+            print(terminal_safe(f"from {setting.describe()}"), file=sys.stderr)
         for note in config.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(terminal_safe(f"note: {note}"), file=sys.stderr)
         sets += config.sets()
     if getattr(args, "from_dataset", None) is not None:
         from ..model.inputs.dataset import measure, measure_cached
@@ -130,7 +132,8 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
 
         def progress(done: int, total: int) -> None:
             if total and sys.stderr.isatty():
-                print(f"\rreading {args.from_dataset}: {done / total:.0%}", end="", file=sys.stderr)
+                shown = terminal_safe(f"reading {args.from_dataset}: {done / total:.0%}")
+                print(f"\r{shown}", end="", file=sys.stderr)
 
         stats = (
             measure_cached(args.from_dataset, plan_path, tokenizer, progress)
@@ -139,9 +142,9 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
         )
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        print(f"from {args.from_dataset}: {stats.summary()}", file=sys.stderr)
+        print(terminal_safe(f"from {args.from_dataset}: {stats.summary()}"), file=sys.stderr)
         for key, (value, where) in stats.workload_updates().items():
-            print(f"from {where}: {key} = {value}", file=sys.stderr)
+            print(terminal_safe(f"from {where}: {key} = {value}"), file=sys.stderr)
             sets.append(f"{key}={value}")
     return sets + list(getattr(args, "sets", []) or [])
 
@@ -247,7 +250,7 @@ def _run_launch(args: argparse.Namespace) -> int:
     _write_new(
         args.output, script.text, args.force, executable=script.format not in DOCUMENT_SUFFIX
     )
-    print(f"wrote {args.output} ({script.format})", file=sys.stderr)
+    print(terminal_safe(f"wrote {args.output} ({script.format})"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -284,12 +287,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
     plan, catalog = open_plan(args.plan, None, load_catalog(args.hardware))
     projection = project(plan, catalog)
-    name = plan.name or "unnamed plan"
+    name = terminal_safe(plan.name) or "unnamed plan"  # a name may hold C1 controls
     unfit = projection.does_not_fit
     if unfit is None:
-        print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
+        print(terminal_safe(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))"))
         return EXIT_OK
-    print(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}")
+    print(terminal_safe(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}"))
     return EXIT_DOES_NOT_FIT
 
 
@@ -310,7 +313,7 @@ def _run_new(args: argparse.Namespace) -> int:
         plan, _ = open_plan(None, sets, load_catalog(args.hardware))
         text = plan_to_toml(plan, text)
     _write_new(args.plan, text, args.force)
-    print(f"wrote {args.plan}")
+    print(terminal_safe(f"wrote {args.plan}"))
     return EXIT_OK
 
 
@@ -348,7 +351,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         sys.stdout.write(probe.text)
     else:
         _write_new(args.output, probe.text, args.force, executable=True)
-    print(summary, file=sys.stderr)
+    print(terminal_safe(summary), file=sys.stderr)
     return EXIT_OK
 
 
@@ -397,9 +400,9 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     points: list[Point] = []
     for path in args.results:
         reading = read_probe_dir(path) if path.is_dir() else read_throughput(path, ctx)
-        print(reading.summary(), file=sys.stderr)
+        print(terminal_safe(reading.summary()), file=sys.stderr)  # names the user's files
         for note in reading.notes:
-            print(f"  note: {note}", file=sys.stderr)
+            print(terminal_safe(f"  note: {note}"), file=sys.stderr)
         points += reading.points
     before = project(plan, catalog)
     gpu = catalog.key(args.gpu, "--gpu") if args.gpu else None  # 'B200' is b200
@@ -408,8 +411,10 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     for point in points:
         m = point.measurement
         print(
-            f"{point.role} on {point.gpu or gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
-            f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
+            terminal_safe(
+                f"{point.role} on {point.gpu or gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+                f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
+            )
         )
     for label, p in (("before", before), ("after", after)):
         spread = fmt.spread(p.ranges.tokens_per_s if p.ranges else None, fmt.ktok)
@@ -422,7 +427,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         if args.plan is None:
             raise PlanError("--write needs --plan PLAN.toml (the built-in plan is not a file)")
         save_plan(calibrated, args.plan)
-        print(f"wrote {args.plan}", file=sys.stderr)
+        print(terminal_safe(f"wrote {args.plan}"), file=sys.stderr)
     else:
         where = args.plan or "PLAN.toml"
         print(
@@ -554,7 +559,7 @@ def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def
         if candidate is not None:
             plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
             save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
-            print(f"wrote {folder / name}.toml", file=sys.stderr)
+            print(terminal_safe(f"wrote {folder / name}.toml"), file=sys.stderr)
 
 
 def _add_compare(p: argparse.ArgumentParser) -> None:
@@ -687,8 +692,10 @@ def _import_prices(args: argparse.Namespace) -> int:
     print(imported.summary())
     replaced = f", replacing {merged.replaced:,} from an earlier import" if merged.replaced else ""
     print(
-        f"wrote {target}: {len(imported.offers):,} offers of {imported.provider}{replaced}; "
-        f"{merged.kept:,} other offers kept"
+        terminal_safe(
+            f"wrote {target}: {len(imported.offers):,} offers of {imported.provider}"
+            f"{replaced}; {merged.kept:,} other offers kept"
+        )
     )
     return EXIT_OK
 
@@ -884,7 +891,7 @@ def _open_app(args: argparse.Namespace) -> int:
     if app.recovery_note:  # an error or a signal ended it
         # No terminal left (SIGHUP): the recovery file is written all the same.
         with contextlib.suppress(OSError):
-            print(app.recovery_note, file=sys.stderr, flush=True)
+            print(terminal_safe(app.recovery_note, keep="\n"), file=sys.stderr, flush=True)
     return app.return_code or EXIT_OK
 
 

@@ -18,16 +18,6 @@ if TYPE_CHECKING:
 DASH = "—"
 
 
-def printable(text: str, keep: str = "") -> str:
-    """text without control characters (C0, DEL, C1: a terminal would act on them), but
-    those in keep: what a file or a flag holds, made fit to show."""
-    return "".join(c for c in text if c in keep or not _control(c))
-
-
-def _control(c: str) -> bool:
-    return c < " " or "\x7f" <= c <= "\x9f"
-
-
 def ktok(tokens_per_s: float | None) -> str:
     return DASH if tokens_per_s is None else f"{tokens_per_s / 1e3:,.1f} Ktok/s"
 

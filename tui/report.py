@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..model.basics.terminal import terminal_safe
 from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
@@ -68,6 +69,13 @@ class _LineEnds(io.TextIOBase):
 
 
 class _Console(Console):
+    """Rich's console, with every string it renders (a printed line, a table's cell,
+    title or caption) terminal-safe: user text reaches it inside markup and cells, and
+    Rich passes ESC and C1 controls through to the terminal."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(terminal_safe(text, keep="\n"), **kwargs)
+
     def on_broken_pipe(self) -> None:
         """The reader went away (`| head`): cli.main ends quietly with exit 0, as Unix
         tools do, where Rich would exit 1."""
@@ -611,10 +619,10 @@ class _Column:
 
 
 def _widths(header: str, cells: Sequence[str]) -> tuple[int, int, int]:
-    """A column's widths, markup removed: its longest word (narrower cuts a word), its
-    widest cell with the header's longest word (narrower wraps a cell), and its widest cell
-    or header (narrower wraps the header)."""
-    texts = [Text.from_markup(cell).plain for cell in (header, *cells)]
+    """A column's widths, markup removed (as the console shows it): its longest word
+    (narrower cuts a word), its widest cell with the header's longest word (narrower wraps
+    a cell), and its widest cell or header (narrower wraps the header)."""
+    texts = [Text.from_markup(terminal_safe(cell, keep="\n")).plain for cell in (header, *cells)]
 
     def longest(parts: Sequence[str]) -> int:
         return max((cell_len(part) for part in parts), default=1)
@@ -972,6 +980,8 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
                 + " + ".join(f"{ph.name} {fmt.duration(ph.days)}" for ph in p.phases)
                 + ")"
             )
+    if style in ("csv", "markdown"):  # printed as they are: cells and notes made safe here
+        body = [[terminal_safe(cell) for cell in row] for row in body]
     if style == "csv":
         import csv
 
@@ -987,7 +997,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         notes = _job_notes(rows) + _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
-            print("\n".join(f"- {line}" for line in notes))
+            print("\n".join(f"- {terminal_safe(line)}" for line in notes))
         return
     # The table's headers break between words ("cost/epoch" would hold its column at 10).
     shown = {F.COST_PER_EPOCH.head: F.COST_PER_EPOCH.narrow}
@@ -1098,7 +1108,9 @@ def offers(catalog: Catalog, gpu: str | None, provider: str | None, as_json: boo
         age = o.age_days(catalog.today) if catalog.today else None
         stale = catalog.today is not None and o.stale(catalog.today)
         # "old" is said in words as well as in colour: a pipe or a screen reader keeps it.
-        date = o.date + (f" ({age} d)" if age is not None else "") + (" old" if stale else "")
+        future = catalog.today is not None and o.future(catalog.today)
+        when = f" ({age} d)" if age is not None else " (after today)" if future else ""
+        date = o.date + when + (" old" if stale else "")
         table.add_row(
             o.gpu,
             escape(o.provider),

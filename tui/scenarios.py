@@ -14,6 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Static
 
+from ..model.basics.terminal import terminal_safe
 from ..model.core.figures import Figure
 from ..model.core.projection import Projection
 from ..model.explore.compare import compared, shown
@@ -221,7 +222,10 @@ class ScenariosScreen(Screen[None]):
             tag = f"{i} base" if base_mark else f"{i} now" if scenario is None else str(i)
             table.add_column(Text(tag, style="bold" if base_mark else ""), key=f"c{i}")
             names.append(f"{tag:<7}", style="bold")
-            names.append((scenario.name if scenario else f"current: {state.name}") + "\n")
+            names.append(
+                (terminal_safe(scenario.name) if scenario else f"current: {state.shown_name}")
+                + "\n"
+            )
         names.append(
             f"cost in {unit}; ×: ratio to the baseline; break-even: the price "
             f"per GPU-hour at which a plan costs what the baseline does",
@@ -311,7 +315,7 @@ class ScenariosScreen(Screen[None]):
             self.planner.publish()
             self.fill(at=i + 1)
 
-        self.app.push_screen(NameDialog(scenario.name), renamed)
+        self.app.push_screen(NameDialog(terminal_safe(scenario.name)), renamed)
 
     def action_open(self) -> None:
         chosen = self.selected()

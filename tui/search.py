@@ -160,7 +160,7 @@ class SearchScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         unit = self.state.projection.cost_unit
-        yield Static(f"Search from {self.state.name}", id="search-title", markup=False)
+        yield Static(f"Search from {self.state.shown_name}", id="search-title", markup=False)
         # The limits: one row; under 74 columns (a budget in reference-GPU-hours needs 73)
         # the budget and the GPUs take a row below the deadline.
         with Horizontal(classes="search-row", id="search-limits"):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.basics.errors import PlanError
+from ..model.basics.terminal import terminal_safe, without_controls
 from ..model.basics.validation import short_repr
 from ..model.core.calibration import bind_to_workload, rebound
 from ..model.core.labels import derived_name
@@ -23,7 +24,6 @@ from ..model.inputs.catalog import Catalog
 from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put, show
-from .format import printable
 
 # Edits that change the workload a measurement was taken on (model/core/calibration.py).
 WORKLOAD_KEYS = frozenset(
@@ -331,6 +331,12 @@ class Planner:
         return self.given_name or derived_name(self.doc, self.catalog)
 
     @property
+    def shown_name(self) -> str:
+        """The name as the screen draws it: a plan file's name may hold C1 controls and
+        a recovery file's any character, which the terminal would act on."""
+        return terminal_safe(self.name)
+
+    @property
     def launch_format(self) -> str:
         return str(self.doc["launch"].get("format", "specforge"))
 
@@ -382,7 +388,7 @@ class Planner:
         for key, spec in FIELDS.items():  # a switch's picker holds its shown choice
             if spec.kind == "switch":
                 values[key] = show(bool(values[key]))
-        values["name"] = self.given_name
+        values["name"] = terminal_safe(self.given_name)  # shown, not saved: see shown_name
         for role in ("target", "drafter"):
             values[f"measured.{role}"] = measured_rate(values[f"measured.{role}"])
         if values["launch.template"] is None:
@@ -417,7 +423,7 @@ class Planner:
             unparsed=frozenset(self.invalid),
             projection=self.projection,
             comparison=comparison,
-            baseline_name=self.baseline.name,
+            baseline_name=terminal_safe(self.baseline.name),
             banner=self.banner,
             stale=self.stale,
             gpu_names={
@@ -428,7 +434,7 @@ class Planner:
             launch_format=self.launch_format,
             title=self.title,
             dirty=self.dirty,
-            name=self.name,
+            name=self.shown_name,
         )
 
     # --- editing ------------------------------------------------------------------------
@@ -663,7 +669,7 @@ class Planner:
         where = str(recovered) if recovered is not None else "recovery file"
         doc = copy.deepcopy(doc)
         if isinstance(doc.get("name"), str):  # shown in the title: nothing a terminal runs
-            doc["name"] = printable(doc["name"]).strip()
+            doc["name"] = without_controls(doc["name"]).strip()
         opened = _content(self.doc)
         lost: list[str] = []
         while True:

@@ -900,7 +900,13 @@ def project_resolved(
         offer = view.by_gpu[key].offer
         if offer is not None and catalog.today is not None and offer.stale(catalog.today):
             age = offer.age_days(catalog.today)
-            when = "undated" if age is None else f"{age} days old ({offer.date})"
+            when = (
+                f"{age} days old ({offer.date})"
+                if age is not None
+                else f"dated after today ({offer.date})"
+                if offer.future(catalog.today)
+                else "undated"
+            )
             diagnostics.append(
                 Diagnostic(
                     "price-stale",

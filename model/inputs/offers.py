@@ -22,6 +22,8 @@ from ..basics.validation import explain
 
 # A price older than this is flagged: rate cards move within months.
 PRICE_MAX_AGE_DAYS = 180
+# An offer's price per GPU-hour: above 0 and at most this (far above any rate card).
+MAX_USD_PER_GPU_HOUR = 1000.0
 Kind = Literal["on-demand", "spot", "reserved"]
 
 
@@ -30,7 +32,7 @@ class Offer(BaseModel):
     provider: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")
     gpu: str = Field(min_length=1, max_length=64)
     kind: Kind = "on-demand"
-    usd_per_gpu_hour: float = Field(gt=0.0, le=1000.0, allow_inf_nan=False)
+    usd_per_gpu_hour: float = Field(gt=0.0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
     unit_gpus: int = Field(1, ge=1, le=1024)
     instance: str = Field("", max_length=200)
     region: str = Field("", max_length=100)
@@ -46,13 +48,20 @@ class Offer(BaseModel):
     imported: str = Field("", max_length=100)
 
     def age_days(self, today: dt.date) -> int | None:
-        """Days since the price was seen (the first of the month for YYYY-MM), or None."""
+        """Days since the price was seen (the first of the month for YYYY-MM), or None
+        when undated or dated after today (a typo or a wrong clock: no age to give)."""
         if self.date == "undated":
             return None
         parts = [int(x) for x in self.date.split("-")] + [1]
-        return (today - dt.date(parts[0], parts[1], parts[2])).days
+        age = (today - dt.date(parts[0], parts[1], parts[2])).days
+        return age if age >= 0 else None
+
+    def future(self, today: dt.date) -> bool:
+        """Dated after today: not a price anyone has seen yet."""
+        return self.date != "undated" and self.age_days(today) is None
 
     def stale(self, today: dt.date) -> bool:
+        """Old, undated or dated after today: check the provider's price first."""
         age = self.age_days(today)
         return age is None or age > PRICE_MAX_AGE_DAYS
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import math
 import re
 from collections import Counter
@@ -27,8 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from ..basics import validation as v
 from ..basics.errors import PlanError
-from .offers import Kind, Offer
+from ..basics.terminal import terminal_safe
+from ..basics.tomlfile import MAX_FILE_BYTES
+from .offers import MAX_USD_PER_GPU_HOUR, Kind, Offer
 
 SKYPILOT = "skypilot"
 GPUHUNT = "gpuhunt"
@@ -85,6 +91,15 @@ _GPUHUNT_VERSION = re.compile(r"^(\d{4})(\d{2})(\d{2})-\d+$")
 # Provider names the catalogs spell differently from offers.toml.
 PROVIDER_ALIASES = {"lambdalabs": "lambda", "vastai": "vast", "datacrunch": "verda"}
 _PROVIDER = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# An offer's price per GPU-hour is kept to this many decimals: a smaller one would be 0.
+USD_DECIMALS = 6
+# An offers file is read up to MAX_FILE_BYTES and an imported offer takes more than 200
+# bytes of it (its keys that are always written, notes and source alone; 275 to 313 in
+# the test catalogs): a catalog that gives more offers than this cannot fit, and is
+# refused at the row that passes it, not after every row has been read and written out
+# (100,000 rows took 88 s and 1 GB before the refusal).
+MIN_OFFER_BYTES = 200
+MAX_OFFERS = MAX_FILE_BYTES // MIN_OFFER_BYTES
 
 
 def _squash(name: str) -> str:
@@ -142,7 +157,7 @@ class Imported:
 
     def summary(self) -> str:
         """'read 52 rows; 38 offers; skipped 14 rows: 3 GPU types not in hardware.toml:
-        RTX-A6000 (5), ...'"""
+        RTX-A6000 (5), ...' (terminal-safe: it quotes the catalog's names)"""
         name = display_name(self.format, self.path)
         text = f"read {self.rows:,} rows of {name} ({self.format}, {self.provider})"
         text += f"; {len(self.offers):,} offers"
@@ -157,7 +172,7 @@ class Imported:
             parts.append(f"{self.without_gpu:,} {rows} without a GPU")
         if parts:
             text += f"; skipped {self.skipped:,} rows: " + "; ".join(parts)
-        return text
+        return terminal_safe(text)
 
 
 def display_name(fmt: str, path: Path) -> str:
@@ -179,21 +194,41 @@ def detect(header: Sequence[str], where: str) -> str:
     )
 
 
-def date_of(fmt: str, date: str | None, source: str, where: str) -> str:
-    """The snapshot's date: --date, else a gpuhunt version (YYYYMMDD-N) given as --source."""
+def date_of(
+    fmt: str, date: str | None, source: str, where: str, today: dt.date | None = None
+) -> str:
+    """The snapshot's date: --date, else a gpuhunt version (YYYYMMDD-N) given as --source.
+    A date after today is refused: no one has seen that price yet (a typo, or a wrong
+    clock), and its age would be negative."""
+    today = today or dt.date.today()
     if date is not None:
         try:
-            dt.date.fromisoformat(date)
+            day = dt.date.fromisoformat(date)
         except ValueError:
-            raise PlanError(f"--date {date!r}: use YYYY-MM-DD (the snapshot's date)") from None
+            raise PlanError(
+                f"--date {v.short_repr(date)}: use YYYY-MM-DD (the snapshot's date)"
+            ) from None
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-            raise PlanError(f"--date {date!r}: use YYYY-MM-DD (the snapshot's date)")
+            raise PlanError(f"--date {v.short_repr(date)}: use YYYY-MM-DD (the snapshot's date)")
+        if day > today:
+            raise PlanError(
+                f"--date {date}: after today ({today.isoformat()}); give the date the "
+                "snapshot was taken"
+            )
         return date
     if fmt == GPUHUNT and (match := _GPUHUNT_VERSION.match(source)):
         try:
-            return dt.date(*(int(g) for g in match.groups())).isoformat()
+            day = dt.date(*(int(g) for g in match.groups()))
         except ValueError:
             pass
+        else:
+            if day > today:
+                raise PlanError(
+                    f"--source {source}: a gpuhunt version dated {day.isoformat()}, after "
+                    f"today ({today.isoformat()}); give --date YYYY-MM-DD (when the "
+                    "snapshot was taken)"
+                )
+            return day.isoformat()
     own = " or --source VERSION (a gpuhunt version such as 20260818-42)" if fmt == GPUHUNT else ""
     raise PlanError(
         f"{where}: {fmt} rows carry no date; give --date YYYY-MM-DD (when the snapshot "
@@ -222,23 +257,43 @@ def read_catalog(
     date: str | None,
     source: str = "",
     provider: str | None = None,
+    today: dt.date | None = None,
 ) -> Imported:
     """The offers of one catalog file's text, or a one-line PlanError naming the file, line,
     column and value of the first bad row."""
+    check_source(source)
     try:
-        return _read(path, text, date=date, source=source, provider=provider)
+        return _read(path, text, date=date, source=source, provider=provider, today=today)
     except csv.Error as err:  # a field over csv's limit, a stray quote in strict files
         raise PlanError(f"{path}: not a CSV file this reads: {err}") from None
 
 
+def check_source(source: str) -> None:
+    """--source: a catalog's commit or version, kept with every offer: one line of at most
+    NAME_CHARS (a 2,000-character one would not fit an offer's source)."""
+    try:
+        v.one_line(v.NAME_CHARS)(source)
+    except ValueError as err:
+        raise PlanError(
+            f"--source {v.short_repr(source)}: {err}; give the catalog's commit or version"
+        ) from None
+
+
 def _read(
-    path: Path, text: str, *, date: str | None, source: str, provider: str | None
+    path: Path,
+    text: str,
+    *,
+    date: str | None,
+    source: str,
+    provider: str | None,
+    today: dt.date | None,
 ) -> Imported:
-    lines = text.splitlines()
-    reader = csv.reader(lines)
+    # csv reads the lines itself (newline=""): a quoted field may hold a line break, and
+    # only CR and LF end a row, never the VT, FF, NEL or U+2028 that str.splitlines splits on.
+    reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, [])
     fmt = detect(header, str(path))
-    when = date_of(fmt, date, source, str(path))
+    when = date_of(fmt, date, source, str(path), today)
     who = provider_of(fmt, path, provider)
     origin = f"{fmt} catalog {display_name(fmt, path)}" + (f" @ {source}" if source else "")
     col = {name: i for i, name in enumerate(header)}
@@ -260,6 +315,12 @@ def _read(
             if key in offers:
                 duplicates += 1
             offers.setdefault(key, o)
+        if len(offers) > MAX_OFFERS:
+            raise PlanError(
+                f"{path}:{line}: more than {MAX_OFFERS:,} offers by this row, and an offers "
+                f"file is read up to {MAX_FILE_BYTES:,} bytes (about {MAX_OFFERS:,} offers): "
+                "import a smaller catalog (fewer regions or GPUs)"
+            )
     return Imported(path, fmt, who, tuple(offers.values()), rows, without_gpu, unknown, duplicates)
 
 
@@ -325,37 +386,48 @@ def _offers_of(
         unknown[name if memory is None else f"{name} {memory:g} GB"] += 1
         return
     gpus = cell.gpus(count_col)
+    per = f"{gpus} GPU{'s' if gpus > 1 else ''}"
 
-    def offer(kind: Kind, usd: float) -> Offer:
-        return Offer(
-            provider=provider,
-            gpu=key,
-            kind=kind,
-            usd_per_gpu_hour=round(usd / gpus, 6),
-            unit_gpus=gpus,
-            instance=cell.text(instance)[:200],
-            region=region[:100],
-            date=date,
-            source=source,
-            imported=f"{fmt}:{provider}",
-            notes=f"${usd:g}/h for {gpus} GPU{'s' if gpus > 1 else ''} (catalog row "
-            f"{cell.line}), divided by {gpus}",
-        )
+    def offer(kind: Kind, column: str) -> Offer | None:
+        usd = cell.price(column, optional=column == "SpotPrice")
+        if usd is None:
+            return None
+        usd_per_gpu_hour = round(usd / gpus, USD_DECIMALS)
+        if not 0 < usd_per_gpu_hour <= MAX_USD_PER_GPU_HOUR:
+            low = 10.0**-USD_DECIMALS
+            raise cell.bad(
+                column,
+                cell.text(column),
+                f"${usd:g}/h for {per} is ${usd / gpus:g} per GPU-hour; an offer's must be "
+                f"from ${low:.{USD_DECIMALS}f} to ${MAX_USD_PER_GPU_HOUR:,.0f} per GPU-hour",
+            )
+        try:
+            return Offer(
+                provider=provider,
+                gpu=key,
+                kind=kind,
+                usd_per_gpu_hour=usd_per_gpu_hour,
+                unit_gpus=gpus,
+                instance=cell.text(instance)[:200],
+                region=region[:100],
+                date=date,
+                source=source,
+                imported=f"{fmt}:{provider}",
+                notes=f"${usd:g}/h for {per} (catalog row {cell.line}), divided by {gpus}",
+            )
+        except ValidationError as err:  # every value is checked above: never a traceback
+            raise v.explain(err, f"{cell.path}:{cell.line}") from None
 
     if fmt == SKYPILOT:
-        on_demand = cell.price("Price")
-        spot = cell.price("SpotPrice", optional=True)
-        assert on_demand is not None
-        yield offer("on-demand", on_demand)
-        if spot is not None:
-            yield offer("spot", spot)
+        kinds: tuple[tuple[Kind, str], ...] = (("on-demand", "Price"), ("spot", "SpotPrice"))
     else:
         spot_text = cell.text("spot")
         if spot_text not in ("True", "False"):
             raise cell.bad("spot", spot_text, "must be True or False")
-        usd = cell.price("price")
-        assert usd is not None
-        yield offer("spot" if spot_text == "True" else "on-demand", usd)
+        kinds = (("spot" if spot_text == "True" else "on-demand", "price"),)
+    for kind, column in kinds:
+        if (made := offer(kind, column)) is not None:
+            yield made
 
 
 # The head of an offers file the first import creates.
@@ -376,36 +448,126 @@ class Merged:
 
 def merge(existing: str | None, where: str, imported: Imported) -> Merged:
     """The user's offers file with this import's offers in place of those of an earlier
-    import of the same catalog; the file's other offers and its comments kept."""
-    import tomlkit  # only for writing: keeps the other commands fast
-
-    from ..basics.tomlfile import MAX_FILE_BYTES, parse_toml, to_toml
+    import of the same catalog; the file's other offers and its comments kept where they
+    are. A file of [[offer]] tables gets the new offers as tables where the earlier
+    import's were (else at its end); one written as an inline array (`offer = [ {...},
+    ... ]`) gets them at the end of that array."""
+    from ..basics.tomlfile import parse_toml
     from .offers import parse_offers
 
-    head = NEW_FILE_HEAD
-    replaced = kept = 0
-    if existing is not None:
-        parse_offers(parse_toml(existing, where), where, existing)  # a bad file stops here
-        document = tomlkit.parse(existing.removeprefix("\ufeff"))
-        table = document.get("offer", [])
-        mine = [i for i, row in enumerate(table) if row.get("imported") == imported.tag]
-        for i in reversed(mine):
-            del table[i]
-        replaced, kept = len(mine), len(table)
-        if "offer" in document and not kept:
-            del document["offer"]  # an empty array of tables is written `offer = []`
-        head = tomlkit.dumps(document).rstrip("\n") + "\n"
-    # The new offers are appended as text: tomlkit spaces tables it appends unevenly.
-    blocks = (
-        to_toml({k: v for k, v in offer.model_dump().items() if v != ""})
-        for offer in imported.offers
-    )
-    text = head + "".join(f"\n[[offer]]\n{block}" for block in blocks)
-    parse_offers(parse_toml(text, where), where, text)  # what is written reads back
-    if len(text.encode()) > MAX_FILE_BYTES:
+    fields = [{k: v for k, v in o.model_dump().items() if v != ""} for o in imported.offers]
+    kept: tuple[Offer, ...] = ()
+    replaced = 0
+    expected = imported.offers  # the offers the file holds after, in order
+    if existing is None:
+        text = _with_tables(NEW_FILE_HEAD, fields)
+    else:
+        doc = parse_toml(existing, where)
+        offers = parse_offers(doc, where, existing)  # a bad file stops here
+        drop = [o.imported == imported.tag for o in offers]
+        kept = tuple(o for o, gone in zip(offers, drop, strict=True) if not gone)
+        replaced = len(offers) - len(kept)
+        if "offer" in doc and not _OFFER_HEADER.search(existing):
+            text = _into_array(existing, drop, fields)
+            expected = kept + imported.offers
+        else:
+            before, after, tight = _without_tables(existing, where, drop)
+            text = _with_tables(before, fields, tight) + after
+            first = drop.index(True) if replaced else len(offers)
+            expected = (
+                offers[:first]
+                + imported.offers
+                + tuple(o for o, gone in zip(offers[first:], drop[first:], strict=True) if not gone)
+            )
+    size = len(text.encode())
+    if size > MAX_FILE_BYTES:
         raise PlanError(
             f"{where}: with {len(imported.offers):,} offers from {imported.path.name} it "
-            f"would be {len(text.encode()):,} bytes; offers files are read up to "
+            f"would be {size:,} bytes; offers files are read up to "
             f"{MAX_FILE_BYTES:,} bytes: import a smaller catalog (fewer regions or GPUs)"
         )
-    return Merged(text, replaced, kept)
+    # What is written reads back: the file's other offers as they were, the new ones in
+    # place of the old.
+    back = parse_offers(parse_toml(text, where), where, text)
+    if [o.model_dump() for o in back] != [o.model_dump() for o in expected]:
+        raise PlanError(
+            f"{where}: cannot tell its [[offer]] tables apart (a line '[[offer]]' inside a "
+            "multi-line string?); nothing was written: move the imported offers out by hand"
+        )
+    return Merged(text, replaced, len(kept))
+
+
+# An [[offer]] table's header line, and a line that holds no key (blank, or a comment).
+_OFFER_HEADER = re.compile(
+    r"""^[ \t]*\[\[[ \t]*(?:offer|"offer"|'offer')[ \t]*\]\][ \t]*(?:#.*)?\r?$""", re.M
+)
+_NO_KEY = re.compile(r"[ \t]*(?:#.*)?\r?")
+_COMMENT = re.compile(r"[ \t]*#.*")
+
+
+def _without_tables(text: str, where: str, drop: Sequence[bool]) -> tuple[str, str, bool]:
+    """An offers file of [[offer]] tables without those marked in drop: the text before
+    the first of them and the text after it, where the new offers go (so that nothing
+    moves on a re-import; the end when none is dropped), and whether a comment stood
+    right above it (the new offers follow it without a blank line). The comment lines
+    above a table (after the keys of the one before) belong to it: they stay with a kept
+    table, and stay where they were when the table goes."""
+    lines = text.split("\n")  # TOML's line breaks only (str.splitlines splits on more)
+    heads = [i for i, line in enumerate(lines) if _OFFER_HEADER.fullmatch(line)]
+    if len(heads) != len(drop):
+        raise PlanError(
+            f"{where}: cannot tell its [[offer]] tables apart ({len(heads):,} '[[offer]]' "
+            f"lines for {len(drop):,} offers); nothing was written"
+        )
+    out = lines[: heads[0]] if heads else lines
+    at: int | None = None  # where in out the new offers go
+    tight = False
+    lead: list[str] = []  # the lines between the previous table's keys and this header
+    for k, start in enumerate(heads):
+        end = heads[k + 1] if k + 1 < len(heads) else len(lines)
+        last = max(i for i in range(start, end) if i == start or not _NO_KEY.fullmatch(lines[i]))
+        if drop[k] and at is None:  # the first to go: its lead stays as it was
+            out += lead
+            at, tight = len(out), start > 0 and bool(_COMMENT.fullmatch(lines[start - 1]))
+        elif drop[k]:  # the next ones: their comments stay
+            out += [line for line in lead if _COMMENT.fullmatch(line)]
+        else:
+            out += lead + lines[start : last + 1]
+        lead = lines[last + 1 : end]
+    out += lead
+    before, after = (out, []) if at is None else (out[:at], out[at:])
+    return _lines(before) or NEW_FILE_HEAD, _lines(after), tight
+
+
+def _lines(lines: list[str]) -> str:
+    """Lines as text, without the blank lines at the end."""
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _with_tables(head: str, fields: Sequence[Mapping[str, Any]], tight: bool = False) -> str:
+    """head, then each offer as an [[offer]] table after a blank line (the first one right
+    after head when tight), written as text: tomlkit spaces tables it appends unevenly."""
+    from ..basics.tomlfile import to_toml
+
+    tables = "".join(f"\n[[offer]]\n{to_toml(dict(f))}" for f in fields)
+    return head + (tables.removeprefix("\n") if tight else tables)
+
+
+def _into_array(text: str, drop: Sequence[bool], fields: Sequence[Mapping[str, Any]]) -> str:
+    """An offers file written as an inline array, without the offers marked in drop and
+    with the new ones appended to the array (tomlkit keeps the rest as written)."""
+    import tomlkit  # only for writing: keeps the other commands fast
+
+    document = tomlkit.parse(text)
+    array = document["offer"]
+    for i in reversed([i for i, gone in enumerate(drop) if gone]):
+        del array[i]
+    if fields and "\n" not in array.as_string():
+        array.multiline(True)  # one offer a line, not hundreds on one
+    for f in fields:
+        table = tomlkit.inline_table()
+        table.update(f)
+        array.append(table)
+    return tomlkit.dumps(document)

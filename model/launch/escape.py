@@ -13,15 +13,17 @@ import shlex
 from typing import Any
 
 from ..basics.errors import PlanError
+from ..basics.terminal import CONTROL_CHARS
 from ..basics.validation import short_repr
 
 HEREDOC = "DFLASH_PLAN_EOF"
 WRAP_AT = 100
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Control characters (C0, DEL, C1), line separators, and what a YAML file may not hold at
-# all (a kubernetes manifest's header is YAML comments).
-_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+# Control characters (C0, DEL, C1) and line separators (the terminal's set, one
+# definition), and what a YAML file may not hold at all (a kubernetes manifest's header is
+# YAML comments).
+_UNSAFE_IN_COMMENT = re.compile(f"[{CONTROL_CHARS}\ufffe\uffff]")
 
 
 def q(value: object) -> str:

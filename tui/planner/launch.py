@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
 
+from ...model.basics.terminal import terminal_safe
 from ..fields import TEMPLATE, parse
 from ..picker import Picker
 from ..state import View
@@ -20,6 +21,9 @@ SHOWN_CHARS = 200_000
 
 
 def shown_text(text: str) -> str:
+    """The script as the box draws it: its head, and terminal-safe (a path in a shell word
+    holds the user's bytes exactly, ESC included; copy and export take it as it is)."""
+    text = terminal_safe(text, keep="\n\t")
     if len(text) <= SHOWN_CHARS:
         return text
     head = text[:SHOWN_CHARS].rsplit("\n", 1)[0]

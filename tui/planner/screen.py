@@ -422,7 +422,9 @@ class PlannerScreen(Screen[None]):
     def action_charts(self) -> None:
         from ..charts import ChartsScreen
 
-        self._push_view(ChartsScreen(self.state.projection, self.state.catalog, self.state.name))
+        self._push_view(
+            ChartsScreen(self.state.projection, self.state.catalog, self.state.shown_name)
+        )
 
     # --- tabs and the launch script ------------------------------------------------------
 
