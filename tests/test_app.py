@@ -101,6 +101,40 @@ async def test_a_burst_of_keys_is_one_recompute():
         assert "17.6 days" in text(app, "figures")  # twice the samples: 2 x 8.8 days
 
 
+async def test_keys_typed_in_one_burst_after_a_backspace_apply_in_order():
+    # Issue 29 item 4: tmux `send-keys BSpace 1 2` saved 1. The backspace (an Input
+    # binding) ran once it had bubbled up to the app, after the 1 and the 2 were typed.
+    app = PlannerApp()  # the real debounce: a burst is what is under test
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def burst(key: str, keys: tuple[str, ...]) -> Input:
+            box = await field(pilot, key)
+            box.focus()
+            await pilot.pause()
+            await pilot.press("end")
+            for typed in keys:  # as the terminal driver posts them: no pause between
+                app.post_message(events.Key(typed, typed if len(typed) == 1 else None))
+            deadline = time.monotonic() + 5
+            while (app.planner._timer is not None or box.value == "") and (
+                time.monotonic() < deadline
+            ):
+                await pilot.pause(DEBOUNCE_S)
+            await pilot.pause()
+            return box
+
+        # "3", end, backspace, 0, 2: "02", 2 targets at 4,933.3 tok/s each = 9.9 Ktok/s,
+        # 8.8 days x 3/2 = 13.2 days (the field held "30" before).
+        count = await burst("target.count", ("backspace", "0", "2"))
+        assert count.value == "02" and error(app, "target.count") == ""
+        assert app.state.plan.target.count == 2 and not app.planner.view.stale
+        assert "9.9 Ktok/s" in text(app, "figures") and "13.2 days" in text(app, "figures")
+        assert "2 targets" in text(app, "title-bar")
+        # "6", end, backspace, 1, 2: 12 epochs, twice the 13.2 days of 6 (was "61").
+        epochs = await burst("workload.epochs", ("backspace", "1", "2"))
+        assert epochs.value == "12" and app.state.plan.workload.epochs == 12
+        assert "26.4 days  for 12 epochs" in text(app, "figures")
+
+
 async def test_split_keys_move_a_gpu_even_from_a_number_field():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:

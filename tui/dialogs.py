@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from ..model.core import figures as F
+from .textinput import TextInput
 
 # The line of help.md the results figures' list replaces.
 FIGURES_MARKER = "<!-- figures: the app's results figures, from model/core/figures.py -->"
@@ -89,7 +90,7 @@ class PathDialog(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="path-dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
+            yield TextInput(self.initial, placeholder="path/to/plan.toml", id="path-input")
             yield Static("", id="path-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action_text, variant="primary", id="path-ok")

@@ -12,6 +12,7 @@ from textual.widgets import Input, Label, Static
 from ..fields import TEMPLATE, parse
 from ..picker import Picker
 from ..state import View
+from ..textinput import TextInput
 from .messages import FieldEdited
 
 # Beyond this many characters the tab shows the head of the script (copy and export
@@ -45,7 +46,7 @@ class LaunchPanel(Vertical):
         self.built = True
         template = Horizontal(
             Label("template", classes="field-label"),
-            Input(
+            TextInput(
                 view.values.get(TEMPLATE.key) or "",
                 compact=True,
                 id="launch-template",
