@@ -472,6 +472,54 @@ async def test_launch_format_template_copy_export(tmp_path):
         assert out.read_text() == app.clipboard
 
 
+async def test_the_planner_keys_work_in_the_launch_script_box():
+    # Issue 29 item 18a: with the script's box focused, ctrl+y did nothing (the text
+    # area's redo), nor f6 and f7 (its select line, select all).
+    from dflash_plan.tui.charts import ChartsScreen
+    from dflash_plan.tui.scenarios import ScenariosScreen
+    from textual.widgets import TextArea
+
+    app = planner()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        box = app.screen.query_one("#launch-command", TextArea)
+        for key, opened in (("f7", ChartsScreen), ("f6", ScenariosScreen)):
+            box.focus()
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, opened), key
+            await pilot.press("escape")
+            await pilot.pause()
+        box.focus()
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.focused is box
+        assert app.clipboard == await app.planner.launch_text()
+        assert "specforge train -c run.yaml" in app.clipboard
+
+
+def test_no_widget_of_the_planner_takes_a_planner_key_for_itself():
+    # The rule behind item 18a: a key of the planner (or the app) that a widget on the
+    # planner also binds is a priority binding, or the focused widget would take it.
+    from dflash_plan.tui.planner.screen import PlannerScreen
+    from textual.containers import VerticalScroll
+    from textual.widgets import OptionList, TextArea
+
+    def keys(bindings) -> dict[str, object]:
+        return {k.strip(): b for b in bindings for k in b.key.split(",")}
+
+    planner_keys = {**keys(PlannerApp.BINDINGS), **keys(PlannerScreen.BINDINGS)}
+    widgets = (Input, TextArea, Picker, PickerList, OptionList, TabBar, VerticalScroll)
+    taken = [
+        (key, widget.__name__)
+        for widget in widgets
+        for key in keys(widget.BINDINGS)
+        if key in planner_keys and not planner_keys[key].priority
+    ]
+    assert taken == []
+
+
 async def test_the_launch_tab_offers_every_format_and_exports_a_manifest_as_yaml(tmp_path):
     from dflash_plan.model.launch import FORMATS
     from dflash_plan.tui.picker import Picker
