@@ -460,7 +460,7 @@ async def test_launch_format_template_copy_export(tmp_path):
         assert app.state.plan.launch.template == "go {target_devices}"
         await pilot.press("ctrl+y")
         await settle(pilot)
-        assert app.clipboard == text(app, "launch-command")
+        assert app.clipboard == await app.planner.launch_text()  # as written, not wrapped
         await pilot.press("ctrl+e")
         await pilot.pause()
         await put(pilot, "path-input", str(out))
@@ -497,6 +497,40 @@ async def test_the_planner_keys_work_in_the_launch_script_box():
         assert app.focused is box
         assert app.clipboard == await app.planner.launch_text()
         assert "specforge train -c run.yaml" in app.clipboard
+
+
+async def test_the_launch_header_wraps_to_the_box_and_copies_as_written():
+    # Issue 29 item 18b: header lines of 200-340 characters were cut at the box's edge.
+    from textual.widgets import TextArea
+
+    def comments(script: str) -> list[str]:
+        return [line for line in script.splitlines() if line.startswith("# ")]
+
+    app = planner()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        box = app.screen.query_one("#launch-command", TextArea)
+        script = await app.planner.launch_text()
+        assert max(len(line) for line in comments(script)) > 200  # the projection's line
+        room = box.content_region.width - 1  # less the scrollbar
+        shown = box.text
+        assert all(len(line) <= room for line in comments(shown))
+        # Every word of the header is shown, in order, each piece a comment; the script's
+        # commands are as written.
+        words = [w for line in comments(shown) for w in line.split() if w != "#"]
+        assert words == [w for line in comments(script) for w in line.split() if w != "#"]
+        assert [x for x in shown.splitlines() if not x.startswith("#")] == [
+            x for x in script.splitlines() if not x.startswith("#")
+        ]
+        await pilot.resize_terminal(90, 20)  # a wider box: wrapped again, at its width
+        await pilot.pause()
+        wider = box.content_region.width - 1
+        assert wider > room and len(comments(box.text)) < len(comments(shown))
+        assert all(len(line) <= wider for line in comments(box.text))
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.clipboard == script
 
 
 def test_no_widget_of_the_planner_takes_a_planner_key_for_itself():
@@ -672,8 +706,9 @@ async def test_the_launch_tab_offers_skypilot_and_exports_its_yaml(tmp_path):
         await settle(pilot)
         await choose(pilot, "launch-format", "skypilot")
         await settle(pilot)
-        shown = text(app, "launch-command")
-        assert "accelerators: RTXPRO6000:4" in shown and app.state.plan.launch.format == "skypilot"
+        shown = await app.planner.launch_text()  # as written (the box wraps comments)
+        assert "accelerators: RTXPRO6000:4" in text(app, "launch-command")
+        assert app.state.plan.launch.format == "skypilot"
         await pilot.press("ctrl+e")
         await pilot.pause()
         # A task YAML, not a script: named so, and not made executable.
