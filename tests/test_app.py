@@ -606,6 +606,8 @@ async def test_save_open_and_unsaved_changes(tmp_path):
 async def test_the_palette_has_every_action_in_plain_words():
     app = planner()
     async with app.run_test(size=SIZE):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert len(titles) == len(set(titles))  # "Help" was there twice (issue 29, 18f)
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
         for title in (
             "Save",
