@@ -264,6 +264,23 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
             assert error(app, key) == "" and not app.screen.query_one("#banner").display
 
 
+async def test_the_title_names_the_plan_whose_figures_are_shown():
+    # Issue 29 item 18g: 1e9 in the target count put "1000000000 targets" in the title
+    # over the measured run's figures (the plan refused it: at most 100,000 GPUs).
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        measured = text(app, "title-bar")
+        await put(pilot, "target.count", "1e9")
+        await pilot.pause()
+        assert "100,000" in error(app, "target.count")
+        assert "14.8 Ktok/s" in text(app, "figures")  # the measured run's, stale
+        assert "1000000000" not in text(app, "title-bar")
+        assert text(app, "title-bar").startswith(measured)  # its name, and "unsaved"
+        await put(pilot, "target.count", "5")  # a plan again: named for what it is
+        await pilot.pause()
+        assert "5 targets + 1 drafter" in text(app, "title-bar")
+
+
 async def test_a_plan_that_stops_fitting_is_stale_one_that_never_fitted_is_not(tmp_path):
     app = planner()
     async with app.run_test(size=SIZE) as pilot:

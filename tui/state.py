@@ -96,7 +96,8 @@ class View:
     launch_format: str
     title: str
     dirty: bool
-    name: str  # the plan's name, given or derived
+    name: str  # the plan's name, given or derived (the name field's placeholder)
+    shown_name: str  # the name of the plan whose figures are shown (the title bar)
 
 
 def plain(reason: str) -> str:
@@ -293,6 +294,17 @@ class Planner:
         return self.given_name or derived_name(self.doc, self.catalog)
 
     @property
+    def shown_name(self) -> str:
+        """The name of the plan whose figures are shown: the plan's name while they are
+        the edits' own; while they are stale, the user's name or else the name of the plan
+        they were computed for (a name derived from edits that make no plan, or none that
+        fits, named a plan nobody computed: "1000000000 targets" over the figures of 3)."""
+        if self.current or self._user_name:
+            return self.name
+        computed = self.projection.plan
+        return computed.name or derived_name(plan_to_dict(computed), self.catalog)
+
+    @property
     def launch_format(self) -> str:
         return str(self.doc["launch"].get("format", "specforge"))
 
@@ -391,6 +403,7 @@ class Planner:
             title=self.title,
             dirty=self.dirty,
             name=self.name,
+            shown_name=self.shown_name,
         )
 
     # --- editing ------------------------------------------------------------------------

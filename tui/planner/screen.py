@@ -68,7 +68,7 @@ class TitleBar(Static):
     """
 
     def __init__(self, view: View) -> None:
-        self._shown = (view.name, view.title)
+        self._shown = (view.shown_name, view.title)
         super().__init__(self._content(0), id="title-bar")
 
     def _content(self, width: int | None = None) -> Content:
@@ -85,8 +85,8 @@ class TitleBar(Static):
         return Content.assemble(*parts)
 
     def show(self, view: View) -> None:
-        if (view.name, view.title) != self._shown:
-            self._shown = (view.name, view.title)
+        if (view.shown_name, view.title) != self._shown:
+            self._shown = (view.shown_name, view.title)
             self.update(self._content(), layout=False)  # one line, always
 
     def on_resize(self) -> None:
@@ -428,7 +428,9 @@ class PlannerScreen(Screen[None]):
     def action_charts(self) -> None:
         from ..charts import ChartsScreen
 
-        self._push_view(ChartsScreen(self.state.projection, self.state.catalog, self.state.name))
+        self._push_view(
+            ChartsScreen(self.state.projection, self.state.catalog, self.state.shown_name)
+        )
 
     # --- tabs and the launch script ------------------------------------------------------
 
