@@ -101,6 +101,40 @@ async def test_a_burst_of_keys_is_one_recompute():
         assert "17.6 days" in text(app, "figures")  # twice the samples: 2 x 8.8 days
 
 
+async def test_keys_typed_in_one_burst_after_a_backspace_apply_in_order():
+    # Issue 29 item 4: tmux `send-keys BSpace 1 2` saved 1. The backspace (an Input
+    # binding) ran once it had bubbled up to the app, after the 1 and the 2 were typed.
+    app = PlannerApp()  # the real debounce: a burst is what is under test
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def burst(key: str, keys: tuple[str, ...]) -> Input:
+            box = await field(pilot, key)
+            box.focus()
+            await pilot.pause()
+            await pilot.press("end")
+            for typed in keys:  # as the terminal driver posts them: no pause between
+                app.post_message(events.Key(typed, typed if len(typed) == 1 else None))
+            deadline = time.monotonic() + 5
+            while (app.planner._timer is not None or box.value == "") and (
+                time.monotonic() < deadline
+            ):
+                await pilot.pause(DEBOUNCE_S)
+            await pilot.pause()
+            return box
+
+        # "3", end, backspace, 0, 2: "02", 2 targets at 4,933.3 tok/s each = 9.9 Ktok/s,
+        # 8.8 days x 3/2 = 13.2 days (the field held "30" before).
+        count = await burst("target.count", ("backspace", "0", "2"))
+        assert count.value == "02" and error(app, "target.count") == ""
+        assert app.state.plan.target.count == 2 and not app.planner.view.stale
+        assert "9.9 Ktok/s" in text(app, "figures") and "13.2 days" in text(app, "figures")
+        assert "2 targets" in text(app, "title-bar")
+        # "6", end, backspace, 1, 2: 12 epochs, twice the 13.2 days of 6 (was "61").
+        epochs = await burst("workload.epochs", ("backspace", "1", "2"))
+        assert epochs.value == "12" and app.state.plan.workload.epochs == 12
+        assert "26.4 days  for 12 epochs" in text(app, "figures")
+
+
 async def test_split_keys_move_a_gpu_even_from_a_number_field():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
@@ -228,6 +262,23 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
                 ),
             )
             assert error(app, key) == "" and not app.screen.query_one("#banner").display
+
+
+async def test_the_title_names_the_plan_whose_figures_are_shown():
+    # Issue 29 item 18g: 1e9 in the target count put "1000000000 targets" in the title
+    # over the measured run's figures (the plan refused it: at most 100,000 GPUs).
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        measured = text(app, "title-bar")
+        await put(pilot, "target.count", "1e9")
+        await pilot.pause()
+        assert "100,000" in error(app, "target.count")
+        assert "14.8 Ktok/s" in text(app, "figures")  # the measured run's, stale
+        assert "1000000000" not in text(app, "title-bar")
+        assert text(app, "title-bar").startswith(measured)  # its name, and "unsaved"
+        await put(pilot, "target.count", "5")  # a plan again: named for what it is
+        await pilot.pause()
+        assert "5 targets + 1 drafter" in text(app, "title-bar")
 
 
 async def test_a_plan_that_stops_fitting_is_stale_one_that_never_fitted_is_not(tmp_path):
@@ -469,7 +520,7 @@ async def test_launch_format_template_copy_export(tmp_path):
         assert app.state.plan.launch.template == "go {target_devices}"
         await pilot.press("ctrl+y")
         await settle(pilot)
-        assert app.clipboard == text(app, "launch-command")
+        assert app.clipboard == await app.planner.launch_text()  # as written, not wrapped
         await pilot.press("ctrl+e")
         await pilot.pause()
         await put(pilot, "path-input", str(out))
@@ -479,6 +530,88 @@ async def test_launch_format_template_copy_export(tmp_path):
         await pilot.click("#answer-overwrite")
         await settle(pilot)
         assert out.read_text() == app.clipboard
+
+
+async def test_the_planner_keys_work_in_the_launch_script_box():
+    # Issue 29 item 18a: with the script's box focused, ctrl+y did nothing (the text
+    # area's redo), nor f6 and f7 (its select line, select all).
+    from dflash_plan.tui.charts import ChartsScreen
+    from dflash_plan.tui.scenarios import ScenariosScreen
+    from textual.widgets import TextArea
+
+    app = planner()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        box = app.screen.query_one("#launch-command", TextArea)
+        for key, opened in (("f7", ChartsScreen), ("f6", ScenariosScreen)):
+            box.focus()
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, opened), key
+            await pilot.press("escape")
+            await pilot.pause()
+        box.focus()
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.focused is box
+        assert app.clipboard == await app.planner.launch_text()
+        assert "specforge train -c run.yaml" in app.clipboard
+
+
+async def test_the_launch_header_wraps_to_the_box_and_copies_as_written():
+    # Issue 29 item 18b: header lines of 200-340 characters were cut at the box's edge.
+    from textual.widgets import TextArea
+
+    def comments(script: str) -> list[str]:
+        return [line for line in script.splitlines() if line.startswith("# ")]
+
+    app = planner()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.press("f4")
+        await settle(pilot)
+        box = app.screen.query_one("#launch-command", TextArea)
+        script = await app.planner.launch_text()
+        assert max(len(line) for line in comments(script)) > 200  # the projection's line
+        room = box.content_region.width - 1  # less the scrollbar
+        shown = box.text
+        assert all(len(line) <= room for line in comments(shown))
+        # Every word of the header is shown, in order, each piece a comment; the script's
+        # commands are as written.
+        words = [w for line in comments(shown) for w in line.split() if w != "#"]
+        assert words == [w for line in comments(script) for w in line.split() if w != "#"]
+        assert [x for x in shown.splitlines() if not x.startswith("#")] == [
+            x for x in script.splitlines() if not x.startswith("#")
+        ]
+        await pilot.resize_terminal(90, 20)  # a wider box: wrapped again, at its width
+        await pilot.pause()
+        wider = box.content_region.width - 1
+        assert wider > room and len(comments(box.text)) < len(comments(shown))
+        assert all(len(line) <= wider for line in comments(box.text))
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.clipboard == script
+
+
+def test_no_widget_of_the_planner_takes_a_planner_key_for_itself():
+    # The rule behind item 18a: a key of the planner (or the app) that a widget on the
+    # planner also binds is a priority binding, or the focused widget would take it.
+    from dflash_plan.tui.planner.screen import PlannerScreen
+    from textual.containers import VerticalScroll
+    from textual.widgets import OptionList, TextArea
+
+    def keys(bindings) -> dict[str, object]:
+        return {k.strip(): b for b in bindings for k in b.key.split(",")}
+
+    planner_keys = {**keys(PlannerApp.BINDINGS), **keys(PlannerScreen.BINDINGS)}
+    widgets = (Input, TextArea, Picker, PickerList, OptionList, TabBar, VerticalScroll)
+    taken = [
+        (key, widget.__name__)
+        for widget in widgets
+        for key in keys(widget.BINDINGS)
+        if key in planner_keys and not planner_keys[key].priority
+    ]
+    assert taken == []
 
 
 async def test_the_launch_tab_offers_every_format_and_exports_a_manifest_as_yaml(tmp_path):
@@ -533,6 +666,8 @@ async def test_save_open_and_unsaved_changes(tmp_path):
 async def test_the_palette_has_every_action_in_plain_words():
     app = planner()
     async with app.run_test(size=SIZE):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert len(titles) == len(set(titles))  # "Help" was there twice (issue 29, 18f)
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
         for title in (
             "Save",
@@ -633,8 +768,9 @@ async def test_the_launch_tab_offers_skypilot_and_exports_its_yaml(tmp_path):
         await settle(pilot)
         await choose(pilot, "launch-format", "skypilot")
         await settle(pilot)
-        shown = text(app, "launch-command")
-        assert "accelerators: RTXPRO6000:4" in shown and app.state.plan.launch.format == "skypilot"
+        shown = await app.planner.launch_text()  # as written (the box wraps comments)
+        assert "accelerators: RTXPRO6000:4" in text(app, "launch-command")
+        assert app.state.plan.launch.format == "skypilot"
         await pilot.press("ctrl+e")
         await pilot.pause()
         # A task YAML, not a script: named so, and not made executable.

@@ -11,12 +11,15 @@ from dflash_plan.model.core.projection import project
 from dflash_plan.model.explore.search import Constraints, default_space, search
 from dflash_plan.model.explore.sensitivity import split_curve, tornado
 from dflash_plan.tui.charts import (
+    MIN_PLOT_COLS,
+    MIN_PLOT_ROWS,
     chart_text,
     draw_pareto,
     draw_split,
     draw_tornado,
     linear_ticks,
     log_ticks,
+    plot_area,
     split_note,
 )
 from support import edit
@@ -168,3 +171,114 @@ def test_the_pareto_legend_covers_no_point(catalog, baseline, size):
     for marker in "●■◆":  # every point is drawn in the plot
         assert any(marker in line for line in plot)
     assert lines[-1].startswith("● front (4 plans)  ■ baseline  ◆ current")
+
+
+# The charts' room in a 60x20 terminal (measured in the app): the Search view's Pareto
+# chart, the split curve under its note, the tornado under its caption.
+PARETO_60x20, SPLIT_60x20, TORNADO_60x20 = (60, 6), (60, 12), (60, 14)
+
+
+def y_labels(lines: list[str]) -> list[float]:
+    """The y axis's labels, top to bottom (the numbers left of the frame's ┤ ticks)."""
+    return [
+        float(line.split("┤")[0].replace(",", ""))
+        for line in lines
+        if "┤" in line and line.split("┤")[0].strip()
+    ]
+
+
+@pytest.mark.parametrize("height", range(PARETO_60x20[1], 18))
+def test_a_pareto_chart_too_short_for_its_plot_says_so_and_its_axis_reads_upwards(
+    catalog, baseline, height
+):
+    # Issue 29 item 18c: at 60x20 the chart passed the size check (6 rows) and drew an
+    # empty frame, its y labels upside down (0 above 800): the title, ticks, labels and
+    # legend took every row. The check is now on the plot inside the frame.
+    front = front_of(catalog, baseline)
+    measured = project(baseline, catalog)
+    lines = drawn(lambda plt: draw_pareto(plt, front, measured, measured, "USD", 3), (60, height))
+    if len(lines) == 1:
+        assert lines[0].startswith("No chart: too small here (plot ")
+        assert height < 9  # 6 rows of title, frame, ticks, labels, legend; 3 of plot
+        return
+    cols, rows = plot_area("\n".join(lines))
+    assert rows >= MIN_PLOT_ROWS and cols >= MIN_PLOT_COLS
+    labels = y_labels(lines)
+    assert len(labels) >= 2 and labels == sorted(labels, reverse=True)  # no label lost
+    assert any("●" in line for line in lines)
+
+
+def test_at_60x20_the_pareto_chart_is_one_line_saying_why(catalog, baseline):
+    lines = drawn(
+        lambda plt: draw_pareto(plt, front_of(catalog, baseline), None, None, "USD", 3),
+        PARETO_60x20,
+    )
+    # The frame would hold no row: 6 rows less the title, the frame's 2, the ticks, the
+    # axes' labels and the legend.
+    assert lines == [
+        "No chart: too small here (plot 57x0 cells, needs 16x3); a larger terminal shows it"
+    ]
+
+
+def tornado_cells(text, colour: str) -> list[int]:
+    """How many bar cells of a colour (plotext's ANSI index) each line of a chart has."""
+    return [
+        sum(
+            char in BLOCKS
+            for span in line.spans
+            if str(span.style).startswith(f"color({colour}) ")
+            for char in line.plain[span.start : span.end]
+        )
+        for line in text.split("\n")
+    ]
+
+
+@pytest.mark.parametrize("size", [TORNADO_60x20, (60, 9), (78, 17), (118, 31)])
+def test_every_input_of_the_tornado_keeps_its_days_bar(catalog, baseline, size):
+    # Issue 29 item 18d: an offline B200 plan at 60x20 had four inputs on nine rows; the
+    # bars 0.4 of an input apart fell in the same cells and the cost bars covered the
+    # days bars. Each input now has rows of its own, or the chart says it needs more.
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 3},
+        drafter={"gpu": "b200", "count": 2},
+        workload={"mode": "offline"},
+    )
+    p = project(plan, catalog)
+    bars = tornado(p, catalog)
+    assert len(bars) == 4
+    chart = chart_text(lambda plt: draw_tornado(plt, bars, p), *size)
+    if size == (60, 9):  # 4 rows of plot: 2 are needed for each input
+        assert chart.plain == (
+            "No chart: the tornado needs 8 rows for the bars of its 4 inputs, it has 4; "
+            "a taller terminal shows it"
+        )
+        return
+    days, cost = tornado_cells(chart, "6"), tornado_cells(chart, "3")  # cyan, orange
+    lines = chart.plain.splitlines()
+    for bar in bars:
+        name = f"{bar.name.split(' (')[0]} {bar.low_label}..{bar.high_label}"
+        row = next(i for i, line in enumerate(lines) if name in line)
+        # Its days bar on its name's row or the row above, its cost bar on the row below.
+        assert days[row - 1] + days[row] > 0, (name, chart.plain)
+        assert cost[row + 1] > 0, (name, chart.plain)
+    assert sum(1 for n in days[:-1] if n) == len(bars)  # one row of days bar per input
+
+
+@pytest.mark.parametrize("size", [SPLIT_60x20, *SIZES])
+def test_the_split_legend_sits_under_the_plot_and_a_clipped_curve_is_noted(catalog, baseline, size):
+    # Issue 29 item 18e: plotext's legend sat in the plot's top-left corner, over the
+    # capacity lines; the drafter capacity, above the chart at few targets (one target
+    # and three drafters: 3 x 19.7 = 59 Ktok/s against a 23.7 Ktok/s top), was drawn flat
+    # along the top with nothing saying so.
+    p = project(baseline, catalog)
+    curve = split_curve(p)
+    lines = drawn(lambda plt: draw_split(plt, curve), size)
+    bottom = max(i for i, line in enumerate(lines) if "└" in line)
+    for name in ("target capacity", "drafter capacity", "throughput", "current: 3"):
+        row = next(i for i, line in enumerate(lines) if name in line)
+        assert row > bottom + 2, name  # under the plot, its ticks and its x label
+    assert len(lines) == size[1] and all(len(line) <= size[0] for line in lines)
+    note = split_note(curve)
+    assert "; the drafter capacity is cut at the top (up to 59 Ktok/s)." in note
+    assert "target capacity" not in note  # 3 x 4.9 = 14.8 Ktok/s: under the top

@@ -79,3 +79,33 @@ async def _fresh(pilot) -> None:
 async def test_search_screen(snapshot, size):
     changed = await snap_scenes(snapshot, "test_search_screen", size, SIZES[size], SCENES, _fresh)
     assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"
+
+
+async def tornado_offline(pilot):
+    # Issue 29 item 18d: four inputs on nine rows, each with its days and cost bars.
+    state = pilot.app.state
+    state.edit("workload.mode", "offline")
+    _counts(pilot, "b200", 3, 2)
+    pilot.app.planner.publish()
+    await pilot.press("f7")
+    await pilot.press("f4")
+
+
+# The charts at 60x20 (issue 29 item 18): the Pareto chart, too short for its plot, in
+# one line saying so; the split curve with its legend under the plot and its note on the
+# clipped drafter capacity; an offline tornado with every days bar.
+SMALL = {"60x20": (60, 20)}
+SMALL_SCENES = {
+    "search_table": (search_table, True),
+    "search_pareto": (search_pareto, False),
+    "split_chart": (split_chart, True),
+    "tornado_offline": (tornado_offline, True),
+}
+
+
+@pytest.mark.parametrize("size", SMALL)
+async def test_charts_at_60x20(snapshot, size):
+    changed = await snap_scenes(
+        snapshot, "test_search_screen", size, SMALL[size], SMALL_SCENES, _fresh
+    )
+    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"

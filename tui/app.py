@@ -288,13 +288,22 @@ class PlannerApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every action of the planner and the
-        app, titled as in the footer, with the binding's tooltip as help."""
+        app, titled as in the footer, with the binding's tooltip as help; an action bound
+        twice (f1 is the app's help and the planner's footer key for it) once."""
         yield from super().get_system_commands(screen)
+        listed: set[tuple[str, str]] = set()
         for owner, bindings in ((self.planner, PlannerScreen.BINDINGS), (self, self.BINDINGS)):
             for binding in bindings:
-                if isinstance(binding, Binding) and binding.tooltip and binding.id != "quit":
-                    yield SystemCommand(
-                        binding.description,
-                        binding.tooltip,
-                        partial(owner.run_action, binding.action),
-                    )
+                if not (isinstance(binding, Binding) and binding.tooltip) or binding.id == "quit":
+                    continue
+                on_app = owner is self or binding.action.startswith("app.")
+                where = "app" if on_app else "planner"
+                action = (where, binding.action.removeprefix("app."))
+                if action in listed:
+                    continue
+                listed.add(action)
+                yield SystemCommand(
+                    binding.description,
+                    binding.tooltip,
+                    partial(owner.run_action, binding.action),
+                )

@@ -37,6 +37,10 @@ Draw = Callable[[Any], "Legend | None"]
 
 # The smallest chart plotext draws readably (cells); a smaller one says so instead.
 MIN_WIDTH, MIN_HEIGHT = 24, 6
+# The smallest plot inside the chart's frame, once its title, ticks, labels and legend
+# have their rows: with fewer rows plotext draws an empty frame, or every point on one
+# row with the axis's labels out of order.
+MIN_PLOT_COLS, MIN_PLOT_ROWS = 16, 3
 
 
 class CannotDraw(Exception):
@@ -63,20 +67,27 @@ def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) ->
             plt.theme(theme)
         plt._set_size(width, height)  # a draw may lay out by the figure's width
         legend = draw(plt)
-        rows = height - 1 if legend else height
+        key_lines = legend_lines(legend, width)
+        rows = height - len(key_lines)
         plt.plotsize(width, rows)
         plt._set_size(width, rows)  # as textual-plotext's widget sizes it
         chart = Text.from_ansi(plt.build().removesuffix("\n"), no_wrap=True)
-        if legend:
-            # plotext's colours, on the chart's background, labels in its ticks' colour
-            # (plotext's colorize: textual-plotext's Plot.colorize passes a keyword
-            # plotext does not take).
-            monitor: Any = plt.monitor  # type: ignore[attr-defined]
-            paper, ink = monitor.canvas_color, monitor.ticks_color
+        cols, rows = plot_area(chart.plain)
+        if cols < MIN_PLOT_COLS or rows < MIN_PLOT_ROWS:
+            raise CannotDraw(
+                f"too small here (plot {cols}x{rows} cells, needs {MIN_PLOT_COLS}x"
+                f"{MIN_PLOT_ROWS}); a larger terminal shows it"
+            )
+        # plotext's colours, on the chart's background, labels in its ticks' colour
+        # (plotext's colorize: textual-plotext's Plot.colorize passes a keyword plotext
+        # does not take).
+        monitor: Any = plt.monitor  # type: ignore[attr-defined]
+        paper, ink = monitor.canvas_color, monitor.ticks_color
+        for entries in key_lines:
             key = colorize("  ", ink, None, paper, False).join(
                 colorize(marker, colour, None, paper, False)
                 + colorize(f" {label}", ink, None, paper, False)
-                for marker, colour, label in legend
+                for marker, colour, label in entries
             )
             key += colorize(
                 " " * max(0, width - len(Text.from_ansi(key).plain)), ink, None, paper, False
@@ -93,6 +104,61 @@ def chart_text(draw: Draw, width: int, height: int, theme: str | None = None) ->
     return chart
 
 
+def legend_lines(legend: Legend | None, width: int) -> list[list[tuple[str, str, str]]]:
+    """A legend's entries on the lines under the chart: as many to a line as fit in
+    `width` (two cells between entries), a line each when even one is wider."""
+    lines: list[list[tuple[str, str, str]]] = []
+    used = 0
+    for entry in legend or ():
+        marker, _, label = entry
+        size = len(marker) + 1 + len(label)
+        if lines and used + 2 + size <= width:
+            lines[-1].append(entry)
+            used += 2 + size
+        else:
+            lines.append([entry])
+            used = size
+    return lines
+
+
+# The rows a chart's frame (2), its x ticks (1) and its x label (1) take.
+FRAME_ROWS = 4
+
+
+def inner_rows(plt: Any, legend: Legend | None, titled: bool) -> int:
+    """The rows inside the frame of a chart with x ticks and an x label, a title or not,
+    and this legend under it, at the size chart_text gives the figure before drawing."""
+    return int(plt._height) - len(legend_lines(legend, plt._width)) - titled - FRAME_ROWS
+
+
+def spaced_ticks(ticks: list[float], top: float, rows: int) -> list[float]:
+    """Every other tick, again, until the ticks of an axis from 0 to `top` fall at least
+    a row apart on `rows` rows (plotext writes a tick's label over the one before it on
+    the same row: the axis read 0, 600, 800 with the front at 400)."""
+    while len(ticks) > 1 and (rows - 1) * (ticks[1] - ticks[0]) / top < 1:
+        ticks = ticks[::2]
+    return ticks
+
+
+def plot_area(chart: str) -> tuple[int, int]:
+    """The cells inside a built chart's frame (columns, rows): what is left for the data
+    once plotext has laid out the title, the ticks, the labels; (0, 0) when it drew no
+    frame."""
+    lines = chart.splitlines()
+    for top, line in enumerate(lines):
+        left = line.find("┌")
+        if left < 0:
+            continue
+        right = line.find("┐", left)
+        bottom = next(
+            (i for i in range(top + 1, len(lines)) if lines[i][left : left + 1] == "└"), -1
+        )
+        if right < 0 or bottom < 0:
+            break
+        return right - left - 1, bottom - top - 1
+    return 0, 0
+
+
 def _finite(values: Sequence[float], what: str, log: bool = False) -> None:
     """CannotDraw unless every value can be placed on its axis (a log axis needs > 0)."""
     for value in values:
@@ -106,6 +172,7 @@ def _finite(values: Sequence[float], what: str, log: bool = False) -> None:
 # Colours that read on the dark and the light theme.
 FRONT, CURRENT, BASELINE = "cyan", "orange", "magenta"
 TARGET, DRAFTER, LINK = "green", "orange", "magenta"
+THROUGHPUT, CURRENT_SPLIT = "cyan", "white"
 DAYS, COST = "cyan", "orange"
 
 
@@ -184,10 +251,6 @@ def draw_pareto(
     ticks = log_ticks(min(xs), max(xs))
     if len(ticks) >= 2:
         plt.xticks(ticks, [tick_label(t) for t in ticks])
-    if ys and max(ys) > 0:  # from 0: cost ratios read as heights
-        ticks = linear_ticks(0, max(ys) * 1.05)
-        plt.ylim(0, max(ys) * 1.08)
-        plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
     legend: list[tuple[str, str, str]] = []
     if front:
         plt.scatter([c.days for c in front], [c.cost for c in front], marker="●", color=FRONT)
@@ -196,6 +259,11 @@ def draw_pareto(
         assert p is not None and p.run_days is not None and p.run_cost is not None
         plt.scatter([p.run_days], [p.run_cost], marker=marker, color=colour)
         legend.append((marker, colour, name))
+    if ys and max(ys) > 0:  # from 0: cost ratios read as heights
+        top = max(ys) * 1.08
+        ticks = spaced_ticks(linear_ticks(0, max(ys) * 1.05), top, inner_rows(plt, legend, True))
+        plt.ylim(0, top)
+        plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
     return legend
 
 
@@ -218,22 +286,40 @@ def _split_lines(
 
 def split_note(curve: SplitCurve) -> str:
     """What to show with the split curve (a plotext title longer than the chart is
-    dropped): where the drafters bind, and the link's line when it is left out."""
-    *_, link, ceiling = _split_lines(curve)
+    dropped): where the drafters bind, the link's line when it is left out, and each
+    capacity that runs above the chart (drawn flat along its top, cut)."""
+    _, target, drafter, link, ceiling = _split_lines(curve)
     notes = []
+    if curve.switch is not None:
+        notes.append(f"the drafters bind from {curve.switch} target GPUs (red line)")
+    else:
+        notes.append("the targets bind at every split")
     if min(link) > ceiling:
         notes.append(f"the link carries {min(link):,.0f}+ Ktok/s, above the chart")
-    if curve.switch is not None:
-        notes.insert(0, f"the drafters bind from {curve.switch} target GPUs (red line)")
-    else:
-        notes.insert(0, "the targets bind at every split")
+    clipped = [
+        (name, max(values))
+        for name, values in (("target", target), ("drafter", drafter), ("link", link))
+        if max(values) > ceiling and (name != "link" or min(link) <= ceiling)
+    ]
+    if clipped:
+        names = " and ".join(name for name, _ in clipped)
+        peaks = " and ".join(f"{peak:,.0f}" for _, peak in clipped)
+        notes.append(
+            f"the {names} capacit{'ies are' if len(clipped) > 1 else 'y is'} cut at the top "
+            f"(up to {peaks} Ktok/s)"
+        )
     return "Throughput against target GPUs for the same total: " + "; ".join(notes) + "."
 
 
-def draw_split(plt: Any, curve: SplitCurve) -> None:
+# A line's mark in a legend.
+LINE = "──"
+
+
+def draw_split(plt: Any, curve: SplitCurve) -> Legend:
     """Throughput of every split of the same GPUs, with each part's capacity; the link's
     line is left out when it is far above the rest (it would flatten them; split_note
-    says so)."""
+    says so, and which capacities are cut at the top). Returns the legend
+    (drawn under the chart: plotext's own sits over the curves)."""
     plt.clear_data()
     k, target, drafter, link, ceiling = _split_lines(curve)
     x = list(curve.targets)
@@ -241,19 +327,22 @@ def draw_split(plt: Any, curve: SplitCurve) -> None:
     def clip(values: list[float]) -> list[float]:
         return [min(v, ceiling) for v in values]
 
-    plt.plot(x, clip(target), color=TARGET, marker="braille", label="target capacity")
-    plt.plot(x, clip(drafter), color=DRAFTER, marker="braille", label="drafter capacity")
+    lines = [(target, TARGET, "target capacity"), (drafter, DRAFTER, "drafter capacity")]
     if min(link) <= ceiling:
-        plt.plot(x, clip(link), color=LINK, marker="braille", label="link capacity")
-    plt.plot(x, k, color="cyan", marker="braille", label="throughput")
+        lines.append((link, LINK, "link capacity"))
+    lines.append((k, THROUGHPUT, "throughput"))
+    legend: list[tuple[str, str, str]] = []
+    for values, colour, name in lines:
+        plt.plot(x, clip(values), color=colour, marker="braille")
+        legend.append((LINE, colour, name))
     if curve.current in curve.targets:
         plt.scatter(
             [curve.current],
             [k[curve.targets.index(curve.current)]],
             marker="●",
-            color="white",
-            label=f"current: {curve.current}",
+            color=CURRENT_SPLIT,
         )
+        legend.append(("●", CURRENT_SPLIT, f"current: {curve.current}"))
     if curve.switch is not None:
         plt.vline(curve.switch, color="red")
     plt.title("Ktok/s by target GPUs")
@@ -261,8 +350,9 @@ def draw_split(plt: Any, curve: SplitCurve) -> None:
     plt.ylim(0, ceiling)
     ticks = [t for t in linear_ticks(x[0], x[-1], 8) if t == int(t)]
     plt.xticks(ticks, [f"{t:g}" for t in ticks])
-    ticks = linear_ticks(0, ceiling)
+    ticks = spaced_ticks(linear_ticks(0, ceiling), ceiling, inner_rows(plt, legend, True))
     plt.yticks(ticks, [f"{t:,.0f}" for t in ticks])
+    return legend
 
 
 # The tornado's bars need this many cells beside the longest input's name.
@@ -274,17 +364,37 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
     (lower bar) from the central plan, in percent, largest first (at the top). Each input's
     name ends just before its bars start (as y ticks, the names would end at the axis,
     far from bars that start at 0 when another input's bars reach below 0): the x axis
-    reaches left of the data by the room the names take at the figure's width."""
+    reaches left of the data by the room the names take at the figure's width. Each
+    input has rows of its own, its two bars on half-rows of their own (placed at a
+    fraction of a row apart, the cost bar took the days bar's cells when rows were few)."""
     plt.clear_data()
     if p.days is None:
         raise CannotDraw("the plan has no days to change")
     if not bars:
         raise CannotDraw("no uncertain input to show")
+    legend = [("▄▄", DAYS, "days (upper bar)"), ("▄▄", COST, "cost (lower bar)")]
     n = len(bars)
-    labels: list[tuple[str, float, int]] = []  # name, where its bars start, its y
+    rows = inner_rows(plt, legend, titled=False)
+    block = rows // n  # the rows of each input: its days bar, its name, its cost bar
+    # plotext puts a value v of an axis from 0 to `top` on half-row floor(0.5 + v *
+    # (2 rows - 1) / top) (the "hd" marker) and a text on row floor(0.5 + v * (rows - 1)
+    # / top), counted from the bottom: with top = 2 rows - 1, half-row h is v = h.
+    top = 2 * rows - 1
+
+    def on_row(row: int) -> float:
+        return row * top / max(rows - 1, 1)
+
+    pad = (rows - n * block) // 2  # the rows left over, above and below the bars
+    labels: list[tuple[str, float, float]] = []  # name, where its bars start, its y
     lows, highs = [0.0], [0.0]
     for i, bar in enumerate(bars):
-        y = n - i  # largest at the top
+        # The input's first row (from the bottom); three rows (bar, name, bar) are
+        # centred in a block of more, two (name and days bar, cost bar) fill one of two.
+        first = rows - 1 - pad - i * block - max(0, (block - 3) // 2)
+        if block >= 3:
+            days_y, name_y, cost_y = 2 * first, on_row(first - 1), 2 * first - 3
+        else:
+            days_y, name_y, cost_y = 2 * first + 1, on_row(first), 2 * first - 1
         d = [(v / p.days - 1) * 100 for v in bar.days]
         lo, hi = min(d), max(d)
         starts = [lo]
@@ -292,7 +402,7 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
         highs.append(hi)
         plt.plot(
             [lo, hi] if hi > lo else [lo - 0.3, lo + 0.3],
-            [y + 0.2, y + 0.2],
+            [days_y, days_y],
             marker="hd",
             color=DAYS,
         )
@@ -304,12 +414,12 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
             highs.append(hi)
             plt.plot(
                 [lo, hi] if hi > lo else [lo - 0.3, lo + 0.3],
-                [y - 0.2, y - 0.2],
+                [cost_y, cost_y],
                 marker="hd",
                 color=COST,
             )
         name = bar.name.split(" (")[0]
-        labels.append((f"{name} {bar.low_label}..{bar.high_label}", min(starts), y))
+        labels.append((f"{name} {bar.low_label}..{bar.high_label}", min(starts), name_y))
     # The plot's cells inside its frame (chart_text sets the figure's size before drawing),
     # and the x axis's left end that leaves every name two cells clear of its bars:
     # (start - left) / (right - left) * cells >= len(name) + 4, solved for left.
@@ -320,6 +430,11 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
         raise CannotDraw(
             f"the tornado needs {longest + 4 + TORNADO_BARS_MIN_WIDTH + 2} columns for its "
             f"names and bars, it has {plt._width}"
+        )
+    if block < 2:
+        raise CannotDraw(
+            f"the tornado needs {2 * n} rows for the bars of its {n} inputs, it has "
+            f"{max(rows, 0)}; a taller terminal shows it"
         )
     left = min(
         (start * cells - (len(name) + 4) * right) / (cells - len(name) - 4)
@@ -334,9 +449,9 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
     plt.vline(0, color="gray")
     ticks = linear_ticks(min(lows), right)
     plt.xticks(ticks, [f"{t:+,.0f}" if t else "0" for t in ticks])
-    plt.ylim(0.4, n + 0.6)
+    plt.ylim(0, top)
     plt.xlabel("% change from the central plan")
-    return [("▄▄", DAYS, "days (upper bar)"), ("▄▄", COST, "cost (lower bar)")]
+    return legend
 
 
 class Chart(PlotextPlot):

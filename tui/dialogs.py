@@ -16,6 +16,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from ..model.basics.tomlfile import SaveError, writable_target
 from ..model.core import figures as F
+from .textinput import TextInput
 
 # The line of help.md the results figures' list replaces.
 FIGURES_MARKER = "<!-- figures: the app's results figures, from model/core/figures.py -->"
@@ -90,7 +91,7 @@ class PathDialog(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="path-dialog"):
             yield Label(self.title_text, classes="dialog-title", markup=False)
-            yield Input(self.initial, placeholder="path/to/plan.toml", id="path-input")
+            yield TextInput(self.initial, placeholder="path/to/plan.toml", id="path-input")
             # A path's brackets are shown as they are, never read as markup.
             yield Static("", id="path-error", classes="dialog-error", markup=False)
             with Horizontal(classes="dialog-buttons"):

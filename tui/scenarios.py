@@ -21,6 +21,7 @@ from ..model.explore.compare import compared, shown
 from . import format as fmt
 from .footer import KeysFooter
 from .state import PlannerHost, Scenario
+from .textinput import TextInput
 
 
 def figure_rows() -> tuple[str, ...]:
@@ -127,7 +128,7 @@ class NameDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Rename the scenario", classes="dialog-title")
-            yield Input(self.initial, id="name-input", select_on_focus=True)
+            yield TextInput(self.initial, id="name-input", select_on_focus=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

@@ -48,6 +48,7 @@ from .charts import Chart, draw_pareto
 from .footer import KeysFooter
 from .report import fitting
 from .state import PlannerHost
+from .textinput import TextInput
 
 # A search that takes longer than this shows its progress.
 PROGRESS_AFTER_S = 0.5
@@ -166,23 +167,23 @@ class SearchScreen(Screen[None]):
         with Horizontal(classes="search-row", id="search-limits"):
             with Horizontal(id="search-deadline-box"):
                 yield Label("deadline")
-                yield Input("", id="search-deadline", compact=True, placeholder="none")
+                yield TextInput("", id="search-deadline", compact=True, placeholder="none")
                 yield Label(F.DAYS.unit, classes="unit")
             with Horizontal(id="search-budget-box"):
                 yield Label("budget")
-                yield Input("", id="search-budget", compact=True, placeholder="none")
+                yield TextInput("", id="search-budget", compact=True, placeholder="none")
                 yield Label(
                     fmt.cost(0, unit, compact=True).split(" ", 1)[-1] if unit != "USD" else "USD",
                     classes="unit",
                 )
                 yield Label("max GPUs")
-                yield Input("64", id="search-max-gpus", compact=True)
+                yield TextInput("64", id="search-max-gpus", compact=True)
         # The GPU types and the switches: one row when wide; below 100 columns the switches
         # take a row of their own, so that the GPU types show whole.
         with Horizontal(classes="search-row", id="search-choices"):
             with Horizontal(id="search-types"):
                 yield Label("GPU types")
-                yield Input("", id="search-gpus", compact=True, placeholder="all with a price")
+                yield TextInput("", id="search-gpus", compact=True, placeholder="all with a price")
             with Horizontal(id="search-switches"):
                 yield from self._switches()
         yield Static("", id="search-status")

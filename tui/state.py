@@ -98,7 +98,8 @@ class View:
     launch_format: str
     title: str
     dirty: bool
-    name: str  # the plan's name, given or derived
+    name: str  # the plan's name, given or derived (the name field's placeholder)
+    shown_name: str  # the name of the plan whose figures are shown (the title bar)
 
 
 def plain(reason: str) -> str:
@@ -332,9 +333,16 @@ class Planner:
 
     @property
     def shown_name(self) -> str:
-        """The name as the screen draws it: a plan file's name may hold C1 controls and
-        a recovery file's any character, which the terminal would act on."""
-        return terminal_safe(self.name)
+        """The name of the plan whose figures are shown, as the screen draws it (a plan
+        file's name may hold C1 controls and a recovery file's any character, which the
+        terminal would act on): the plan's name while they are the edits' own; while they
+        are stale, the user's name or else the name of the plan they were computed for (a
+        name derived from edits that make no plan, or none that fits, named a plan nobody
+        computed: "1000000000 targets" over the figures of 3)."""
+        if self.current or self._user_name:
+            return terminal_safe(self.name)
+        computed = self.projection.plan
+        return terminal_safe(computed.name or derived_name(plan_to_dict(computed), self.catalog))
 
     @property
     def launch_format(self) -> str:
@@ -434,7 +442,8 @@ class Planner:
             launch_format=self.launch_format,
             title=self.title,
             dirty=self.dirty,
-            name=self.shown_name,
+            name=terminal_safe(self.name),
+            shown_name=self.shown_name,
         )
 
     # --- editing ------------------------------------------------------------------------

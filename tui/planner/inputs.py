@@ -18,13 +18,14 @@ from textual.widgets import Input, Static
 from ..fields import SECTIONS, FieldError, FieldSpec, parse, show
 from ..picker import Picker
 from ..state import View
+from ..textinput import TextInput
 from .messages import FieldEdited, FieldInvalid
 
 # Keys that move GPUs between the roles anywhere in the planner, even in a number field.
 SPLIT_KEYS = frozenset({"less_than_sign", "greater_than_sign"})
 
 
-class FieldInput(Input):
+class FieldInput(TextInput):
     """A field's text input. `<` and `>` are not typed into it: they move a GPU; nor is
     `?` into a number, where it opens help as everywhere else."""
 

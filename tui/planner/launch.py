@@ -5,6 +5,8 @@ the tab is shown."""
 
 from __future__ import annotations
 
+import textwrap
+
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Static
@@ -13,6 +15,7 @@ from ...model.basics.terminal import terminal_safe
 from ..fields import TEMPLATE, parse
 from ..picker import Picker
 from ..state import View
+from ..textinput import TextInput
 from .messages import FieldEdited
 
 # Beyond this many characters the tab shows the head of the script (copy and export
@@ -31,6 +34,36 @@ def shown_text(text: str) -> str:
     return f"{head}\n# ... {rest:,} more lines: ctrl+y copies and ctrl+e exports all of it\n"
 
 
+# Narrower than this, comment lines are left whole (the box scrolls sideways).
+MIN_WRAP_WIDTH = 20
+
+
+def wrap_comments(text: str, width: int) -> str:
+    """The script with every comment line wider than `width` (a line starting with '#',
+    not the '#!' line) wrapped at it, each piece a comment of its own, the continuations
+    indented: the header (the plan, its projection, the notes, hundreds of characters a
+    line) reads without scrolling sideways. Only the box shows it wrapped: ctrl+y and
+    ctrl+e take the script as written."""
+    if width < MIN_WRAP_WIDTH:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width or not line.startswith("#") or line.startswith("#!"):
+            lines.append(line)
+            continue
+        body = line[1:]
+        indent = "#" + body[: len(body) - len(body.lstrip())]
+        pieces = textwrap.wrap(
+            body.strip(),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent + "  ",
+            break_on_hyphens=False,
+        )
+        lines += pieces or [line]
+    return "\n".join(lines)
+
+
 class LaunchPanel(Vertical):
     """Format picker, template input (template format only) and the script."""
 
@@ -39,6 +72,7 @@ class LaunchPanel(Vertical):
     def __init__(self) -> None:
         super().__init__(id="launch")
         self.built = False
+        self.script = ""  # the script as written (the box shows its comments wrapped)
 
     def build(self, formats: tuple[str, ...], view: View) -> None:
         """Mount the tab's widgets (the first time it is shown)."""
@@ -49,7 +83,7 @@ class LaunchPanel(Vertical):
         self.built = True
         template = Horizontal(
             Label("template", classes="field-label"),
-            Input(
+            TextInput(
                 view.values.get(TEMPLATE.key) or "",
                 compact=True,
                 id="launch-template",
@@ -95,10 +129,20 @@ class LaunchPanel(Vertical):
                 field.value = text
 
     def show_text(self, text: str) -> None:
+        self.script = text
+        self._show_script()
+
+    def on_resize(self) -> None:
+        if self.built and self.script:
+            self._show_script()  # its comments wrapped at the new width
+
+    def _show_script(self) -> None:
         from textual.widgets import TextArea
 
         area = self.query_one("#launch-command", TextArea)
-        text = shown_text(text)
+        # The box's text width, less its vertical scrollbar (a script is taller than it).
+        width = area.content_region.width - area.styles.scrollbar_size_vertical
+        text = wrap_comments(shown_text(self.script), width)
         if area.text != text:
             area.load_text(text)
 

@@ -68,7 +68,7 @@ class TitleBar(Static):
     """
 
     def __init__(self, view: View) -> None:
-        self._shown = (view.name, view.title)
+        self._shown = (view.shown_name, view.title)
         super().__init__(self._content(0), id="title-bar")
 
     def _content(self, width: int | None = None) -> Content:
@@ -85,8 +85,8 @@ class TitleBar(Static):
         return Content.assemble(*parts)
 
     def show(self, view: View) -> None:
-        if (view.name, view.title) != self._shown:
-            self._shown = (view.name, view.title)
+        if (view.shown_name, view.title) != self._shown:
+            self._shown = (view.shown_name, view.title)
             self.update(self._content(), layout=False)  # one line, always
 
     def on_resize(self) -> None:
@@ -184,12 +184,16 @@ class PlannerScreen(Screen[None]):
             show=False,
             tooltip="Show the launch script of the plan",
         ),
+        # priority (as ctrl+e, f6, f7): the launch script's text area would take ctrl+y
+        # as "redo" (of nothing: it is read-only), f6 and f7 as "select line" and "select
+        # all", and the keys would do nothing in the box where they are wanted most.
         Binding(
             "ctrl+y",
             "copy_launch",
             "Copy launch",
             id="copy-launch",
             show=False,
+            priority=True,
             tooltip="Copy the launch script to the clipboard",
         ),
         Binding(
@@ -206,6 +210,7 @@ class PlannerScreen(Screen[None]):
             "Compare",
             id="scenarios",
             show=False,
+            priority=True,
             tooltip="The pinned scenarios side by side against the baseline",
         ),
         Binding(
@@ -214,6 +219,7 @@ class PlannerScreen(Screen[None]):
             "Charts",
             id="charts",
             show=False,
+            priority=True,
             tooltip="The split curve and what moves days and cost (tornado)",
         ),
         # priority: a text input would take ctrl+e as "end of line"
