@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dflash_plan.model.basics import units
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.core.resolve import resolve
 from dflash_plan.model.inputs.catalog import Catalog
@@ -875,17 +877,20 @@ def projected(capsys, sets: list[str]) -> str:
     doc = json.loads(capsys.readouterr().out)
     ranges = doc["ranges"]
 
-    def spread(pair, scale=1.0, digits=1):
-        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return "" if low == high else f" (range {low}-{high})"
+    def cost(v):
+        return f"{units.amount(v)} {doc['cost_unit']}"
+
+    def within(pair, one):
+        text = units.spread(pair, one)
+        return f" (range {text})" if text else ""
 
     return (
-        f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s"
-        + spread(ranges["tokens_per_s"], 1e3)
-        + f", {doc['days']:,.1f} days to {doc['epochs']} epochs"
-        + spread(ranges["days"])
-        + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
-        + spread(ranges["total_cost"], digits=0)
+        units.ktok(doc["tokens_per_s"])
+        + within(ranges["tokens_per_s"], units.ktok)
+        + f", {units.duration(doc['days'])} to {doc['epochs']} epochs"
+        + within(ranges["days"], units.duration)
+        + f", cost {cost(doc['total_cost'])}"
+        + within(ranges["total_cost"], cost)
     )
 
 
@@ -956,6 +961,33 @@ def test_an_offline_header_says_a_short_epoch_in_minutes(catalog, baseline):
     assert " 0.0 h" not in text
 
 
+def test_a_small_plans_header_writes_its_figures_as_project_does(capsys):
+    # The built-in plan (measured: no range) for 1,000 samples read "0.0 days to 6 epochs,
+    # cost 1 RTX PRO 6000-hours". Its 800,000 samples cost 844.69 RTX PRO 6000-hours:
+    # 1,000 cost 844.69 / 800 = 1.06, on 4 GPUs 1.06 / 4 h = 15.8 min.
+    sets = ["--set", "workload.samples=1000", "--set", "launch.template=go {tp}"]
+    assert main(["launch", "--format", "template", *sets]) == 0
+    assert (
+        "workload.transport = direct): 14.8 Ktok/s, 16 min to 6 epochs, "
+        "cost 1.06 RTX PRO 6000-hours\n"
+    ) in capsys.readouterr().out
+
+
+def test_a_headers_ranges_carry_their_units(capsys):
+    # 4 B200 (estimated: the figures have ranges) for 20,000 samples: a run of hours,
+    # whose range reads in hours as `project` gives it, not "(range 0.1-0.2)" days.
+    sets = [*FOUR_B200, "--set", "workload.samples=20000", "--set", "workload.transport=mooncake"]
+    assert main(["launch", "--format", "specforge", *sets]) == 0
+    header = capsys.readouterr().out
+    assert re.search(
+        r"Ktok/s \(range [\d.]+-[\d.]+ Ktok/s\), [\d.]+ hours to 6 epochs "
+        r"\(range [\d.]+-[\d.]+ hours\), cost [\d.]+ RTX PRO 6000-hours "
+        r"\(range [\d.]+-[\d.]+ RTX PRO 6000-hours\)",
+        header,
+    ), header
+    assert f"workload.transport = mooncake): {projected(capsys, sets)}\n" in header
+
+
 def test_a_header_never_prints_a_zero_wide_range(capsys):
     # 16 H100 targets (TP 8) of Llama-3.3-70B feeding 8 H100 drafters through Mooncake:
     # the fetch binds at every scenario, so the throughput has no spread to show.
@@ -982,7 +1014,7 @@ def test_a_header_never_prints_a_zero_wide_range(capsys):
         if line.startswith("# projection of this run")
     )
     assert header and " Ktok/s" in header
-    for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)\)", header):
+    for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)[ )]", header):
         assert low != high, header
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
-from ..basics.units import duration
+from ..basics.units import amount, duration, ktok, spread
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
@@ -281,22 +282,20 @@ def figures(projection: Projection) -> str:
     if not p.fits or p.tokens_per_s is None or p.days is None:
         return "does not fit: a role runs out of GPU memory"
 
-    def spread(pair: tuple[float, float] | None, scale: float = 1, digits: int = 1) -> str:
-        if pair is None:
-            return ""
-        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return "" if low == high else f" (range {low}-{high})"  # never zero wide
+    def cost(value: float) -> str:
+        return f"{amount(value)} {p.cost_unit}"
+
+    def within(pair: tuple[float, float] | None, one: Callable[[float], str]) -> str:
+        return f" (range {text})" if (text := spread(pair, one)) else ""  # never zero wide
 
     text = (
-        f"{p.tokens_per_s / 1e3:,.1f} Ktok/s"
-        + spread(r.tokens_per_s if r else None, 1e3)
-        + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
-        + spread(r.days if r else None)
+        ktok(p.tokens_per_s)
+        + within(r.tokens_per_s if r else None, ktok)
+        + f", {duration(p.days)} to {p.plan.workload.epochs} epochs"
+        + within(r.days if r else None, duration)
     )
     if p.total_cost is not None:
-        text += f", cost {p.total_cost:,.0f} {p.cost_unit}" + spread(
-            r.total_cost if r else None, digits=0
-        )
+        text += f", cost {cost(p.total_cost)}" + within(r.total_cost if r else None, cost)
         if p.billed_gpus > p.plan.target.count + p.plan.drafter.count:
             text += f" for {p.billed_gpus} GPUs billed"
     return text
@@ -316,7 +315,7 @@ def offline_figures(projection: Projection) -> str:
         f"{duration(o.train_days_per_epoch)} = {duration(o.days)}"
     )
     if o.cost is not None:
-        text += f", cost {o.cost:,.0f} {o.cost_unit}"
+        text += f", cost {amount(o.cost)} {o.cost_unit}"
     return text
 
 
