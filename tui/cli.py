@@ -234,7 +234,7 @@ def _run_launch(args: argparse.Namespace) -> int:
     # script's header says it too).
     if (unfit := project(plan, catalog).does_not_fit) is not None:
         print(
-            f"warning: the plan does not fit: {one_line(unfit.message)}; the launch is "
+            f"warning: the plan does not fit: {one_line(unfit)}; the launch is "
             f"written all the same",
             file=sys.stderr,
         )
@@ -289,7 +289,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if unfit is None:
         print(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))")
         return EXIT_OK
-    print(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}")
+    print(f"{args.plan}: valid, but does NOT fit ({name}): {unfit}")
     return EXIT_DOES_NOT_FIT
 
 

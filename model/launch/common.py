@@ -278,7 +278,7 @@ def figures(projection: Projection) -> str:
     computes them."""
     p, r = projection, projection.ranges
     if (unfit := p.does_not_fit) is not None:
-        return f"does not fit: {unfit.message}"
+        return f"does not fit: {unfit}"
     if not p.fits or p.tokens_per_s is None or p.days is None:
         return "does not fit: a role runs out of GPU memory"
 
@@ -305,7 +305,7 @@ def offline_figures(projection: Projection) -> str:
     """The offline run's storage, days and cost, as `project` computes them."""
     o = projection.offline
     if (unfit := projection.does_not_fit) is not None:
-        return f"projection of this offline run: does not fit: {unfit.message}"
+        return f"projection of this offline run: does not fit: {unfit}"
     if o is None:
         return "projection of this offline run: does not fit: a role runs out of GPU memory"
 
