@@ -658,6 +658,55 @@ def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baselin
     assert watched
 
 
+def test_a_vllm_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
+    # speculators, 8 + 16 B200: node 0 runs only vLLM (and the Mooncake master), the
+    # trainers nodes 1 and 2. vLLM serves until stopped (it waited for it: forever); the
+    # node watches the first trainer node's liveness server, which stops with its script
+    # (here: gone at once), and exits, stopping vLLM.
+    import signal
+
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    script = generate(plan, catalog, "speculators")
+    assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
+    bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master"])
+    (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")  # vLLM
+    (bin_dir / "python").chmod(0o755)
+    (tmp_path / "log").mkdir()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "STUB_LOG": str(tmp_path / "log"),
+        "HOME": str(tmp_path),
+        "NODE_RANK": "0",
+        "DFLASH_FABRIC_IP": "10.0.0.0",
+    }
+    node = subprocess.Popen(
+        ["bash", "-c", script.text],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        status = node.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        status = None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+    assert status == 0, "the node still runs vLLM after training ended"
+    watched = sorted(
+        path.read_text().split("\0")[-2] for path in (tmp_path / "log").glob("curl.*.args")
+    )
+    # Up first (the trainer node started), then gone: the first trainer node's server.
+    assert watched == ["http://node1:35890/", "http://node1:35890/?key=dflash-plan-run-alive"]
+    # The first trainer node serves it from the start of its script, nothing else does.
+    servers = [line for line in script.text.splitlines() if "http.server" in line]
+    assert len(servers) == 1 and '--directory "$alive_dir" 35890 ' in servers[0]
+    first_trainer = script.text.split("\n  1)\n", 1)[1].split("\n  2)\n", 1)[0]
+    assert "http.server" in first_trainer.split("prepare-data", 1)[0]
+
+
 def hostile_plan(plan: Plan, **sections) -> Plan:
     return edit(
         plan,

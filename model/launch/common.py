@@ -129,6 +129,23 @@ def export_fabric_ip(head: str) -> str:
     )
 
 
+# A key no server the watch asks holds (the Mooncake metadata server, the trainer's
+# liveness server): any HTTP answer means it is up.
+RUN_ALIVE_KEY = "dflash-plan-run-alive"
+
+
+def until_run_ends(url: str) -> str:
+    """Shell that returns once the run is over, for a node running only target servers
+    (its script then exits and its trap stops them). The run ends with the trainers: `url`
+    (a shell word, with RUN_ALIVE_KEY in it) is served by the first trainer node until its
+    script ends (SpecForge: its Mooncake master's metadata server; speculators: a liveness
+    server); three failed tries a minute apart mean it is gone, not slow."""
+    return (
+        "while curl -s -o /dev/null --retry 3 --retry-connrefused --retry-delay 60 "
+        f"{url}; do sleep 60; done   # the trainers run"
+    )
+
+
 # --- capture-server memory ---------------------------------------------------------------
 
 
