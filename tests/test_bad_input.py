@@ -364,6 +364,49 @@ def test_a_config_folder_that_cannot_be_created_is_one_line(tmp_path, capsys, mo
     )
 
 
+@pytest.mark.parametrize(
+    "argv", [["project"], ["launch"], ["gpus"], ["offers"], ["prices"], ["check", "PLAN"]]
+)
+def test_a_config_folder_that_cannot_be_read_is_one_line(tmp_path, capsys, monkeypatch, argv):
+    """Every command reads the user config: a folder with a name over 255 bytes was a
+    traceback in each. One line names the variable, its value cut short and the reason."""
+    plan = tmp_path / "plan.toml"
+    assert main(["new", str(plan)]) == 0
+    argv = [str(plan) if a == "PLAN" else a for a in argv]
+    folder = tmp_path / ("c" * 300) / "config"
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(folder))
+    line = fail(capsys, argv)
+    assert line == (
+        f"dflash-plan: DFLASH_PLAN_CONFIG_DIR={cut(str(folder))}: cannot read hardware.toml "
+        "there: name too long (300 bytes in one name; at most 255)"
+    )
+
+
+def cut(value: str) -> str:
+    """A value as errors quote it: its repr, past 60 characters cut and counted."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}... ({len(text):,} characters)"
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        # A file where the folder should be was read as no config at all.
+        (lambda d: d.write_text(""), "a part of the path is a file, not a folder"),
+        (lambda d: (d / "hardware.toml").mkdir(parents=True), "not a regular file"),
+    ],
+)
+def test_a_config_folder_that_is_not_one_is_said(tmp_path, capsys, monkeypatch, make, reason):
+    folder = tmp_path / "config"
+    make(folder)
+    monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(folder))
+    line = fail(capsys, ["project"])
+    assert line == (
+        f"dflash-plan: DFLASH_PLAN_CONFIG_DIR={cut(str(folder))}: cannot read hardware.toml "
+        f"there: {reason}"
+    )
+
+
 def test_a_link_to_a_device_or_pipe_is_not_replaced(tmp_path, capsys):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

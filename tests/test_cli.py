@@ -151,6 +151,60 @@ def test_launch_says_a_plan_does_not_fit(capsys, sets, reason):
     assert header and "does not fit: " in header[0] and reason in header[0]
 
 
+# A plan per way of not fitting: storage (50 TB cannot hold the 76.8 TB capture) and GPU
+# memory (a 70B target on one 24 GB card), each with check's reason.
+UNFIT = {
+    "storage": (
+        {"workload": {"mode": "offline"}, "storage": {"tb": 50}},
+        "offline hidden states need 76.8 TB",
+    ),
+    "memory": (
+        {"workload": {"target_model": "llama-3.3-70b-instruct"}, "target": {"gpu": "rtx-4090"}},
+        "target does not fit: needs",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", UNFIT)
+@pytest.mark.parametrize("style", ["table", "markdown", "csv", "json"])
+def test_compare_says_a_plan_does_not_fit(tmp_path, capsys, monkeypatch, baseline, kind, style):
+    """A plan over its storage is "does not fit" in compare as one out of GPU memory: no
+    figure and no ratio, "does not fit" where its bottleneck goes, check's reason after
+    the table (the JSON: `does_not_fit` and the comparison's why). It was ranked with
+    figures ("cost ratio 0.31x"), and memory read "0.0 Ktok/s" and "None"."""
+    import csv
+    import io
+    import json
+
+    monkeypatch.setenv("COLUMNS", "300")
+    edits, reason = UNFIT[kind]
+    base, unfit = tmp_path / "base.toml", tmp_path / "unfit.toml"
+    base.write_text(baseline.to_toml())
+    unfit.write_text(edit(baseline, **edits).to_toml())
+    flag = [] if style == "table" else [f"--{style}"]
+    assert main(["compare", str(base), str(unfit), *flag]) == 0
+    out = capsys.readouterr().out
+    if style == "json":
+        doc = json.loads(out)
+        assert doc[0]["projection"]["does_not_fit"] is None
+        assert reason in doc[1]["projection"]["does_not_fit"]
+        versus = doc[1]["versus_baseline"]
+        assert versus["speedup"] is None and versus["cost_ratio"] is None
+        assert (
+            versus["why"][0].startswith("this plan does not fit: ") and reason in versus["why"][0]
+        )
+        return
+    if style == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        cells = {k: v for k, v in rows[1].items() if k != "plan"}
+    else:
+        sep = "│" if style == "table" else "|"
+        line = next(line for line in out.splitlines() if "unfit.toml" in line)
+        cells = dict(enumerate(c.strip() for c in line.strip(sep + " ").split(sep)[1:]))
+        assert f"unfit.toml: does not fit: {reason}" in " ".join(out.split())
+    assert sorted(set(cells.values())) == ["does not fit", "—"], cells
+
+
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
     log = Path(__file__).parent / "data" / "runlogs" / "own.csv"
     assert main(["calibrate", str(log)]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dflash_plan.model.basics import units
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.core.resolve import resolve
 from dflash_plan.model.inputs.catalog import Catalog
@@ -656,6 +658,55 @@ def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baselin
     assert watched
 
 
+def test_a_vllm_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
+    # speculators, 8 + 16 B200: node 0 runs only vLLM (and the Mooncake master), the
+    # trainers nodes 1 and 2. vLLM serves until stopped (it waited for it: forever); the
+    # node watches the first trainer node's liveness server, which stops with its script
+    # (here: gone at once), and exits, stopping vLLM.
+    import signal
+
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    script = generate(plan, catalog, "speculators")
+    assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
+    bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master"])
+    (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")  # vLLM
+    (bin_dir / "python").chmod(0o755)
+    (tmp_path / "log").mkdir()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "STUB_LOG": str(tmp_path / "log"),
+        "HOME": str(tmp_path),
+        "NODE_RANK": "0",
+        "DFLASH_FABRIC_IP": "10.0.0.0",
+    }
+    node = subprocess.Popen(
+        ["bash", "-c", script.text],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        status = node.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        status = None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+    assert status == 0, "the node still runs vLLM after training ended"
+    watched = sorted(
+        path.read_text().split("\0")[-2] for path in (tmp_path / "log").glob("curl.*.args")
+    )
+    # Up first (the trainer node started), then gone: the first trainer node's server.
+    assert watched == ["http://node1:35890/", "http://node1:35890/?key=dflash-plan-run-alive"]
+    # The first trainer node serves it from the start of its script, nothing else does.
+    servers = [line for line in script.text.splitlines() if "http.server" in line]
+    assert len(servers) == 1 and '--directory "$alive_dir" 35890 ' in servers[0]
+    first_trainer = script.text.split("\n  1)\n", 1)[1].split("\n  2)\n", 1)[0]
+    assert "http.server" in first_trainer.split("prepare-data", 1)[0]
+
+
 def hostile_plan(plan: Plan, **sections) -> Plan:
     return edit(
         plan,
@@ -875,17 +926,20 @@ def projected(capsys, sets: list[str]) -> str:
     doc = json.loads(capsys.readouterr().out)
     ranges = doc["ranges"]
 
-    def spread(pair, scale=1.0, digits=1):
-        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return "" if low == high else f" (range {low}-{high})"
+    def cost(v):
+        return f"{units.amount(v)} {doc['cost_unit']}"
+
+    def within(pair, one):
+        text = units.spread(pair, one)
+        return f" (range {text})" if text else ""
 
     return (
-        f"{doc['tokens_per_s'] / 1e3:,.1f} Ktok/s"
-        + spread(ranges["tokens_per_s"], 1e3)
-        + f", {doc['days']:,.1f} days to {doc['epochs']} epochs"
-        + spread(ranges["days"])
-        + f", cost {doc['total_cost']:,.0f} {doc['cost_unit']}"
-        + spread(ranges["total_cost"], digits=0)
+        units.ktok(doc["tokens_per_s"])
+        + within(ranges["tokens_per_s"], units.ktok)
+        + f", {units.duration(doc['days'])} to {doc['epochs']} epochs"
+        + within(ranges["days"], units.duration)
+        + f", cost {cost(doc['total_cost'])}"
+        + within(ranges["total_cost"], cost)
     )
 
 
@@ -956,6 +1010,33 @@ def test_an_offline_header_says_a_short_epoch_in_minutes(catalog, baseline):
     assert " 0.0 h" not in text
 
 
+def test_a_small_plans_header_writes_its_figures_as_project_does(capsys):
+    # The built-in plan (measured: no range) for 1,000 samples read "0.0 days to 6 epochs,
+    # cost 1 RTX PRO 6000-hours". Its 800,000 samples cost 844.69 RTX PRO 6000-hours:
+    # 1,000 cost 844.69 / 800 = 1.06, on 4 GPUs 1.06 / 4 h = 15.8 min.
+    sets = ["--set", "workload.samples=1000", "--set", "launch.template=go {tp}"]
+    assert main(["launch", "--format", "template", *sets]) == 0
+    assert (
+        "workload.transport = direct): 14.8 Ktok/s, 16 min to 6 epochs, "
+        "cost 1.06 RTX PRO 6000-hours\n"
+    ) in capsys.readouterr().out
+
+
+def test_a_headers_ranges_carry_their_units(capsys):
+    # 4 B200 (estimated: the figures have ranges) for 20,000 samples: a run of hours,
+    # whose range reads in hours as `project` gives it, not "(range 0.1-0.2)" days.
+    sets = [*FOUR_B200, "--set", "workload.samples=20000", "--set", "workload.transport=mooncake"]
+    assert main(["launch", "--format", "specforge", *sets]) == 0
+    header = capsys.readouterr().out
+    assert re.search(
+        r"Ktok/s \(range [\d.]+-[\d.]+ Ktok/s\), [\d.]+ hours to 6 epochs "
+        r"\(range [\d.]+-[\d.]+ hours\), cost [\d.]+ RTX PRO 6000-hours "
+        r"\(range [\d.]+-[\d.]+ RTX PRO 6000-hours\)",
+        header,
+    ), header
+    assert f"workload.transport = mooncake): {projected(capsys, sets)}\n" in header
+
+
 def test_a_header_never_prints_a_zero_wide_range(capsys):
     # 16 H100 targets (TP 8) of Llama-3.3-70B feeding 8 H100 drafters through Mooncake:
     # the fetch binds at every scenario, so the throughput has no spread to show.
@@ -982,7 +1063,7 @@ def test_a_header_never_prints_a_zero_wide_range(capsys):
         if line.startswith("# projection of this run")
     )
     assert header and " Ktok/s" in header
-    for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)\)", header):
+    for low, high in re.findall(r"\(range ([\d,.]+)-([\d,.]+)[ )]", header):
         assert low != high, header
 
 

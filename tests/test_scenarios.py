@@ -241,3 +241,20 @@ def test_a_maturity_entry_out_of_order_is_one_clear_error(tmp_path, catalog):
         load_gpu_file(path, catalog.gpus)
     assert "b200.maturity[0]: low 0.95 <= factor 0.9 <= high 1 must hold" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_the_apps_comparison_says_a_plan_over_its_storage_does_not_fit(catalog, baseline):
+    """The app's Comparison view and vs-baseline line read compare(): an offline plan over
+    storage.tb (76.8 TB on 50) has no figures and no ratio there, as one out of memory (it
+    read "1.09x speed 0.31x cost" in green)."""
+    from dflash_plan.model.explore.compare import UNFIT, compared
+    from dflash_plan.tui.planner.results import versus
+    from dflash_plan.tui.scenarios import offline_column
+
+    base = project(baseline, catalog)
+    unfit = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50}), catalog)
+    cells = compared(unfit, base).cells
+    assert {c.value for c in cells} == {None, UNFIT} and {c.range for c in cells} == {None}
+    assert set(offline_column(unfit)) == {"—"}
+    line = versus(compare(unfit, base), "base", unfit).plain
+    assert "does not fit: no speed or cost to compare" in line and "x speed" not in line

@@ -436,6 +436,15 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
                 assert argv[0] == "prepare-data"
                 check_flags(argv[1:], speculators_options["prepare"], "prepare-data")
                 seen.add("prepare")
+            elif call["cmd"] == "python" and argv[:2] == ["-m", "http.server"]:
+                # The first trainer node's liveness server: flags the stdlib's takes.
+                assert script.layout.nodes > 1 and argv[2:6:2] == ["--bind", "--directory"]
+                assert (
+                    len(argv) == 7
+                    and argv[-1] == "35890"
+                    and {"--bind", "--directory"} <= http_server_flags()
+                )
+                seen.add("alive")
             elif call["cmd"] == "python":
                 assert argv[0] == "scripts/launch_vllm.py"
                 split = argv.index("--")
@@ -453,7 +462,15 @@ def test_speculators_accepts_every_script(tmp_path, catalog, baseline, speculato
                 seen.add("vllm")
             if script.layout.nodes > 1 and call["cmd"] in ("torchrun", "python"):
                 assert call["env"]["MOONCAKE_LOCAL_HOSTNAME"] == fabric(node)
-    assert seen == {"train", "prepare", "vllm"}
+    assert seen == {"train", "prepare", "vllm"} | ({"alive"} if script.layout.nodes > 1 else set())
+
+
+def http_server_flags() -> set[str]:
+    """The options `python -m http.server --help` lists (this Python's stdlib)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "http.server", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    return set(re.findall(r"--[a-z-]+", out))
 
 
 def _plain(flag: str):
@@ -503,7 +520,7 @@ def test_speculators_renders_the_data_with_the_plans_chat_template(
         c["argv"]
         for _, calls in node_calls(tmp_path, script, ready)
         for c in calls
-        if c["cmd"] == "python"
+        if c["cmd"] == "python" and c["argv"][0] == "scripts/launch_vllm.py"
     ]
     assert len(servers) == len(t_nodes)
     for argv in servers:

@@ -237,7 +237,7 @@ def _run_launch(args: argparse.Namespace) -> int:
     # script's header says it too).
     if (unfit := project(plan, catalog).does_not_fit) is not None:
         print(
-            f"warning: the plan does not fit: {one_line(unfit.message)}; the launch is "
+            f"warning: the plan does not fit: {one_line(unfit)}; the launch is "
             f"written all the same",
             file=sys.stderr,
         )
@@ -292,7 +292,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if unfit is None:
         print(terminal_safe(f"{args.plan}: ok ({name}; {len(projection.warnings)} warning(s))"))
         return EXIT_OK
-    print(terminal_safe(f"{args.plan}: valid, but does NOT fit ({name}): {unfit.message}"))
+    print(terminal_safe(f"{args.plan}: valid, but does NOT fit ({name}): {unfit}"))
     return EXIT_DOES_NOT_FIT
 
 

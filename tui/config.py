@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.basics.errors import PlanError
-from ..model.basics.tomlfile import read_toml
+from ..model.basics.tomlfile import os_reason, read_toml
+from ..model.basics.validation import short_repr
 from ..model.core.labels import name_after_edits
 from ..model.core.resolve import with_gpu_keys
 from ..model.inputs.catalog import Catalog, Deferred
@@ -42,6 +44,30 @@ def user_config_dir() -> Path:
     return user_dir(CONFIG_DIR_ENV, "XDG_CONFIG_HOME", (".config",), "config")
 
 
+def user_config_file(name: str) -> Path | None:
+    """The user config's file `name`, None when there is none (no such file or folder
+    yet); a folder that cannot be looked into (a name over 255 bytes, a file where a
+    folder should be, no permission) or a `name` that is no regular file is a one-line
+    PlanError naming where the folder comes from, its value cut short, and why (every
+    command reads the config: it was a traceback in each, or silently no config)."""
+    folder = user_config_dir()
+    path = folder / name
+    try:
+        if stat.S_ISREG(path.stat().st_mode):
+            return path
+        reason = "not a regular file"
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        reason = os_reason(err, path)
+    source = (
+        f"{CONFIG_DIR_ENV}={short_repr(os.environ[CONFIG_DIR_ENV])}"
+        if os.environ.get(CONFIG_DIR_ENV)
+        else f"the config folder {short_repr(str(folder))}"
+    )
+    raise PlanError(f"{source}: cannot read {name} there: {reason}")
+
+
 def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
     """Built-in GPUs, then the user config's hardware.toml, then each --hardware file;
     built-in rental offers, then the user config's offers.toml; today's date, against which
@@ -49,8 +75,8 @@ def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
     import datetime as dt
 
     gpus = builtin_gpus()
-    user_file = user_config_dir() / "hardware.toml"
-    for path in ([user_file] if user_file.is_file() else []) + list(hardware_files or []):
+    user_file = user_config_file("hardware.toml")
+    for path in ([user_file] if user_file else []) + list(hardware_files or []):
         gpus = load_gpu_file(path, gpus)
     return Catalog(gpus=gpus, offers=Deferred(_offers), today=dt.date.today())
 
@@ -60,16 +86,16 @@ def _offers() -> tuple[Offer, ...]:
     from ..model.inputs.offers import builtin_offers, load_offer_file
 
     offers = builtin_offers()
-    user_offers = user_config_dir() / "offers.toml"
-    if user_offers.is_file():
+    user_offers = user_config_file("offers.toml")
+    if user_offers is not None:
         offers = load_offer_file(user_offers, offers)
     return offers
 
 
 def user_template() -> str | None:
     """The `template` of the user config's launch.toml, if there is one."""
-    path = user_config_dir() / "launch.toml"
-    if not path.is_file():
+    path = user_config_file("launch.toml")
+    if path is None:
         return None
     doc, _ = read_toml(path)
     template = doc.get("template")

@@ -1,12 +1,17 @@
-"""Formatting of model figures for people: the only place numbers get units and rounding."""
+"""Formatting of model figures for people: the only place numbers get units and rounding
+(with the rules in model/basics/units.py that the launch headers share)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..model.basics import units
+
+# One rule each for the views and the launch headers (model/launch/common.py).
+from ..model.basics.units import amount as amount
+from ..model.basics.units import fine as fine
+from ..model.basics.units import spread as spread
 
 if TYPE_CHECKING:
     from ..model.core.cost import Price, Prices
@@ -19,17 +24,11 @@ DASH = "—"
 
 
 def ktok(tokens_per_s: float | None) -> str:
-    return DASH if tokens_per_s is None else f"{tokens_per_s / 1e3:,.1f} Ktok/s"
+    return DASH if tokens_per_s is None else units.ktok(tokens_per_s)
 
 
 def days(value: float | None) -> str:
     return DASH if value is None else f"{value:,.1f} days"
-
-
-def amount(value: float) -> str:
-    """A cost's figure: whole from 10 up ('845', '1,668'); below, to three significant
-    digits ('2.04', '0.0449'), so that a small cost never reads 0 (a 1,000-sample plan's)."""
-    return f"{value:,.0f}" if abs(value) >= 10 else fine(value)
 
 
 def cost(
@@ -139,31 +138,8 @@ def percent(value: float | None) -> str:
 def span(
     low: float | None, high: float | None, one: Callable[[float | None], str], sep: str = "-"
 ) -> str:
-    """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
-    alone when both ends agree once formatted. sep " - " lets a narrow table break it."""
-    if low is None or high is None:
-        return DASH
-    a, b = one(low), one(high)
-    if a == b:
-        return a
-    if a[-1] == b[-1] == "x":  # ratios: '3.97-6.94x'
-        return f"{a[:-1]}{sep}{b}"
-    if a[0] == b[0] == "$":  # dollars: '$699-1,223'
-        return f"{a}{sep}{b[1:]}"
-    unit_a, unit_b = a.split(" ", 1), b.split(" ", 1)
-    if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
-        return f"{unit_a[0]}{sep}{unit_b[0]} {unit_a[1]}"
-    return f"{a} - {b}"
-
-
-def spread(
-    pair: tuple[float, float] | None, one: Callable[[float | None], str], sep: str = "-"
-) -> str:
-    """A figure's range as `span` writes it, or '' when there is none to show: no range,
-    or ends that agree once formatted (a range is never shown zero wide)."""
-    if pair is None or one(pair[0]) == one(pair[1]):
-        return ""
-    return span(pair[0], pair[1], one, sep)
+    """model.basics.units.span (the launch headers' too), or a dash."""
+    return DASH if low is None or high is None else units.span(low, high, one, sep)
 
 
 def break_even(p: Projection, ratios: dict[str, float]) -> str:
@@ -221,14 +197,6 @@ def borrowed_prices(result: SearchResult, names: dict[str, str]) -> str:
             "(--json lists them)"
         )
     return text
-
-
-def fine(value: float) -> str:
-    """Three significant digits without an exponent: '0.0449', '12.3', '1,234'."""
-    if value == 0:
-        return "0"
-    digits = max(0, 2 - math.floor(math.log10(abs(value))))
-    return f"{value:,.{digits}f}"
 
 
 def cost_fine(value: float | None, unit: str, compact: bool = False) -> str:

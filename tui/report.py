@@ -894,11 +894,11 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
     values: dict[str, Callable[[Any, str], str]] = {
-        "ktok": lambda v, unit: f"{(v or 0) / 1e3:,.1f}",
+        "ktok": lambda v, unit: fmt.DASH if v is None else f"{v / 1e3:,.1f}",
         "duration": lambda v, unit: fmt.duration(v),
         "cost": money,
         "cost_fine": lambda v, unit: money(v, unit, "cost_fine"),
-        "text": lambda v, unit: str(v),
+        "text": lambda v, unit: fmt.DASH if v is None else str(v),
         "times": lambda v, unit: fmt.times(v),
     }
     ones: dict[str, Callable[[float | None, str], str]] = {
@@ -961,7 +961,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
             )
             row.append(
                 fmt.DASH
-                if o is None or p.mode != "offline"
+                if o is None or p.mode != "offline" or p.does_not_fit is not None
                 else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
                 f"cheaper from {even}"
             )
@@ -975,7 +975,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
             t = p.total
             row.append(
                 fmt.DASH
-                if t is None
+                if t is None or p.does_not_fit is not None
                 else f"{fmt.duration(t.days)}, {money(t.cost, p.cost_unit)} ("
                 + " + ".join(f"{ph.name} {fmt.duration(ph.days)}" for ph in p.phases)
                 + ")"
@@ -994,7 +994,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         print("|" + "---|" * len(headers))
         for row in body:
             print("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-        notes = _job_notes(rows) + _range_notes(rows) + _borrowed_notes(rows)
+        notes = _unfit_notes(rows) + _job_notes(rows) + _range_notes(rows) + _borrowed_notes(rows)
         if notes:
             print()
             print("\n".join(f"- {terminal_safe(line)}" for line in notes))
@@ -1022,6 +1022,8 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         [[escape(cell) for cell in row] for row in body],
     )
     console = _console()
+    for line in _unfit_notes(rows):
+        console.print(f"[bold red]{escape(line)}[/bold red]")
     for line in _range_notes(rows) + _borrowed_notes(rows):
         console.print(escape(line))
 
@@ -1042,6 +1044,15 @@ def _job_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
     return [
         f"{_JOB_WORDS.removeprefix('; ')} (regeneration when on, then the run of its own "
         "mode: online, or offline capture and training)"
+    ]
+
+
+def _unfit_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
+    """Per plan that does not fit, why (its row has no figures), as `check` says it."""
+    return [
+        f"{path}: does not fit: {reason}"
+        for path, x in rows
+        if (reason := x.projection.does_not_fit) is not None
     ]
 
 

@@ -104,9 +104,10 @@ OFFLINE_ROWS = ("offline TB", "  days", "  cost", "  cheaper from")
 
 
 def offline_column(p: Projection) -> list[str]:
-    """An offline scenario's storage, days, cost and break-even epochs (dashes online)."""
+    """An offline scenario's storage, days, cost and break-even epochs (dashes online or
+    when it does not fit)."""
     o = p.offline
-    if o is None or p.mode != "offline":
+    if o is None or p.mode != "offline" or p.does_not_fit is not None:
         return [fmt.DASH] * len(OFFLINE_ROWS)
     even = fmt.DASH if o.break_even_epochs is None else f"{o.break_even_epochs:.2f} ep"
     return [_num(o.tb), _days(o.days), _num(o.cost, 0), even]

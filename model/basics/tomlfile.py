@@ -137,7 +137,7 @@ def _status(path: Path, looked_at: Path, follow: bool) -> os.stat_result | None:
     except OSError as err:
         if follow and err.errno == errno.ELOOP:
             return None  # a link to itself: nothing there to replace
-        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
+        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
 
 
 def make_folder(path: Path) -> None:
@@ -152,7 +152,7 @@ def make_folder(path: Path) -> None:
         above = next((p for p in path.parents if p.is_file()), path.parent)
         raise SaveError(f"{path}: cannot create the folder: {above} is a file") from None
     except OSError as err:
-        raise SaveError(f"{path}: cannot create the folder: {_reason(err, path)}") from None
+        raise SaveError(f"{path}: cannot create the folder: {os_reason(err, path)}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -186,7 +186,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, target)
     except OSError as err:
         _discard(tmp)
-        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
+        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
     except BaseException:
         _discard(tmp)
         raise
@@ -221,7 +221,7 @@ def write_new(paths: Sequence[Path], text: str) -> Path:
     except FileExistsError:
         raise
     except OSError as err:
-        raise SaveError(f"{path}: cannot write: {_reason(err, path)}") from None
+        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
     finally:
         _discard(tmp)
 
@@ -277,7 +277,9 @@ def _discard(tmp: str | None) -> None:
             os.unlink(tmp)
 
 
-def _reason(err: OSError, path: Path | None = None) -> str:
+def os_reason(err: OSError, path: Path | None = None) -> str:
+    """Why an operation on path failed, in words ('name too long (300 bytes in one name;
+    at most 255)', 'permission denied')."""
     if err.errno == errno.ENAMETOOLONG and path is not None:
         longest = max(len(os.fsencode(part)) for part in Path(path).parts)
         if longest > NAME_MAX_BYTES:
@@ -290,6 +292,8 @@ def _reason(err: OSError, path: Path | None = None) -> str:
         errno.EPERM: "permission denied",
         errno.EDQUOT: "disk quota exceeded",
         errno.EISDIR: "is a folder",
+        errno.ENOTDIR: "a part of the path is a file, not a folder",
+        errno.ELOOP: "too many levels of symbolic links",
     }
     return reasons.get(err.errno or 0, err.strerror or str(err))
 

@@ -1,4 +1,11 @@
-"""Unit conversions. Everything inside the model is SI (bytes, FLOP, seconds)."""
+"""Unit conversions. Everything inside the model is SI (bytes, FLOP, seconds); and the
+few rules that write a figure for people, shared by the launch headers and the views
+(tui/format.py calls these, so a header and `project` write one figure alike)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
 
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86_400.0
@@ -21,3 +28,45 @@ def duration(value_days: float, compact: bool = False) -> str:
     if hours < 24:
         return f"{hours:,.1f} {'h' if compact else 'hours'}"
     return f"{value_days:,.1f} {'d' if compact else 'days'}"
+
+
+def ktok(tokens_per_s: float) -> str:
+    return f"{tokens_per_s / 1e3:,.1f} Ktok/s"
+
+
+def fine(value: float) -> str:
+    """Three significant digits without an exponent: '0.0449', '12.3', '1,234'."""
+    if value == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{digits}f}"
+
+
+def amount(value: float) -> str:
+    """A cost's figure: whole from 10 up ('845', '1,668'); below, to three significant
+    digits ('2.04', '0.0449'), so that a small cost never reads 0 (a 1,000-sample plan's)."""
+    return f"{value:,.0f}" if abs(value) >= 10 else fine(value)
+
+
+def span(low: float, high: float, one: Callable[[float], str], sep: str = "-") -> str:
+    """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
+    alone when both ends agree once formatted. sep " - " lets a narrow table break it."""
+    a, b = one(low), one(high)
+    if a == b:
+        return a
+    if a[-1] == b[-1] == "x":  # ratios: '3.97-6.94x'
+        return f"{a[:-1]}{sep}{b}"
+    if a[0] == b[0] == "$":  # dollars: '$699-1,223'
+        return f"{a}{sep}{b[1:]}"
+    unit_a, unit_b = a.split(" ", 1), b.split(" ", 1)
+    if len(unit_a) == 2 and len(unit_b) == 2 and unit_a[1] == unit_b[1]:
+        return f"{unit_a[0]}{sep}{unit_b[0]} {unit_a[1]}"
+    return f"{a} - {b}"
+
+
+def spread(pair: tuple[float, float] | None, one: Callable[[float], str], sep: str = "-") -> str:
+    """A figure's range as `span` writes it, or '' when there is none to show: no range,
+    or ends that agree once formatted (a range is never shown zero wide)."""
+    if pair is None or one(pair[0]) == one(pair[1]):
+        return ""
+    return span(pair[0], pair[1], one, sep)

@@ -335,6 +335,18 @@ JOB_COST_PER_MILLION_TOKENS = _declare(
         drop=5,  # cost/epoch and the total cost say much the same
     )
 )
+DOES_NOT_FIT = _declare(
+    Figure(
+        "does_not_fit",
+        "does not fit",
+        "does not fit",
+        "",
+        "text",
+        "why the plan cannot run as written (a role out of GPU memory, the offline data over "
+        "storage.tb, the Mooncake store over host memory); null when it fits",
+        _views(J),
+    )
+)
 
 
 def shown_in(view: View, of: str = "projection") -> tuple[Figure, ...]:

@@ -485,11 +485,12 @@ class Projection:
         return tuple(d.message for d in self.diagnostics)
 
     @property
-    def does_not_fit(self) -> Diagnostic | None:
-        """Why the plan cannot run as written: its first error (a role out of GPU memory,
-        offline data over storage.tb, the Mooncake store over host memory); None when it
-        fits. The one rule `check` (exit 3) and `launch` say."""
-        return next((d for d in self.diagnostics if d.level == "error"), None)
+    def does_not_fit(self) -> str | None:
+        """Why the plan cannot run as written: its first error's message (a role out of GPU
+        memory, offline data over storage.tb, the Mooncake store over host memory); None
+        when it fits. The one rule `check` (exit 3), `launch`, the JSON and the
+        comparisons say."""
+        return next((d.message for d in self.diagnostics if d.level == "error"), None)
 
     @property
     def billed_gpus(self) -> int:

@@ -19,6 +19,10 @@ from ..core import figures
 from ..core.projection import PlanScenarios, Projection, break_even
 from ..core.scenarios import HIGH, LOW, Dim, Scenario, label
 
+# What a plan that does not fit shows for its bottleneck in the comparison views (the
+# reason is its Projection.does_not_fit).
+UNFIT = "does not fit"
+
 # A ratio whose scenarios agree to this relative width has no spread: the plans share
 # every uncertain input it depends on.
 NO_SPREAD = 1e-9
@@ -105,6 +109,10 @@ def compared(new: Projection, base: Projection) -> Compared:
         run[figures.TOTAL_COST.key] = (new.job_cost, new.job_cost_range)
 
     def cell(f: figures.Figure) -> Cell:
+        if new.does_not_fit is not None and f.of == "projection":
+            # As `check` and the launch header: a plan that cannot run has no figures,
+            # whatever does not fit (memory has none to give; storage would).
+            return Cell(f, UNFIT if f.key == figures.BOTTLENECK.key else None, None)
         if f.of == "comparison":
             return Cell(f, f.read(c), getattr(c, f"{f.key}_range") if f.ranged else None)
         if f.key in run:
@@ -141,7 +149,16 @@ def _before_run(p: Projection, unit: str) -> tuple[float, float]:
 def compare(new: Projection, base: Projection) -> Comparison:
     """Each plan on its whole job (regeneration when on, then the run of its own mode: an
     offline plan's capture and training), so plans in different modes, with and without
-    regeneration, compare on the same figures."""
+    regeneration, compare on the same figures. A plan that does not fit (its memory, its
+    storage, its store's host memory: Projection.does_not_fit) has no job to compare: no
+    ratio, and `why` says which plan does not fit and why."""
+    unfit = tuple(
+        f"{who} does not fit: {reason}"
+        for who, p in (("this plan", new), ("the baseline", base))
+        if (reason := p.does_not_fit) is not None
+    )
+    if unfit:
+        return Comparison(None, None, None, None, None, None, unfit)
     new_days, base_days = new.job_days, base.job_days
     speedup = _ratio(base_days, new_days)
     unit = new.cost_unit if new.cost_unit == base.cost_unit else "USD"

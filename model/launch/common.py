@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
-from ..basics.units import duration
+from ..basics.units import amount, duration, ktok, spread
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
@@ -125,6 +126,23 @@ def export_fabric_ip(head: str) -> str:
     return (
         f'fabric_addr="$(fabric_ip {q(head)})"\n'
         'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"'
+    )
+
+
+# A key no server the watch asks holds (the Mooncake metadata server, the trainer's
+# liveness server): any HTTP answer means it is up.
+RUN_ALIVE_KEY = "dflash-plan-run-alive"
+
+
+def until_run_ends(url: str) -> str:
+    """Shell that returns once the run is over, for a node running only target servers
+    (its script then exits and its trap stops them). The run ends with the trainers: `url`
+    (a shell word, with RUN_ALIVE_KEY in it) is served by the first trainer node until its
+    script ends (SpecForge: its Mooncake master's metadata server; speculators: a liveness
+    server); three failed tries a minute apart mean it is gone, not slow."""
+    return (
+        "while curl -s -o /dev/null --retry 3 --retry-connrefused --retry-delay 60 "
+        f"{url}; do sleep 60; done   # the trainers run"
     )
 
 
@@ -277,26 +295,24 @@ def figures(projection: Projection) -> str:
     computes them."""
     p, r = projection, projection.ranges
     if (unfit := p.does_not_fit) is not None:
-        return f"does not fit: {unfit.message}"
+        return f"does not fit: {unfit}"
     if not p.fits or p.tokens_per_s is None or p.days is None:
         return "does not fit: a role runs out of GPU memory"
 
-    def spread(pair: tuple[float, float] | None, scale: float = 1, digits: int = 1) -> str:
-        if pair is None:
-            return ""
-        low, high = (f"{v / scale:,.{digits}f}" for v in pair)
-        return "" if low == high else f" (range {low}-{high})"  # never zero wide
+    def cost(value: float) -> str:
+        return f"{amount(value)} {p.cost_unit}"
+
+    def within(pair: tuple[float, float] | None, one: Callable[[float], str]) -> str:
+        return f" (range {text})" if (text := spread(pair, one)) else ""  # never zero wide
 
     text = (
-        f"{p.tokens_per_s / 1e3:,.1f} Ktok/s"
-        + spread(r.tokens_per_s if r else None, 1e3)
-        + f", {p.days:,.1f} days to {p.plan.workload.epochs} epochs"
-        + spread(r.days if r else None)
+        ktok(p.tokens_per_s)
+        + within(r.tokens_per_s if r else None, ktok)
+        + f", {duration(p.days)} to {p.plan.workload.epochs} epochs"
+        + within(r.days if r else None, duration)
     )
     if p.total_cost is not None:
-        text += f", cost {p.total_cost:,.0f} {p.cost_unit}" + spread(
-            r.total_cost if r else None, digits=0
-        )
+        text += f", cost {cost(p.total_cost)}" + within(r.total_cost if r else None, cost)
         if p.billed_gpus > p.plan.target.count + p.plan.drafter.count:
             text += f" for {p.billed_gpus} GPUs billed"
     return text
@@ -306,7 +322,7 @@ def offline_figures(projection: Projection) -> str:
     """The offline run's storage, days and cost, as `project` computes them."""
     o = projection.offline
     if (unfit := projection.does_not_fit) is not None:
-        return f"projection of this offline run: does not fit: {unfit.message}"
+        return f"projection of this offline run: does not fit: {unfit}"
     if o is None:
         return "projection of this offline run: does not fit: a role runs out of GPU memory"
 
@@ -316,7 +332,7 @@ def offline_figures(projection: Projection) -> str:
         f"{duration(o.train_days_per_epoch)} = {duration(o.days)}"
     )
     if o.cost is not None:
-        text += f", cost {o.cost:,.0f} {o.cost_unit}"
+        text += f", cost {amount(o.cost)} {o.cost_unit}"
     return text
 
 

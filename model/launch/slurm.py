@@ -8,6 +8,7 @@ import math
 import re
 
 from ..core.resolve import require_same_gpu_type
+from ..inputs.plan import Plan
 from . import specforge
 from .common import (
     FABRIC_IP_FUNCTION,
@@ -127,10 +128,21 @@ def host_needs(ctx: Context) -> tuple[int, int, str]:
     )
 
 
+def job_name(plan: Plan) -> str:
+    """The sbatch --job-name from run_id. Slurm takes any name of at most 1,024 characters
+    (slurmctld's _test_strlen(job_desc->name, "name", 1024), SchedMD/slurm job_mgr.c at
+    284c3b95, 2026-08-20), but sbatch splits an #SBATCH line at whitespace, quotes and
+    backslashes (get_argument in src/sbatch/opt.c): the name keeps letters, digits, `.`,
+    `_` and `-` (the rest become `_`), cut at 64 characters to stay readable in squeue.
+    Not common.name_label: that is SkyPilot's and Kubernetes' DNS-label rule, which would
+    rename `.` and `_` and prefix a leading digit where Slurm needs neither."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", run_id(plan))[:64] or "dflash"
+
+
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     p, layout = ctx.plan, ctx.layout
     require_same_gpu_type(p, "an sbatch script requests one GPU type for every node")
-    job = re.sub(r"[^A-Za-z0-9._-]", "_", run_id(p))[:64] or "dflash"
+    job = job_name(p)
     d_nodes, _ = specforge.trainer_nodes(ctx)
     # Host names are known only inside the allocation: the YAML holds placeholders that
     # the steps override with the allocated hosts.
@@ -290,7 +302,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         "SpecForge's prepare_hidden_states.py (a6b6b023) stores the target's own dtype",
         NAME,
     )
-    job = re.sub(r"[^A-Za-z0-9._-]", "_", run_id(p))[:64] or "dflash"
+    job = job_name(p)
     c_nodes, _ = specforge.capture_nodes(ctx)
     d_nodes, _ = specforge.trainer_nodes(ctx)
     gpus_per_node, whole_nodes, billed = allocation(ctx)

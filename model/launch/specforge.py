@@ -20,6 +20,7 @@ from .common import (
     MOONCAKE_METADATA_PORT,
     MOONCAKE_METRICS_PORT,
     MOONCAKE_RPC_PORT,
+    RUN_ALIVE_KEY,
     Context,
     LaunchScript,
     capture_done,
@@ -35,6 +36,7 @@ from .common import (
     sample_feature_bytes,
     script,
     segment_gib,
+    until_run_ends,
 )
 from .escape import cmd, env, feed, heredoc, q, to_json, to_yaml
 from .layout import Replica
@@ -310,22 +312,6 @@ def memory_notes(ctx: Context) -> list[str]:
     return notes
 
 
-# A key the Mooncake metadata server never holds: any HTTP answer means it is up.
-ALIVE_KEY = "dflash-plan-run-alive"
-
-
-def until_run_ends(metadata: str) -> str:
-    """Shell that returns once the run is over, for a node running only capture servers
-    (its script then exits and its trap stops them). The run ends with the trainers: the
-    first trainer node's Mooncake master stops with its script; three failed tries a
-    minute apart mean it is gone, not slow. `metadata`: a shell word, the master's
-    metadata URL with `?key=` + ALIVE_KEY."""
-    return (
-        "while curl -s -o /dev/null --retry 3 --retry-connrefused --retry-delay 60 "
-        f"{metadata}; do sleep 60; done   # the trainers run"
-    )
-
-
 def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
     """The shell every node of an online SpecForge run executes (several nodes, one script),
     for launchers that start it on each node and tell it, when it starts, its rank and every
@@ -405,7 +391,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
         )
     for node in layout.target_nodes:
         if node not in d_nodes:
-            sections[node].append(until_run_ends(f'{metadata}{ALIVE_KEY}"'))
+            sections[node].append(until_run_ends(f'{metadata}{RUN_ALIVE_KEY}"'))
     body = "\n".join(lines) + "\n" + node_case(sections, nodes, read_rank=False)
     return body, yaml_text
 
@@ -482,7 +468,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         )
     for node in layout.target_nodes:
         if node not in d_nodes:
-            sections[node].append(until_run_ends(q(f"{metadata_url}?key={ALIVE_KEY}")))
+            sections[node].append(until_run_ends(q(f"{metadata_url}?key={RUN_ALIVE_KEY}")))
     yaml_text = to_yaml(doc)
     body = [
         "# The SpecForge CLI rejects a partial torch.distributed environment.\n"

@@ -10,6 +10,7 @@ from ..physics import store
 from .common import (
     FABRIC_IP_FUNCTION,
     MOONCAKE_RPC_PORT,
+    RUN_ALIVE_KEY,
     Context,
     LaunchScript,
     capture_done,
@@ -21,6 +22,7 @@ from .common import (
     output_dir,
     script,
     segment_gib,
+    until_run_ends,
 )
 from .escape import cmd, env, q
 
@@ -28,6 +30,9 @@ NAME = "speculators"
 TITLE = "vLLM speculators (launch_vllm.py, prepare-data, speculators.train)"
 VLLM_PORT = 8000
 VLLM_DP_RPC_PORT = 13345
+# The first trainer node's liveness server (Python's http.server on an empty folder), up
+# while that node's script runs: nodes running only vLLM watch it to stop with the run.
+RUN_ALIVE_PORT = 35890
 HIDDEN_STATES_DIR = "/tmp/hidden_states"
 # torchrun's static rendezvous waits 600 s for the other trainer nodes by default
 # (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py); the first trainer node
@@ -198,6 +203,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"engine(s) = {engines * segment} GiB on a node): "
             f"{store.BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
             f"over the {len(layout.replicas)} engines",
+            f"a node running only vLLM exits, stopping it, once the first trainer node's "
+            f"liveness server (port {RUN_ALIVE_PORT}, up while that node's script runs) is gone",
         ]
         common: list[object] = [
             "--hidden-states-backend",
@@ -273,10 +280,18 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     prepare = prepare_data(ctx, base_url)
     ready = q(f"{data_dir(ctx)}/dataset_info.json")
     d_nodes = layout.drafter_nodes
+    alive = f"http://{layout.hosts[d_nodes[0]]}:{RUN_ALIVE_PORT}/"
     for rank, node in enumerate(d_nodes):
         devs = layout.drafters[node]
         launcher = trainer_launcher(ctx, rank)
         lines = sections.setdefault(node, [])
+        if rank == 0 and multi:
+            # Serves an empty folder until this script ends (its trap stops it).
+            lines.append('alive_dir="$(mktemp -d)"')
+            lines.append(
+                f'python -m http.server --bind 0.0.0.0 --directory "$alive_dir" {RUN_ALIVE_PORT} '
+                "> /dev/null 2>&1 &   # up while this node trains: vLLM-only nodes watch it"
+            )
         if rank == 0:
             lines.append(f"until curl -sf {q(base_url + '/health')} >/dev/null; do sleep 5; done")
             lines.append(prepare)
@@ -288,7 +303,12 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         )
     for node in layout.target_nodes:
         if node not in d_nodes:
-            sections[node].append("wait   # vLLM runs until stopped")
+            # vLLM serves until stopped: this node exits (its trap stops vLLM) once the
+            # first trainer node's liveness server, having come up, is gone.
+            sections[node].append(
+                f"until curl -s -o /dev/null {q(alive)}; do sleep 10; done   # the trainers start"
+            )
+            sections[node].append(until_run_ends(q(f"{alive}?key={RUN_ALIVE_KEY}")))
     trap = (
         "# Background services stop with this script.\n"
         "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"

@@ -191,6 +191,10 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         return text
     text.append("vs baseline ", style="bold")
     text.append(baseline_name + "\n", style="dim")
+    if p is not None and p.does_not_fit is not None:
+        # compare() gives no ratio for a plan that cannot run (its storage as its memory).
+        text.append("does not fit: no speed or cost to compare", style="bold red")
+        return text
     text.append(f"{fmt.times(c.speedup)} speed", style=_better(c.speedup, 1.0))
     if speed := fmt.spread(c.speedup_range, fmt.times):
         text.append(f" ({speed})", style="dim")
