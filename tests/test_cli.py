@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from dflash_plan.model.basics.errors import PlanError
+from dflash_plan.model.core import figures as F
 from dflash_plan.tui.cli import build_parser, import_app, main
 from support import CONTRACT, ROLE_CONTRACT, edit
 
@@ -203,6 +204,24 @@ def test_compare_says_a_plan_does_not_fit(tmp_path, capsys, monkeypatch, baselin
         cells = dict(enumerate(c.strip() for c in line.strip(sep + " ").split(sep)[1:]))
         assert f"unfit.toml: does not fit: {reason}" in " ".join(out.split())
     assert sorted(set(cells.values())) == ["does not fit", "—"], cells
+
+
+@pytest.mark.parametrize("kind", UNFIT)
+def test_project_says_a_plan_does_not_fit_first(tmp_path, capsys, monkeypatch, baseline, kind):
+    """`project` says a plan over its storage does not fit up front, as one out of GPU
+    memory: the throughput row, right under the plan's name, gives check's reason, and no
+    headline figure follows (it printed the offline run's days and cost, and the error
+    only at the end)."""
+    monkeypatch.setenv("COLUMNS", "300")
+    edits, reason = UNFIT[kind]
+    path = tmp_path / "unfit.toml"
+    path.write_text(edit(baseline, **edits).to_toml())
+    assert main(["project", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("throughput  does not fit: ") and reason in lines[1]
+    heads = (F.DAYS.name, F.JOB_DAYS.name, F.TOTAL_COST.name, F.JOB_COST.name, F.GPU_HOURS.name)
+    assert not [line for line in lines if line.startswith(heads)]
+    assert not [line for line in lines if line.startswith("one more target")]
 
 
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):

@@ -98,7 +98,10 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     summary = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
     summary.add_column(style="bold", no_wrap=True)
     summary.add_column()
-    if p.fits:
+    # A plan that cannot run (GPU memory, storage, the store's host memory: one rule,
+    # Projection.does_not_fit) has no headline figures: it says why first.
+    unfit = p.does_not_fit
+    if unfit is None:
         samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
         if rates := offline_rates(p):
             # An offline run's own rates lead; the online pipeline's is in its row below.
@@ -139,10 +142,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                 escape(f"slow if {p.ranges.slow_scenario}; fast if {p.ranges.fast_scenario}"),
             )
     else:
-        summary.add_row(
-            F.TOKENS_PER_S.name,
-            "[bold red]does not fit[/bold red]: a role runs out of GPU memory (below)",
-        )
+        summary.add_row(F.TOKENS_PER_S.name, f"[bold red]does not fit[/bold red]: {escape(unfit)}")
     console.print(summary)
     # Where the prices behind the cost come from, beside it, as compare and search say it.
     for label, q in (("", p), ("baseline: ", baseline)):
@@ -177,7 +177,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     console.print(roles)
     console.print()
     link_load = ""
-    if p.fits and p.hidden_state_bytes_per_s is not None:
+    if unfit is None and p.hidden_state_bytes_per_s is not None:
         link_load = (
             f", {p.hidden_state_bytes_per_s / 1e9:,.2f} GB/s = "
             f"{fmt.pct(p.link_utilization)} of the link"
@@ -191,7 +191,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if (
-        p.fits
+        unfit is None
         and p.marginal_target_tokens_per_s is not None
         and p.marginal_drafter_tokens_per_s is not None
     ):
