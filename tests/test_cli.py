@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -222,6 +223,12 @@ def test_project_says_a_plan_does_not_fit_first(tmp_path, capsys, monkeypatch, b
     heads = (F.DAYS.name, F.JOB_DAYS.name, F.TOTAL_COST.name, F.JOB_COST.name, F.GPU_HOURS.name)
     assert not [line for line in lines if line.startswith(heads)]
     assert not [line for line in lines if line.startswith("one more target")]
+    # Against a baseline: no days of its own either ("8.1 days" was the run it cannot do).
+    base = tmp_path / "base.toml"
+    base.write_text(baseline.to_toml())
+    assert main(["project", str(path), "--baseline", str(base)]) == 0
+    against = next(line for line in capsys.readouterr().out.splitlines() if "against" in line)
+    assert "speed —, cost —, — (" in against and re.search(r" -> —[;)]", against)
 
 
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):

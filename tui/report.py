@@ -221,7 +221,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"speed {fmt.times(c.speedup)}{speed_range}, cost "
             f"{fmt.times(c.cost_ratio)}{cost_range}, "
             f"{fmt.signed_duration(c.days_delta)} "
-            f"({fmt.duration(baseline.job_days)} -> {fmt.duration(p.job_days)}"
+            f"({_job_days(baseline)} -> {_job_days(p)}"
             + (
                 f"; each plan's job: {job_name(baseline)} vs {job_name(p)}"
                 if p.is_job or baseline.is_job
@@ -252,6 +252,11 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     for d in p.diagnostics:
         label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
         console.print(f"{label} {escape(d.message)}")
+
+
+def _job_days(p: Projection) -> str:
+    """The job's days, a dash for a plan that does not fit (it has no job to run)."""
+    return fmt.duration(None if p.does_not_fit is not None else p.job_days)
 
 
 def job_name(p: Projection) -> str:
