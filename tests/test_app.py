@@ -301,6 +301,33 @@ async def test_a_plan_that_stops_fitting_is_stale_one_that_never_fitted_is_not(t
         assert "does not fit" in text(app, "figures")
 
 
+async def test_a_plan_over_its_storage_is_shown_as_one_out_of_memory(tmp_path):
+    """Offline data over storage.tb does not fit as GPU memory does not (one rule,
+    Projection.does_not_fit): an edit that makes it is stale, the last plan that fitted
+    kept, the reason in the banner and by the field; a file that never fitted shows no
+    figures, "does not fit" in their place. It showed the offline run's days and cost with
+    a red note by its storage. The built-in workload captures 76.8 TB (tests/test_cli.py)."""
+    reason = "offline hidden states need 76.8 TB"
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot, "workload.mode", "offline")
+        fitted = text(app, "figures")
+        await put(pilot, "storage.tb", "50")
+        await pilot.pause()
+        assert text(app, "banner").startswith("STALE") and reason in text(app, "banner")
+        assert reason in error(app, "storage.tb")
+        assert text(app, "figures") == fitted
+    path = tmp_path / "offline.toml"
+    path.write_text('[workload]\nmode = "offline"\n[storage]\ntb = 50\n')
+    app = planner(path)
+    async with app.run_test(size=SIZE):
+        banner, figures = text(app, "banner"), text(app, "figures")
+        assert reason in banner and "STALE" not in banner
+        assert "does not fit" in figures and "DOES NOT FIT" not in figures
+        assert "days" not in figures and "GPU-h" not in figures
+        assert reason in error(app, "storage.tb")
+
+
 async def _open(pilot, path) -> None:
     await pilot.press("ctrl+o")
     await pilot.pause()

@@ -170,17 +170,6 @@ def file_error(path: Path | None, err: Exception) -> PlanError:
     return PlanError(f"{where}: cannot use this plan: {plain(first)}")
 
 
-def unfit_reason(p: Projection) -> str:
-    """Which role runs out of memory, with the numbers."""
-    for role in (p.target, p.drafter):
-        if not role.memory.fits:
-            return (
-                f"{role.role} does not fit: needs {role.memory.needed_gb:,.1f} GB per GPU, "
-                f"{role.gpu_name} has {role.memory.available_gb:g} GB"
-            )
-    return "does not fit in memory"
-
-
 def check_finite(p: Projection) -> None:
     """A projection with NaN or infinite figures (a measurement far below anything a GPU
     does, say) is an error, not a figure to show."""
@@ -308,8 +297,10 @@ class Planner:
         name = opened.plan.name or (opened.path.name if opened.path else "built-in plan")
         self.baseline = Scenario(name, opened.projection)
         self.scenarios = [self.baseline]
-        if not opened.projection.fits:
-            self.problem = Problem("target.gpu", unfit_reason(opened.projection), True)
+        if (unfit := opened.projection.unfit) is not None:
+            # By the field of the key to change (no field was edited yet).
+            field = field_for(unfit.key, self.doc) or "target.gpu"
+            self.problem = Problem(field, unfit.message, True)
         self.generation += 1
 
     # --- reading ------------------------------------------------------------------------
@@ -513,9 +504,11 @@ class Planner:
             self.current = False
             return
         self.plan, self.catalog = plan, catalog
-        if not projection.fits:
-            self.problem = Problem(self.last_key, unfit_reason(projection), True)
-            if self.projection.fits:  # keep the last plan that fitted
+        # A plan that cannot run (GPU memory, storage, the store's host memory: one rule,
+        # Projection.does_not_fit) is said by the field just edited.
+        if (unfit := projection.does_not_fit) is not None:
+            self.problem = Problem(self.last_key, unfit, True)
+            if self.projection.does_not_fit is None:  # keep the last plan that fitted
                 self.current = False
                 return
         self.projection, self.current = projection, True

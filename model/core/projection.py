@@ -485,12 +485,18 @@ class Projection:
         return tuple(d.message for d in self.diagnostics)
 
     @property
+    def unfit(self) -> Diagnostic | None:
+        """The error that stops the plan running as written (its message is does_not_fit,
+        its key the plan key to change); None when it fits."""
+        return next((d for d in self.diagnostics if d.level == "error"), None)
+
+    @property
     def does_not_fit(self) -> str | None:
         """Why the plan cannot run as written: its first error's message (a role out of GPU
         memory, offline data over storage.tb, the Mooncake store over host memory); None
-        when it fits. The one rule `check` (exit 3), `launch`, the JSON and the
-        comparisons say."""
-        return next((d.message for d in self.diagnostics if d.level == "error"), None)
+        when it fits. The one rule `check` (exit 3), `launch`, the JSON, the comparisons,
+        `project` and the app say."""
+        return None if (d := self.unfit) is None else d.message
 
     @property
     def billed_gpus(self) -> int:

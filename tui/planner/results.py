@@ -60,6 +60,17 @@ def _range(pair: tuple[float, float] | None, one: Callable[[float | None], str])
 def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     """The headline figures as (name, value, note) rows; a row without a name continues
     the one above (a range, a cost note)."""
+    if p.does_not_fit is not None:
+        # A plan that cannot run (GPU memory, storage, the store's host memory alike:
+        # Projection.does_not_fit) has no figures; the banner says why.
+        return (
+            (F.TOKENS_PER_S.name, fmt.DASH, "does not fit"),
+            (F.DAYS.name, fmt.DASH, ""),
+            (F.TOTAL_COST.name, fmt.DASH, ""),
+            (F.COST_PER_EPOCH.name, fmt.DASH, ""),
+            (F.BOTTLENECK.name, fmt.DASH, "does not fit"),
+            *((f.name, fmt.DASH, "") for f in F.rows(F.View.RESULTS)),
+        )
     measured = p.target.source == "measured" and p.bottleneck == "target"
     cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
     if p.cost_unit != "USD" and p.total_cost_usd:
@@ -75,10 +86,10 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         (
             F.TOKENS_PER_S.name,
             fmt.ktok(p.tokens_per_s),
-            ("measured" if measured else "estimated") if p.fits else "does not fit",
+            "measured" if measured else "estimated",
         ),
         ("", span(F.TOKENS_PER_S.key, fmt.ktok), ""),
-        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs" if p.fits else ""),
+        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs"),
         ("", span(F.DAYS.key, fmt.duration), ""),
         (F.TOTAL_COST.name, fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
         ("", span(F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
@@ -101,13 +112,8 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         # The job the plan describes leads (its offline run, regeneration first when on),
         # with its phases named; the rows after it are the online pipeline's.
         o = p.offline
-        storage = (
-            ""
-            if p.mode != "offline" or o is None
-            else f"{o.tb:,.1f} TB"
-            if o.tb_available is None or o.tb <= o.tb_available
-            else f"{o.tb:,.1f} TB: DOES NOT FIT in {o.tb_available:,.1f} TB"
-        )
+        # Data over storage.tb does not fit: no figures (above), so it fits here.
+        storage = "" if p.mode != "offline" or o is None else f"{o.tb:,.1f} TB"
         usd = f"~{fmt.cost(t.cost_usd, 'USD')}" if p.cost_unit != "USD" and t.cost_usd else ""
         job_cost = p.job_cost_range
         rows = (
@@ -139,7 +145,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
 
 def note_style(note: str) -> str:
     """A note says what does not fit in red: the plan cannot run as it stands."""
-    return "bold red" if "DOES NOT FIT" in note or note == "does not fit" else "dim"
+    return "bold red" if note == "does not fit" else "dim"
 
 
 def figures_content(rows: tuple[FigureRow, ...], stale: bool) -> Content:
@@ -258,7 +264,7 @@ def side(p: Projection) -> Content:
         ("memory per GPU (needed / usable)", memory(p)),
     ]
     if (
-        p.fits
+        p.does_not_fit is None
         and p.marginal_target_tokens_per_s is not None
         and p.marginal_drafter_tokens_per_s is not None
     ):
