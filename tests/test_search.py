@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.explore import search as search_module
-from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.model.explore.search import (
     AT_CHOICES,
     Constraints,
@@ -24,6 +23,7 @@ from dflash_plan.model.explore.search import (
     search,
     sweep,
 )
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.cli import main
 from hypothesis import HealthCheck, given, settings

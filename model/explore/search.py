@@ -464,7 +464,10 @@ def _block(
             central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
         )
     store_over = _store_over(shared, t_key, d_key, tp)
-    if band is not None and store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any():
+    if (
+        band is not None
+        and store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any()
+    ):
         # Some split's store does not fit its host memory: the pruning's argument does not
         # cover that fit, so the block is evaluated whole.
         band = None

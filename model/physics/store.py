@@ -78,7 +78,7 @@ def in_flight_watermarks(quantum: int) -> tuple[int, int]:
 
 def specforge_segment_samples_of(high: np.ndarray, servers: np.ndarray) -> np.ndarray:
     """specforge_segment_samples of each split."""
-    return np.maximum(IN_FLIGHT_PER_SERVER, -(-high // servers))
+    return np.asarray(np.maximum(IN_FLIGHT_PER_SERVER, -(-high // servers)))
 
 
 def specforge_segment_samples(high: int, servers: int) -> int:
@@ -183,7 +183,8 @@ class StoreLoads:
     def node_over(self, host_memory_gb: dict[str, float | None]) -> list[np.ndarray]:
         """By node: the splits where it is over its host RAM (never, of unknown RAM)."""
         return [
-            np.zeros(np.shape(gib), bool) if (host := host_memory_gb[role]) is None
+            np.zeros(np.shape(gib), bool)
+            if (host := host_memory_gb[role]) is None
             else np.asarray(gib * GIB / 1e9 > host)
             for gib, _, _, role in self.nodes
         ]
@@ -191,7 +192,7 @@ class StoreLoads:
     def over(self, host_memory_gb: dict[str, float | None]) -> np.ndarray:
         """Splits with a node over its host RAM: the store does not fit (the projection's
         store-memory error)."""
-        return np.logical_or.reduce(self.node_over(host_memory_gb))
+        return np.asarray(np.logical_or.reduce(self.node_over(host_memory_gb)))
 
 
 def store_loads_of(
@@ -208,9 +209,7 @@ def store_loads_of(
     every capture server's segment and buffer, every trainer rank's buffer and batches,
     on the nodes whose load can be the largest."""
     servers = targets // tp
-    segment = segment_gib_of(
-        sample_bytes, segment_samples_of(fmt, batch_size, drafters, servers)
-    )
+    segment = segment_gib_of(sample_bytes, segment_samples_of(fmt, batch_size, drafters, servers))
     buffer = local_buffer_gib(fmt)
     rank = buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
     nodes = [
