@@ -464,12 +464,10 @@ def _block(
             central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
         )
     store_over = _store_over(shared, t_key, d_key, tp)
-    if (
-        band is not None
-        and store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any()
-    ):
-        # Some split's store does not fit its host memory: the pruning's argument does not
-        # cover that fit, so the block is evaluated whole.
+    # Whether some split's store does not fit its host memory: then the block is evaluated
+    # whole (the pruning's argument does not cover that fit); else no split is rejected.
+    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any())
+    if some_over:
         band = None
     if band is not None:
         targets, drafters = band[0], band[1]
@@ -533,7 +531,7 @@ def _block(
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
-    over = store_over(targets, drafters)
+    over = store_over(targets, drafters) if some_over else None
     return _Block(
         t_key,
         d_key,
@@ -550,7 +548,7 @@ def _block(
         mode=mode,
         storage_fits=storage_fits,
         storage_tb=storage_tb,
-        store_fits=~over if over.any() else None,
+        store_fits=None if over is None else ~over,
     )
 
 
@@ -597,9 +595,11 @@ def _store_worst(max_gpus: int, tp: int, node: int) -> tuple[np.ndarray, np.ndar
     the targets' first node has min(T, node) targets and the drafters' min(d, node)
     drafters, both no fewer at (min(T, node), d + T - T'). Every node
     store.nodes_of_split_of weighs is thus no lighter at one of these splits."""
-    targets, drafters = _splits(max_gpus, tp)
-    keep = targets <= node
-    return targets[keep], drafters[keep]
+    targets = np.arange(tp, min(node, max_gpus - 1) + 1, tp)
+    room = max_gpus - targets  # drafters 1 to room with each target count
+    starts = np.cumsum(room) - room
+    drafters = np.arange(room.sum()) - np.repeat(starts, room) + 1
+    return np.repeat(targets, room), drafters
 
 
 def _regeneration(
