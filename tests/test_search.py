@@ -23,6 +23,7 @@ from dflash_plan.model.explore.search import (
     search,
     sweep,
 )
+from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.tui import format as fmt
 from dflash_plan.tui.cli import main
 from hypothesis import HealthCheck, given, settings
@@ -491,6 +492,7 @@ def _priced_plan(
     batch: int,
     storage: tuple[str, float | None, float | None] = ("by-phase", None, None),
     regenerate: tuple[str | None, int | None] | None = None,
+    store: tuple[int, str] = (4096, "specforge"),
 ):
     from dflash_plan.model.inputs.catalog import Catalog
     from dflash_plan.model.inputs.plan import default_plan
@@ -504,7 +506,12 @@ def _priced_plan(
             "unit_gpus": {k: unit for k, _, unit in prices},
             "ratio": {},
         },
-        workload={"transport": transport, "regenerate": regenerate is not None},
+        workload={
+            "transport": transport,
+            "regenerate": regenerate is not None,
+            "max_length": store[0],
+        },
+        launch={"format": store[1]},
         drafter={"batch_size": batch},
         storage={
             "billing": billing,
@@ -546,6 +553,11 @@ BRUTE_EXAMPLES = int(os.environ.get("DFLASH_SEARCH_EXAMPLES", "40"))
     # Regeneration: off, on the target's type, on one searched type (a role's type, or
     # neither in a block), on a set count.
     regenerate=st.sampled_from([None, None, (None, None), (0, None), (-1, None), (0, 8)]),
+    # The Mooncake store's host memory: long samples put some splits' store over a node's
+    # RAM (the projection's store-memory error), sized as the launch format does.
+    store=st.tuples(
+        st.sampled_from([4096, 4096, 65536, 131072]), st.sampled_from(["specforge", "speculators"])
+    ),
 )
 def test_pruned_search_is_the_brute_force_search(
     gpus,
@@ -563,13 +575,14 @@ def test_pruned_search_is_the_brute_force_search(
     modes,
     storage,
     regenerate,
+    store,
 ):
     # Drafter batches that make the memory fit depend on the drafter count (the optimizer
     # state is sharded over the drafters).
     if regenerate is not None and regenerate[0] is not None:
         regenerate = (gpus[regenerate[0]], regenerate[1])
     plan, catalog = _priced_plan(
-        tuple(zip(gpus, usd, units, strict=False)), transport, batch, storage, regenerate
+        tuple(zip(gpus, usd, units, strict=False)), transport, batch, storage, regenerate, store
     )
     space = default_space(
         plan,
@@ -600,6 +613,26 @@ def test_pruned_search_is_the_brute_force_search(
     assert got.evaluated_after_pruning <= want.evaluated
     # The app's sweep keeps what ranking again needs: the same answer from it.
     assert _front_key(rank(pruned, constraints)) == _front_key(want)
+    # What it returns fits, as project() says (GPU memory, storage, the store's host
+    # memory), and a split it leaves out for its store is one project() calls unfit for
+    # it (a few per block, to stay fast); one it keeps is not.
+    for c in (*got.front, got.cheapest_within_deadline, got.fastest_within_budget):
+        assert c is None or c.projection.does_not_fit is None
+    checked = {False: 0, True: 0}
+    for b in brute.blocks:
+        store_fits = np.ones(b.targets.shape, bool) if b.store_fits is None else b.store_fits
+        # Splits that can run (a regeneration with no replica has no projection).
+        runs = b.fits & np.isfinite(b.days)
+        for fit in (False, True):
+            for j in np.flatnonzero((store_fits == fit) & runs)[: 2 - checked[fit]]:
+                checked[fit] += 1
+                chosen = _variant(
+                    plan, b.t_gpu, b.d_gpu, b.tp, int(b.targets[j]), int(b.drafters[j]), b.mode
+                )
+                p = project(chosen, catalog)
+                said = "store-memory" in [d.code for d in p.diagnostics]
+                assert said == (p.store_memory.fits is False) == (not fit)
+                assert fit or p.does_not_fit is not None
     # The proof's claim itself, whatever the limits: each split left out has an evaluated
     # split of its block no worse in any figure or fit, and nodes, that ranks before it:
     # online with fewer GPUs; offline also a faster one with more GPUs, and nodes only
@@ -639,6 +672,8 @@ def test_pruned_search_is_the_brute_force_search(
         if b.mode == "online" or one_node or max_nodes:
             no_worse &= before("nodes")
         no_worse &= column(p, "fits")[None, :] >= column(b, "fits", out)[:, None]
+        # A block where some split's store does not fit is evaluated whole.
+        assert b.store_fits is None or not out.any()
         if b.mode == "online":
             no_worse &= before("gpus", strict=True)
         else:
@@ -747,6 +782,45 @@ def test_offline_plans_that_do_not_fit_storage_are_infeasible(catalog, baseline)
     assert result.rejected["storage"] > 0
     alone = search(plan, catalog, replace(space, modes=("offline",)), Constraints())
     assert not alone.front and "storage" in alone.why_none and "10.0 TB" in alone.why_none
+
+
+def test_plans_whose_store_does_not_fit_host_memory_are_infeasible(tmp_path, capsys, catalog):
+    # Issue 29: B200 nodes have 2,000 GB of host RAM (the catalog). At 131,072-token
+    # samples one sample's features are 2 B x 131,072 x (5 captured layers + 1) x 4,096 =
+    # 6 GiB; 8 + 8 drafters of batch 2 stay under SpecForge's default high watermark (256),
+    # so each of 8 capture servers' segment holds 256 / 8 = 32 samples x 6 GiB x 1.25 =
+    # 240 GiB: 8 x (240 + 1 GiB buffer) = 1,928 GiB = 2,070 GB on the targets' node, over
+    # 2,000 GB. 6 + 6: ceil(256 / 6) = 43 x 7.5 = 322.5 -> 323 GiB, 6 x 324 + 2 ranks x
+    # (1 + 2 x 2 x 6) = 1,994 GiB. `check` calls both unfit; search ranked them first.
+    path = tmp_path / "sm.toml"
+    sets = {
+        "target.gpu": "b200",
+        "drafter.gpu": "b200",
+        "target.count": "6",
+        "drafter.count": "2",
+        "workload.avg_sample_tokens": "2000",
+        "workload.max_length": "131072",
+        "workload.transport": "mooncake",
+    }
+    args = [x for k, v in sets.items() for x in ("--set", f"{k}={v}")]
+    assert main(["new", str(path), *args]) == 0
+    capsys.readouterr()
+    assert main(["search", str(path), "--gpus", "b200", "--max-gpus", "16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    counts = [(c["plan"]["target"]["count"], c["plan"]["drafter"]["count"]) for c in doc["front"]]
+    assert doc["front"] and (8, 8) not in counts and (6, 6) not in counts
+    assert all(c["projection"]["store_memory"]["fits"] for c in doc["front"])
+    assert doc["rejected"]["store memory"] > 0
+    for t, d, gib in ((8, 8, 1928), (6, 6, 1994)):
+        plan = edit(load_plan(path), target={"count": t}, drafter={"count": d})
+        unfit = project(plan, catalog)
+        assert unfit.store_memory.node_gib == gib and unfit.does_not_fit
+    # Said: the count in the table's notes, and why no plan is left under a deadline
+    # only the unfit ones meet.
+    assert main(["search", str(path), "--gpus", "b200", "--max-gpus", "16"]) == 0
+    assert "do not fit: their Mooncake store needs more host memory" in " ".join(
+        capsys.readouterr().out.split()
+    )
 
 
 def test_search_command_mode(capsys):

@@ -809,6 +809,11 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         )
     if "offline" in result.modes:
         console.print(escape(_offline_note(result)))
+    if stopped := result.rejected.get("store memory", 0):
+        console.print(
+            f"{stopped:,} evaluated splits do not fit: their Mooncake store needs more host "
+            f"memory than a node has (`check` one for its figures)"
+        )
     console.print(
         f"[dim]the front and the winners are the plans that meet the constraints "
         f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"

@@ -997,29 +997,30 @@ def project_resolved(
     )
 
 
+def store_sizing(r: Resolved) -> tuple[str, int]:
+    """Whose sizing the launched run's Mooncake store follows ("specforge" or
+    "speculators") and one max-length sample's features, bytes: what the store memory of
+    any split of the plan needs besides its counts (the search sizes every split)."""
+    plan = r.plan
+    fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
+    return fmt, store.sample_feature_bytes(
+        r.model.hidden, len(r.layer_ids), plan.workload.max_length
+    )
+
+
 def _store_memory(r: Resolved) -> store.StoreMemory:
     """The Mooncake store of the launched run, sized by the functions the launch scripts
     use: SpecForge's segments hold the producer's high watermark spread over the capture
     servers; speculators' hold every trainer rank's batches in flight."""
-    plan, w = r.plan, r.plan.workload
-    T, D, tp, batch = plan.target.count, plan.drafter.count, plan.target.tp, plan.drafter.batch_size
-    fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
-    sample = store.sample_feature_bytes(r.model.hidden, len(r.layer_ids), w.max_length)
-    servers = plan.target.replicas
-    if fmt == "speculators":
-        samples: float = store.speculators_segment_samples(batch, D, servers)
-    else:
-        high, _ = store.in_flight_watermarks(D * batch)
-        samples = store.specforge_segment_samples(high, servers)
-    nodes = store.nodes_of_split(
-        T, D, tp, r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node, r.same_gpu_type
-    )
+    plan = r.plan
+    fmt, sample = store_sizing(r)
     return store.store_memory(
         fmt,
         sample,
-        store.segment_gib(sample, samples),
-        batch,
-        nodes,
+        plan.drafter.batch_size,
+        (plan.target.count, plan.drafter.count, plan.target.tp),
+        (r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node),
+        r.same_gpu_type,
         {"target": r.target_gpu.host_memory_gb, "drafter": r.drafter_gpu.host_memory_gb},
     )
 

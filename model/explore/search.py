@@ -38,14 +38,23 @@ from ..core.cost import Price, Prices, prices
 from ..core.economics import RolePrices, billed, economics
 from ..core.offline import BYTES_PER_TB, Run, fits_storage, run, stored
 from ..core.phases import Regeneration, regenerate_phase, regeneration_gpus, regeneration_rates
-from ..core.projection import Projection, link_scaled, link_share, plan_inputs, project
+from ..core.projection import (
+    Projection,
+    link_scaled,
+    link_share,
+    plan_inputs,
+    project,
+    store_sizing,
+)
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
 from ..core.scenarios import LOW, memory_band
 from ..inputs.catalog import Catalog
+from ..inputs.hardware import Gpu
 from ..inputs.plan import Mode, Plan
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, flow
+from ..physics.store import store_loads_of
 from ..physics.work import drafter_work
 
 # Bounds that keep one search within a few seconds (documented in the CLI help).
@@ -260,6 +269,8 @@ class _Block:
     mode: Mode = "online"
     storage_fits: bool = True  # offline: the captured data fits storage.tb
     storage_tb: float = 0.0  # offline: the captured data, TB
+    # By split: the Mooncake store fits every node's host memory (None: every split's does).
+    store_fits: np.ndarray | None = None
 
     def fitting(self) -> _Block:
         """The block with its fitting splits only (what ranking needs), counts in 32 bits:
@@ -279,6 +290,7 @@ class _Block:
             slow_cost=self.slow_cost[keep],
             fits=self.fits[keep],
             unfit=self.unfit + int(keep.size - keep.sum()),
+            store_fits=None if self.store_fits is None else self.store_fits[keep],
         )
 
 
@@ -289,13 +301,14 @@ class _Shared:
     resolved: Resolved
     prices: Prices
     rates: dict[str, Rates]  # by GPU type: both roles' rates on that type
+    gpus: dict[str, Gpu]  # the catalog's GPU types
 
 
 def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
     r = resolve(plan, catalog)
     view = prices(plan, dict(catalog.gpus), keys, catalog.offers)
     by_gpu = {k: rates(r, catalog, catalog.gpus[k], catalog.gpus[k]) for k in keys}
-    return _Shared(r, view, by_gpu)
+    return _Shared(r, view, by_gpu, dict(catalog.gpus))
 
 
 def _block(
@@ -450,6 +463,12 @@ def _block(
         band = _band_one_type(
             central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
         )
+    store_over = _store_over(shared, t_key, d_key, tp)
+    # Whether some split's store does not fit its host memory: then the block is evaluated
+    # whole (the pruning's argument does not cover that fit); else no split is rejected.
+    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any())
+    if some_over:
+        band = None
     if band is not None:
         targets, drafters = band[0], band[1]
         central = flow(central_in, targets, drafters)
@@ -512,6 +531,7 @@ def _block(
     t_mem = replace(t_mem, band=memory_band("target"))
     fits = drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
+    over = store_over(targets, drafters) if some_over else None
     return _Block(
         t_key,
         d_key,
@@ -528,7 +548,58 @@ def _block(
         mode=mode,
         storage_fits=storage_fits,
         storage_tb=storage_tb,
+        store_fits=None if over is None else ~over,
     )
+
+
+def _store_over(
+    shared: _Shared, t_key: str, d_key: str, tp: int
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """By split (targets, drafters) of a block: its Mooncake store needs more host memory
+    than a node has, the projection's store-memory error (the same functions,
+    physics/store.py, over arrays)."""
+    r = shared.resolved
+    fmt, sample_bytes = store_sizing(r)
+    t_gpu, d_gpu = shared.gpus[t_key], shared.gpus[d_key]
+    host = {"target": t_gpu.host_memory_gb, "drafter": d_gpu.host_memory_gb}
+    if host["target"] is None and host["drafter"] is None:
+        return lambda targets, drafters: np.zeros(targets.shape, bool)
+
+    def over(targets: np.ndarray, drafters: np.ndarray) -> np.ndarray:
+        loads = store_loads_of(
+            fmt,
+            sample_bytes,
+            r.plan.drafter.batch_size,
+            targets,
+            drafters,
+            tp,
+            (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
+            t_key == d_key,
+        )
+        return loads.over(host)
+
+    return over
+
+
+def _store_worst(max_gpus: int, tp: int, node: int) -> tuple[np.ndarray, np.ndarray]:
+    """The splits of a block with targets filling at most one node (`node` target GPUs):
+    if any split's store is over its host memory, one of these is. A node's store is
+    capture servers x (segment + buffer) + trainer ranks x their share, and a segment is
+    no smaller with fewer capture servers or more drafters (store.segment_samples_of).
+    One GPU type: (T, d) maps to (T', d + T - T'), T' = T mod node (node when 0): as
+    many GPUs, T' <= T, so no more servers and no fewer drafters. Its first node holds
+    the servers and ranks of (T, d)'s node where the drafters start (T' = node: its
+    second node does), with a segment no smaller; its last node, shifted by whole nodes,
+    holds the ranks of (T, d)'s last; and (T, d)'s first node, full of targets when
+    T >= node, is (node, d + T - node)'s first with a segment no smaller. Two GPU types:
+    the targets' first node has min(T, node) targets and the drafters' min(d, node)
+    drafters, both no fewer at (min(T, node), d + T - T'). Every node
+    store.nodes_of_split_of weighs is thus no lighter at one of these splits."""
+    targets = np.arange(tp, min(node, max_gpus - 1) + 1, tp)
+    room = max_gpus - targets  # drafters 1 to room with each target count
+    starts = np.cumsum(room) - room
+    drafters = np.arange(room.sum()) - np.repeat(starts, room) + 1
+    return np.repeat(targets, room), drafters
 
 
 def _regeneration(
@@ -1162,6 +1233,9 @@ class _Ranking:
         for name, limit in (
             # Offline, the captured data must fit storage.tb (the same for every split).
             ("storage", None if b.storage_fits else np.zeros(b.targets.shape, bool)),
+            # The Mooncake store must fit each node's host memory (the projection's
+            # store-memory error: the plan does not fit).
+            ("store memory", b.store_fits),
             # A split whose regeneration cannot run (no whole replica of its GPU type, or
             # no room to decode) has infinite figures.
             (
@@ -1226,6 +1300,16 @@ class _Ranking:
             f"{self.plan.storage.tb:,.1f} TB"
         )
 
+    def _store_why(self) -> str:
+        """Why the Mooncake store's host memory stopped plans, when it did."""
+        stopped = self.rejected.get("store memory", 0)
+        if not stopped:
+            return ""
+        return (
+            f"; the Mooncake store of {stopped:,} splits needs more host memory than a node has "
+            f"at workload.max_length {self.plan.workload.max_length:,}"
+        )
+
     def result(self) -> Result:
         plan, catalog, space, constraints = (self.plan, self.catalog, self.space, self.constraints)
         rejected = self.rejected
@@ -1265,7 +1349,9 @@ class _Ranking:
             return nothing(
                 f"no configuration meets the constraints "
                 f"{constraints.describe()}; most were stopped by {worst} "
-                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)" + self._storage_why()
+                f"({rejected.get(worst, 0):,} of {computed:,} evaluated)"
+                + self._storage_why()
+                + self._store_why()
             )
         f = self._merge()
 

@@ -5,9 +5,10 @@ node's host RAM, and the launch scripts write them (model/launch reads these fun
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..basics.units import BF16_BYTES
 
@@ -40,10 +41,29 @@ def sample_feature_bytes(hidden: int, captured_layers: int, max_length: int) -> 
     return BF16_BYTES * max_length * (captured_layers + 1) * hidden
 
 
+# The functions ending in _of take numpy arrays over splits (the search sizes every split
+# at once); their scalar forms below, which the projection and the launches call, are them
+# on one split, so both compute the same figures bit for bit.
+
+
+def segment_gib_of(sample_bytes: int, samples: np.ndarray) -> np.ndarray:
+    """segment_gib of each split's `samples`."""
+    return np.maximum(1, np.ceil(samples * sample_bytes * SEGMENT_SPARE / GIB)).astype(np.int64)
+
+
 def segment_gib(sample_bytes: int, samples: float) -> int:
     """A Mooncake global segment that holds `samples` max-length samples with a quarter
     to spare, in whole GiB."""
-    return max(1, math.ceil(samples * sample_bytes * SEGMENT_SPARE / GIB))
+    return int(segment_gib_of(sample_bytes, np.asarray(samples)))
+
+
+def in_flight_watermarks_of(quantum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """in_flight_watermarks of each split's quantum."""
+    above = quantum > IN_FLIGHT_LOW_DEFAULT
+    return (
+        np.where(above, 2 * quantum, IN_FLIGHT_HIGH_DEFAULT),
+        np.where(above, quantum, IN_FLIGHT_LOW_DEFAULT),
+    )
 
 
 def in_flight_watermarks(quantum: int) -> tuple[int, int]:
@@ -52,21 +72,37 @@ def in_flight_watermarks(quantum: int) -> tuple[int, int]:
     quantum and wants low <= high. Above the defaults: resume at one window (low = quantum)
     and pause at two (high = 2 x quantum), so one window is captured while the trainer
     takes the other."""
-    if quantum <= IN_FLIGHT_LOW_DEFAULT:
-        return IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT
-    return 2 * quantum, quantum
+    high, low = in_flight_watermarks_of(np.asarray(quantum))
+    return int(high), int(low)
+
+
+def specforge_segment_samples_of(high: np.ndarray, servers: np.ndarray) -> np.ndarray:
+    """specforge_segment_samples of each split."""
+    return np.asarray(np.maximum(IN_FLIGHT_PER_SERVER, -(-high // servers)))
 
 
 def specforge_segment_samples(high: int, servers: int) -> int:
     """Samples one SpecForge capture server's segment holds: the producer keeps at most
     the high watermark unacknowledged, spread over the servers, and a lease per server."""
-    return max(IN_FLIGHT_PER_SERVER, -(-high // servers))
+    return int(specforge_segment_samples_of(np.asarray(high), np.asarray(servers)))
 
 
-def speculators_segment_samples(batch_size: int, drafters: int, engines: int) -> float:
+def speculators_segment_samples(batch_size: int, drafters: Any, engines: Any) -> Any:
     """Samples one vLLM engine's segment holds: what every trainer rank may have in flight,
-    spread over the data-parallel engines."""
+    spread over the data-parallel engines (numbers, or arrays over splits)."""
     return BATCHES_IN_FLIGHT_PER_RANK * batch_size * drafters / engines
+
+
+def segment_samples_of(
+    fmt: str, batch_size: int, drafters: np.ndarray, servers: np.ndarray
+) -> np.ndarray:
+    """Samples one capture server's segment holds, as the launch of `fmt` sizes it:
+    SpecForge's hold the producer's high watermark spread over the capture servers;
+    speculators' every trainer rank's batches in flight."""
+    if fmt == "speculators":
+        return np.asarray(speculators_segment_samples(batch_size, drafters, servers), float)
+    high, _ = in_flight_watermarks_of(drafters * batch_size)
+    return specforge_segment_samples_of(high, servers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,62 +135,127 @@ class StoreMemory:
         }
 
 
-def nodes_of_split(
-    targets: int,
-    drafters: int,
+def nodes_of_split_of(
+    targets: np.ndarray,
+    drafters: np.ndarray,
     tp: int,
     target_per_node: int,
     drafter_per_node: int,
     same_gpu_type: bool,
-) -> list[tuple[int, int, str]]:
+) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """(capture servers, trainer ranks, role of the node's GPU type) of the nodes whose
-    load can be the largest, packed as pipeline.placement packs them: targets fill nodes
-    from the first and, with one GPU type, drafters follow on the same nodes."""
+    load can be the largest, each an array over splits, packed as pipeline.placement packs
+    them: targets fill nodes from the first and, with one GPU type, drafters follow on the
+    same nodes (the first node, the one where the drafters start, the last; a node may
+    appear twice)."""
     if not same_gpu_type:
         return [
-            (min(targets, target_per_node) // tp, 0, "target"),
-            (0, min(drafters, drafter_per_node), "drafter"),
+            (np.minimum(targets, target_per_node) // tp, np.zeros_like(drafters), "target"),
+            (np.zeros_like(targets), np.minimum(drafters, drafter_per_node), "drafter"),
         ]
     per, total = target_per_node, targets + drafters
+    last = (total - 1) // per
     out = []
-    for node in sorted({0, min(targets // per, (total - 1) // per), (total - 1) // per}):
-        lo, hi = node * per, min((node + 1) * per, total)
-        on_node_targets = max(0, min(hi, targets) - lo)
-        out.append((on_node_targets // tp, max(0, hi - max(lo, targets)), "target"))
+    for node in (np.zeros_like(total), np.minimum(targets // per, last), last):
+        lo, hi = node * per, np.minimum((node + 1) * per, total)
+        on_node_targets = np.maximum(0, np.minimum(hi, targets) - lo)
+        ranks = np.maximum(0, hi - np.maximum(lo, targets))
+        out.append((on_node_targets // tp, ranks, "target"))
     return out
+
+
+def local_buffer_gib(fmt: str) -> float:
+    """The local buffer of one Mooncake client (capture server or trainer rank), GiB."""
+    return (
+        SPECULATORS_LOCAL_BUFFER_BYTES if fmt == "speculators" else MOONCAKE_LOCAL_BUFFER_BYTES
+    ) / GIB
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLoads:
+    """The store's host memory of splits (arrays over splits): what each node holds."""
+
+    segment_gib: np.ndarray  # per capture server
+    local_buffer_gib: float  # per Mooncake client
+    rank_gib: float  # per trainer rank: its buffer and two batches
+    nodes: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]]  # (GiB, servers, ranks, role)
+
+    def node_over(self, host_memory_gb: dict[str, float | None]) -> list[np.ndarray]:
+        """By node: the splits where it is over its host RAM (never, of unknown RAM)."""
+        return [
+            np.zeros(np.shape(gib), bool)
+            if (host := host_memory_gb[role]) is None
+            else np.asarray(gib * GIB / 1e9 > host)
+            for gib, _, _, role in self.nodes
+        ]
+
+    def over(self, host_memory_gb: dict[str, float | None]) -> np.ndarray:
+        """Splits with a node over its host RAM: the store does not fit (the projection's
+        store-memory error)."""
+        return np.asarray(np.logical_or.reduce(self.node_over(host_memory_gb)))
+
+
+def store_loads_of(
+    fmt: str,
+    sample_bytes: int,
+    batch_size: int,
+    targets: np.ndarray,
+    drafters: np.ndarray,
+    tp: int,
+    gpus_per_node: tuple[int, int],
+    same_gpu_type: bool,
+) -> StoreLoads:
+    """The store's host memory of each split (targets, drafters) of the launch `fmt`:
+    every capture server's segment and buffer, every trainer rank's buffer and batches,
+    on the nodes whose load can be the largest."""
+    servers = targets // tp
+    segment = segment_gib_of(sample_bytes, segment_samples_of(fmt, batch_size, drafters, servers))
+    buffer = local_buffer_gib(fmt)
+    rank = buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
+    nodes = [
+        (on_servers * (segment + buffer) + on_ranks * rank, on_servers, on_ranks, role)
+        for on_servers, on_ranks, role in nodes_of_split_of(
+            targets, drafters, tp, *gpus_per_node, same_gpu_type
+        )
+    ]
+    return StoreLoads(segment, buffer, rank, nodes)
 
 
 def store_memory(
     fmt: str,
     sample_bytes: int,
-    segment: int,
     batch_size: int,
-    nodes: list[tuple[int, int, str]],
+    split: tuple[int, int, int],
+    gpus_per_node: tuple[int, int],
+    same_gpu_type: bool,
     host_memory_gb: dict[str, float | None],
 ) -> StoreMemory:
-    """The busiest node's store memory, and whether every node's fits its host RAM."""
-    buffer = (
-        SPECULATORS_LOCAL_BUFFER_BYTES if fmt == "speculators" else MOONCAKE_LOCAL_BUFFER_BYTES
-    ) / GIB
-    rank = buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
-    loads = [
-        (servers * (segment + buffer) + ranks * rank, servers, ranks, role)
-        for servers, ranks, role in nodes
+    """The busiest node's store memory of one split (targets, drafters, tp), and whether
+    every node's fits its host RAM (store_loads_of on that split)."""
+    targets, drafters, tp = split
+    loads = store_loads_of(
+        fmt,
+        sample_bytes,
+        batch_size,
+        np.asarray(targets),
+        np.asarray(drafters),
+        tp,
+        gpus_per_node,
+        same_gpu_type,
+    )
+    rows = [
+        (float(gib), int(servers), int(ranks), role) for gib, servers, ranks, role in loads.nodes
     ]
-    over = [
-        load
-        for load in loads
-        if (host := host_memory_gb[load[3]]) is not None and load[0] * GIB / 1e9 > host
-    ]
-    known = any(host_memory_gb[load[3]] is not None for load in loads)
+    over = [row for row, out in zip(rows, loads.node_over(host_memory_gb), strict=True) if out]
+    known = any(host_memory_gb[row[3]] is not None for row in rows)
     # The node shown: the busiest of those over their RAM, else the busiest.
-    gib, servers, ranks, role = max(over or loads)
+    gib, servers, ranks, role = max(over or rows)
     return StoreMemory(
         fmt,
         sample_bytes,
-        segment,
-        buffer,
-        rank,
+        int(loads.segment_gib),
+        loads.local_buffer_gib,
+        loads.rank_gib,
         gib,
         servers,
         ranks,
