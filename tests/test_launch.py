@@ -614,18 +614,11 @@ def run_script(
     return calls
 
 
-def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
-    # 8 + 16 B200: node 0 runs only the 8 capture servers, the trainers nodes 1 and 2. The
-    # servers run until stopped; the node watches the first trainer node's Mooncake master,
-    # which stops with its trainer (here: gone at once), and exits, stopping them.
+def _node_0_status(tmp_path, bin_dir, text: str) -> int | None:
+    """Node 0's script run under the stub tools in bin_dir (their calls logged in
+    tmp_path/log): its exit status, None when it still runs after 20 s (then killed)."""
     import signal
 
-    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
-    script = generate(plan, catalog, "specforge")
-    assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
-    bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master", "specforge"])
-    (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")
-    (bin_dir / "python").chmod(0o755)
     (tmp_path / "log").mkdir()
     env = {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
@@ -635,7 +628,7 @@ def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baselin
         "DFLASH_FABRIC_IP": "10.0.0.0",
     }
     node = subprocess.Popen(
-        ["bash", "-c", script.text],
+        ["bash", "-c", text],
         cwd=tmp_path,
         env=env,
         start_new_session=True,
@@ -643,12 +636,25 @@ def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baselin
         stderr=subprocess.DEVNULL,
     )
     try:
-        status = node.wait(timeout=20)
+        return node.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        status = None
+        return None
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.pid, signal.SIGKILL)
+
+
+def test_a_capture_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
+    # 8 + 16 B200: node 0 runs only the 8 capture servers, the trainers nodes 1 and 2. The
+    # servers run until stopped; the node watches the first trainer node's Mooncake master,
+    # which stops with its trainer (here: gone at once), and exits, stopping them.
+    plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
+    script = generate(plan, catalog, "specforge")
+    assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
+    bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master", "specforge"])
+    (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")
+    (bin_dir / "python").chmod(0o755)
+    status = _node_0_status(tmp_path, bin_dir, script.text)
     assert status == 0, "the node still runs its capture servers after training ended"
     watched = [
         path.read_text().split("\0")
@@ -663,37 +669,13 @@ def test_a_vllm_only_node_stops_when_training_ends(tmp_path, catalog, baseline):
     # trainers nodes 1 and 2. vLLM serves until stopped (it waited for it: forever); the
     # node watches the first trainer node's liveness server, which stops with its script
     # (here: gone at once), and exits, stopping vLLM.
-    import signal
-
     plan = edit(baseline, target={"gpu": "b200", "count": 8}, drafter={"gpu": "b200", "count": 16})
     script = generate(plan, catalog, "speculators")
     assert script.layout.drafter_nodes == (1, 2) and script.layout.targets_on(0)
     bin_dir = stub_bin(tmp_path, ["curl", "mooncake_master"])
     (bin_dir / "python").write_text("#!/bin/bash\nexec sleep 300\n")  # vLLM
     (bin_dir / "python").chmod(0o755)
-    (tmp_path / "log").mkdir()
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "STUB_LOG": str(tmp_path / "log"),
-        "HOME": str(tmp_path),
-        "NODE_RANK": "0",
-        "DFLASH_FABRIC_IP": "10.0.0.0",
-    }
-    node = subprocess.Popen(
-        ["bash", "-c", script.text],
-        cwd=tmp_path,
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        status = node.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        status = None
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(node.pid, signal.SIGKILL)
+    status = _node_0_status(tmp_path, bin_dir, script.text)
     assert status == 0, "the node still runs vLLM after training ended"
     watched = sorted(
         path.read_text().split("\0")[-2] for path in (tmp_path / "log").glob("curl.*.args")

@@ -223,16 +223,6 @@ MAX_NOT_RESTORED = 20
 _MISSING: Any = object()
 
 
-def _at(doc: dict[str, Any], parts: list[str]) -> Any:
-    """The value at a dotted key's parts in doc (_MISSING where there is none)."""
-    node: Any = doc
-    for part in parts:
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
-
-
 def _revert(doc: dict[str, Any], parts: list[str], opened: dict[str, Any]) -> bool:
     """Give the key at parts in doc the opened plan's value (remove it where that has
     none); where a table on the way is not a table, that whole entry. False when doc
@@ -680,10 +670,10 @@ class Planner:
                 break
             except PlanError as err:
                 parts = err.key.split(".") if err.key else []
-                value = _at(doc, parts)
+                value = get(doc, tuple(parts))  # a TOML document holds no None
                 if len(lost) >= MAX_NOT_RESTORED or not parts or not _revert(doc, parts, opened):
                     raise
-                shown = "(left out)" if value is _MISSING else short_repr(value)
+                shown = "(left out)" if value is None else short_repr(value)
                 lost.append(f"{err.key} = {shown} ({reason_of(err)})")
         self.doc = plan_to_dict(plan)
         name = self.doc.pop("name", "")

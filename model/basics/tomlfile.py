@@ -166,17 +166,10 @@ def write_atomic(path: Path, text: str) -> None:
     target = writable_target(path)
     directory = target.parent if str(target.parent) else Path(".")
     _remove_stale_temps(directory, target.name)
-    import tempfile  # only for writing: keeps read-only commands fast
 
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=_temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory
-        )
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        tmp = _synced_temp(directory, target.name, text)
         if target.exists():
             os.chmod(tmp, target.stat().st_mode & 0o777)
         else:
@@ -201,18 +194,10 @@ def write_new(paths: Sequence[Path], text: str) -> Path:
     first = Path(paths[0])
     directory = first.parent if str(first.parent) else Path(".")
     _remove_stale_temps(directory, first.name)
-    import tempfile
-
     tmp = None
     path = first
     try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=_temp_prefix(first.name), suffix=TEMP_SUFFIX, dir=directory
-        )
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        tmp = _synced_temp(directory, first.name, text)
         for path in map(Path, paths):
             with contextlib.suppress(FileExistsError):
                 _link_new(tmp, path, text)
@@ -341,3 +326,20 @@ def to_toml(doc: dict[str, Any]) -> str:
 def toml_value(value: object) -> str:
     """One TOML value as it is written after `key = `."""
     return to_toml({"v": value}).removeprefix("v = ").rstrip("\n")
+
+
+def _synced_temp(directory: Path, name: str, text: str) -> str:
+    """A new temporary file beside `name` in directory holding text, on disk (fsync):
+    what a save renames or links into place. Its path (mode 600)."""
+    import tempfile  # only for writing: keeps read-only commands fast
+
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(name), suffix=TEMP_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
