@@ -233,15 +233,7 @@ def _write_exclusive(path: Path, text: str) -> None:
     """Create path (O_EXCL: only where no name exists; O_NOFOLLOW: never through a link)
     and write text; a file left half-written by a failure is removed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        _discard(str(path))
-        raise
+    _write_synced(os.open(path, flags, 0o600), str(path), text)
 
 
 def _temp_stem(name: str) -> str:
@@ -334,12 +326,18 @@ def _synced_temp(directory: Path, name: str, text: str) -> str:
     import tempfile  # only for writing: keeps read-only commands fast
 
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(name), suffix=TEMP_SUFFIX, dir=directory)
+    _write_synced(fd, tmp, text)
+    return tmp
+
+
+def _write_synced(fd: int, path: str, text: str) -> None:
+    """text into the new file open as fd (named path), on disk before it returns; a
+    failure removes the file, never left half-written."""
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
-        _discard(tmp)
+        _discard(path)
         raise
-    return tmp
