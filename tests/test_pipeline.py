@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.explore.balance import balance
+from dflash_plan.model.physics import store
 from dflash_plan.model.physics.pipeline import flow, placement
 from support import edit
 
@@ -89,3 +90,29 @@ def test_tp_replicas_move_between_roles_whole(catalog, baseline):
     plan = edit(baseline, target={"count": 4, "tp": 2}, drafter={"count": 4})
     best = balance(plan, catalog)
     assert best.target.count % 2 == 0 and best.target.count + best.drafter.count == 8
+
+
+@pytest.mark.parametrize("per", [4, 8])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_store_weighs_the_busiest_node_of_every_split(per, tp):
+    """One GPU type: targets fill nodes from the first, drafters follow (pipeline.placement).
+    A node's store load grows with its capture servers and its trainer ranks, so the
+    nodes store.nodes_of_split_of weighs must include, for any positive weights, the
+    heaviest node found by walking every node. 4 targets + 21 drafters on 8-GPU nodes put
+    8 ranks on nodes 1 and 2, where the start (4 + 4) and the last node (1) hold fewer."""
+    targets = np.array([t for t in range(tp, 4 * per + 1, tp) for _ in range(1, 4 * per)])
+    drafters = np.array([d for _ in range(tp, 4 * per + 1, tp) for d in range(1, 4 * per)])
+    weighed = store.nodes_of_split_of(targets, drafters, tp, per, per, True)
+    for server_weight, rank_weight in ((1.0, 1.0), (1.0, 0.1), (0.1, 1.0), (0.0, 1.0)):
+        candidate = np.max(
+            [server_weight * servers + rank_weight * ranks for servers, ranks, _ in weighed],
+            axis=0,
+        )
+        for i, (t, d) in enumerate(zip(targets, drafters, strict=True)):
+            heaviest = 0.0
+            for node in range((t + d - 1) // per + 1):
+                lo, hi = node * per, min((node + 1) * per, t + d)
+                on_targets = max(0, min(hi, t) - lo)
+                ranks = max(0, hi - max(lo, t))
+                heaviest = max(heaviest, server_weight * (on_targets // tp) + rank_weight * ranks)
+            assert candidate[i] == pytest.approx(heaviest), (t, d, server_weight, rank_weight)

@@ -590,8 +590,10 @@ def _store_worst(max_gpus: int, tp: int, node: int) -> tuple[np.ndarray, np.ndar
     many GPUs, T' <= T, so no more servers and no fewer drafters. Its first node holds
     the servers and ranks of (T, d)'s node where the drafters start (T' = node: its
     second node does), with a segment no smaller; its last node, shifted by whole nodes,
-    holds the ranks of (T, d)'s last; and (T, d)'s first node, full of targets when
-    T >= node, is (node, d + T - node)'s first with a segment no smaller. Two GPU types:
+    holds the ranks of (T, d)'s last; a node full of drafters after (T, d)'s start is
+    (T', d + T - T')'s second (as many GPUs: that one is full too); and (T, d)'s first
+    node, full of targets when T >= node, is (node, d + T - node)'s first with a segment
+    no smaller. Two GPU types:
     the targets' first node has min(T, node) targets and the drafters' min(d, node)
     drafters, both no fewer at (min(T, node), d + T - T'). Every node
     store.nodes_of_split_of weighs is thus no lighter at one of these splits."""

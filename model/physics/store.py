@@ -146,8 +146,11 @@ def nodes_of_split_of(
     """(capture servers, trainer ranks, role of the node's GPU type) of the nodes whose
     load can be the largest, each an array over splits, packed as pipeline.placement packs
     them: targets fill nodes from the first and, with one GPU type, drafters follow on the
-    same nodes (the first node, the one where the drafters start, the last; a node may
-    appear twice)."""
+    same nodes (the first node, the one where the drafters start, the one after it, the
+    last; a node may appear twice). Every node between the first and the drafters' start
+    is full of targets as the first is, and every node between the one after the start and
+    the last is full of drafters as that one is: 4 targets + 21 drafters on 8-GPU nodes
+    put 8 trainer ranks on nodes 1 and 2, more than the start's 4 or the last's 1."""
     if not same_gpu_type:
         return [
             (np.minimum(targets, target_per_node) // tp, np.zeros_like(drafters), "target"),
@@ -156,7 +159,8 @@ def nodes_of_split_of(
     per, total = target_per_node, targets + drafters
     last = (total - 1) // per
     out = []
-    for node in (np.zeros_like(total), np.minimum(targets // per, last), last):
+    start = np.minimum(targets // per, last)
+    for node in (np.zeros_like(total), start, np.minimum(start + 1, last), last):
         lo, hi = node * per, np.minimum((node + 1) * per, total)
         on_node_targets = np.maximum(0, np.minimum(hi, targets) - lo)
         ranks = np.maximum(0, hi - np.maximum(lo, targets))
