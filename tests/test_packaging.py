@@ -49,6 +49,20 @@ def test_headless_cli_imports_no_textual():
     assert not {m for m in loaded if m.split(".")[0] == "textual"}
 
 
+def test_one_projection_loads_no_numpy():
+    """numpy is for many splits at once (search, balance); one plan's figures, what
+    `project --json` and each edit in the app compute, run on numbers: loading numpy
+    alone costs more than a projection (the store's sizing once loaded it on every run)."""
+    loaded = modules_after(
+        "import contextlib, io\n"
+        "from dflash_plan.tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['project', '--json', '--set', 'workload.transport=mooncake'])"
+    )
+    assert "dflash_plan.model.physics.store" in loaded
+    assert "numpy" not in loaded
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..basics.arrays import minimum
 from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.plan import Plan
-from ..physics.pipeline import minimum
 from ..physics.storage import (
     Format,
     nodes_of,

@@ -576,7 +576,7 @@ def _store_over(
             (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
             t_key == d_key,
         )
-        return loads.over(host)
+        return np.asarray(loads.over(host), bool)
 
     return over
 

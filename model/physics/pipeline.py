@@ -19,10 +19,10 @@ Throughput is the smallest of the three capacities.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..basics.arrays import Count, Number, maximum, minimum, where
 from ..basics.units import BF16_BYTES
 from ..inputs.hardware import Gpu
 from . import fitting
@@ -33,37 +33,8 @@ from . import fitting
 # share of the step hides communication.
 BACKWARD_SHARE_OF_STEP = 2 / 3
 
-Count = Any  # int or a numpy integer array
-Number = Any  # float or a numpy float array
-
-
-def _numpy_in(*values: object) -> Any:
-    np = sys.modules.get("numpy")
-    if np is not None and any(isinstance(v, np.ndarray) for v in values):
-        return np
-    return None
-
-
-def _minimum(a: Number, b: Number) -> Number:
-    np = _numpy_in(a, b)
-    return np.minimum(a, b) if np is not None else min(a, b)
-
-
-def _maximum(a: Number, b: Number) -> Number:
-    np = _numpy_in(a, b)
-    return np.maximum(a, b) if np is not None else max(a, b)
-
-
-# The same minimum for other closed forms of counts (offline.run), without importing numpy
-# for a single projection.
-minimum = _minimum
-
-
-def _where(condition: Any, a: Number, b: Number) -> Number:
-    np = _numpy_in(condition, a, b)
-    if np is not None:
-        return np.where(condition, a, b)
-    return a if condition else b
+# Closed forms over a number or an array of splits alike (basics/arrays).
+_minimum, _maximum, _where = minimum, maximum, where
 
 
 def _ceil_div(a: Count, b: int) -> Count:

@@ -5,11 +5,11 @@ node's host RAM, and the launch scripts write them (model/launch reads these fun
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..basics.arrays import Count, Number, any_of, ceil_int, maximum, minimum, where
 from ..basics.units import BF16_BYTES
 
 GIB = 1 << 30
@@ -41,28 +41,29 @@ def sample_feature_bytes(hidden: int, captured_layers: int, max_length: int) -> 
     return BF16_BYTES * max_length * (captured_layers + 1) * hidden
 
 
-# The functions ending in _of take numpy arrays over splits (the search sizes every split
-# at once); their scalar forms below, which the projection and the launches call, are them
-# on one split, so both compute the same figures bit for bit.
+# The functions ending in _of take numbers or numpy arrays over splits alike (the search
+# sizes every split at once; basics/arrays); their scalar forms below, which the
+# projection and the launches call, are them on one split, so both compute the same
+# figures bit for bit, and one projection never loads numpy.
 
 
-def segment_gib_of(sample_bytes: int, samples: np.ndarray) -> np.ndarray:
+def segment_gib_of(sample_bytes: int, samples: Number) -> Count:
     """segment_gib of each split's `samples`."""
-    return np.maximum(1, np.ceil(samples * sample_bytes * SEGMENT_SPARE / GIB)).astype(np.int64)
+    return maximum(1, ceil_int(samples * sample_bytes * SEGMENT_SPARE / GIB))
 
 
 def segment_gib(sample_bytes: int, samples: float) -> int:
     """A Mooncake global segment that holds `samples` max-length samples with a quarter
     to spare, in whole GiB."""
-    return int(segment_gib_of(sample_bytes, np.asarray(samples)))
+    return int(segment_gib_of(sample_bytes, samples))
 
 
-def in_flight_watermarks_of(quantum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def in_flight_watermarks_of(quantum: Count) -> tuple[Count, Count]:
     """in_flight_watermarks of each split's quantum."""
     above = quantum > IN_FLIGHT_LOW_DEFAULT
     return (
-        np.where(above, 2 * quantum, IN_FLIGHT_HIGH_DEFAULT),
-        np.where(above, quantum, IN_FLIGHT_LOW_DEFAULT),
+        where(above, 2 * quantum, IN_FLIGHT_HIGH_DEFAULT),
+        where(above, quantum, IN_FLIGHT_LOW_DEFAULT),
     )
 
 
@@ -72,19 +73,19 @@ def in_flight_watermarks(quantum: int) -> tuple[int, int]:
     quantum and wants low <= high. Above the defaults: resume at one window (low = quantum)
     and pause at two (high = 2 x quantum), so one window is captured while the trainer
     takes the other."""
-    high, low = in_flight_watermarks_of(np.asarray(quantum))
+    high, low = in_flight_watermarks_of(quantum)
     return int(high), int(low)
 
 
-def specforge_segment_samples_of(high: np.ndarray, servers: np.ndarray) -> np.ndarray:
+def specforge_segment_samples_of(high: Count, servers: Count) -> Count:
     """specforge_segment_samples of each split."""
-    return np.asarray(np.maximum(IN_FLIGHT_PER_SERVER, -(-high // servers)))
+    return maximum(IN_FLIGHT_PER_SERVER, -(-high // servers))
 
 
 def specforge_segment_samples(high: int, servers: int) -> int:
     """Samples one SpecForge capture server's segment holds: the producer keeps at most
     the high watermark unacknowledged, spread over the servers, and a lease per server."""
-    return int(specforge_segment_samples_of(np.asarray(high), np.asarray(servers)))
+    return int(specforge_segment_samples_of(high, servers))
 
 
 def speculators_segment_samples(batch_size: int, drafters: Any, engines: Any) -> Any:
@@ -93,14 +94,12 @@ def speculators_segment_samples(batch_size: int, drafters: Any, engines: Any) ->
     return BATCHES_IN_FLIGHT_PER_RANK * batch_size * drafters / engines
 
 
-def segment_samples_of(
-    fmt: str, batch_size: int, drafters: np.ndarray, servers: np.ndarray
-) -> np.ndarray:
+def segment_samples_of(fmt: str, batch_size: int, drafters: Count, servers: Count) -> Number:
     """Samples one capture server's segment holds, as the launch of `fmt` sizes it:
     SpecForge's hold the producer's high watermark spread over the capture servers;
     speculators' every trainer rank's batches in flight."""
     if fmt == "speculators":
-        return np.asarray(speculators_segment_samples(batch_size, drafters, servers), float)
+        return speculators_segment_samples(batch_size, drafters, servers) * 1.0
     high, _ = in_flight_watermarks_of(drafters * batch_size)
     return specforge_segment_samples_of(high, servers)
 
@@ -136,13 +135,13 @@ class StoreMemory:
 
 
 def nodes_of_split_of(
-    targets: np.ndarray,
-    drafters: np.ndarray,
+    targets: Count,
+    drafters: Count,
     tp: int,
     target_per_node: int,
     drafter_per_node: int,
     same_gpu_type: bool,
-) -> list[tuple[np.ndarray, np.ndarray, str]]:
+) -> list[tuple[Count, Count, str]]:
     """(capture servers, trainer ranks, role of the node's GPU type) of the nodes whose
     load can be the largest, each an array over splits, packed as pipeline.placement packs
     them: targets fill nodes from the first and, with one GPU type, drafters follow on the
@@ -153,17 +152,17 @@ def nodes_of_split_of(
     put 8 trainer ranks on nodes 1 and 2, more than the start's 4 or the last's 1."""
     if not same_gpu_type:
         return [
-            (np.minimum(targets, target_per_node) // tp, np.zeros_like(drafters), "target"),
-            (np.zeros_like(targets), np.minimum(drafters, drafter_per_node), "drafter"),
+            (minimum(targets, target_per_node) // tp, 0 * drafters, "target"),
+            (0 * targets, minimum(drafters, drafter_per_node), "drafter"),
         ]
     per, total = target_per_node, targets + drafters
     last = (total - 1) // per
     out = []
-    start = np.minimum(targets // per, last)
-    for node in (np.zeros_like(total), start, np.minimum(start + 1, last), last):
-        lo, hi = node * per, np.minimum((node + 1) * per, total)
-        on_node_targets = np.maximum(0, np.minimum(hi, targets) - lo)
-        ranks = np.maximum(0, hi - np.maximum(lo, targets))
+    start = minimum(targets // per, last)
+    for node in (0 * total, start, minimum(start + 1, last), last):
+        lo, hi = node * per, minimum((node + 1) * per, total)
+        on_node_targets = maximum(0, minimum(hi, targets) - lo)
+        ranks = maximum(0, hi - maximum(lo, targets))
         out.append((on_node_targets // tp, ranks, "target"))
     return out
 
@@ -179,32 +178,30 @@ def local_buffer_gib(fmt: str) -> float:
 class StoreLoads:
     """The store's host memory of splits (arrays over splits): what each node holds."""
 
-    segment_gib: np.ndarray  # per capture server
+    segment_gib: Count  # per capture server
     local_buffer_gib: float  # per Mooncake client
     rank_gib: float  # per trainer rank: its buffer and two batches
-    nodes: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]]  # (GiB, servers, ranks, role)
+    nodes: list[tuple[Number, Count, Count, str]]  # (GiB, servers, ranks, role)
 
-    def node_over(self, host_memory_gb: dict[str, float | None]) -> list[np.ndarray]:
+    def node_over(self, host_memory_gb: dict[str, float | None]) -> list[Any]:
         """By node: the splits where it is over its host RAM (never, of unknown RAM)."""
         return [
-            np.zeros(np.shape(gib), bool)
-            if (host := host_memory_gb[role]) is None
-            else np.asarray(gib * GIB / 1e9 > host)
+            gib < -math.inf if (host := host_memory_gb[role]) is None else gib * GIB / 1e9 > host
             for gib, _, _, role in self.nodes
         ]
 
-    def over(self, host_memory_gb: dict[str, float | None]) -> np.ndarray:
+    def over(self, host_memory_gb: dict[str, float | None]) -> Any:
         """Splits with a node over its host RAM: the store does not fit (the projection's
         store-memory error)."""
-        return np.asarray(np.logical_or.reduce(self.node_over(host_memory_gb)))
+        return any_of(self.node_over(host_memory_gb))
 
 
 def store_loads_of(
     fmt: str,
     sample_bytes: int,
     batch_size: int,
-    targets: np.ndarray,
-    drafters: np.ndarray,
+    targets: Count,
+    drafters: Count,
     tp: int,
     gpus_per_node: tuple[int, int],
     same_gpu_type: bool,
@@ -241,8 +238,8 @@ def store_memory(
         fmt,
         sample_bytes,
         batch_size,
-        np.asarray(targets),
-        np.asarray(drafters),
+        targets,
+        drafters,
         tp,
         gpus_per_node,
         same_gpu_type,
