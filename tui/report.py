@@ -520,6 +520,16 @@ def validation(result: Validation) -> None:
             fmt.percent(s.median_range_width),
         )
     _print_table(summary)
+    if result.waiting:
+        waiting = Table(
+            title="recorded, waiting for a capability the planner lacks (not predicted)",
+            header_style="bold",
+        )
+        waiting.add_column("case", no_wrap=True)
+        waiting.add_column("waits for")
+        for case_id, capability in result.waiting.items():
+            waiting.add_row(escape(case_id), escape(capability))
+        _print_table(waiting)
 
 
 def _cost_line(p: Projection) -> str:

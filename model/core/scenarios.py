@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..physics import fitting
+
 # Value names of a two-ended dimension. A dimension left out of a scenario is at its
 # central value.
 LOW, HIGH = "low", "high"
@@ -223,6 +225,12 @@ def efficiency_band(role: str, arch: str) -> Band:
     if new_arch:
         worst = max(abs(math.log(low)), abs(math.log(high)))
         low, high = math.exp(-worst), math.exp(worst)
+    # Where the family's own sources disagree, the band spans them (fitting.py: the range of
+    # its fitted share, each case's implied share and each fold's refit).
+    field = "prefill_efficiency" if role == "target" else "training_efficiency"
+    span = fitting.family_share_range(arch, field)
+    if span is not None:
+        low, high = min(low, span[0]), max(high, span[1])
     return Band(low, high, tuple(r[3] for r in chosen), new_arch, (min(ratios), max(ratios)))
 
 

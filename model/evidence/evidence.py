@@ -9,7 +9,10 @@ thresholds.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -20,26 +23,13 @@ from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BYTES_PER_GIB
 from ..inputs.catalog import Catalog
-from ..inputs.hardware import Gpu
-from ..inputs.targets import TargetModel
-from ..physics import decode, fitting, memory, pipeline, roofline
-from ..physics.fitting import case_drafter as _drafter
+from ..physics import caserates, decode, fitting, memory, pipeline, roofline
 from ..physics.fitting import case_model as _model
-from ..physics.fitting import training_time_flop_per_token
 from ..physics.memory import capture_server_memory_gib, case_drafter_memory
-from ..physics.pipeline import flow, pipeline_inputs, tp_efficiency
-from ..physics.roofline import (
-    ESTIMATE_SPREAD,
-    FP8_SPEEDUP,
-    default_efficiency,
-    drafter_roofline,
-    target_roofline,
-)
-from ..physics.work import target_work
+from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
 
-# FP8 cases run at roofline.FP8_SPEEDUP. FP4 is not modelled: an FP4 case is predicted at
-# the FP8 rate and misses (weak tier).
-# A case's range: the spread of the kind of estimate it is (roofline.ESTIMATE_SPREAD for
+# Rate cases are computed by physics/caserates.py (FP8 at roofline.FP8_SPEEDUP; FP4 is not
+# modelled and waits). A case's range: the spread of the kind of estimate it is (roofline.ESTIMATE_SPREAD for
 # rates; memory and matmul ceilings have their own).
 MEMORY_SPREAD = (0.15, 0.15)
 CEILING_SPREAD = (0.05, 0.05)
@@ -87,162 +77,59 @@ class Row:
         }
 
 
-def load_cases() -> list[dict[str, Any]]:
+def all_cases() -> list[dict[str, Any]]:
+    """Every case of measurements.toml, those waiting for a capability included."""
     text = data_text("measurements.toml")
     cases: list[dict[str, Any]] = parse_toml(text, "measurements.toml")["case"]
     return cases
 
 
-def _precision(case: Mapping[str, Any]) -> float:
-    return FP8_SPEEDUP if case.get("precision") in ("fp8", "fp4") else 1.0
+def load_cases() -> list[dict[str, Any]]:
+    """The cases the model can predict: a case that needs what the planner cannot express
+    yet (a drafter family, a topology, a precision) names it in `waiting` and is recorded,
+    not bent to fit. Only these are parsed (each once per process; fresh copies)."""
+    return [copy.deepcopy(c) for c in _predicted_cases()]
 
 
-def prefill_rate(
-    model: TargetModel, gpu: Gpu, sample_tokens: float, tp: int = 1, speedup: float = 1.0
-) -> float:
-    """Prefill tokens/s per GPU at the GPU's default efficiency."""
-    work = target_work(model, model.default_layer_ids(5), sample_tokens)
-    rate = (
-        target_roofline(work, gpu).tokens_per_s
-        * default_efficiency("target", gpu, model.is_moe)
-        * speedup
-    )
-    return rate * tp_efficiency(gpu, tp, model.hidden, work.layers_run, rate)
-
-
-def training_rate(
-    model: TargetModel, gpu: Gpu, sample_tokens: float, speedup: float = 1.0
-) -> float:
-    efficiency = default_efficiency("drafter", gpu, model.is_moe)
-    return (
-        gpu.bf16_flop_per_s
-        * efficiency
-        * speedup
-        / training_time_flop_per_token(model, gpu, sample_tokens)
+@functools.cache
+def _predicted_cases() -> tuple[dict[str, Any], ...]:
+    blocks = fitting.case_blocks()
+    return tuple(
+        fitting.cases_by_id(i for i, body in blocks.items() if not _WAITING.search(body)).values()
     )
 
 
-def matmul_tflops(gpu: Gpu) -> float:
-    return gpu.bf16_tflops * gpu.efficiency_ceiling
+_WAITING = re.compile(r"^waiting = ", re.MULTILINE)
 
 
-def drafter_samples_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
-    model = _model(case)
-    _, work = _drafter(case, model)
-    tokens = float(case["sample_tokens"])
-    rate = drafter_roofline(work, gpu, tokens).tokens_per_s * default_efficiency("drafter", gpu)
-    return rate / tokens
-
-
-def _pipeline_tokens_per_s(case: Mapping[str, Any], gpu: Gpu) -> float:
-    model = _model(case)
-    shape, work = _drafter(case, model)
-    tokens = float(case["sample_tokens"])
-    t_rate = prefill_rate(model, gpu, tokens)
-    d_rate = drafter_roofline(work, gpu, tokens).tokens_per_s * default_efficiency("drafter", gpu)
-    tw = target_work(model, model.default_layer_ids(shape.layers), tokens)
-    inputs = pipeline_inputs(
-        gpu,
-        gpu,
-        1,
-        t_rate,
-        d_rate,
-        hidden=model.hidden,
-        layers_run=tw.layers_run,
-        trainable_params=shape.trainable_params,
-        batch_size=case.get("batch", 1),
-        sample_tokens=tokens,
-        hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-        transport=case.get("transport", "mooncake"),
-    )
-    return float(flow(inputs, case["target_gpus"], case["drafter_gpus"]).tokens_per_s)
+def waiting_cases() -> dict[str, str]:
+    """Case id -> the capability it waits for."""
+    return {c["id"]: str(c["waiting"]) for c in all_cases() if c.get("waiting")}
 
 
 Predictor = Callable[[Mapping[str, Any], Catalog], tuple[float, tuple[float, float]]]
 
 
-def _predict_target(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    gpu = c.gpus[case["gpu"]]
-    return (
-        prefill_rate(
-            _model(case), gpu, float(case["sample_tokens"]), case.get("tp", 1), _precision(case)
-        ),
-        ESTIMATE_SPREAD["target"],
-    )
+def _rate(spread: str) -> Predictor:
+    def predictor(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+        return caserates.rate(case, c.gpus), ESTIMATE_SPREAD[spread]
 
-
-def _predict_training(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    gpu = c.gpus[case["gpu"]]
-    return (
-        training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case)),
-        ESTIMATE_SPREAD["drafter"],
-    )
+    return predictor
 
 
 def _predict_mfu(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    # Dense LLM training: the compute-bound limit a drafter is bounded by.
     gpu = c.gpus[case["gpu"]]
-    model = _model(case)
-    return default_efficiency("drafter", gpu, model.is_moe), ESTIMATE_SPREAD["drafter"]
-
-
-def _job_rate(case: Mapping[str, Any], gpu: Gpu) -> float:
-    job = case["job"]
-    if job == "matmul":
-        return matmul_tflops(gpu)
-    if job == "prefill":
-        return prefill_rate(_model(case), gpu, float(case["sample_tokens"]), 1, _precision(case))
-    return training_rate(_model(case), gpu, float(case["sample_tokens"]), _precision(case))
+    return dense_training_efficiency(gpu, _model(case).is_moe), ESTIMATE_SPREAD["drafter"]
 
 
 def _predict_ratio(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    a, b = c.gpus[case["gpu"]], c.gpus[case["gpu_b"]]
     spread = CEILING_SPREAD if case["job"] == "matmul" else ESTIMATE_SPREAD["drafter"]
-    return _job_rate(case, a) / _job_rate(case, b), spread
+    return caserates.rate(case, c.gpus), spread
 
 
 def _predict_matmul(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    return matmul_tflops(c.gpus[case["gpu"]]), CEILING_SPREAD
-
-
-def _predict_drafter(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    gpu = c.gpus[case["gpu"]]
-    per_gpu = drafter_samples_per_s(case, gpu)
-    drafters = case.get("drafter_gpus", 1)
-    if drafters > 1:  # inside a pipeline: the data-parallel all-reduce applies
-        tokens = float(case["sample_tokens"])
-        per_gpu = _scaled_drafter(case, gpu, per_gpu * tokens) / tokens
-    return per_gpu, ESTIMATE_SPREAD["drafter"]
-
-
-def _scaled_drafter(case: Mapping[str, Any], gpu: Gpu, tokens_per_s: float) -> float:
-    model = _model(case)
-    shape, _ = _drafter(case, model)
-    tokens = float(case["sample_tokens"])
-    inputs = pipeline_inputs(
-        gpu,
-        gpu,
-        1,
-        1.0,
-        tokens_per_s,
-        hidden=model.hidden,
-        layers_run=model.n_layers,
-        trainable_params=shape.trainable_params,
-        batch_size=case.get("batch", 1),
-        sample_tokens=tokens,
-        hidden_state_bytes_per_token=shape.captured_layers * model.hidden * 2,
-        transport=case.get("transport", "mooncake"),
-    )
-    drafters = case["drafter_gpus"]
-    capacity = float(flow(inputs, case.get("target_gpus", 1), drafters).drafter_tokens_per_s)
-    return capacity / float(drafters)
-
-
-def _predict_pipeline(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
-    gpu = c.gpus[case["gpu"]]
-    return (
-        _pipeline_tokens_per_s(case, gpu) / float(case["sample_tokens"]),
-        ESTIMATE_SPREAD["target"],
-    )
+    return caserates.matmul_tflops(c.gpus[case["gpu"]]), CEILING_SPREAD
 
 
 def _predict_drafter_memory(
@@ -266,9 +153,14 @@ def _predict_target_memory(
 
 def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     gpu = c.gpus[case["gpu"]]
+    if case.get("path") == "capture-sink":  # one capture server's copy into the store
+        return min(gpu.host_link_bytes_per_s, pipeline.CAPTURE_SINK_BYTES_PER_S), (0.2, 0.2)
+    if case.get("receive") == "host":  # one trainer rank's blocking receive
+        return min(gpu.host_link_bytes_per_s, pipeline.TRAINER_FETCH_BYTES_PER_S), (0.2, 0.2)
     if "drafter_gpus" in case:  # the rate a whole pipeline moved
         per_token = fitting.hidden_state_bytes_per_token(_model(case))
-        return _pipeline_tokens_per_s(case, gpu) * per_token, ESTIMATE_SPREAD["target"]
+        rate = caserates.pipeline_tokens_per_s(case, gpu)
+        return rate * per_token, ESTIMATE_SPREAD["target"]
     if "target_gpus" in case:  # the capture server's device -> host copy
         return gpu.host_link_bytes_per_s, ESTIMATE_SPREAD["target"]
     # A transfer between two nodes: one node's network, at the share transfers reach.
@@ -285,13 +177,14 @@ def _predict_decode(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
 
 
 PREDICTORS: dict[str, Predictor] = {
-    "target_tokens_per_s_per_gpu": _predict_target,
-    "training_tokens_per_s_per_gpu": _predict_training,
+    "target_tokens_per_s_per_gpu": _rate("target"),
+    "capture_samples_per_s_per_gpu": _rate("target"),
+    "training_tokens_per_s_per_gpu": _rate("drafter"),
     "training_mfu": _predict_mfu,
     "gpu_ratio": _predict_ratio,
     "matmul_tflops": _predict_matmul,
-    "drafter_samples_per_s_per_gpu": _predict_drafter,
-    "pipeline_samples_per_s": _predict_pipeline,
+    "drafter_samples_per_s_per_gpu": _rate("drafter"),
+    "pipeline_samples_per_s": _rate("target"),
     "drafter_memory_gb": _predict_drafter_memory,
     "target_memory_gb": _predict_target_memory,
     "hidden_state_bytes_per_s": _predict_hidden,
@@ -405,6 +298,8 @@ class Validation:
     # Why a case is not cross-validatable: the constants fitted on its own group alone.
     needs_own_group: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cv_rows: dict[str, Row] = field(default_factory=dict)  # by id: the fold's prediction
+    # Recorded cases that wait for a capability the planner lacks: id -> the capability.
+    waiting: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         overall = self.summary["strong"].to_json()
@@ -427,6 +322,7 @@ class Validation:
                 "groups": {k: v.to_json() for k, v in self.summary.items()},
                 "sources": len({r.source.split(" ")[0] for r in self.rows}),
                 "cross_validated": {k: v.to_json() for k, v in self.cross_validated.items()},
+                "waiting": dict(self.waiting),
             },
         }
 
@@ -458,10 +354,17 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
     homes = {"memory": memory, "pipeline": pipeline, "roofline": roofline, "decode": decode}
     saved: list[tuple[Any, str, float]] = []
     gpus = dict(catalog.gpus)
+    # Efficiencies follow their family's share and the GPU's ceiling: recomputed for every
+    # built-in GPU from the fitted values with these in place.
+    shares: dict[str, float | None] = {}
     try:
         for name, value in values.items():
             c = fitting.BY_NAME[name]
             if value is None:
+                continue
+            if c.home == "efficiency" or (c.gpu_fields and c.gpu_fields[0][1] == "matmul_ceiling"):
+                shares[name] = value
+            if c.home == "efficiency":
                 continue
             if c.gpu_fields:
                 for key, gpu_field in c.gpu_fields:
@@ -471,16 +374,27 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
             module = homes[c.home]
             saved.append((module, name, getattr(module, name)))
             setattr(module, name, value)
+        if shares:
+            merged = {
+                c.name: fitting.value(c.name)
+                for c in fitting.CONSTANTS
+                if c.home == "efficiency" or c.gpu_fields
+            }
+            merged.update(shares)
+            for (key, gpu_field), efficiency in fitting.efficiency_fields(merged).items():
+                if key in gpus:
+                    gpus[key] = gpus[key].model_copy(update={gpu_field: efficiency})
         yield Catalog(gpus=gpus, models=catalog.models, offers=catalog.offers, today=catalog.today)
     finally:
         for module, name, old in reversed(saved):
             setattr(module, name, old)
 
 
-def _depends(case: Mapping[str, Any], catalog: Catalog, name: str, base: float) -> bool:
+def _depends(case: Mapping[str, Any], catalog: Catalog, name: str) -> bool:
     """Whether the case's prediction moves with the constant (scaled by half again)."""
     c = fitting.BY_NAME[name]
     current = fitting.value(name)
+    base = PREDICTORS[case["quantity"]](case, catalog)[0]
     with constants_applied(catalog, {c.name: current * 1.5}) as changed:
         moved = PREDICTORS[case["quantity"]](case, changed)[0]
     return abs(moved / base - 1) > 1e-9
@@ -505,7 +419,7 @@ def cross_validate(
         with constants_applied(catalog, fold) as fold_catalog:
             for case in (c for c in cases if fitting.group(c) == g):
                 row = predict(case, fold_catalog)
-                own = tuple(n for n in missing if _depends(case, catalog, n, row.predicted))
+                own = tuple(n for n in missing if _depends(case, catalog, n))
                 if own:
                     needs[case["id"]] = own
                 else:
@@ -559,4 +473,5 @@ def validate(catalog: Catalog) -> Validation:
         cross,
         needs,
         {r.id: r for r in cv_rows},
+        waiting_cases(),
     )

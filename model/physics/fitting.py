@@ -55,6 +55,11 @@ def _blocks() -> dict[str, str]:
     return blocks
 
 
+def case_blocks() -> Mapping[str, str]:
+    """Each case's TOML text by id, in the file's order."""
+    return _blocks()
+
+
 @functools.cache
 def _case(case_id: str) -> Mapping[str, Any]:
     case: dict[str, Any] = tomllib.loads(_blocks()[case_id])["case"][0]
@@ -90,6 +95,10 @@ def case_model(case: Case) -> TargetModel:
         n_kv_heads=d["num_key_value_heads"],
         head_dim=d["head_dim"],
         vocab=d["vocab_size"],
+        # Linear-attention (Gated DeltaNet) layers of a hybrid target are given as a short
+        # sliding window: their work per token does not grow with the context either.
+        sliding_window=d.get("sliding_window"),
+        sliding_layers=tuple(d.get("sliding_layers", ())),
     )
 
 
@@ -144,9 +153,18 @@ def case_drafter_memory(
 
 
 def _gpu(key: str) -> Gpu:
-    """A built-in GPU. Not for the fit of a constant that sets a catalog field (the
-    catalog is built from those fits): that reads `_catalog_spec`."""
+    """A built-in GPU, its fitted fields computed. Not for the fit of a constant that sets
+    a catalog field, nor one those fits need (the catalog is built from them): those read
+    `_spec_gpu`."""
     return builtin_gpus()[key]
+
+
+@functools.cache
+def _spec_gpu(key: str) -> Gpu:
+    """A built-in GPU's specs as hardware.toml types them, its efficiencies at 1 (a rate
+    computed with it is the rate at 100 % of the roofline)."""
+    table = {**_catalog_doc()[key], **{f: 1.0 for f in EFFICIENCY_FIELDS}}
+    return parse_gpus({key: table}, "hardware.toml")[key]
 
 
 # --- fits on plain numbers ----------------------------------------------------------------
@@ -177,7 +195,8 @@ class Constant:
     """One fitted constant: where it lives, what it is fitted on, what it applies to."""
 
     name: str  # the module constant's name
-    home: str  # "memory", "pipeline", "roofline" or "hardware.toml"
+    home: str  # "memory", "pipeline", "roofline", "decode", "hardware.toml" or "fits"
+    # ("fits": read only by the fits of other constants)
     unit: str
     fitted_on: tuple[str, ...]  # case ids the value is fitted on
     range_on: tuple[str, ...]  # case ids whose implied values span the range
@@ -189,6 +208,9 @@ class Constant:
     alternatives: Callable[[Values], Sequence[float]] = lambda _: ()
     # (GPU key, field) of hardware.toml values it sets; empty for a module constant.
     gpu_fields: tuple[tuple[str, str], ...] = ()
+    # Its value where none of its cases is kept (a fold leaving their group out): what the
+    # model assumes without them. None: the constant cannot be refitted there.
+    fallback: Callable[[Values], float | None] | None = None
 
 
 def _point(value: float) -> Span:
@@ -200,6 +222,8 @@ def _network(case: Case, _: Values) -> Span:
 
 
 def _sink(case: Case, _: Values) -> Span:
+    if "sink_samples_per_s" not in case:  # a byte rate a capture server sustained
+        return _point(float(case["value"]))
     lo, hi = case["sink_samples_per_s"]
     per_sample = float(case["sample_tokens"]) * hidden_state_bytes_per_token(case_model(case))
     return lo * per_sample, hi * per_sample
@@ -214,25 +238,35 @@ def _fetch_bytes(case: Case) -> float:
 
 
 def _fetch(case: Case, _: Values) -> Span:
+    if "fetch_ms" not in case:  # a receive rate per rank, as the source states or derives it
+        return _point(float(case["value"]))
     return _point(_fetch_bytes(case) / (case["fetch_ms"] / 1e3))
 
 
-def _fetch_fit(cases: Sequence[Case], _: Values) -> float:
-    # time = bytes / rate through the origin: a free intercept comes out negative on
-    # SpecForge's two batches (no fixed cost per fetch to separate).
-    seconds_per_byte = slope_through_origin(
-        [_fetch_bytes(c) for c in cases], [c["fetch_ms"] / 1e3 for c in cases]
-    )
-    return 1.0 / seconds_per_byte
+def _fetch_fit(cases: Sequence[Case], values: Values) -> float:
+    """Each source group's rate, then their mean (one vote per rig). Within a group of
+    timed fetches, time = bytes / rate through the origin: a free intercept comes out
+    negative on SpecForge's two batches (no fixed cost per fetch to separate)."""
+    rates = []
+    for g in dict.fromkeys(group(c) for c in cases):
+        mine = [c for c in cases if group(c) == g]
+        timed = [c for c in mine if "fetch_ms" in c]
+        if timed:
+            seconds_per_byte = slope_through_origin(
+                [_fetch_bytes(c) for c in timed], [c["fetch_ms"] / 1e3 for c in timed]
+            )
+            rates.append(1.0 / seconds_per_byte)
+        rates += [_fetch(c, values)[0] for c in mine if "fetch_ms" not in c]
+    return mean(rates)
 
 
 def _capture_reserve(case: Case, _: Values) -> Span:
-    return _point(float(case["value"]) - case["mem_fraction"] * _gpu(case["gpu"]).memory_gb)
+    return _point(float(case["value"]) - case["mem_fraction"] * _spec_gpu(case["gpu"]).memory_gb)
 
 
 def _activation(case: Case, _: Values) -> Span:
     # A microbenchmark reads torch's peak allocated tensors in decimal GB: no reserve.
-    gpu = _gpu(case["gpu"])
+    gpu = _spec_gpu(case["gpu"])
     gib = float(case["value"]) * 1e9 / BYTES_PER_GIB
     at_zero = case_drafter_memory(case, gpu, 0.0, 0.0).needed_gb
     at_one = case_drafter_memory(case, gpu, 1.0, 0.0).needed_gb
@@ -242,32 +276,244 @@ def _activation(case: Case, _: Values) -> Span:
 def _trainer_reserve(case: Case, values: Values) -> Span:
     multiple = values["ACTIVATION_IO_MULTIPLE"]
     assert multiple is not None
-    tensors = case_drafter_memory(case, _gpu(case["gpu"]), multiple, 0.0).needed_gb
+    tensors = case_drafter_memory(case, _spec_gpu(case["gpu"]), multiple, 0.0).needed_gb
     return _point(float(case["value"]) - tensors)
 
 
-def _dense_training_rate(case: Case, gpu: Gpu) -> float:
-    """Training tokens/s per GPU at the GPU's dense default efficiency."""
+def _dense_training_rate(case: Case, values: Values) -> float:
+    """Training tokens/s per GPU at the dense-LLM limit: DENSE_TRAINING_SHARE of the GPU's
+    matmul ceiling."""
+    gpu, share = _spec_gpu(case["gpu"]), values["DENSE_TRAINING_SHARE"]
+    assert share is not None
     return (
         gpu.bf16_flop_per_s
-        * gpu.training_efficiency
+        * share
+        * ceiling_of(case["gpu"], values)
         / training_time_flop_per_token(case_model(case), gpu, float(case["sample_tokens"]))
     )
 
 
-def _moe(case: Case, _: Values) -> Span:
-    return _point(float(case["value"]) / _dense_training_rate(case, _gpu(case["gpu"])))
+def _moe(case: Case, values: Values) -> Span:
+    return _point(float(case["value"]) / _dense_training_rate(case, values))
 
 
-def _training_efficiency(case: Case, _: Values) -> Span:
+def _dense_mfu(case: Case) -> float:
+    """The share of the dense bf16 peak an LLM training case reached."""
     if case["quantity"] == "training_mfu":
-        return _point(float(case["value"]))
-    gpu = _gpu(case["gpu"])
-    return _point(
+        return float(case["value"])
+    gpu = _spec_gpu(case["gpu"])
+    return (
         float(case["value"])
         * training_time_flop_per_token(case_model(case), gpu, float(case["sample_tokens"]))
         / gpu.bf16_flop_per_s
     )
+
+
+def _dense_share(case: Case, values: Values) -> Span:
+    return _point(_dense_mfu(case) / ceiling_of(case["gpu"], values))
+
+
+# --- GPU efficiencies ----------------------------------------------------------------------
+# A GPU's prefill and training (drafter) efficiency, the share of its dense bf16 peak the
+# capture servers and the drafter reach, is its kernel family's share of the matmul ceiling
+# times its own ceiling: a measured shortfall belongs to the family's kernels (hardware.toml
+# `arch`). A family's share is fitted on the cases measuring its GPUs (the efficiency at
+# which caserates.rate reproduces a case, solved by bisection), one vote per source group;
+# a family no case measures takes the share of every measured family, and its band is
+# widened (scenarios.efficiency_band). The drafter's share is fitted on DFlash-family
+# trainers only; dense LLM training sets the compute-bound limit (DENSE_TRAINING_SHARE).
+
+EFFICIENCY_FIELDS = ("prefill_efficiency", "training_efficiency")
+_EFFICIENCY_BOUNDS = (0.002, 1.5)
+
+
+def _efficiency_gpu(key: str, values: Values) -> Gpu:
+    """A built-in GPU with the efficiencies these values give it."""
+    fields = efficiency_fields(values)
+    update: dict[str, Any] = {f: fields[(key, f)] for f in EFFICIENCY_FIELDS if (key, f) in fields}
+    return _spec_gpu(key).model_copy(update=update)
+
+
+def _implied_efficiency(case: Case, field: str, values: Values) -> float:
+    """The efficiency of the case's GPU at which the model reproduces the case."""
+    from . import caserates  # imports pipeline and roofline, which read fitted values
+
+    gpus = {k: _efficiency_gpu(k, values) for k in (case["gpu"], case.get("gpu_b")) if k}
+    base, target = gpus[case["gpu"]], float(case["value"])
+    lo, hi = _EFFICIENCY_BOUNDS
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        gpus[case["gpu"]] = base.model_copy(update={field: mid})
+        lo, hi = (mid, hi) if caserates.rate(case, gpus) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _share(field: str) -> Callable[[Case, Values], Span]:
+    """The share of the matmul ceiling a case implies for its GPU's family."""
+
+    def implied(case: Case, values: Values) -> Span:
+        efficiency = _implied_efficiency(case, field, values)
+        return _point(efficiency / ceiling_of(case["gpu"], values))
+
+    return implied
+
+
+def _by_group(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case], Values], float]:
+    """The mean over source groups of each group's mean: one vote per rig."""
+
+    def fit(cases: Sequence[Case], values: Values) -> float:
+        groups: dict[str, list[float]] = {}
+        for c in cases:
+            groups.setdefault(group(c), []).append(sum(implied(c, values)) / 2)
+        return mean([mean(v) for v in groups.values()])
+
+    return fit
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyEfficiency:
+    """The fit of one role's efficiency on the GPUs of one kernel family ("" for every
+    measured family at once: what a family no case measures takes)."""
+
+    arch: str
+    field: str
+    fitted_on: tuple[str, ...]  # fit half, every tier
+    range_on: tuple[str, ...]
+    applies_when: str
+    needs: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        role = "PREFILL" if self.field == "prefill_efficiency" else "TRAINING"
+        return f"{self.arch.upper()}_{role}_SHARE" if self.arch else f"{role}_SHARE"
+
+
+_SM90_PREFILL = (
+    "sglang-pr1060-h100-llama8b-isl8192-osl8",
+    "trtllm-h100-llama8b-fp8-isl2048-osl128",
+    "vllm-user-h100x4-llama70b-bf16-isl2083-osl1-bs8",
+    "trtllm-h200-llama8b-fp8-isl2048-osl128",
+)
+_SM90_PREFILL_CHECK = ("specforge-dflash2-qwen38-27b-h200-fp8-deepgemm-capture",)
+_SM90_TRAINING = (
+    "specforge-domino-qwen3-8b-h200-microbench-b2",
+    "torchspec-modal-8xh100-baseline-drafter",
+    "torchspec-modal-8xh100-test-b-drafter",
+    "torchspec-modal-8xh100-test-c2-drafter",
+    "torchspec-modal-8xh100-512-b-drafter",
+    "torchspec-modal-8xh100-512-d-drafter",
+    "torchspec-modal-8xh100-512-f-drafter",
+    "torchspec-runpod-phase-f-test7-1p3-drafter",
+)
+_SM100_TRAINING = (
+    "specforge-dflash2-qwen38-27b-ratio-b300-over-h200-trainer-rank",
+    "torchspec-b200-8x-4p4-drafter",
+)
+
+FAMILY_EFFICIENCIES: tuple[FamilyEfficiency, ...] = (
+    FamilyEfficiency(
+        "sm90",
+        "prefill_efficiency",
+        fitted_on=_SM90_PREFILL,
+        range_on=_SM90_PREFILL_CHECK,
+        applies_when="prefill of dense 8-70B targets on H100 and H200 (SGLang, TensorRT-LLM, "
+        "vLLM; bf16 and FP8): capture servers on Hopper",
+    ),
+    FamilyEfficiency(
+        "",
+        "prefill_efficiency",
+        fitted_on=_SM90_PREFILL,
+        range_on=_SM90_PREFILL_CHECK,
+        applies_when="every measured family's prefill: a GPU family no prefill case "
+        "measures (Blackwell, Ada, AMD) takes it, with the widened band",
+    ),
+    FamilyEfficiency(
+        "sm90",
+        "training_efficiency",
+        fitted_on=_SM90_TRAINING,
+        range_on=(),
+        applies_when="DFlash-family trainers on Hopper: SpecForge's Domino drafter alone on "
+        "an H200 (Qwen3-8B, sequence 768) and TorchSpec's DFlash trainer ranks on H100 "
+        "(Qwen3-8B, about 420-token samples, 256-512 anchors, Mooncake TCP)",
+    ),
+    FamilyEfficiency(
+        "",
+        "training_efficiency",
+        fitted_on=(*_SM90_TRAINING, *_SM100_TRAINING),
+        range_on=(),
+        applies_when="every measured family's DFlash-family trainer: a family no trainer "
+        "case measures (Ampere, Ada, sm120, AMD) takes it, with the widened band",
+        needs=("SM90_TRAINING_SHARE",),
+    ),
+    FamilyEfficiency(
+        "sm100",
+        "training_efficiency",
+        fitted_on=_SM100_TRAINING,
+        range_on=(),
+        applies_when="DFlash-family trainers on Blackwell: SpecForge's DFlash2 trainer on "
+        "B300 against the same trainer on H200 (recipe PR #869, September 2026) and "
+        "TorchSpec's DFlash trainer on B200 (PR #74): B200, B300 and GB200 take it",
+        needs=("SM90_TRAINING_SHARE",),
+    ),
+)
+
+
+def efficiency_fields(values: Values) -> dict[tuple[str, str], float]:
+    """Every built-in GPU's prefill and training efficiency: its family's share of the
+    matmul ceiling (else every measured family's) times its own ceiling. Keys (GPU key,
+    field); a field no value reaches is left out."""
+    out: dict[tuple[str, str], float] = {}
+    for key, table in _catalog_doc().items():
+        if not (isinstance(table, dict) and "bf16_tflops" in table):
+            continue
+        for field in EFFICIENCY_FIELDS:
+            share = _family_share(str(table.get("arch", "")), field, values)
+            if share is not None:
+                out[(key, field)] = share * ceiling_of(key, values)
+    return out
+
+
+def _family_share(arch: str, field: str, values: Values) -> float | None:
+    pooled = None
+    for f in FAMILY_EFFICIENCIES:
+        if f.field == field and f.arch == arch and values.get(f.name) is not None:
+            return values[f.name]
+        if f.field == field and not f.arch:
+            pooled = values.get(f.name)
+    return pooled
+
+
+def family_share_range(arch: str, field: str) -> tuple[float, float] | None:
+    """A measured family's share range as factors on its fitted share (None for a family
+    no case measures: scenarios widen its band instead)."""
+    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
+    if own is None or not arch:
+        return None
+    low, high = value_range(own.name)
+    central = value(own.name)
+    return low / central, high / central
+
+
+def efficiency_basis(arch: str, field: str) -> str:
+    """Where a GPU family's efficiency for a role comes from, as the views say it."""
+    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
+    if own is not None:
+        groups = sorted({group(c) for c in cases_by_id(own.fitted_on).values()})
+        return f"fitted on {len(own.fitted_on)} {arch} measurements ({', '.join(groups)})"
+    return f"no {arch or 'measured'} measurement: every measured family's share, widened band"
+
+
+def ceiling_of(key: str, values: Values) -> float:
+    """A GPU's matmul ceiling: fitted where a case measures it, typed in hardware.toml
+    where a vendor publishes it, else the mean of the fitted ceilings."""
+    fitted = [c for c in _CEILINGS if (key, "matmul_ceiling") in c.gpu_fields]
+    if fitted and values.get(fitted[0].name) is not None:
+        return float(values[fitted[0].name])  # type: ignore[arg-type]
+    typed = _catalog_doc()[key].get("matmul_ceiling")
+    if typed is not None:
+        return float(typed)
+    measured = [values[c.name] for c in _CEILINGS if values.get(c.name) is not None]
+    return mean([float(x) for x in measured if x is not None]) if measured else 1.0
 
 
 # The decode efficiency a case implies is found by bisection between these bounds (the
@@ -346,6 +592,81 @@ def _ceiling(label: str, case_id: str, keys: tuple[str, ...], others: tuple[str,
     )
 
 
+_CEILINGS: tuple[Constant, ...] = tuple(
+    _ceiling(*args)
+    for args in (
+        ("A100", "stas00-mamf-a100-bf16", ("a100-80g",), ()),
+        ("B200", "stas00-mamf-b200-bf16", ("b200",), ("zzc-b200-bf16-matmul",)),
+        ("B300", "stas00-mamf-b300-bf16", ("b300",), ()),
+        ("GB200", "stas00-mamf-gb200-bf16", ("gb200",), ()),
+        # H100 PCIe and H200 take the H100 SXM figure (same Hopper kernels; stas00: "H200
+        # is the same").
+        ("H100", "stas00-mamf-h100-bf16", ("h100-sxm", "h100-pcie", "h200"), ()),
+        ("MI300X", "stas00-mamf-mi300x-bf16", ("mi300x",), ()),
+        ("L40S", "zzc-l40s-bf16-matmul", ("l40s",), ()),
+    )
+)
+CEILING_NAMES = tuple(c.name for c in _CEILINGS)
+
+
+def _family(f: FamilyEfficiency) -> Constant:
+    implied = _share(f.field)
+    return Constant(
+        f.name,
+        "efficiency",
+        "share of the matmul ceiling",
+        fitted_on=f.fitted_on,
+        range_on=(*f.fitted_on, *f.range_on),
+        applies_when=f.applies_when,
+        fit=_by_group(implied),
+        implied=implied,
+        needs=(*CEILING_NAMES, *f.needs),
+        fallback=None if not f.arch else lambda values: _pooled(f.field, values),
+    )
+
+
+def _pooled(field: str, values: Values) -> float | None:
+    return _family_share("", field, values)
+
+
+_DENSE: tuple[Constant, ...] = (
+    Constant(
+        "DENSE_TRAINING_SHARE",
+        "roofline",
+        "share of the matmul ceiling",
+        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu", "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
+        range_on=(
+            "torchtitan-a100-llama3-8b-bf16-mfu",
+            "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu",
+            "torchtitan-a100-llama3-8b-bf16-fsdp64",
+        ),
+        applies_when="7-8B dense bf16 LLM training with FSDP and activation checkpointing "
+        "(torchtitan, llm-foundry on A100), as a share of the GPU's best matmul: the "
+        "compute-bound limit a drafter's efficiency is bounded by, and the reference of "
+        "the MoE factor",
+        fit=_mean_of(_dense_share),
+        implied=_dense_share,
+        needs=CEILING_NAMES,
+    ),
+    Constant(
+        "MOE_EFFICIENCY_FACTOR",
+        "roofline",
+        "x the dense-LLM training share",
+        fitted_on=("mbridge-b300-gptoss120b-bf16-pretrain",),
+        range_on=(
+            "mbridge-b300-gptoss120b-bf16-pretrain",
+            "mbridge-b200-gptoss120b-bf16-pretrain",
+            "mbridge-h100-gptoss120b-bf16-pretrain",
+        ),
+        applies_when="gpt-oss-120b bf16 pretraining in Megatron-Bridge (EP8, 64 GPUs) "
+        "against dense LLM training's share of the same GPU's matmul ceiling; applied to "
+        "MoE prefill and training on every GPU",
+        fit=_mean_of(_moe),
+        implied=_moe,
+        needs=("DENSE_TRAINING_SHARE", *CEILING_NAMES),
+    ),
+)
+
 SPECFORGE_PIPELINE = (
     "SpecForge's disaggregated Domino pipeline on one 8 x H200 node (Qwen3-8B, Mooncake over RDMA)"
 )
@@ -368,6 +689,7 @@ DECODE_RANGE = (
 )
 
 CONSTANTS: tuple[Constant, ...] = (
+    *_CEILINGS,
     Constant(
         "NETWORK_EFFICIENCY",
         "pipeline",
@@ -386,11 +708,19 @@ CONSTANTS: tuple[Constant, ...] = (
         "CAPTURE_SINK_BYTES_PER_S",
         "pipeline",
         "bytes/s per capture server",
-        fitted_on=("specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",),
-        range_on=("specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",),
-        applies_when=f"the capture server's copy into a Mooncake store: {SPECFORGE_PIPELINE}; "
-        f"the midpoint of the 44-57 samples/s the sink sustained",
-        fit=_mean_of(_sink),
+        fitted_on=(
+            "specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",
+            "specforge-dflash2-qwen38-27b-b300-capture-sink-bytes",
+        ),
+        range_on=(
+            "specforge-domino-qwen3-8b-h200-hidden-state-rate-derived",
+            "specforge-dflash2-qwen38-27b-b300-capture-sink-bytes",
+        ),
+        applies_when=f"the capture server's copy into a Mooncake store, one vote per rig: "
+        f"{SPECFORGE_PIPELINE} in June (the midpoint of the 44-57 samples/s its sink "
+        f"sustained, RDMA) and a B300 server of SpecForge's DFlash2 recipe in September "
+        f"(7.2 samples/s of 277 MB over TCP, a lower bound)",
+        fit=_by_group(_sink),
         implied=_sink,
     ),
     Constant(
@@ -400,16 +730,22 @@ CONSTANTS: tuple[Constant, ...] = (
         fitted_on=(
             "specforge-domino-qwen3-8b-h200-trainer-memory-b2",
             "specforge-domino-qwen3-8b-h200-trainer-memory-b8",
+            "specforge-dflash2-qwen38-27b-b300-host-receive-rate-derived",
+            "specforge-dsv4-flash-dspark-b200-sync-fetch-bandwidth-per-rank",
         ),
         range_on=(
             "specforge-domino-qwen3-8b-h200-trainer-memory-b2",
             "specforge-domino-qwen3-8b-h200-trainer-memory-b8",
+            "specforge-dflash2-qwen38-27b-b300-host-receive-rate-derived",
+            "specforge-dflash2-qwen38-27b-host-receive-cap-per-rank",
+            "specforge-dsv4-flash-dspark-b200-sync-fetch-bandwidth-per-rank",
         ),
-        applies_when=f"a trainer's blocking get from a Mooncake store: {SPECFORGE_PIPELINE}. "
-        f"A per-byte host cost (40,960 B per Qwen3-8B token: about 20 us per "
-        f"token) that does not scale with the drafter GPU: 4x the bytes took "
-        f"4.5x the time, at 4 % of the H200's host link; no DFlash-family run "
-        f"measures it on another GPU",
+        applies_when="the host (pageable) receive path: a trainer's blocking get from a "
+        "Mooncake store into a fresh pageable buffer, copied to the GPU on the training "
+        "stream (SpecForge before #840, and the 0.2.0 wheel). A per-byte host cost that does "
+        "not scale with the drafter GPU: Qwen3-8B on H200 (June), Qwen3.8-27B on B300 and "
+        "DeepSeek-V4-Flash on B200 (September) all land at 1.5-2.3 GB/s per rank, at a few "
+        "% of the host link",
         fit=_fetch_fit,
         implied=_fetch,
     ),
@@ -460,38 +796,6 @@ CONSTANTS: tuple[Constant, ...] = (
         alternatives=lambda v: [x for x in (v["RUNTIME_RESERVE_GIB"],) if x is not None],
     ),
     Constant(
-        "MOE_EFFICIENCY_FACTOR",
-        "roofline",
-        "x the dense default efficiency",
-        fitted_on=("mbridge-b300-gptoss120b-bf16-pretrain",),
-        range_on=(
-            "mbridge-b300-gptoss120b-bf16-pretrain",
-            "mbridge-b200-gptoss120b-bf16-pretrain",
-            "mbridge-h100-gptoss120b-bf16-pretrain",
-        ),
-        applies_when="gpt-oss-120b bf16 pretraining in Megatron-Bridge (EP8, 64 GPUs); "
-        "applied to MoE prefill and training on every GPU",
-        fit=_mean_of(_moe),
-        implied=_moe,
-    ),
-    Constant(
-        "A100_TRAINING_EFFICIENCY",
-        "hardware.toml",
-        "share of the dense bf16 peak",
-        fitted_on=("torchtitan-a100-llama3-8b-bf16-mfu", "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu"),
-        range_on=(
-            "torchtitan-a100-llama3-8b-bf16-mfu",
-            "torchtitan-a100-llama3-8b-bf16-fsdp64",
-            "llmfoundry-a100-mpt-7b-bf16-seq8192-mfu",
-        ),
-        applies_when="7-8B dense bf16 training at 8,192 tokens with FSDP and activation "
-        "checkpointing on A100 (torchtitan Llama 3 8B on 64 GPUs; llm-foundry "
-        "MPT-7B on 8): the a100-80g training_efficiency",
-        fit=_mean_of(_training_efficiency),
-        implied=_training_efficiency,
-        gpu_fields=(("a100-80g", "training_efficiency"),),
-    ),
-    Constant(
         "DECODE_BANDWIDTH_EFFICIENCY",
         "decode",
         "share of the HBM bandwidth",
@@ -504,20 +808,8 @@ CONSTANTS: tuple[Constant, ...] = (
         fit=_mean_of(_decode_efficiency),
         implied=_decode_efficiency,
     ),
-    *(
-        _ceiling(*args)
-        for args in (
-            ("A100", "stas00-mamf-a100-bf16", ("a100-80g",), ()),
-            ("B200", "stas00-mamf-b200-bf16", ("b200",), ("zzc-b200-bf16-matmul",)),
-            ("B300", "stas00-mamf-b300-bf16", ("b300",), ()),
-            ("GB200", "stas00-mamf-gb200-bf16", ("gb200",), ()),
-            # H100 PCIe and H200 take the H100 SXM figure (same Hopper kernels; stas00: "H200
-            # is the same").
-            ("H100", "stas00-mamf-h100-bf16", ("h100-sxm", "h100-pcie", "h200"), ()),
-            ("MI300X", "stas00-mamf-mi300x-bf16", ("mi300x",), ()),
-            ("L40S", "zzc-l40s-bf16-matmul", ("l40s",), ()),
-        )
-    ),
+    *_DENSE,
+    *(_family(f) for f in FAMILY_EFFICIENCIES),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}
 
@@ -529,7 +821,12 @@ def fit_all(cases: Mapping[str, Case], leave_out: str | None = None) -> dict[str
     for c in CONSTANTS:
         kept = [cases[i] for i in c.fitted_on if group(cases[i]) != leave_out]
         missing = any(values[n] is None for n in c.needs)
-        values[c.name] = None if not kept or missing else c.fit(kept, values)
+        if missing:
+            values[c.name] = None
+        elif kept:
+            values[c.name] = c.fit(kept, values)
+        else:
+            values[c.name] = c.fallback(values) if c.fallback else None
     return values
 
 
@@ -592,7 +889,12 @@ def _builtin_gpus() -> dict[str, Gpu]:
     # on public measurements are computed here, not typed in.
     text = data_text("hardware.toml")
     doc = parse_toml(text, "hardware.toml")
+    values: dict[str, float | None] = {
+        c.name: value(c.name) for c in CONSTANTS if c.gpu_fields or c.home == "efficiency"
+    }
     for c in CONSTANTS:
         for key, name in c.gpu_fields:
-            doc[key][name] = value(c.name)
+            doc[key][name] = values[c.name]
+    for (key, name), efficiency in efficiency_fields(values).items():
+        doc[key][name] = efficiency
     return parse_gpus(doc, "hardware.toml", text)

@@ -52,6 +52,16 @@ FP8_SPEEDUP = 1.6
 # and H100 rows are in the check half.
 MOE_EFFICIENCY_FACTOR: float = fitting.value("MOE_EFFICIENCY_FACTOR")
 
+# Dense LLM training's share of a GPU's best matmul (fitted on torchtitan's and
+# llm-foundry's A100 runs): the compute-bound limit of training, and the reference the MoE
+# factor is measured against.
+DENSE_TRAINING_SHARE: float = fitting.value("DENSE_TRAINING_SHARE")
+
+
+def dense_training_efficiency(gpu: Gpu, moe: bool = False) -> float:
+    """What dense (or MoE) LLM training reaches on the GPU, as a share of its dense peak."""
+    return DENSE_TRAINING_SHARE * gpu.efficiency_ceiling * (MOE_EFFICIENCY_FACTOR if moe else 1.0)
+
 
 def default_efficiency(role: str, gpu: Gpu, moe: bool = False) -> float:
     """The GPU class's typical share of peak for a role (hardware.toml), lower for MoE."""
