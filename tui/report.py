@@ -22,6 +22,7 @@ from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
+from ..model.physics.fitting import efficiency_basis, efficiency_measured
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
@@ -571,7 +572,16 @@ def gpus(catalog: Catalog, as_json: bool) -> int:
     table.add_column("key", no_wrap=True, min_width=max(map(len, catalog.gpus), default=3))
     for header in ("name", "bf16 TF", "mem GB", "TB/s", "link", "per node", "net Gb/s", "$/GPU-h"):
         table.add_column(header)
+    table.add_column("prefill/train eff.", no_wrap=True)
+    unmeasured = False
     for key, g in catalog.gpus.items():
+        marks = []
+        for field in ("prefill_efficiency", "training_efficiency"):
+            pooled = not efficiency_measured(g.arch, field) and efficiency_basis(
+                g, field
+            ).startswith("no ")
+            unmeasured |= pooled
+            marks.append(f"{getattr(g, field) * 100:.0f}{'~' if pooled else ''}")
         table.add_row(
             key,
             escape(g.name),
@@ -582,8 +592,16 @@ def gpus(catalog: Catalog, as_json: bool) -> int:
             f"{g.gpus_per_node}",
             f"{g.network_gbps_per_gpu:,g}",
             fmt.DASH if g.usd_per_gpu_hour is None else f"{g.usd_per_gpu_hour:.2f}",
+            " / ".join(marks) + " %",
         )
     _print_table(table)
+    if unmeasured:
+        _console().print(
+            "[dim]eff.: the share of the dense peak the capture servers and the drafter reach, "
+            "fitted per kernel family on public measurements (dflash-plan validate); ~ no "
+            "measurement of the family: the measured families' share, with a widened "
+            "band[/dim]"
+        )
     return 0
 
 

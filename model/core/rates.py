@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Workload
+from ..physics.fitting import efficiency_basis
 from ..physics.roofline import (
     Roofline,
     default_efficiency,
@@ -381,7 +382,8 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         )
     if not points:
         rate = roof.tokens_per_s * default
-        why = f"default efficiency {_pct(default)} for {gpu.name}"
+        field = "prefill_efficiency" if role == "target" else "training_efficiency"
+        why = f"default efficiency {_pct(default)} for {gpu.name} ({efficiency_basis(gpu, field)})"
         reading = Reading("default", rate, why)
         model = RateModel(
             (("central", rate),),

@@ -51,6 +51,7 @@ class Row:
     half: str
     tier: str
     group: str = ""
+    dflash_family: bool = False  # a DFlash-family trainer's run (DFlash, DFlash2, Domino, DSpark)
 
     @property
     def error(self) -> float:
@@ -206,7 +207,18 @@ def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
         half=case["half"],
         tier=case["tier"],
         group=fitting.group(case),
+        dflash_family=is_dflash_family(case),
     )
+
+
+# Drafter families of the DFlash line, as cases name them (`drafter`, or the older
+# `variant`: "other" is SpecForge's Domino).
+DFLASH_FAMILY = ("dflash", "dflash2", "domino", "dspark")
+
+
+def is_dflash_family(case: Mapping[str, Any]) -> bool:
+    """Whether a case comes from a DFlash-family trainer's run."""
+    return case.get("drafter", case.get("variant")) in (*DFLASH_FAMILY, "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +321,7 @@ class Validation:
                     **r.to_json(),
                     "group": r.group,
                     "cross_validated": r.id in self.cv_rows,
+                    "dflash_family": r.dflash_family,
                     "cv_predicted": cv.predicted if cv else None,
                     "cv_error": cv.error if cv else None,
                     "needs_own_group": list(self.needs_own_group.get(r.id, ())),
@@ -343,6 +356,9 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
         "weak": [r for r in rows if r.tier == "weak"],
         "all": rows,
         "decode": [r for r in every if r.quantity == DECODE],
+        # Every tier of the runs of the drafter the plan trains: the part of the model the
+        # answer rests on.
+        "dflash-family": [r for r in rows if r.dflash_family],
     }
 
 
@@ -460,6 +476,7 @@ def validate(catalog: Catalog) -> Validation:
     for half in HALVES:
         groups[half] = [r for r in training if r.half == half]
     groups["decode"] = [r for r in rows if r.quantity == DECODE]
+    groups["dflash-family"] = [r for r in training if r.dflash_family]
     constants, cv_rows, needs = cross_validate(catalog, cases)
     apart = _tiers(r for r in rows if r.id in needs)
     cross = {

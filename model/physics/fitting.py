@@ -324,6 +324,8 @@ def _dense_share(case: Case, values: Values) -> Span:
 # trainers only; dense LLM training sets the compute-bound limit (DENSE_TRAINING_SHARE).
 
 EFFICIENCY_FIELDS = ("prefill_efficiency", "training_efficiency")
+# What a case's implied efficiency depends on among the fitted values (set below).
+_EFFICIENCY_INPUTS: set[str] = set()
 _EFFICIENCY_BOUNDS = (0.002, 1.5)
 
 
@@ -335,16 +337,36 @@ def _efficiency_gpu(key: str, values: Values) -> Gpu:
 
 
 def _implied_efficiency(case: Case, field: str, values: Values) -> float:
-    """The efficiency of the case's GPU at which the model reproduces the case."""
+    """The efficiency of the case's GPU at which the model reproduces the case (solved
+    once per case and the values it depends on: the folds of a cross-validation share
+    most of them)."""
+    inputs = tuple(
+        sorted((k, v) for k, v in values.items() if k in _EFFICIENCY_INPUTS and v is not None)
+    )
+    return _solve_efficiency(case["id"], field, inputs)
+
+
+@functools.cache
+def _solve_efficiency(case_id: str, field: str, inputs: tuple[tuple[str, float], ...]) -> float:
     from . import caserates  # imports pipeline and roofline, which read fitted values
 
+    case, values = _case(case_id), dict(inputs)
     gpus = {k: _efficiency_gpu(k, values) for k in (case["gpu"], case.get("gpu_b")) if k}
     base, target = gpus[case["gpu"]], float(case["value"])
+
+    def rate(efficiency: float) -> float:
+        gpus[case["gpu"]] = base.model_copy(update={field: efficiency})
+        return caserates.rate(case, gpus)
+
+    # Most rates are proportional to the efficiency (a single GPU's roofline): solved
+    # directly; a pipeline's all-reduce or a TP group's is not, and is bisected.
+    at_one, at_half = rate(1.0), rate(0.5)
+    if abs(at_half - at_one / 2) <= 1e-12 * at_one:
+        return target / at_one
     lo, hi = _EFFICIENCY_BOUNDS
-    for _ in range(60):
+    for _ in range(48):  # 1.5 / 2**48: far below any figure's precision
         mid = (lo + hi) / 2
-        gpus[case["gpu"]] = base.model_copy(update={field: mid})
-        lo, hi = (mid, hi) if caserates.rate(case, gpus) < target else (lo, mid)
+        lo, hi = (mid, hi) if rate(mid) < target else (lo, mid)
     return (lo + hi) / 2
 
 
@@ -494,13 +516,22 @@ def family_share_range(arch: str, field: str) -> tuple[float, float] | None:
     return low / central, high / central
 
 
-def efficiency_basis(arch: str, field: str) -> str:
-    """Where a GPU family's efficiency for a role comes from, as the views say it."""
-    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
+def efficiency_measured(arch: str, field: str) -> bool:
+    """Whether cases measure this family's efficiency for the role (else it takes every
+    measured family's share, with a widened band)."""
+    return any(f.arch == arch and f.field == field for f in FAMILY_EFFICIENCIES if f.arch)
+
+
+def efficiency_basis(gpu: Gpu, field: str) -> str:
+    """Where a GPU's efficiency for a role comes from, as the views say it."""
+    builtin = _builtin_gpus().get(gpu.key)
+    if builtin is None or getattr(builtin, field) != getattr(gpu, field):
+        return "as a hardware file gives it"
+    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == gpu.arch and f.field == field), None)
     if own is not None:
         groups = sorted({group(c) for c in cases_by_id(own.fitted_on).values()})
-        return f"fitted on {len(own.fitted_on)} {arch} measurements ({', '.join(groups)})"
-    return f"no {arch or 'measured'} measurement: every measured family's share, widened band"
+        return f"fitted on {len(own.fitted_on)} {gpu.arch} measurements ({', '.join(groups)})"
+    return f"no {gpu.arch or 'family'} measurement: the measured families' share, widened band"
 
 
 def ceiling_of(key: str, values: Values) -> float:
@@ -812,6 +843,7 @@ CONSTANTS: tuple[Constant, ...] = (
     *(_family(f) for f in FAMILY_EFFICIENCIES),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}
+_EFFICIENCY_INPUTS.update(c.name for c in CONSTANTS if c.home == "efficiency" or c.gpu_fields)
 
 
 def fit_all(cases: Mapping[str, Case], leave_out: str | None = None) -> dict[str, float | None]:
