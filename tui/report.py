@@ -22,7 +22,6 @@ from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
-from ..model.physics.fitting import efficiency_basis, efficiency_measured
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
@@ -32,6 +31,7 @@ from ..model.inputs.offers import PRICE_MAX_AGE_DAYS
 from ..model.inputs.plan import Plan
 from ..model.inputs.targets import PRESETS
 from ..model.launch import launch_line
+from ..model.physics.fitting import efficiency_basis, efficiency_measured
 from . import format as fmt
 
 # Every text that comes from a user (plan names, model names from config.json, GPU names

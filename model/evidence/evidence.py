@@ -29,8 +29,8 @@ from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
 
 # Rate cases are computed by physics/caserates.py (FP8 at roofline.FP8_SPEEDUP; FP4 is not
-# modelled and waits). A case's range: the spread of the kind of estimate it is (roofline.ESTIMATE_SPREAD for
-# rates; memory and matmul ceilings have their own).
+# modelled and waits). A case's range: the spread of the kind of estimate it is
+# (roofline.ESTIMATE_SPREAD for rates; memory and matmul ceilings have their own).
 MEMORY_SPREAD = (0.15, 0.15)
 CEILING_SPREAD = (0.05, 0.05)
 
@@ -391,7 +391,7 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
             saved.append((module, name, getattr(module, name)))
             setattr(module, name, value)
         if shares:
-            merged = {
+            merged: dict[str, float | None] = {
                 c.name: fitting.value(c.name)
                 for c in fitting.CONSTANTS
                 if c.home == "efficiency" or c.gpu_fields
