@@ -309,10 +309,9 @@ OFFLINE_LAUNCH_FORMATS: tuple[str, ...] = ("specforge", "speculators", "slurm", 
 # tensor and copies it to the device on the training stream; receive_buffers (PRs #840,
 # #858: pinned the default, 2026-09-08) is in no release (PyPI's latest is 0.2.0).
 SPECFORGE_RECEIVE = (
-    "the specforge 0.2.0 trainer the launch installs receives into pageable host memory and "
-    "copies on the training stream; it ignores the DISAGG_RECEIVE_BUFFERS the launch writes "
-    "for later SpecForge (pinned receive, the default since PR #858 of September 2026, is "
-    "in no release yet)"
+    "the specforge 0.2.0 it installs receives into pageable host memory on the training "
+    "stream and ignores the DISAGG_RECEIVE_BUFFERS the launch writes (pinned receive, "
+    "SpecForge's default since PR #858 of September 2026, is in no release yet)"
 )
 LAUNCH_RECEIVE: dict[str, tuple[Receive | None, str]] = {
     "specforge": ("host", SPECFORGE_RECEIVE),

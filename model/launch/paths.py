@@ -80,9 +80,9 @@ def path_sets(path: HiddenPath) -> str:
 
 
 def why_not(plan: Plan, fmt: str, path: HiddenPath) -> str:
-    """Why the run format fmt launches is not on the plan's own path."""
+    """Why the run format fmt launches is not on the plan's own path: another transport,
+    else another receive mode."""
     own = own_path(plan)
-    reasons = [PATHS[fmt][1]] if path[0] != own[0] else []
-    if path[0] == "mooncake" and path[1] != own[1]:
-        reasons.append(LAUNCH_RECEIVE[fmt][1])
-    return "; ".join(reasons)
+    if path[0] != own[0]:
+        return PATHS[fmt][1]
+    return LAUNCH_RECEIVE[fmt][1]  # the same store, another receive mode
