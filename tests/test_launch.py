@@ -19,7 +19,7 @@ from dflash_plan.model.basics import units
 from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.core.resolve import resolve
 from dflash_plan.model.inputs.catalog import Catalog
-from dflash_plan.model.inputs.plan import Plan
+from dflash_plan.model.inputs.plan import LAUNCH_RECEIVE, SPECFORGE_RECEIVE, Plan
 from dflash_plan.model.launch import FORMATS, generate, mem_fraction_static
 from dflash_plan.model.launch.common import context
 from dflash_plan.model.launch.layout import assign_devices as _assign
@@ -925,11 +925,18 @@ def projected(capsys, sets: list[str]) -> str:
     )
 
 
+# The launched path of SpecForge's formats and speculators: the Mooncake store with host
+# receive (specforge 0.2.0 and speculators receive into pageable host memory).
+LAUNCHED = ["--set", "workload.transport=mooncake", "--set", "workload.receive=host"]
+LAUNCHED_KEYS = "workload.transport = mooncake, workload.receive = host"
+
+
 @pytest.mark.parametrize("fmt", ["specforge", "slurm", "speculators", "template"])
 def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
     # 4 x B200, 3 + 1: the plan's own figures are device to device (the built-in plan's
     # transport); SpecForge, its Slurm script and speculators stage hidden states in host
-    # memory, which `project --set workload.transport=mooncake` projects.
+    # memory and receive them there, which `project --set workload.transport=mooncake
+    # --set workload.receive=host` projects.
     sets = [*FOUR_B200, "--set", "launch.template=go {tp}"]
     assert main(["launch", "--format", fmt, *sets]) == 0
     text = capsys.readouterr().out
@@ -941,20 +948,32 @@ def test_every_header_states_the_projection_of_the_run_it_launches(capsys, fmt):
             f"workload.transport = direct): {own}\n"
         ) in text
         return
-    launched = projected(capsys, [*sets, "--set", "workload.transport=mooncake"])
+    launched = projected(capsys, [*sets, *LAUNCHED])
     assert launched != own
     assert (
         f"# projection of this run (hidden states host-staged through a Mooncake store, "
-        f"workload.transport = mooncake): {launched}\n"
+        f"host receive, {LAUNCHED_KEYS}): {launched}\n"
     ) in text
     assert (
         f"# the plan's own figures are for hidden states device to device "
         f"(workload.transport = direct): {own}; this launch does not run that path: "
     ) in text
-    # With the launched path in the plan, the header gives one projection.
-    assert main(["launch", "--format", fmt, *sets, "--set", "workload.transport=mooncake"]) == 0
+    # Through the store with pinned receive (the plan's default), the path still differs.
+    pinned_sets = [*sets, "--set", "workload.transport=mooncake"]
+    pinned = projected(capsys, pinned_sets)
+    assert pinned != launched
+    assert main(["launch", "--format", fmt, *pinned_sets]) == 0
     text = capsys.readouterr().out
-    assert f"workload.transport = mooncake): {launched}\n" in text
+    assert f"{LAUNCHED_KEYS}): {launched}\n" in text
+    assert (
+        f"# the plan's own figures are for hidden states host-staged through a Mooncake "
+        f"store, pinned receive (workload.transport = mooncake, workload.receive = pinned): "
+        f"{pinned}; this launch does not run that path: {LAUNCH_RECEIVE[fmt][1]}\n"
+    ) in text
+    # With the launched path in the plan, the header gives one projection.
+    assert main(["launch", "--format", fmt, *sets, *LAUNCHED]) == 0
+    text = capsys.readouterr().out
+    assert f"{LAUNCHED_KEYS}): {launched}\n" in text
     assert "the plan's own figures" not in text
 
 
@@ -963,14 +982,13 @@ def test_a_header_costs_the_gpus_its_launch_rents(capsys, fmt):
     # 10 + 2 B200 land 8 + 4 on two 8-GPU nodes; SkyPilot asks B200:8 on each node and
     # Slurm takes both whole (--exclusive): 16 GPUs rented, as when the projection bills
     # B200 in whole units of 8 (ceil(12 / 8) x 8 = 16).
-    sets = [*FOUR_B200, "--set", "target.count=10", "--set", "drafter.count=2"]
-    sets += ["--set", "workload.transport=mooncake"]
+    sets = [*FOUR_B200, "--set", "target.count=10", "--set", "drafter.count=2", *LAUNCHED]
     assert main(["launch", "--format", fmt, *sets]) == 0
     text = capsys.readouterr().out
     assert "2 nodes x B200:8 = 16 GPU(s)" in text or "2 node(s) x 8 GPU(s) = 16 GPU(s)" in text
     rented = projected(capsys, [*sets, "--set", "cost.unit_gpus.b200=8"])
     assert rented != projected(capsys, sets)
-    assert f"workload.transport = mooncake): {rented} for 16 GPUs billed\n" in text
+    assert f"{LAUNCHED_KEYS}): {rented} for 16 GPUs billed\n" in text
 
 
 def test_an_offline_header_says_a_short_epoch_in_minutes(catalog, baseline):
@@ -1007,7 +1025,7 @@ def test_a_small_plans_header_writes_its_figures_as_project_does(capsys):
 def test_a_headers_ranges_carry_their_units(capsys):
     # 4 B200 (estimated: the figures have ranges) for 20,000 samples: a run of hours,
     # whose range reads in hours as `project` gives it, not "(range 0.1-0.2)" days.
-    sets = [*FOUR_B200, "--set", "workload.samples=20000", "--set", "workload.transport=mooncake"]
+    sets = [*FOUR_B200, "--set", "workload.samples=20000", *LAUNCHED]
     assert main(["launch", "--format", "specforge", *sets]) == 0
     header = capsys.readouterr().out
     assert re.search(
@@ -1016,7 +1034,7 @@ def test_a_headers_ranges_carry_their_units(capsys):
         r"\(range [\d.]+-[\d.]+ RTX PRO 6000-hours\)",
         header,
     ), header
-    assert f"workload.transport = mooncake): {projected(capsys, sets)}\n" in header
+    assert f"{LAUNCHED_KEYS}): {projected(capsys, sets)}\n" in header
 
 
 def test_a_header_never_prints_a_zero_wide_range(capsys):
@@ -1063,14 +1081,23 @@ def test_project_says_which_launch_its_figures_describe(capsys):
     assert (
         "launch: these figures are for hidden states device to device (workload.transport "
         "= direct), which the specforge launch does not run: SpecForge stages hidden "
-        "states through its Mooncake store; --set workload.transport=mooncake projects "
-        "the launched run"
+        "states through its Mooncake store; --set workload.transport=mooncake --set "
+        "workload.receive=host projects the launched run"
     ) in out
+    # Through the store with pinned receive (the plan key's default): the receive differs.
     assert main(["project", *FOUR_B200, "--set", "workload.transport=mooncake"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert (
+        "launch: these figures are for hidden states host-staged through a Mooncake store, "
+        "pinned receive (workload.transport = mooncake, workload.receive = pinned), which "
+        f"the specforge launch does not run: {SPECFORGE_RECEIVE}; --set "
+        "workload.transport=mooncake --set workload.receive=host projects the launched run"
+    ) in out
+    assert main(["project", *FOUR_B200, *LAUNCHED]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
         "launch: these figures describe the specforge launch (hidden states host-staged "
-        "through a Mooncake store, workload.transport = mooncake)"
+        f"through a Mooncake store, host receive, {LAUNCHED_KEYS})"
     ) in out
 
 

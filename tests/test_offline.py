@@ -309,10 +309,11 @@ def test_offline_mode_names_only_the_launches_that_cannot_write_it(capsys):
 
 
 def test_offline_drafters_read_storage_not_the_mooncake_store(capsys):
-    # Through the store a B200 drafter waits for its Mooncake fetch (30.8 Ktok/s online);
-    # offline it reads from storage: its compute-bound capacity (82 K), as with direct.
+    # Through the store with host receive a B200 drafter waits for its Mooncake fetch (30.8
+    # Ktok/s online); offline it reads from storage: its compute-bound capacity (82 K), as
+    # with direct.
     gpus = ["target.gpu=b200", "drafter.gpu=b200", "workload.mode=offline"]
-    store = storage(capsys, *gpus, "workload.transport=mooncake")
+    store = storage(capsys, *gpus, "workload.transport=mooncake", "workload.receive=host")
     direct = storage(capsys, *gpus, "workload.transport=direct")
     assert (
         store["drafter"]["capacity_tokens_per_s"] < 0.5 * direct["drafter"]["capacity_tokens_per_s"]

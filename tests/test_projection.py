@@ -136,7 +136,8 @@ def test_the_users_question_four_b200_at_3_4x(catalog, baseline):
 
 
 def test_the_same_b200_run_through_a_mooncake_store(catalog, baseline):
-    # SpecForge's store: a trainer waited about 20 ms for a 2-sample fetch and 90 ms for an
+    # SpecForge's store with host receive (the June benchmark's trainer, specforge 0.2.0):
+    # a trainer waited about 20 ms for a 2-sample fetch and 90 ms for an
     # 8-sample one (550-token samples, 40,960 bytes of states per token). Least squares of
     # time = bytes / rate through the origin: rate = sum(b^2) / sum(b t), about 2.02 GB/s,
     # 20.3 us per token: more than the B200 drafter's own compute time per token at 128
@@ -145,7 +146,7 @@ def test_the_same_b200_run_through_a_mooncake_store(catalog, baseline):
         baseline,
         target={"gpu": "b200"},
         drafter={"gpu": "b200"},
-        workload={"transport": "mooncake"},
+        workload={"transport": "mooncake", "receive": "host"},
     )
     direct = project(edit(plan, workload={"transport": "direct"}), catalog)
     staged = project(plan, catalog)

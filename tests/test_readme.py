@@ -61,10 +61,12 @@ ANSWER_ROWS = {
         "drafter.gpu=b300",
         "cost.ratio.b300=3.4",
     ],
+    # The path SpecForge's launch runs: its store, received in host memory (specforge 0.2.0).
     "4x B200 through SpecForge's Mooncake store": [
         "target.gpu=b200",
         "drafter.gpu=b200",
         "workload.transport=mooncake",
+        "workload.receive=host",
     ],
     "4x B200 at the recipe's 512 anchors": [
         "target.gpu=b200",

@@ -127,8 +127,43 @@ deployment:
 
 
 @pytest.mark.parametrize(
+    ("buffers", "receive"), [("pageable", "host"), ("pinned", "pinned"), ("cuda", "device")]
+)
+def test_specforge_receive_buffers_give_the_receive_mode(tmp_path, buffers, receive):
+    # deployment.disaggregated.receive_buffers (SpecForge PRs #840, #858): pageable is the
+    # host receive of specforge 0.2.0, cuda the device receive over RDMA.
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "model: {target_model_path: Qwen/Qwen3-8B}\ndata: {max_length: 4096}\n"
+        "deployment:\n  mode: disaggregated\n"
+        f"  disaggregated:\n    backend: mooncake\n    receive_buffers: {buffers}\n"
+    )
+    config = read_run_config(path)
+    key = "deployment.disaggregated.receive_buffers"
+    assert sources(config)["workload.receive"] == (receive, f"run.yaml:7 ({key})")
+    assert load_plan(None, config.sets()).workload.receive == receive
+
+
+def test_a_config_without_receive_buffers_keeps_the_plans_receive():
+    # The example (SpecForge a6b6b02) predates receive_buffers: which default the run had
+    # depends on its version, so the plan's is kept and a note says why.
+    config = read_run_config(DATA / "specforge_disaggregated.yaml")
+    assert "workload.receive" not in sources(config)
+    assert any(
+        note.startswith("deployment.disaggregated.receive_buffers not set: specforge 0.2.0")
+        for note in config.notes
+    )
+
+
+@pytest.mark.parametrize(
     "text, message",
     [
+        (
+            "model: {target_model_path: x}\ndeployment:\n  disaggregated:\n"
+            "    backend: mooncake\n    receive_buffers: gpu\n",
+            "run.yaml:5: deployment.disaggregated.receive_buffers = 'gpu': must be pageable, "
+            "pinned or cuda",
+        ),
         (
             "model: {target_model_path: x}\ntraining:\n  num_anchors: many\n",
             "run.yaml:3: training.num_anchors = 'many': must be a whole number of at least 1",

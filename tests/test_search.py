@@ -499,6 +499,7 @@ def _priced_plan(
     from dflash_plan.model.physics.fitting import builtin_gpus
 
     billing, read_gb, usd_per_tb_month = storage
+    transport, _, receive = transport.partition(":")  # "mooncake:host": with its receive
     plan = edit(
         default_plan(),
         cost={
@@ -508,6 +509,7 @@ def _priced_plan(
         },
         workload={
             "transport": transport,
+            "receive": receive or "pinned",
             "regenerate": regenerate is not None,
             "max_length": store[0],
         },
@@ -534,7 +536,9 @@ BRUTE_EXAMPLES = int(os.environ.get("DFLASH_SEARCH_EXAMPLES", "40"))
     batch=st.sampled_from([2, 16, 64]),
     usd=st.lists(st.sampled_from([0.5, 1.25, 2.0, 3.5, 6.99]), min_size=3, max_size=3),
     units=st.lists(st.sampled_from([1, 1, 2, 8]), min_size=3, max_size=3),
-    transport=st.sampled_from(["mooncake", "direct"]),
+    # The Mooncake store with each receive mode (host: the fetch in the drafters' step), or
+    # device to device.
+    transport=st.sampled_from(["mooncake:host", "mooncake:pinned", "mooncake:device", "direct"]),
     max_gpus=st.integers(2, 32),
     mixed=st.sampled_from([True, True, False]),
     one_node=st.sampled_from([False, False, True]),

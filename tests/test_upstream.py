@@ -651,6 +651,16 @@ def consumer_workers(specforge, call: dict, monkeypatch) -> list[tuple[dict, lis
         )
     else:
         rendered = specforge_plan(specforge, call, monkeypatch)
+        if not rendered["commands"]:
+            # One rank, no torchrun: the consumer process is the worker (SpecForge's plan of
+            # kind "worker"), its in-process overrides on top of its environment.
+            env = dict(call["env"])
+            for key, value in rendered["worker_env"].items():
+                if value is None:
+                    env.pop(key, None)
+                else:
+                    env[key] = value
+            return [(env, argv[1:])]
         (command,) = rendered["commands"]
         command_env = command["env"]
         launcher = command["argv"]
@@ -713,6 +723,36 @@ def test_every_consumer_worker_passes_specforges_node_rank_check(
                     assert rendered["kind"] == "worker" and rendered["role"] == "consumer"
                 checked += 1
     assert checked == plan.drafter.count
+
+
+@pytest.mark.parametrize("shape", ["builtin", "trainers-span-two"])
+@pytest.mark.parametrize("fmt", ["specforge", "slurm", "kubernetes", "skypilot"])
+def test_every_trainer_worker_sees_its_receive_buffers(
+    tmp_path, monkeypatch, catalog, baseline, specforge, skypilot, fmt, shape
+):
+    # SpecForge's launcher reads receive_buffers from DISAGG_RECEIVE_BUFFERS in every
+    # trainer process (PR #858; the pinned 0.2.0 ignores it, and its schema forbids the
+    # config key, which the run.yaml therefore leaves out). Every torchrun worker of every
+    # node, as SpecForge's own launch plan starts it, must see the plan's receive mode.
+    from support import edit
+
+    plan = edit(shapes(baseline)[shape], workload={"transport": "mooncake", "receive": "pinned"})
+    if fmt == "kubernetes":  # several trainer pods share a volume
+        plan = edit(plan, launch={"volume_claim": "work"})
+    script = generate(plan, catalog, fmt)
+    if fmt == "skypilot":
+        nodes = sky_nodes(tmp_path, sky_tasks(skypilot, script.text), "qwen3-8b-dflash")
+    else:
+        nodes = node_calls(tmp_path, script)
+    workers = 0
+    for _node, calls in nodes:
+        for call in calls:
+            if call["cmd"] != "specforge" or "producer" in call["argv"]:
+                continue
+            for env, _argv in consumer_workers(specforge, call, monkeypatch):
+                assert env["DISAGG_RECEIVE_BUFFERS"] == "pinned"
+                workers += 1
+    assert workers == plan.drafter.count
 
 
 # --- the producer's flow control ------------------------------------------------------------

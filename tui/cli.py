@@ -184,14 +184,17 @@ def _run_project(args: argparse.Namespace) -> int:
         base_plan, catalog = open_plan(base_path, None, catalog)
         baseline = project(base_plan, catalog)
     if args.json:
-        from ..model.launch import launch_line, launch_transport
+        from ..model.launch import launch_line, launch_path, own_path
 
         doc = projection.to_json()
-        # Which launch these figures describe (the launch format's hidden-state path).
+        # Which launch these figures describe (the launch format's hidden-state path: its
+        # transport and, through the Mooncake store, its receive mode).
+        path = launch_path(plan)
         doc["launch"] = {
             "format": plan.launch.format,
-            "transport": launch_transport(plan),
-            "describes": launch_transport(plan) == plan.workload.transport,
+            "transport": path and path[0],
+            "receive": path[1] if path and path[0] == "mooncake" else None,
+            "describes": path == own_path(plan),
             "line": launch_line(plan),
         }
         if baseline is not None:

@@ -14,16 +14,18 @@ from typing import Any
 from ..basics import recipe
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
+from ..inputs.plan import LAUNCH_RECEIVE, OFFLINE_LAUNCH_FORMATS, Plan, launch_receive
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
+    RECEIVE_NAMES,
     Flow,
     PipelineInputs,
     bottleneck,
     flow,
+    path_name,
     pipeline_inputs,
     splits,
     tp_efficiency,
@@ -528,6 +530,13 @@ class Projection:
         return None if self.total_cost is None or not tokens else self.total_cost / tokens * 1e6
 
     @property
+    def receive(self) -> str | None:
+        """How the drafters receive hidden states (workload.receive), where the plan's
+        transport has a receive mode (the Mooncake store); None device to device."""
+        w = self.plan.workload
+        return w.receive if w.transport == "mooncake" else None
+
+    @property
     def hidden_state_bytes_per_s(self) -> float | None:
         if self.tokens_per_s is None:
             return None
@@ -558,6 +567,9 @@ class Projection:
             },
             "link": {
                 "description": self.link.description,
+                "transport": self.plan.workload.transport,
+                # workload.receive where the path has one (the Mooncake store), else None.
+                "receive": self.receive,
                 "capacity_tokens_per_s": self.link.tokens_per_s,
                 "bytes_per_token": self.target_work.hidden_state_bytes_per_token,
                 "load_bytes_per_s": self.hidden_state_bytes_per_s,
@@ -629,6 +641,7 @@ def plan_inputs(
         sample_tokens=float(p.workload.avg_sample_tokens),
         hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
         transport=transport or p.workload.transport,
+        receive=p.workload.receive,
     )
 
 
@@ -795,6 +808,8 @@ def project_resolved(
             )
         )
 
+    diagnostics += _receive_check(plan)
+
     if w.mode == "offline" and plan.launch.format not in OFFLINE_LAUNCH_FORMATS:
         # Say so rather than let a launch script of the online pipeline pass for the
         # offline run (the launch itself refuses, model/launch/common.py).
@@ -948,7 +963,7 @@ def project_resolved(
         f"{tokens_per_epoch / 1e9:.3f} G tokens per epoch, {w.epochs} epochs",
         f"hidden states {tw.hidden_state_bytes_per_token / 1e3:.1f} KB per token "
         f"({len(r.layer_ids)} layers x {model.hidden} x 2 bytes), "
-        + ("through a Mooncake store" if w.transport == "mooncake" else "device to device"),
+        + path_name(w.transport, w.receive),
     )
     return Projection(
         plan=plan,
@@ -997,6 +1012,27 @@ def project_resolved(
     )
 
 
+def _receive_check(plan: Plan) -> list[Diagnostic]:
+    """The plan projects a receive mode its launch format does not run (LAUNCH_RECEIVE):
+    e.g. pinned receive, SpecForge's default since September 2026, under a launch that
+    installs specforge 0.2.0, which receives into pageable host memory."""
+    w, fmt = plan.workload, plan.launch.format
+    launched = launch_receive(plan)
+    if w.transport != "mooncake" or w.mode != "online" or launched in (None, w.receive):
+        return []
+    return [
+        Diagnostic(
+            "receive-differs-from-launch",
+            "workload.receive",
+            f"the projection assumes {RECEIVE_NAMES[w.receive]} (workload.receive = "
+            f"{w.receive}), but the {fmt} launch runs {RECEIVE_NAMES[launched]}: "
+            f"{LAUNCH_RECEIVE[fmt][1]}; set workload.receive = "
+            f'"{launched}" to project the launched run',
+            {"receive": w.receive, "launch_receive": launched, "launch_format": fmt},
+        )
+    ]
+
+
 def store_sizing(r: Resolved) -> tuple[str, int]:
     """Whose sizing the launched run's Mooncake store follows ("specforge" or
     "speculators") and one max-length sample's features, bytes: what the store memory of
@@ -1026,11 +1062,8 @@ def _store_memory(r: Resolved) -> store.StoreMemory:
 
 
 def _link_description(r: Resolved, f: Flow) -> str:
-    path = (
-        "Mooncake store (host-staged)"
-        if r.plan.workload.transport == "mooncake"
-        else "device to device"
-    )
+    w = r.plan.workload
+    path = path_name(w.transport, w.receive, short=True)
     share = float(f.crossing_share)
     if share == 0:
         return f"{path}, inside one node"

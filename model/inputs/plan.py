@@ -75,6 +75,12 @@ Mode = Literal["online", "offline"]
 MODES: tuple[Mode, ...] = ("online", "offline")
 
 
+# workload.receive: how a trainer receives hidden states from the Mooncake store
+# (model/physics/pipeline.py RECEIVE_MODES says what each one costs, with its source).
+Receive = Literal["host", "pinned", "device"]
+RECEIVES: tuple[Receive, ...] = ("host", "pinned", "device")
+
+
 class Workload(_Section):
     target_model: Text = Field(
         "qwen3-8b", min_length=1, description="a preset key or the path of a config.json"
@@ -100,6 +106,14 @@ class Workload(_Section):
         description="how hidden states reach the drafters: staged through host "
         "memory and a Mooncake store (SpecForge, speculators), or "
         "device to device (your own in-process pipeline)",
+    )
+    receive: Receive = Field(
+        "pinned",
+        description="how a trainer receives hidden states from the Mooncake store "
+        "(transport mooncake only): host (pageable host memory, copied on the training "
+        "stream: the trainer waits; SpecForge 0.2.0, speculators), pinned (pooled pinned "
+        "buffers copied on a side stream, overlapped: SpecForge's default since September "
+        "2026) or device (RDMA into GPU memory, overlapped; Mooncake over rdma)",
     )
     mode: Mode = Field(
         "online",
@@ -284,6 +298,41 @@ LAUNCH_FORMATS: tuple[str, ...] = (
 # others refuse offline plans (model/launch/common.py OFFLINE_REFUSALS says why). The
 # template runs the user's own command, whatever its mode.
 OFFLINE_LAUNCH_FORMATS: tuple[str, ...] = ("specforge", "speculators", "slurm", "template")
+
+
+# The receive mode (workload.receive) each launch format's trainer runs, and why; None: the
+# plan's own (template: your command) or no Mooncake receive (the legacy trainer runs target
+# and drafter colocated). The one table: the receive-differs-from-launch diagnostic
+# (core/projection.py) and the launch scripts' projection of the launched run read it.
+# SpecForge's formats pin the specforge 0.2.0 wheel (launch/common.py SPECFORGE_VERSION):
+# its trainer (as main a6b6b023, 2026-08-08) receives each tensor into a fresh pageable host
+# tensor and copies it to the device on the training stream; receive_buffers (PRs #840,
+# #858: pinned the default, 2026-09-08) is in no release (PyPI's latest is 0.2.0).
+SPECFORGE_RECEIVE = (
+    "the specforge 0.2.0 it installs receives into pageable host memory on the training "
+    "stream and ignores the DISAGG_RECEIVE_BUFFERS the launch writes (pinned receive, "
+    "SpecForge's default since PR #858 of September 2026, is in no release yet)"
+)
+LAUNCH_RECEIVE: dict[str, tuple[Receive | None, str]] = {
+    "specforge": ("host", SPECFORGE_RECEIVE),
+    "slurm": ("host", SPECFORGE_RECEIVE),
+    "kubernetes": ("host", SPECFORGE_RECEIVE),
+    "skypilot": ("host", SPECFORGE_RECEIVE),
+    # vllm-project/speculators' Mooncake backend (#836) has no receive setting: its
+    # trainer gets the tensors into host memory.
+    "speculators": ("host", "speculators' trainer gets hidden states into host memory"),
+    "specforge-legacy": (None, "the legacy trainer runs target and drafter colocated"),
+    "template": (None, "your command runs the plan's own workload.receive"),
+}
+
+
+def launch_receive(plan: Plan, fmt: str | None = None) -> Receive | None:
+    """The workload.receive of the run format fmt launches (the plan's own for the
+    template; None: no Mooncake receive)."""
+    fmt = fmt or plan.launch.format
+    if fmt == "template":
+        return plan.workload.receive
+    return LAUNCH_RECEIVE[fmt][0]
 
 
 def _launch_format(value: str) -> str:

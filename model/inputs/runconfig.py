@@ -390,6 +390,7 @@ def _specforge_topology(r: _Reader) -> None:
     backend = r.text("deployment.disaggregated.backend")
     if backend == "mooncake":
         r.put("workload.transport", "mooncake", "deployment.disaggregated.backend")
+        _specforge_receive(r)
     elif backend:
         r.notes.append(
             f"deployment.disaggregated.backend = {backend!r}: neither of the "
@@ -414,6 +415,29 @@ def _specforge_topology(r: _Reader) -> None:
             f"{len(urls)} external capture server(s) in server_urls: the config "
             f"does not say their GPUs; set target.count and target.tp"
         )
+
+
+# SpecForge's trainer receive buffers (deployment.disaggregated.receive_buffers, PRs #840
+# and #858, September 2026) as workload.receive.
+_RECEIVE_BUFFERS = {"pageable": "host", "pinned": "pinned", "cuda": "device"}
+
+
+def _specforge_receive(r: _Reader) -> None:
+    key = "deployment.disaggregated.receive_buffers"
+    value = r.get(key)
+    if value is None:
+        # Its default depends on the version the run used: say so rather than guess.
+        r.notes.append(
+            f"{key} not set: specforge 0.2.0 (which has no such key) receives into pageable "
+            f"host memory (workload.receive = host), SpecForge since PR #858 (September "
+            f"2026) into pinned buffers (pinned); the plan's is kept"
+        )
+        return
+    if value not in _RECEIVE_BUFFERS:
+        raise PlanError.field(
+            key, short_repr(value), "must be pageable, pinned or cuda", r.where(key)
+        )
+    r.put("workload.receive", _RECEIVE_BUFFERS[value], key)
 
 
 # --- speculators ------------------------------------------------------------------------

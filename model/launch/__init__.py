@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..inputs.plan import LAUNCH_FORMATS
-from .paths import PATHS, TRANSPORT_NAMES, launch_transport
+from .paths import PATHS, launch_path, launch_transport, own_path, path_sets, path_words, why_not
 
 if TYPE_CHECKING:
     from ..inputs.catalog import Catalog
@@ -55,7 +55,9 @@ __all__ = [
     "file_name",
     "generate",
     "launch_line",
+    "launch_path",
     "launch_transport",
+    "own_path",
     *_LAZY,
 ]
 
@@ -63,19 +65,15 @@ __all__ = [
 def launch_line(plan: Plan, fmt: str | None = None) -> str:
     """One line: which launch a projection of plan describes."""
     fmt = fmt or plan.launch.format
-    own = plan.workload.transport
-    transport = launch_transport(plan, fmt)
-    if transport is None:
+    own, path = own_path(plan), launch_path(plan, fmt)
+    if path is None:
         return f"launch: {fmt} is not what these figures describe: {PATHS[fmt][1]}"
-    if transport == own:
-        return (
-            f"launch: these figures describe the {fmt} launch (hidden states "
-            f"{TRANSPORT_NAMES[own]}, workload.transport = {own})"
-        )
+    name, keys = path_words(own)
+    if path == own:
+        return f"launch: these figures describe the {fmt} launch ({name}, {keys})"
     return (
-        f"launch: these figures are for hidden states {TRANSPORT_NAMES[own]} "
-        f"(workload.transport = {own}), which the {fmt} launch does not run: "
-        f"{PATHS[fmt][1]}; --set workload.transport={transport} projects the launched run"
+        f"launch: these figures are for {name} ({keys}), which the {fmt} launch does not "
+        f"run: {why_not(plan, fmt, path)}; {path_sets(path)} projects the launched run"
     )
 
 
@@ -102,7 +100,7 @@ def generate(
     `template` is the user config's template, used when the plan has none. The plan is
     resolved first, so launch refuses exactly what the projection refuses."""
     from ..basics.errors import PlanError
-    from .common import OFFLINE_REFUSALS, context
+    from .common import OFFLINE_REFUSALS, context, require_receive
 
     name = fmt or plan.launch.format
     module = format_module(name)
@@ -118,5 +116,6 @@ def generate(
             )
         offline: LaunchScript = module.render_offline(ctx, template)
         return offline
+    require_receive(plan, name)
     result: LaunchScript = module.render(ctx, template)
     return result

@@ -26,7 +26,7 @@ from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
 from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
 from .escape import comment, q
 from .layout import Layout, assign_devices
-from .paths import PATHS, TRANSPORT_NAMES, launch_transport
+from .paths import PATHS, launch_path, own_path, path_words, why_not
 
 # SGLang's request validator wants the prompt plus one generated and five internal slots
 # (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
@@ -336,36 +336,41 @@ def offline_figures(projection: Projection) -> str:
     return text
 
 
-def with_transport(plan: Plan, transport: str) -> Plan:
+def with_path(plan: Plan, path: tuple[str, str]) -> Plan:
+    """The plan on another hidden-state path (workload.transport, workload.receive)."""
+    transport, receive = path
     return plan.model_copy(
-        update={"workload": plan.workload.model_copy(update={"transport": transport})}
+        update={
+            "workload": plan.workload.model_copy(
+                update={"transport": transport, "receive": receive}
+            )
+        }
     )
 
 
 def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = None) -> list[str]:
-    """The projection of the run this script launches (workload.transport set to the
-    format's hidden-state path; `rented`: the GPUs its allocation bills per role, see
-    project), and the plan's own figures when its path differs."""
+    """The projection of the run this script launches (workload.transport and
+    workload.receive set to the format's hidden-state path; `rented`: the GPUs its
+    allocation bills per role, see project), and the plan's own figures when its path
+    differs."""
     from ..core.projection import project
 
     plan = ctx.plan
     if plan.workload.mode == "offline" and fmt != "template":
         return [offline_figures(project(plan, ctx.catalog, rented))]
-    transport = launch_transport(plan, fmt)
-    if transport is None:
+    path = launch_path(plan, fmt)
+    if path is None:
         return [f"projection: none for this run: {PATHS[fmt][1]}"]
-    launched = project(with_transport(plan, transport), ctx.catalog, rented)
-    lines = [
-        f"projection of this run (hidden states {TRANSPORT_NAMES[transport]}, "
-        f"workload.transport = {transport}): {figures(launched)}"
-    ]
-    if plan.workload.transport != transport:
-        own = project(plan, ctx.catalog)
+    launched = project(with_path(plan, path), ctx.catalog, rented)
+    name, keys = path_words(path)
+    lines = [f"projection of this run ({name}, {keys}): {figures(launched)}"]
+    own = own_path(plan)
+    if path != own:
+        name, keys = path_words(own)
         lines.append(
-            f"the plan's own figures are for hidden states "
-            f"{TRANSPORT_NAMES[plan.workload.transport]} (workload.transport = "
-            f"{plan.workload.transport}): {figures(own)}; this launch does not run "
-            f"that path: {PATHS[fmt][1]}"
+            f"the plan's own figures are for {name} ({keys}): "
+            f"{figures(project(plan, ctx.catalog))}; this launch does not run that path: "
+            f"{why_not(plan, fmt, path)}"
         )
     return lines
 
@@ -494,6 +499,24 @@ OFFLINE_REFUSALS = {
     "skypilot": "the task runs SpecForge's online capture servers and trainers on each "
     "node; write the offline run with --format specforge or slurm",
 }
+
+
+# The formats whose online launch runs Mooncake over TCP: MOONCAKE_PROTOCOL=tcp and
+# mooncake_protocol "tcp" across nodes; managed-local on one node takes the protocol's
+# default, tcp (specforge 0.2.0 ManagedLocalMooncakeConfig.protocol). SpecForge's schema and
+# trainer refuse receive_buffers "cuda" (workload.receive = device) without RDMA (PR #840).
+MOONCAKE_TCP_FORMATS = ("specforge", "slurm", "kubernetes", "skypilot")
+
+
+def require_receive(plan: Plan, fmt: str) -> None:
+    """Refuse a receive mode the launch's Mooncake protocol cannot run."""
+    if plan.workload.receive == "device" and fmt in MOONCAKE_TCP_FORMATS:
+        raise PlanError(
+            f"workload.receive = device: the {fmt} launch runs Mooncake over tcp "
+            f"(MOONCAKE_PROTOCOL=tcp) and device receive (SpecForge's receive_buffers "
+            f'"cuda") needs RDMA; set workload.receive = "pinned" or "host"',
+            "workload.receive",
+        )
 
 
 def hidden_states_dir(plan: Plan) -> str:

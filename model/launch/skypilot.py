@@ -20,10 +20,10 @@ from .common import (
     name_label,
     run_id,
     specforge_stack_setup,
-    with_transport,
+    with_path,
 )
-from .escape import cmd, heredoc, q, to_yaml, to_yaml_documents, yaml_comments
-from .paths import launch_transport
+from .escape import cmd, env, heredoc, q, to_yaml, to_yaml_documents, yaml_comments
+from .paths import launch_path, own_path
 
 NAME = "skypilot"
 TITLE = "SkyPilot task running SpecForge unified (sky launch / sky jobs launch)"
@@ -87,8 +87,8 @@ def task_name(ctx: Context) -> str:
 
 def duration_s(ctx: Context) -> int | None:
     """The projected duration of the launched run, in seconds (None: it does not fit)."""
-    transport = launch_transport(ctx.plan, NAME) or ctx.plan.workload.transport
-    projection = project(with_transport(ctx.plan, transport), ctx.catalog)
+    path = launch_path(ctx.plan, NAME) or own_path(ctx.plan)
+    projection = project(with_path(ctx.plan, path), ctx.catalog)
     return None if projection.days is None else math.ceil(projection.days * 86400)
 
 
@@ -148,7 +148,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "
                 "NODE_RANK",
                 heredoc("run.yaml", doc_yaml),
-                cmd("specforge", "train", "-c", "run.yaml"),
+                f"{env(**specforge.receive_env(ctx))} "
+                + cmd("specforge", "train", "-c", "run.yaml"),
             ]
         )
         docs = [task(group, 1, names[resolved.target_gpu.key], per_node, setup, run)]

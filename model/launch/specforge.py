@@ -261,6 +261,21 @@ def node_config(node: int) -> str:
     return f"run-node{node}.yaml"
 
 
+# SpecForge's trainer receive buffers by workload.receive (sgl-project/SpecForge
+# specforge/config/schema.py DisaggregatedDeploymentConfig.receive_buffers, PRs #840 and
+# #858, September 2026), as the launcher passes them to every trainer process: the
+# environment variable, which overrides the config key. specforge 0.2.0's schema forbids
+# unknown keys and has no receive_buffers, so the run.yaml cannot carry it; 0.2.0 ignores
+# the variable and receives pageable (inputs/plan.py LAUNCH_RECEIVE).
+RECEIVE_BUFFERS = {"host": "pageable", "pinned": "pinned", "device": "cuda"}
+
+
+def receive_env(ctx: Context) -> dict[str, object]:
+    """What tells the trainer how to receive: every trainer process inherits it (torchrun's
+    workers, and managed-local's supervisor spawns them from its own environment)."""
+    return {"DISAGG_RECEIVE_BUFFERS": RECEIVE_BUFFERS[ctx.plan.workload.receive]}
+
+
 def consumer_env(ctx: Context, node: int, rank: int) -> dict[str, object]:
     """The consumer's environment. SpecForge does not assign GPUs to external servers and
     picks devices by local rank: the trainer gets its own devices explicitly. torchrun's
@@ -268,6 +283,7 @@ def consumer_env(ctx: Context, node: int, rank: int) -> dict[str, object]:
     specforge/launch_plan.py) reads it in every worker, where --node-rank is not passed:
     it must be the trainer rank, not the node's index in the plan."""
     out: dict[str, object] = {
+        **receive_env(ctx),
         "NODE_RANK": rank,
         "CUDA_VISIBLE_DEVICES": devices(ctx.layout.drafters[node]),
     }
@@ -412,7 +428,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         body = [
             "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT NODE_RANK",
             heredoc("run.yaml", text),
-            cmd("specforge", "train", "-c", "run.yaml"),
+            f"{env(**receive_env(ctx))} {cmd('specforge', 'train', '-c', 'run.yaml')}",
         ]
         return LaunchScript(
             NAME,

@@ -227,13 +227,57 @@ TRAINER_FETCH_BYTES_PER_S: float = fitting.value("TRAINER_FETCH_BYTES_PER_S")
 # benchmark: 142 of about 200 GB/s on 8 RoCE NICs).
 NETWORK_EFFICIENCY: float = fitting.value("NETWORK_EFFICIENCY")
 
+# How a trainer receives its states from the Mooncake store (workload.receive; SpecForge's
+# deployment.disaggregated.receive_buffers, sgl-project/SpecForge specforge/config/schema.py,
+# pooled receive buffers from PR #840, pinned the default since #858, September 2026):
+# - host: each tensor lands in a fresh pageable host tensor and is copied to the device on
+#   the training stream, so the trainer waits for it (SpecForge 0.2.0 and main a6b6b023,
+#   2026-08-08; speculators' Mooncake backend gets tensors into host memory too). The rate
+#   is the fitted TRAINER_FETCH_BYTES_PER_S (upstream's recipe, PR #869, measured host
+#   receive capping a B300 trainer rank at about 1.5 GB/s);
+# - pinned ("pinned"): a pooled pinned host buffer, copied to the device on a side stream,
+#   overlapped with training: no wait, at most the drafter's host link;
+# - device ("cuda", Mooncake over RDMA only): the transfer engine writes into GPU memory,
+#   overlapped, no host hop: at most the drafter's NIC. Over RDMA the capture server
+#   publishes from its GPU too (#841; capture_servers[].gpu_put, auto when RDMA), so the
+#   host-staged capture sink gives way to the target's NIC.
+# A GPU-direct Mooncake store (SpecForge #775) is still in review (December 2026): not a
+# mode yet. The modes are the plan's (inputs/plan.py Receive); their names as shown:
+RECEIVE_NAMES: dict[str, str] = {
+    "host": "host receive",
+    "pinned": "pinned receive",
+    "device": "device receive",
+}
+# How the states reach the store in each mode: staged through host memory, or over RDMA
+# from the capture server's GPU (device).
+_STAGING: dict[str, str] = {"host": "host-staged", "pinned": "host-staged", "device": "RDMA"}
+
+
+def path_name(transport: str, receive: str, short: bool = False) -> str:
+    """How a plan's hidden states travel, as the report, the app and the launch scripts say
+    it (`short`: the link line's form)."""
+    if transport == "direct":
+        return "device to device"
+    staging, name = _STAGING[receive], RECEIVE_NAMES[receive]
+    if short:
+        return f"Mooncake store ({staging}), {name}"
+    if receive == "device":
+        return f"through a Mooncake store over RDMA, {name}"
+    return f"{staging} through a Mooncake store, {name}"
+
 
 def hidden_state_path(
-    target_gpu: Gpu, drafter_gpu: Gpu, bytes_per_token: float, sample_tokens: float, transport: str
+    target_gpu: Gpu,
+    drafter_gpu: Gpu,
+    bytes_per_token: float,
+    sample_tokens: float,
+    transport: str,
+    receive: str = "host",
 ) -> HiddenStatePath:
     """The path of one plan's hidden states. `direct`: device to device (an in-process
     pipeline on one node uses PCIe or NVLink peer copies; across nodes the network), no
-    store. `mooncake`: host-staged through the store, with SpecForge's measured ceilings."""
+    store. `mooncake`: host-staged through the store, with SpecForge's measured ceilings,
+    received as `receive` says (RECEIVE_NAMES; only the Mooncake path has one)."""
     net_t = target_gpu.network_bytes_per_s * NETWORK_EFFICIENCY
     net_d = drafter_gpu.network_bytes_per_s * NETWORK_EFFICIENCY
     if transport == "direct":
@@ -249,19 +293,25 @@ def hidden_state_path(
             receive_blocks_training=False,
             target_network_bytes_per_s=net_t,
             drafter_network_bytes_per_s=net_d,
-            description="device to device",
+            description=path_name(transport, receive),
         )
+    receiver = {
+        "host": min(drafter_gpu.host_link_bytes_per_s, TRAINER_FETCH_BYTES_PER_S),
+        "pinned": drafter_gpu.host_link_bytes_per_s,
+        "device": net_d,
+    }[receive]
+    sink = min(target_gpu.host_link_bytes_per_s, CAPTURE_SINK_BYTES_PER_S)
     return HiddenStatePath(
         bytes_per_token=bytes_per_token,
         sample_tokens=sample_tokens,
-        sender_bytes_per_s=min(target_gpu.host_link_bytes_per_s, CAPTURE_SINK_BYTES_PER_S),
-        receiver_bytes_per_s=min(drafter_gpu.host_link_bytes_per_s, TRAINER_FETCH_BYTES_PER_S),
+        sender_bytes_per_s=net_t if receive == "device" else sink,
+        receiver_bytes_per_s=receiver,
         sender_s_per_sample=0.0,
         receiver_s_per_sample=0.0,
-        receive_blocks_training=True,
+        receive_blocks_training=receive == "host",
         target_network_bytes_per_s=net_t,
         drafter_network_bytes_per_s=net_d,
-        description="host-staged through a Mooncake store",
+        description=path_name(transport, receive),
     )
 
 
@@ -293,8 +343,11 @@ def pipeline_inputs(
     sample_tokens: float,
     hidden_state_bytes_per_token: float,
     transport: str = "mooncake",
+    receive: str = "host",
 ) -> PipelineInputs:
-    """The pipeline's inputs from per-GPU rates (one GPU of each role)."""
+    """The pipeline's inputs from per-GPU rates (one GPU of each role). `receive`: the
+    Mooncake path's receive mode; "host" unless told, as the public runs the evidence
+    holds received (the June benchmark, the specforge 0.2.0 wheel)."""
     tp_eff = tp_efficiency(target_gpu, tp, hidden, layers_run, target_tokens_per_s)
     return PipelineInputs(
         tp=tp,
@@ -312,6 +365,11 @@ def pipeline_inputs(
         drafter_gpus_per_node=drafter_gpu.gpus_per_node,
         same_gpu_type=target_gpu.key == drafter_gpu.key,
         hidden=hidden_state_path(
-            target_gpu, drafter_gpu, hidden_state_bytes_per_token, sample_tokens, transport
+            target_gpu,
+            drafter_gpu,
+            hidden_state_bytes_per_token,
+            sample_tokens,
+            transport,
+            receive,
         ),
     )
