@@ -73,16 +73,13 @@ def recipe(catalog, baseline, tmp_path, receive: str, measured: bool = True):
     return project(plan, catalog)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pinned/host is 1 + 51,200 B/token x 21,150 tok/s / TRAINER_FETCH_BYTES_PER_S "
-    "(2.02 GB/s, fitted on the June H200 benchmark) = 1.54, below the measured 1.59: the "
-    "recipe's ~1.5 GB/s host cap per B300 rank gives 1.72 (refit pending, issue 30 item 2)",
-)
 def test_pinned_receive_outruns_host_receive_by_the_measured_ratio(catalog, baseline, tmp_path):
     host = recipe(catalog, baseline, tmp_path, "host")
     pinned = recipe(catalog, baseline, tmp_path, "pinned")
     assert host.tokens_per_s is not None and pinned.tokens_per_s is not None
+    # 1 + 51,200 B/token x 21,150 tok/s / TRAINER_FETCH_BYTES_PER_S: the host rate refitted
+    # across three rigs (1.75 GB/s: the June H200 benchmark, this recipe's B300 ranks and
+    # the DeepSeek-V4-Flash recipe's B200 ranks) gives 1.62.
     ratio = pinned.tokens_per_s / host.tokens_per_s
     assert RECEIVE_SPEEDUP[0] <= ratio <= RECEIVE_SPEEDUP[1], ratio
 

@@ -101,6 +101,7 @@ def _inputs(case: Case, target_gpu: Gpu, drafter_gpu: Gpu, t_rate: float, d_rate
         sample_tokens=tokens,
         hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
         transport=case.get("transport", "mooncake"),
+        receive=case.get("receive", "host"),
     )
 
 
