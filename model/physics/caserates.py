@@ -13,6 +13,7 @@ from typing import Any
 
 from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
+from . import fitting
 from .fitting import CAPTURED_LAYERS, case_drafter, case_model, training_time_flop_per_token
 from .pipeline import flow, pipeline_inputs, tp_efficiency
 from .roofline import (
@@ -163,3 +164,6 @@ def rate(case: Case, gpus: Mapping[str, Gpu]) -> float:
     if quantity == "pipeline_samples_per_s":
         return pipeline_tokens_per_s(case, gpu) / tokens
     raise ValueError(f"{case['id']}: {quantity} is not a rate quantity")
+
+
+fitting.register_case_rate(rate)

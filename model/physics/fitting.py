@@ -346,17 +346,27 @@ def _implied_efficiency(case: Case, field: str, values: Values) -> float:
     return _solve_efficiency(case["id"], field, inputs)
 
 
+# caserates.py registers its `rate` here when it loads (it imports this module for the
+# cases' shapes, so this module cannot import it); the package imports it first.
+_CASE_RATE: list[Callable[[Case, Mapping[str, Gpu]], float]] = []
+
+
+def register_case_rate(rate: Callable[[Case, Mapping[str, Gpu]], float]) -> None:
+    _CASE_RATE[:] = [rate]
+
+
 @functools.cache
 def _solve_efficiency(case_id: str, field: str, inputs: tuple[tuple[str, float], ...]) -> float:
-    from . import caserates  # imports pipeline and roofline, which read fitted values
-
+    if not _CASE_RATE:
+        raise RuntimeError("model.physics.caserates is not imported: it registers the case rate")
+    case_rate = _CASE_RATE[0]
     case, values = _case(case_id), dict(inputs)
     gpus = {k: _efficiency_gpu(k, values) for k in (case["gpu"], case.get("gpu_b")) if k}
     base, target = gpus[case["gpu"]], float(case["value"])
 
     def rate(efficiency: float) -> float:
         gpus[case["gpu"]] = base.model_copy(update={field: efficiency})
-        return caserates.rate(case, gpus)
+        return case_rate(case, gpus)
 
     # Most rates are proportional to the efficiency (a single GPU's roofline): solved
     # directly; a pipeline's all-reduce or a TP group's is not, and is bisected.
