@@ -32,11 +32,13 @@ from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficien
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
 from .cost import Prices, prices, probe_gpu_hours
+from ..physics.decode import maturity
 from .diagnostics import (
     Diagnostic,
     anchors_check,
     idle_check,
     link_check,
+    decode_maturity_checks,
     maturity_checks,
     measurement_checks,
     memory_checks,
@@ -892,6 +894,11 @@ def project_resolved(
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
+    if regen is not None:
+        regen_gpu = r.gpus[regen.gpu]
+        diagnostics += decode_maturity_checks(
+            regen_gpu, maturity(regen_gpu, regen.engine), catalog.today
+        )
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
             diagnostics.append(
