@@ -163,10 +163,9 @@ def test_the_decode_pool_follows_the_engine_and_the_gpu(capsys):
     model = PRESETS["qwen3-8b"]
     weights_gib = 2 * model.total_params / GIB
     per_sequence = 36 * 8 * 128 * 2 * 2 * (2344 / 2)
-    held = fitting.value("DECODE_RUNTIME_HELD_GIB")
     for launch, pool_gib in (
-        ("specforge", 96 - SGLANG_RESERVE_96_GIB - weights_gib),
-        ("speculators", 0.9 * 96 - weights_gib - held),
+        ("specforge", lambda: 96 - SGLANG_RESERVE_96_GIB - weights_gib),
+        ("speculators", lambda: 0.9 * 96 - weights_gib - fitting.value("DECODE_RUNTIME_HELD_GIB")),
     ):
         regen = project(
             capsys,
@@ -175,10 +174,11 @@ def test_the_decode_pool_follows_the_engine_and_the_gpu(capsys):
             f"launch.format={launch}",
         )["regeneration"]
         assert regen["batch_limit"] == "memory"
-        assert regen["batch"] == int(pool_gib * GIB // per_sequence)
+        assert regen["batch"] == int(pool_gib() * GIB // per_sequence)
     # On a 180 GiB B200 SGLang's chunks and graphs are bigger (16,384 tokens, 512 slots).
     from dflash_plan.model.physics.decode import kv_pool_gib, sglang_reserved_gib
 
+    held = fitting.value("DECODE_RUNTIME_HELD_GIB")
     b200 = fitting.builtin_gpus()["b200"]
     assert sglang_reserved_gib(b200, 1) == pytest.approx((512 + 16384 * 1.5 + 512 * 2 + 128) / 1024)
     assert kv_pool_gib("vllm", b200, 1, 10.0) == pytest.approx(0.9 * 180 - 10 - held)
@@ -256,14 +256,19 @@ def test_bad_regeneration_settings_say_what_is_wrong(capsys, sets, says):
 def test_validate_shows_the_decode_cases_cross_validated(catalog):
     result = validate(catalog)
     decode = [r for r in result.rows if r.quantity == "decode_tokens_per_s_per_gpu"]
-    assert len(decode) >= 5 and len({r.gpu for r in decode}) >= 3
+    assert len(decode) >= 20 and len({r.gpu for r in decode}) >= 3
+    assert len({r.group for r in decode}) >= 5
     assert all(r.id in result.cv_rows for r in decode)
     cv = result.cross_validated["decode"].summary
     assert cv.cases == len(decode)
-    # Where the decode model stands (docs/validation.md): lower these as it improves.
-    assert cv.median_abs_error <= 0.25 and cv.worst_abs_error <= 1.10
-    constant = next(c for c in result.constants if c.name == "DECODE_BANDWIDTH_EFFICIENCY")
-    assert constant.cross_validatable and 0.5 < constant.value < 0.9
+    # Issue 30's bar for the decode model, each group predicted by constants fitted
+    # without it: median within 20 %, worst within 50 % (docs/validation.md, "Decode").
+    assert cv.median_abs_error <= 0.20 and cv.worst_abs_error <= 0.50
+    constants = {c.name: c for c in result.constants}
+    efficiency = constants["DECODE_BANDWIDTH_EFFICIENCY"]
+    assert efficiency.cross_validatable and 0.6 < efficiency.value <= 1.0
+    for name in ("DECODE_STEP_S_PER_SEQUENCE", "MI300X_VLLM_DECODE_MATURITY"):
+        assert constants[name].cross_validatable, name
 
 
 def test_compare_shows_the_whole_job_of_a_plan_that_regenerates(capsys, tmp_path):
