@@ -233,4 +233,4 @@ def test_the_runtime_held_by_vllm_is_the_mean_of_its_two_groups(cases):
     # vLLM's PR #10511 log (1.79 + 1.26 GiB) and silybench's pool (0.9 x 79.22 - 15.26 -
     # 51.78 GiB).
     assert fitting.fit_all(cases)["DECODE_RUNTIME_HELD_GIB"] == pytest.approx((3.05 + 4.24) / 2)
-    assert decode.DECODE_RUNTIME_HELD_GIB == fitting.value("DECODE_RUNTIME_HELD_GIB")
+    assert fitting.value("DECODE_RUNTIME_HELD_GIB") == decode.DECODE_RUNTIME_HELD_GIB

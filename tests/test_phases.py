@@ -138,15 +138,17 @@ def test_short_prompts_prefill_in_the_engines_batches(capsys):
     from dflash_plan.model.physics.roofline import default_efficiency, target_roofline
     from dflash_plan.model.physics.work import target_work
 
-    regen = project(
-        capsys, "workload.regenerate=true", "workload.regenerate_output_tokens=2216"
-    )["regeneration"]
+    regen = project(capsys, "workload.regenerate=true", "workload.regenerate_output_tokens=2216")[
+        "regeneration"
+    ]
     assert regen["prompt_tokens"] == 128
     gpu = fitting.builtin_gpus()["rtx-pro-6000"]
     model = PRESETS["qwen3-8b"]
     work = target_work(model, model.default_layer_ids(5), 128)
     compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup)
-    memory = gpu.mem_bytes_per_s / (work.weight_bytes_per_forward / 8192 + work.activation_bytes_per_token)
+    memory = gpu.mem_bytes_per_s / (
+        work.weight_bytes_per_forward / 8192 + work.activation_bytes_per_token
+    )
     one_prompt = target_roofline(work, gpu).tokens_per_s
     batched = min(compute, memory)
     assert batched > 2 * one_prompt  # the whole weights per 128 tokens, before
@@ -207,7 +209,9 @@ def test_vllm_decodes_on_mi300x_at_its_dated_maturity(capsys):
     )
     low, _, high = (regen["software_maturity"][k] for k in ("low", "factor", "high"))
     assert low < factor < high
-    codes = [(d["code"], d["values"]["role"]) for d in doc["diagnostics"] if "maturity" in d["code"]]
+    codes = [
+        (d["code"], d["values"]["role"]) for d in doc["diagnostics"] if "maturity" in d["code"]
+    ]
     assert ("software-maturity", "decode") in codes
 
 

@@ -17,6 +17,7 @@ from ..inputs.hardware import Gpu
 from ..inputs.plan import OFFLINE_LAUNCH_FORMATS, Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.decode import maturity
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
@@ -32,13 +33,12 @@ from ..physics.roofline import MOE_EFFICIENCY_FACTOR, Roofline, default_efficien
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
 from .cost import Prices, prices, probe_gpu_hours
-from ..physics.decode import maturity
 from .diagnostics import (
     Diagnostic,
     anchors_check,
+    decode_maturity_checks,
     idle_check,
     link_check,
-    decode_maturity_checks,
     maturity_checks,
     measurement_checks,
     memory_checks,

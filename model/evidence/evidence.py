@@ -291,9 +291,7 @@ def _predict_decode(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
     return rate, ESTIMATE_SPREAD["target"]
 
 
-def _predict_engine_held(
-    case: Mapping[str, Any], c: Catalog
-) -> tuple[float, tuple[float, float]]:
+def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     return decode.DECODE_RUNTIME_HELD_GIB, MEMORY_SPREAD
 
 

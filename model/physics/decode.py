@@ -307,11 +307,10 @@ def decode_terms(
     link = gpu.link_bytes_per_s * mesh_links(gpu, tp)
     budget = prefill_tokens or prefill_budget_tokens(engine, gpu, tp)
     mixes = ENGINES[engine].mixes_prefill if mixes_prefill is None else mixes_prefill
-    if mixes:
-        # A step holds at most the budget's tokens, one per sequence in flight (vLLM caps
-        # max_num_seqs at max_num_batched_tokens); the rest of the budget carries prompts.
-        if budget < batch:
-            batch, limit = budget, "token_budget"
+    # A step holds at most the budget's tokens, one per sequence in flight (vLLM caps
+    # max_num_seqs at max_num_batched_tokens); the rest of the budget carries prompts.
+    if mixes and budget < batch:
+        batch, limit = budget, "token_budget"
     step_bytes = weights + batch * context * kv_token
     prefill = prefill_tokens_per_s_per_gpu(
         model,

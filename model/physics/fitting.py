@@ -331,7 +331,9 @@ def _decode_values(values: Values, *names: str) -> tuple[float, ...]:
 
 def _decode_efficiency(case: Case, values: Values) -> Span:
     # Fitted on GPUs whose engines carry no maturity factor (software 1).
-    held, s_per_seq = _decode_values(values, "DECODE_RUNTIME_HELD_GIB", "DECODE_STEP_S_PER_SEQUENCE")
+    held, s_per_seq = _decode_values(
+        values, "DECODE_RUNTIME_HELD_GIB", "DECODE_STEP_S_PER_SEQUENCE"
+    )
     return _point(_implied_efficiency(case, held, s_per_seq))
 
 
@@ -375,7 +377,10 @@ def _decode_maturity(case: Case, values: Values) -> Span:
     """The share of the physics' rate (at the fitted constants) an engine reached on a GPU:
     measured over predicted at software factor 1."""
     held, s_per_seq, eff = _decode_values(
-        values, "DECODE_RUNTIME_HELD_GIB", "DECODE_STEP_S_PER_SEQUENCE", "DECODE_BANDWIDTH_EFFICIENCY"
+        values,
+        "DECODE_RUNTIME_HELD_GIB",
+        "DECODE_STEP_S_PER_SEQUENCE",
+        "DECODE_BANDWIDTH_EFFICIENCY",
     )
     rate = _fit_terms(case["id"], held).at(eff, s_per_seq).tokens_per_s_per_gpu
     return _point(float(case["value"]) / rate)
