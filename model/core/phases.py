@@ -44,6 +44,10 @@ class Regeneration:
     maturity: tuple[float, float, float] | None = None  # (low, factor, high) of the engine
 
     @property
+    def engine_name(self) -> str:
+        return ENGINES[self.engine].name
+
+    @property
     def tokens_per_s(self) -> float:
         """Output tokens/s of all the phase's GPUs."""
         return self.decode.tokens_per_s_per_gpu * self.count
