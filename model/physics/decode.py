@@ -32,8 +32,9 @@ from .pipeline import allreduce_seconds, mesh_links, tp_efficiency
 from .roofline import FP8_SPEEDUP, default_efficiency, target_roofline
 from .work import target_work
 
-# The engines' default cap on sequences in flight: vLLM's max_num_seqs (256), which SGLang's
-# default CUDA-graph batch (up to 256 on large GPUs) matches.
+# The planner's default cap on sequences in flight: vLLM's max_num_seqs on GPUs under 70 GiB
+# (1,024 above: vllm/engine/arg_utils.py @ 99d7eb5d) and SGLang's CUDA-graph batch at tp < 4
+# on 60-160 GB GPUs.
 DEFAULT_MAX_SEQUENCES = 256
 # Bytes per weight / per KV element by precision.
 DTYPE_BYTES = {"bf16": BF16_BYTES, "fp8": 1}
@@ -69,8 +70,9 @@ MIB_PER_GIB = 1024
 
 def _sglang_tier(gpu: Gpu, tp: int) -> tuple[int, int]:
     """SGLang's chunked_prefill_size and cuda_graph_max_bs by GPU memory
-    (python/sglang/srt/server_args.py, _handle_gpu_memory_settings, 2026): bigger GPUs
-    prefill bigger chunks and capture bigger decode graphs."""
+    (sgl-project/sglang python/sglang/srt/server_args.py, ServerArgs.
+    _handle_gpu_memory_settings, main as read 2026-12-02): bigger GPUs prefill bigger chunks
+    and capture bigger decode graphs."""
     mib = gpu.memory_gb * MIB_PER_GIB
     if mib < 20 * 1024:
         return 2048, 8
