@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from dflash_plan.model.basics.units import BYTES_PER_GIB
-from dflash_plan.model.physics import fitting, memory, pipeline, roofline
+from dflash_plan.model.physics import decode, fitting, memory, pipeline, roofline
 from dflash_plan.model.physics.fitting import builtin_gpus
 
 PEAK = "mooncake-vllm-pd-qwen3-8b-h800-rdma-peak"
@@ -194,3 +194,70 @@ def test_a_constants_range_is_available_to_projections():
     assert low <= 0.5447 / ceiling + 1e-9 and high >= 0.582 / ceiling - 1e-9
     low, high = fitting.value_range("TRAINER_RUNTIME_RESERVE_GIB")
     assert low == pytest.approx(7.5) and high > memory.TRAINER_RUNTIME_RESERVE_GIB
+
+
+DECODE_CASE = "silybench-h100-qwen3-8b-bf16-decode-2048-2048"
+OCI = "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-2048"
+
+
+def _decode_terms(case):
+    gpu = builtin_gpus()[case["gpu"]]
+    return decode.case_terms(case, gpu, fitting.value("DECODE_RUNTIME_HELD_GIB"))
+
+
+@pytest.mark.parametrize("case_id", [*fitting.DECODE_RANGE[:6], *fitting.MI300X_VLLM_RANGE[:3]])
+def test_a_decode_case_implies_the_constants_that_reproduce_it(cases, case_id):
+    # The efficiency (or the time per sequence) a rate implies gives that rate back: the
+    # sample's time is piecewise linear in the step's memory time, solved segment by segment.
+    terms = _decode_terms(cases[case_id])
+    for efficiency, per_sequence in ((0.9, 1e-5), (0.6, 3e-5), (0.95, 0.0)):
+        rate = terms.at(efficiency, per_sequence).tokens_per_s_per_gpu
+        assert terms.s_per_sequence_for(rate, efficiency) == pytest.approx(per_sequence, abs=1e-12)
+        if terms.memory_s_at_full_bandwidth / efficiency > terms.compute_s + terms.chunk_s:
+            assert terms.efficiency_for(rate, per_sequence) == pytest.approx(efficiency)
+
+
+def test_the_decode_fit_recovers_the_constants_its_cases_were_made_with(cases):
+    # Rates made by the model at efficiency 0.8 and 20 us per sequence: the least-squares
+    # fit of the time per sequence, with the efficiency its cases then imply, finds both.
+    # (Cases whose rate there does not move with the efficiency, compute-bound, carry none:
+    # left out.)
+    fit = []
+    for case in (cases[i] for i in fitting.DECODE_FIT):
+        terms = _decode_terms(case)
+        rate = terms.at(0.8, 2e-5).tokens_per_s_per_gpu
+        if terms.at(0.79, 2e-5).tokens_per_s_per_gpu < rate:
+            case["value"] = rate
+            fit.append(case)
+    assert len(fit) >= 5
+    held = {"DECODE_RUNTIME_HELD_GIB": fitting.value("DECODE_RUNTIME_HELD_GIB")}
+    per_sequence = fitting.BY_NAME["DECODE_STEP_S_PER_SEQUENCE"].fit(fit, held)
+    assert per_sequence == pytest.approx(2e-5, rel=1e-3)
+    values = {**held, "DECODE_STEP_S_PER_SEQUENCE": per_sequence}
+    efficiency = fitting.BY_NAME["DECODE_BANDWIDTH_EFFICIENCY"].fit(fit, values)
+    assert efficiency == pytest.approx(0.8, rel=1e-3)
+
+
+def test_the_decode_maturity_fold_never_sees_its_group(cases):
+    # vLLM on MI300X: leaving OCI out, the maturity is AMD's cases' alone, whatever OCI
+    # measured; with every group in, OCI's case moves it.
+    fold = fitting.fit_all(cases, leave_out="oracle-oci-mi300x")["MI300X_VLLM_DECODE_MATURITY"]
+    full = fitting.fit_all(cases)["MI300X_VLLM_DECODE_MATURITY"]
+    cases[OCI]["value"] *= 2
+    assert fitting.fit_all(cases, leave_out="oracle-oci-mi300x")[
+        "MI300X_VLLM_DECODE_MATURITY"
+    ] == pytest.approx(fold)
+    assert fitting.fit_all(cases)["MI300X_VLLM_DECODE_MATURITY"] > full
+    # The built-in catalog carries the fit, dated, on MI300X's vLLM decode entry.
+    entry = builtin_gpus()["mi300x"].maturity_of("decode", "vllm")
+    assert entry is not None and entry.factor == fitting.value("MI300X_VLLM_DECODE_MATURITY")
+    assert (entry.low, entry.high) == pytest.approx(
+        fitting.value_range("MI300X_VLLM_DECODE_MATURITY")
+    )
+
+
+def test_the_runtime_held_by_vllm_is_the_mean_of_its_two_groups(cases):
+    # vLLM's PR #10511 log (1.79 + 1.26 GiB) and silybench's pool (0.9 x 79.22 - 15.26 -
+    # 51.78 GiB).
+    assert fitting.fit_all(cases)["DECODE_RUNTIME_HELD_GIB"] == pytest.approx((3.05 + 4.24) / 2)
+    assert fitting.value("DECODE_RUNTIME_HELD_GIB") == decode.DECODE_RUNTIME_HELD_GIB

@@ -96,15 +96,16 @@ def signed_days(value: float | None) -> str:
 
 
 def regeneration(regen: Regeneration, compact: bool = False) -> str:
-    """The decode figures behind the regeneration phase, with the range its evidence leaves
-    (the decode efficiency's fitted range: the sources disagree by up to 2x)."""
+    """The decode figures behind the regeneration phase and its serving engine, with the
+    range its evidence leaves (the decode efficiency's fitted range, the GPU's compute band
+    and the engine's maturity on the GPU)."""
     d = regen.decode
     slow, fast = regen.tokens_per_s_per_gpu_range
     quick, long = regen.seconds_range
     limit = "" if compact else f" ({d.batch_limit.replace('_', ' ')})"
     return (
-        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU "
-        f"(range {slow:,.0f}-{fast:,.0f}: {duration(quick / 86_400, compact)}-"
+        f"regenerate: {d.tokens_per_s_per_gpu:,.0f} output tok/s per GPU on "
+        f"{regen.engine_name} (range {slow:,.0f}-{fast:,.0f}: {duration(quick / 86_400, compact)}-"
         f"{duration(long / 86_400, compact)}), {d.batch} sequences in flight{limit}, "
         f"{d.step_limit}-bound steps; {regen.output_tokens:,} answer + "
         f"{regen.prompt_tokens:,} prompt tokens per sample"

@@ -279,10 +279,24 @@ def maturity_checks(
     model = rate.model
     if entry is None or model is None or model.maturity is None:
         return []
-    key = f"hardware.{rate.gpu.key}.maturity"
+    return _maturity_diagnostics(rate.role, rate.gpu, entry, today)
+
+
+def decode_maturity_checks(
+    gpu: Gpu, entry: Maturity | None, today: dt.date | None
+) -> list[Diagnostic]:
+    """The software-maturity factor a regeneration's decode carries (its serving engine's
+    on its GPU), its source, and whether it is stale."""
+    return [] if entry is None else _maturity_diagnostics("decode", gpu, entry, today)
+
+
+def _maturity_diagnostics(
+    role: str, gpu: Gpu, entry: Maturity, today: dt.date | None
+) -> list[Diagnostic]:
+    key = f"hardware.{gpu.key}.maturity"
     values: dict[str, Any] = {
-        "gpu": rate.gpu.key,
-        "role": rate.role,
+        "gpu": gpu.key,
+        "role": role,
         "engine": entry.engine,
         "factor": entry.factor,
         "low": entry.low,
@@ -295,21 +309,25 @@ def maturity_checks(
         Diagnostic(
             "software-maturity",
             key,
-            f"{rate.role} on {rate.gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
+            f"{role} on {gpu.name}: x{entry.factor:.2f} ({entry.low:.2f}-"
             f"{entry.high:.2f}) for {engine}'s maturity on this GPU, as of {entry.date} "
             f"({entry.source})",
             values,
         )
     ]
     if today is not None and today > entry.expires:
+        measure = (
+            "compare a decode rate measured on it (docs/validation.md, 'Decode')"
+            if role == "decode"
+            else f"measure the {role} (dflash-plan probe --gpu {gpu.key} --role {role})"
+        )
         out.append(
             Diagnostic(
                 "maturity-stale",
                 key,
-                f"the {engine} maturity factor for {rate.gpu.name} ({entry.date}) expired "
+                f"the {engine} maturity factor for {gpu.name} ({entry.date}) expired "
                 f"on {entry.expires}: software for a new GPU catches up; check the source again "
-                f"or measure the {rate.role} (dflash-plan probe --gpu {rate.gpu.key} --role "
-                f"{rate.role})",
+                f"or {measure}",
                 values,
             )
         )

@@ -17,9 +17,11 @@ from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
-from ..physics.decode import DECODE_BANDWIDTH_EFFICIENCY_RANGE, Decode, decode
+from ..physics.decode import DECODE_BANDWIDTH_EFFICIENCY_RANGE, ENGINES, Decode, decode, maturity
 from .cost import Prices
 from .offline import Offline
+from .rates import engine
+from .scenarios import efficiency_band
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +36,16 @@ class Regeneration:
     prompt_tokens: int  # per sample
     samples: int
     decode: Decode
-    # Output tokens/s per GPU at the low and the high end of the decode efficiency's range.
+    # Output tokens/s per GPU at the slow and the fast end: the decode efficiency's range,
+    # the GPU's compute-efficiency band and the engine's maturity range together.
     tokens_per_s_per_gpu_range: tuple[float, float]
+    engine: str = "vllm"  # the serving engine (decode.ENGINES)
+    compute_band: tuple[float, float] = (1.0, 1.0)  # factors on the default compute efficiency
+    maturity: tuple[float, float, float] | None = None  # (low, factor, high) of the engine
+
+    @property
+    def engine_name(self) -> str:
+        return ENGINES[self.engine].name
 
     @property
     def tokens_per_s(self) -> float:
@@ -71,6 +81,11 @@ class Regeneration:
             "bandwidth_efficiency": d.bandwidth_efficiency,
             "tokens_per_s_per_gpu_range": list(self.tokens_per_s_per_gpu_range),
             "days_range": [s / SECONDS_PER_DAY for s in self.seconds_range],
+            "engine": self.engine,
+            "compute_efficiency_band": list(self.compute_band),
+            "software_maturity": None
+            if self.maturity is None
+            else dict(zip(("low", "factor", "high"), self.maturity, strict=True)),
         }
 
 
@@ -105,13 +120,52 @@ def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
     return key, count, tp
 
 
+@dataclass(frozen=True, slots=True)
+class DecodeSetting:
+    """What a regeneration's decode rests on besides the plan: its serving engine, the
+    GPU's compute-efficiency band and the engine's maturity on the GPU (low, factor,
+    high)."""
+
+    engine: str
+    compute_band: tuple[float, float]
+    maturity: tuple[float, float, float] | None
+
+    @property
+    def software(self) -> float:
+        return 1.0 if self.maturity is None else self.maturity[1]
+
+
+def decode_setting(plan: Plan, gpu: Gpu) -> DecodeSetting:
+    """The regeneration's engine (the launch format's: speculators runs vLLM, SpecForge
+    SGLang), the GPU's measured compute-efficiency band and that engine's dated maturity
+    on the GPU (hardware.toml)."""
+    key = engine("target", plan.launch.format)
+    band = efficiency_band("target", gpu.arch)
+    mature = maturity(gpu, key)
+    ends = None if mature is None else (mature.low, mature.factor, mature.high)
+    return DecodeSetting(key, (band.low, band.high), ends)
+
+
 def regeneration_decode(
-    plan: Plan, model: TargetModel, gpu: Gpu, tp: int, efficiency: float | None = None
+    plan: Plan,
+    model: TargetModel,
+    gpu: Gpu,
+    tp: int,
+    efficiency: float | None = None,
+    end: int | None = None,
 ) -> Decode:
     """One replica's decode of the plan's answers, at the fitted decode efficiency unless
-    given (raises PlanError when the weights leave no room for a sequence)."""
+    given, centrally or at one end (`end` 0: the slow end, 1: the fast end: the compute
+    band and the maturity at that end); raises PlanError when the weights leave no room for
+    a sequence."""
     w = plan.workload
     output = w.regenerate_output_tokens or w.avg_sample_tokens
+    setting = decode_setting(plan, gpu)
+    compute, software = 1.0, setting.software
+    if end is not None:
+        compute = setting.compute_band[end]
+        if setting.maturity is not None:
+            software = setting.maturity[0 if end == 0 else 2]
     rate = decode(
         model,
         gpu,
@@ -119,12 +173,16 @@ def regeneration_decode(
         w.avg_sample_tokens - output,
         output,
         plan.regenerate.max_sequences,
+        engine=setting.engine,
         bandwidth_efficiency=efficiency,
+        compute_factor=compute,
+        software_factor=software,
     )
     if rate is None:
         raise PlanError(
             f"regenerate: {model.name}'s weights leave no room for a sequence's KV cache on "
-            f"{tp} x {gpu.name}: raise regenerate.tp",
+            f"{tp} x {gpu.name} under {ENGINES[setting.engine].name}'s memory defaults: raise "
+            f"regenerate.tp",
             "regenerate.tp",
             value=str(tp),
         )
@@ -134,12 +192,13 @@ def regeneration_decode(
 def regeneration_rates(
     plan: Plan, model: TargetModel, gpu: Gpu, tp: int
 ) -> tuple[Decode, tuple[float, float]]:
-    """The replica's decode at the fitted efficiency, and its rate per GPU at the low and
-    the high end of the efficiency's range (raises PlanError as regeneration_decode)."""
+    """The replica's decode at the fitted constants, and its rate per GPU at the slow and
+    the fast end: the decode efficiency's range, the compute band and the engine's
+    maturity range at the same end (raises PlanError as regeneration_decode)."""
     rate = regeneration_decode(plan, model, gpu, tp)
     slow, fast = (
-        regeneration_decode(plan, model, gpu, tp, e).tokens_per_s_per_gpu
-        for e in DECODE_BANDWIDTH_EFFICIENCY_RANGE
+        regeneration_decode(plan, model, gpu, tp, e, end).tokens_per_s_per_gpu
+        for end, e in enumerate(DECODE_BANDWIDTH_EFFICIENCY_RANGE)
     )
     return rate, (slow, fast)
 
@@ -153,6 +212,7 @@ def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regene
     key, count, tp = regeneration_gpus(plan, gpus)
     rate, (slow, fast) = regeneration_rates(plan, model, gpus[key], tp)
     output = w.regenerate_output_tokens or w.avg_sample_tokens
+    setting = decode_setting(plan, gpus[key])
     return Regeneration(
         key,
         gpus[key].name,
@@ -163,6 +223,9 @@ def regeneration(plan: Plan, model: TargetModel, gpus: dict[str, Gpu]) -> Regene
         w.samples,
         rate,
         (slow, fast),
+        setting.engine,
+        setting.compute_band,
+        setting.maturity,
     )
 
 

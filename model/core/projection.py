@@ -17,6 +17,7 @@ from ..inputs.hardware import Gpu
 from ..inputs.plan import LAUNCH_RECEIVE, OFFLINE_LAUNCH_FORMATS, Plan, launch_receive
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.decode import maturity
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import (
@@ -37,6 +38,7 @@ from .cost import Prices, prices, probe_gpu_hours
 from .diagnostics import (
     Diagnostic,
     anchors_check,
+    decode_maturity_checks,
     idle_check,
     link_check,
     maturity_checks,
@@ -907,6 +909,11 @@ def project_resolved(
     for rate in (t, d):
         entry = rate.gpu.maturity_of(rate.role, engine(rate.role, plan.launch.format))
         diagnostics += maturity_checks(rate, entry, catalog.today)
+    if regen is not None:
+        regen_gpu = r.gpus[regen.gpu]
+        diagnostics += decode_maturity_checks(
+            regen_gpu, maturity(regen_gpu, regen.engine), catalog.today
+        )
     for key in plan.gpus_in_use():
         if view.per_hour(key) is None:
             diagnostics.append(

@@ -171,10 +171,21 @@ def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
 
 
 def _predict_decode(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    gpu = c.gpus[case["gpu"]]
+    mature = decode.maturity(gpu, case["serving_engine"])
     rate = fitting.case_decode_rate(
-        case, c.gpus[case["gpu"]], decode.DECODE_BANDWIDTH_EFFICIENCY, memory.RUNTIME_RESERVE_GIB
+        case,
+        gpu,
+        decode.DECODE_BANDWIDTH_EFFICIENCY,
+        1.0 if mature is None else mature.factor,
+        decode.DECODE_RUNTIME_HELD_GIB,
+        decode.DECODE_STEP_S_PER_SEQUENCE,
     )
     return rate, ESTIMATE_SPREAD["target"]
+
+
+def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    return decode.DECODE_RUNTIME_HELD_GIB, MEMORY_SPREAD
 
 
 PREDICTORS: dict[str, Predictor] = {
@@ -190,6 +201,7 @@ PREDICTORS: dict[str, Predictor] = {
     "target_memory_gb": _predict_target_memory,
     "hidden_state_bytes_per_s": _predict_hidden,
     "decode_tokens_per_s_per_gpu": _predict_decode,
+    "engine_held_gib": _predict_engine_held,
 }
 
 
@@ -340,14 +352,17 @@ class Validation:
         }
 
 
-# The regeneration phase's decode model is validated apart (its own row): the training
-# model's tiers are as they were before it.
+# The regeneration phase's decode model is validated apart (its own rows: the decode rates,
+# and the memory a serving engine holds that sets its batch): the training model's tiers are
+# as they were before it.
 DECODE = "decode_tokens_per_s_per_gpu"
+DECODE_MEMORY = "engine_held_gib"
+APART = (DECODE, DECODE_MEMORY)
 
 
 def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
     every = list(rows)
-    rows = [r for r in every if r.quantity != DECODE]
+    rows = [r for r in every if r.quantity not in APART]
     return {
         # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
         # predictions are everything else.
@@ -356,6 +371,7 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
         "weak": [r for r in rows if r.tier == "weak"],
         "all": rows,
         "decode": [r for r in every if r.quantity == DECODE],
+        "decode/memory": [r for r in every if r.quantity == DECODE_MEMORY],
         # Every tier of the runs of the drafter the plan trains: the part of the model the
         # answer rests on.
         "dflash-family": [r for r in rows if r.dflash_family],
@@ -385,7 +401,7 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
             if c.gpu_fields:
                 for key, gpu_field in c.gpu_fields:
                     if key in gpus:
-                        gpus[key] = gpus[key].model_copy(update={gpu_field: value})
+                        gpus[key] = fitting.set_gpu_field(gpus[key], gpu_field, value)
                 continue
             module = homes[c.home]
             saved.append((module, name, getattr(module, name)))
@@ -466,7 +482,7 @@ def cross_validate(
 def validate(catalog: Catalog) -> Validation:
     cases = load_cases()
     rows = tuple(predict(case, catalog) for case in cases)
-    training = [r for r in rows if r.quantity != DECODE]
+    training = [r for r in rows if r.quantity not in APART]
     groups: dict[str, list[Row]] = {"all": training}
     groups["strong/model"] = _tiers(rows)["strong/model"]
     for tier in TIERS:
@@ -476,6 +492,7 @@ def validate(catalog: Catalog) -> Validation:
     for half in HALVES:
         groups[half] = [r for r in training if r.half == half]
     groups["decode"] = [r for r in rows if r.quantity == DECODE]
+    groups["decode/memory"] = [r for r in rows if r.quantity == DECODE_MEMORY]
     groups["dflash-family"] = [r for r in training if r.dflash_family]
     constants, cv_rows, needs = cross_validate(catalog, cases)
     apart = _tiers(r for r in rows if r.id in needs)

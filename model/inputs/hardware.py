@@ -72,10 +72,12 @@ class Maturity(BaseModel):
     GPU's kernel family predict, dated: a new GPU's kernels lag and catch up."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    role: Literal["target", "drafter"]
+    role: Literal["target", "drafter", "decode"]
     engine: str = Field(
         description="capture engine (sglang, vllm) for the target role, "
-        "training stack (pytorch) for the drafter"
+        "training stack (pytorch) for the drafter, serving engine (vllm, sglang, trtllm) "
+        "for decode (the regeneration; a target entry of the same engine applies when "
+        "there is no decode entry)"
     )
     factor: MaturityFactor = Field(description="central factor on the rate")
     low: MaturityFactor

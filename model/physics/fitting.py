@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from typing import Any
 from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
-from ..inputs.hardware import Gpu, parse_gpus
+from ..inputs.hardware import Gpu, Maturity, parse_gpus
 from ..inputs.targets import PRESETS, TargetModel
 from .footprint import MemoryFit, drafter_footprint
 from .work import DrafterShape, DrafterWork, drafter_shape, drafter_work, target_work
@@ -153,10 +154,10 @@ def case_drafter_memory(
 
 
 def _gpu(key: str) -> Gpu:
-    """A built-in GPU, its fitted fields computed. Not for the fit of a constant that sets
-    a catalog field, nor one those fits need (the catalog is built from them): those read
-    `_spec_gpu`."""
-    return builtin_gpus()[key]
+    """A built-in GPU, its fitted fields computed but without the maturity factors fitted
+    here (their fits read it). Not for the fit of a constant that sets a catalog field, nor
+    one those fits need (the catalog is built from them): those read `_spec_gpu`."""
+    return _fit_gpus()[key]
 
 
 @functools.cache
@@ -336,7 +337,7 @@ def _efficiency_gpu(key: str, values: Values) -> Gpu:
     return _spec_gpu(key).model_copy(update=update)
 
 
-def _implied_efficiency(case: Case, field: str, values: Values) -> float:
+def _case_efficiency(case: Case, field: str, values: Values) -> float:
     """The efficiency of the case's GPU at which the model reproduces the case (solved
     once per case and the values it depends on: the folds of a cross-validation share
     most of them)."""
@@ -384,7 +385,7 @@ def _share(field: str) -> Callable[[Case, Values], Span]:
     """The share of the matmul ceiling a case implies for its GPU's family."""
 
     def implied(case: Case, values: Values) -> Span:
-        efficiency = _implied_efficiency(case, field, values)
+        efficiency = _case_efficiency(case, field, values)
         return _point(efficiency / ceiling_of(case["gpu"], values))
 
     return implied
@@ -557,41 +558,118 @@ def ceiling_of(key: str, values: Values) -> float:
     return mean([float(x) for x in measured if x is not None]) if measured else 1.0
 
 
-# The decode efficiency a case implies is found by bisection between these bounds (the
-# predicted rate rises with it). A case the model does not reach even at the full
-# bandwidth (its prefill or compute share is underestimated) implies the upper bound.
+# The decode efficiency a case implies, held to these bounds: a case the model does not
+# reach even at the full bandwidth (its compute, prompts or fixed times are overestimated)
+# implies the upper bound.
 DECODE_EFFICIENCY_BOUNDS = (0.02, 1.0)
+# The time per sequence in flight per decode step is searched within these bounds (s).
+DECODE_S_PER_SEQUENCE_BOUNDS = (0.0, 1e-4)
 
 
-# decode.py registers its formula here when it loads (it takes its fitted constant from
-# this module, so this module cannot import it); evidence and the projection import it.
-_DECODE_RATE: list[Callable[[Case, Gpu, float, float], float]] = []
+# decode.py registers its case reader here when it loads (it takes its fitted constants
+# from this module, so this module cannot import it); evidence and the projection import it.
+# It returns a decode.Terms: the case before the fitted constants scale it.
+_DECODE_TERMS: list[Callable[[Case, Gpu, float], Any]] = []
 
 
-def register_decode_rate(rate: Callable[[Case, Gpu, float, float], float]) -> None:
-    _DECODE_RATE[:] = [rate]
+def register_decode_terms(terms: Callable[[Case, Gpu, float], Any]) -> None:
+    _DECODE_TERMS[:] = [terms]
 
 
-def case_decode_rate(case: Case, gpu: Gpu, efficiency: float, reserve_gib: float) -> float:
-    """A decode case's output tokens/s per GPU at this bandwidth efficiency and reserve
-    (decode.case_rate)."""
-    if not _DECODE_RATE:
-        raise RuntimeError("model.physics.decode is not imported: it registers the decode rate")
-    return _DECODE_RATE[0](case, gpu, efficiency, reserve_gib)
+def case_decode_terms(case: Case, gpu: Gpu, held_gib: float) -> Any:
+    """A decode case's terms (decode.case_terms) with this much memory held by the runtime."""
+    if not _DECODE_TERMS:
+        raise RuntimeError("model.physics.decode is not imported: it registers the decode terms")
+    return _DECODE_TERMS[0](case, gpu, held_gib)
 
 
-def _decode_efficiency(case: Case, _values: Values) -> Span:
-    # The runtime reserve at its fit on all its cases (SpecForge's capture server): no
-    # decode case shares its group, so a fold leaving SpecForge out still refits this.
-    reserve = value("RUNTIME_RESERVE_GIB")
-    gpu, target = _gpu(case["gpu"]), float(case["value"])
+def case_decode_rate(
+    case: Case, gpu: Gpu, efficiency: float, software: float, held_gib: float, s_per_seq: float
+) -> float:
+    """A decode case's output tokens/s per GPU at this bandwidth efficiency, software factor
+    (its engine's maturity on its GPU), runtime memory held and time per sequence."""
+    terms = case_decode_terms(case, gpu, held_gib)
+    return float(terms.at(efficiency, s_per_seq, software).tokens_per_s_per_gpu)
+
+
+@functools.cache
+def _fit_terms(case_id: str, held_gib: float) -> Any:
+    """A fit case's decode terms on its built-in GPU (each once per process)."""
+    case = _case(case_id)
+    return case_decode_terms(case, _gpu(case["gpu"]), held_gib)
+
+
+def _held(case: Case, _: Values) -> Span:
+    return _point(float(case["value"]))
+
+
+def _implied_efficiency(case: Case, held: float, s_per_seq: float) -> float:
     lo, hi = DECODE_EFFICIENCY_BOUNDS
-    if case_decode_rate(case, gpu, hi, reserve) <= target:
-        return _point(hi)
+    eff = _fit_terms(case["id"], held).efficiency_for(float(case["value"]), s_per_seq)
+    return float(min(max(eff, lo), hi))
+
+
+def _decode_values(values: Values, *names: str) -> tuple[float, ...]:
+    out = tuple(values[n] for n in names)
+    assert all(v is not None for v in out), names
+    return tuple(float(v) for v in out if v is not None)
+
+
+def _decode_efficiency(case: Case, values: Values) -> Span:
+    # Fitted on GPUs whose engines carry no maturity factor (software 1).
+    held, s_per_seq = _decode_values(
+        values, "DECODE_RUNTIME_HELD_GIB", "DECODE_STEP_S_PER_SEQUENCE"
+    )
+    return _point(_implied_efficiency(case, held, s_per_seq))
+
+
+def _log_sse(cases: Sequence[Case], held: float, s_per_seq: float) -> float:
+    """Squared log errors of the cases at this time per sequence and the efficiency they
+    then imply (the mean of their implied values, as DECODE_BANDWIDTH_EFFICIENCY is fitted)."""
+    eff = mean([_implied_efficiency(c, held, s_per_seq) for c in cases])
+    return sum(
+        math.log(_fit_terms(c["id"], held).at(eff, s_per_seq).tokens_per_s_per_gpu / c["value"])
+        ** 2
+        for c in cases
+    )
+
+
+def _s_per_sequence_fit(cases: Sequence[Case], values: Values) -> float:
+    """The time per sequence per step that, with the efficiency the cases then imply, fits
+    them best (least squares of the log errors; golden-section search)."""
+    (held,) = _decode_values(values, "DECODE_RUNTIME_HELD_GIB")
+    lo, hi = DECODE_S_PER_SEQUENCE_BOUNDS
+    ratio = (math.sqrt(5) - 1) / 2
     for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if case_decode_rate(case, gpu, mid, reserve) < target else (lo, mid)
-    return _point((lo + hi) / 2)
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        if _log_sse(cases, held, a) <= _log_sse(cases, held, b):
+            hi = b
+        else:
+            lo = a
+    return (lo + hi) / 2
+
+
+def _s_per_sequence(case: Case, values: Values) -> Span:
+    """The time per sequence one case implies at the fitted efficiency (its spread)."""
+    (held,) = _decode_values(values, "DECODE_RUNTIME_HELD_GIB")
+    # The efficiency is fitted after this constant (it needs it): its value on all its
+    # cases when a range is asked for alone.
+    eff = values.get("DECODE_BANDWIDTH_EFFICIENCY") or value("DECODE_BANDWIDTH_EFFICIENCY")
+    s_per_seq = _fit_terms(case["id"], held).s_per_sequence_for(float(case["value"]), eff)
+    return _point(max(s_per_seq, 0.0))
+
+
+def _decode_maturity(case: Case, values: Values) -> Span:
+    """The share of the physics' rate (at the fitted constants) an engine reached on a GPU:
+    measured over predicted at software factor 1."""
+    held, s_per_seq, eff = _decode_values(
+        values,
+        "DECODE_RUNTIME_HELD_GIB",
+        "DECODE_STEP_S_PER_SEQUENCE",
+        "DECODE_BANDWIDTH_EFFICIENCY",
+    )
+    rate = _fit_terms(case["id"], held).at(eff, s_per_seq).tokens_per_s_per_gpu
+    return _point(float(case["value"]) / rate)
 
 
 def _mean_of(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case], Values], float]:
@@ -713,21 +791,58 @@ SPECFORGE_PIPELINE = (
 )
 
 # Decode-throughput cases (measurements.toml, quantity decode_tokens_per_s_per_gpu): the fit
-# half's fit the efficiency, every one spans its range.
+# half's on GPUs whose engines carry no maturity factor fit the efficiency, every one of them
+# spans its range; vLLM on MI300X fits its maturity.
 DECODE_FIT = (
     "trtllm-h100-llama31-8b-fp8-decode-1000-1000",
     "trtllm-h200-llama31-8b-fp8-decode-2048-2048",
     "trtllm-h100-llama33-70b-fp8-tp2-decode-1000-1000",
     "nim-h100-llama33-70b-fp8-tp2-decode-5000-500",
+    "trtllm-h200-llama33-70b-fp8-tp2-decode-1000-1000",
+    "trtllm-h200-llama33-70b-fp8-tp2-decode-8192-1024",
+    "silybench-h100-qwen3-8b-bf16-decode-128-128",
+    "silybench-h100-qwen3-8b-bf16-decode-2048-2048",
+    "silybench-h100-qwen3-8b-bf16-decode-8192-512",
+    "silybench-h100-qwen3-8b-fp8-decode-128-1024",
+    "silybench-h100-qwen3-8b-fp8-decode-1024-128",
 )
 DECODE_RANGE = (
     *DECODE_FIT,
     "trtllm-h200-llama31-8b-fp8-decode-1000-1000",
     "trtllm-h100-llama31-8b-fp8-decode-2048-2048",
     "trtllm-h200-llama33-70b-fp8-decode-1000-1000",
-    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-2048",
-    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-128",
+    "trtllm-h200-llama33-70b-fp8-tp2-decode-1024-8192",
+    "trtllm-h100-llama33-70b-fp8-tp2-decode-8192-1024",
+    "silybench-h100-qwen3-8b-bf16-decode-128-1024",
+    "silybench-h100-qwen3-8b-bf16-decode-1024-128",
+    "silybench-h100-qwen3-8b-fp8-decode-128-128",
+    "silybench-h100-qwen3-8b-fp8-decode-2048-2048",
+    "silybench-h100-qwen3-8b-fp8-decode-8192-512",
 )
+# vLLM on MI300X: the maturity fit takes both groups' fit halves (each fold refits it on the
+# other group), the range every case.
+MI300X_VLLM_FIT = (
+    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-2048",
+    "amd-mi300x-llama31-70b-fp8-tp8-decode-128-2048",
+    "amd-mi300x-llama31-405b-fp8-tp8-decode-128-2048",
+    "amd-mi300x-llama31-70b-fp8-tp8-decode-500-2000",
+)
+MI300X_VLLM_RANGE = (
+    *MI300X_VLLM_FIT,
+    "oracle-mi300x-llama31-405b-fp8-tp8-decode-128-128",
+    "amd-mi300x-llama31-70b-fp8-tp8-decode-2048-2048",
+    "amd-mi300x-llama31-405b-fp8-tp8-decode-2048-2048",
+    "amd-mi300x-llama31-405b-fp8-tp8-decode-500-2000",
+)
+# What vLLM holds outside its weights and KV pool (quantity engine_held_gib).
+HELD_FIT = (
+    "vllm-pr10511-h100-llama3-8b-tp1-held-memory",
+    "silybench-h100-qwen3-8b-bf16-held-memory",
+)
+HELD_RANGE = (*HELD_FIT, "vllm-pr10511-h100-llama3-8b-tp2-held-memory")
+# A catalog field of a GPU's fitted maturity entry: "maturity:<role>:<engine>".
+MATURITY_FIELD = "maturity"
+
 
 CONSTANTS: tuple[Constant, ...] = (
     *_CEILINGS,
@@ -837,17 +952,64 @@ CONSTANTS: tuple[Constant, ...] = (
         alternatives=lambda v: [x for x in (v["RUNTIME_RESERVE_GIB"],) if x is not None],
     ),
     Constant(
+        "DECODE_RUNTIME_HELD_GIB",
+        "decode",
+        "GiB per GPU",
+        fitted_on=HELD_FIT,
+        range_on=HELD_RANGE,
+        applies_when="what vLLM holds outside its weights and KV pool within its "
+        "gpu_memory_utilization share (non-torch memory and the profiled activation peak; "
+        "one H100, TP1, 8B models); TensorRT-LLM's pool is taken as its share of what the "
+        "weights and this leave; SGLang's reserve is its own default (decode.py); at TP2 "
+        "NCCL's buffers hold more, the range's high end",
+        fit=_mean_of(_held),
+        implied=_held,
+    ),
+    Constant(
+        "DECODE_STEP_S_PER_SEQUENCE",
+        "decode",
+        "s per sequence in flight per decode step",
+        fitted_on=DECODE_FIT,
+        range_on=DECODE_RANGE,
+        applies_when="the decode cases of the efficiency (fitted with it, by least squares of "
+        "the log errors): what a step spends per sequence beyond its bytes and FLOPs "
+        "(scheduling, sampling, detokenizing), the same for every engine and GPU; its range "
+        "is what each case implies at the fitted efficiency",
+        fit=_s_per_sequence_fit,
+        implied=_s_per_sequence,
+        needs=("DECODE_RUNTIME_HELD_GIB",),
+    ),
+    Constant(
         "DECODE_BANDWIDTH_EFFICIENCY",
         "decode",
         "share of the HBM bandwidth",
         fitted_on=DECODE_FIT,
         range_on=DECODE_RANGE,
-        applies_when="a decode step of an NVIDIA serving engine with every request queued "
-        "(TensorRT-LLM's trtllm-bench; NIM at concurrency 250), dense Llama 8B and 70B in "
-        "FP8 on H100 and H200; applied to bf16 regeneration on every GPU. vLLM on MI300X "
-        "(check half) reaches far less",
+        applies_when="a decode step of a serving engine with every request queued "
+        "(TensorRT-LLM's trtllm-bench; NIM at concurrency 250; vLLM 0.30 at concurrency "
+        "256-512), dense Llama 8B and 70B and Qwen3-8B in FP8 and bf16 on H100 and H200; "
+        "applied to bf16 regeneration on every GPU, an engine's maturity on a GPU apart",
         fit=_mean_of(_decode_efficiency),
         implied=_decode_efficiency,
+        needs=("DECODE_RUNTIME_HELD_GIB", "DECODE_STEP_S_PER_SEQUENCE"),
+    ),
+    Constant(
+        "MI300X_VLLM_DECODE_MATURITY",
+        "hardware.toml",
+        "x the physics' decode rate",
+        fitted_on=MI300X_VLLM_FIT,
+        range_on=MI300X_VLLM_RANGE,
+        applies_when="vLLM on 8 x MI300X, Llama 3.1 70B and 405B in FP8 at TP8, 2024 "
+        "(OCI, vLLM V0) and July 2025 (AMD's ROCm results, vLLM 0.9.1): the mi300x decode "
+        "maturity entry for vLLM",
+        fit=_mean_of(_decode_maturity),
+        implied=_decode_maturity,
+        needs=(
+            "DECODE_BANDWIDTH_EFFICIENCY",
+            "DECODE_RUNTIME_HELD_GIB",
+            "DECODE_STEP_S_PER_SEQUENCE",
+        ),
+        gpu_fields=(("mi300x", f"{MATURITY_FIELD}:decode:vllm"),),
     ),
     *_DENSE,
     *(_family(f) for f in FAMILY_EFFICIENCIES),
@@ -925,18 +1087,68 @@ def builtin_gpus() -> dict[str, Gpu]:
     return dict(_builtin_gpus())
 
 
+def _maturity_key(name: str) -> tuple[str, str] | None:
+    """(role, engine) of a fitted maturity field, None for a plain field."""
+    parts = name.split(":")
+    return (parts[1], parts[2]) if parts[0] == MATURITY_FIELD else None
+
+
+def set_gpu_field(gpu: Gpu, name: str, value: float) -> Gpu:
+    """The GPU with one fitted field at this value: a plain field, or the factor of a
+    maturity entry (its low-high span widened to hold it)."""
+    which = _maturity_key(name)
+    if which is None:
+        return gpu.model_copy(update={name: value})
+    entries = tuple(
+        m.model_copy(update={"factor": value, "low": min(m.low, value), "high": max(m.high, value)})
+        if (m.role, m.engine) == which
+        else m
+        for m in gpu.maturity
+    )
+    return gpu.model_copy(update={"maturity": entries})
+
+
 @functools.cache
-def _builtin_gpus() -> dict[str, Gpu]:
+def _fit_gpus() -> dict[str, Gpu]:
+    """The catalog with its fitted fields but the fitted maturity entries (those hardware.toml
+    gives without a factor): what every fit reads."""
     # Package data (a link to the top-level hardware.toml in a checkout). Its values fitted
     # on public measurements are computed here, not typed in.
     text = data_text("hardware.toml")
     doc = parse_toml(text, "hardware.toml")
     values: dict[str, float | None] = {
-        c.name: value(c.name) for c in CONSTANTS if c.gpu_fields or c.home == "efficiency"
+        c.name: value(c.name)
+        for c in CONSTANTS
+        if c.home == "efficiency"
+        or any(_maturity_key(name) is None for _, name in c.gpu_fields)
     }
     for c in CONSTANTS:
         for key, name in c.gpu_fields:
-            doc[key][name] = values[c.name]
+            if _maturity_key(name) is None:
+                doc[key][name] = values[c.name]
     for (key, name), efficiency in efficiency_fields(values).items():
         doc[key][name] = efficiency
+    for table in doc.values():
+        if isinstance(table, dict) and "maturity" in table:
+            table["maturity"] = [m for m in table["maturity"] if "factor" in m]
     return parse_gpus(doc, "hardware.toml", text)
+
+
+@functools.cache
+def _builtin_gpus() -> dict[str, Gpu]:
+    gpus = dict(_fit_gpus())
+    for c in CONSTANTS:
+        for key, name in c.gpu_fields:
+            which = _maturity_key(name)
+            if which is None:
+                continue
+            entry = next(
+                m
+                for m in _catalog_doc()[key]["maturity"]
+                if (m["role"], m["engine"]) == which and "factor" not in m
+            )
+            factor = value(c.name)
+            low, high = value_range(c.name)
+            fitted = Maturity(**entry, factor=factor, low=min(low, factor), high=max(high, factor))
+            gpus[key] = gpus[key].model_copy(update={"maturity": (*gpus[key].maturity, fitted)})
+    return gpus
