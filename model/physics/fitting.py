@@ -1119,8 +1119,7 @@ def _fit_gpus() -> dict[str, Gpu]:
     values: dict[str, float | None] = {
         c.name: value(c.name)
         for c in CONSTANTS
-        if c.home == "efficiency"
-        or any(_maturity_key(name) is None for _, name in c.gpu_fields)
+        if c.home == "efficiency" or any(_maturity_key(name) is None for _, name in c.gpu_fields)
     }
     for c in CONSTANTS:
         for key, name in c.gpu_fields:
