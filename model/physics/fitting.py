@@ -517,14 +517,28 @@ def _family_share(arch: str, field: str, values: Values) -> float | None:
 
 
 def family_share_range(arch: str, field: str) -> tuple[float, float] | None:
-    """A measured family's share range as factors on its fitted share (None for a family
-    no case measures: scenarios widen its band instead)."""
+    """A family's share range as factors on the share it takes: a measured family's own
+    fitted range; for one no case measures, the measured families' shares around the
+    pooled one."""
     own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
     if own is None or not arch:
-        return None
-    low, high = value_range(own.name)
+        # A family no case measures takes the pooled share: its band spans what the
+        # measured families reach, relative to it.
+        pooled = _family_share("", field, {f.name: value(f.name) for f in FAMILY_EFFICIENCIES})
+        shares = [value(f.name) for f in FAMILY_EFFICIENCIES if f.arch and f.field == field]
+        if pooled is None or not shares:
+            return None
+        return min(shares) / pooled, max(shares) / pooled
+    # One vote per rig, as the fit: the span of the source groups' shares (a single case's
+    # own noise is the validation spread's, already in the band).
+    c = BY_NAME[own.name]
+    values = {n: value(n) for n in c.needs}
+    groups: dict[str, list[float]] = {}
+    for case in cases_by_id(own.fitted_on).values():
+        groups.setdefault(group(case), []).append(c.implied(case, values)[0])
+    shares = [mean(v) for v in groups.values()]
     central = value(own.name)
-    return low / central, high / central
+    return min(shares) / central, max(shares) / central
 
 
 def efficiency_measured(arch: str, field: str) -> bool:
