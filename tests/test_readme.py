@@ -56,6 +56,12 @@ ANSWER_ROWS = {
         "calibration.drafter.rtx-pro-6000=40000",
     ],
     "4x B200 (3 + 1) at 3.4x the price": ["target.gpu=b200", "drafter.gpu=b200"],
+    "4x B200 (2 + 2) at 3.4x the price": [
+        "target.gpu=b200",
+        "drafter.gpu=b200",
+        "target.count=2",
+        "drafter.count=2",
+    ],
     "4x B300 (3 + 1) at 3.4x the price": [
         "target.gpu=b300",
         "drafter.gpu=b300",
@@ -67,6 +73,20 @@ ANSWER_ROWS = {
         "drafter.gpu=b200",
         "workload.transport=mooncake",
         "workload.receive=host",
+    ],
+    "4x B300 through SpecForge's Mooncake store": [
+        "target.gpu=b300",
+        "drafter.gpu=b300",
+        "cost.ratio.b300=3.4",
+        "workload.transport=mooncake",
+        "workload.receive=host",
+    ],
+    # SpecForge's main since 2026-09-08 (PRs #840, #841, #858): pinned receive buffers.
+    "4x B200 through the store, pinned receive": [
+        "target.gpu=b200",
+        "drafter.gpu=b200",
+        "workload.transport=mooncake",
+        "workload.receive=pinned",
     ],
     "4x B200 at the recipe's 512 anchors": [
         "target.gpu=b200",
