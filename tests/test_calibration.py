@@ -61,13 +61,14 @@ def test_a_drafter_that_kept_up_bounds_the_estimate_from_below(catalog, baseline
 
 
 def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):
-    # Synthetic measurements from a known truth: half the default efficiency (f = 0.5)
-    # plus 50 us per token on every GPU. Measured on RTX PRO 6000 and H100, the fit must
-    # recover both, and predict the B200 exactly.
+    # Synthetic measurements from a known truth: half each GPU's default (fitted) prefill
+    # efficiency (f = 0.5) plus 50 us per token on every GPU. Measured on RTX PRO 6000 and
+    # H100, the fit must recover both, and predict the B200 exactly.
     work = project(baseline, catalog).target_work
 
-    def truth(key: str, efficiency: float) -> float:
-        x = 1 / (target_roofline(work, catalog.gpus[key]).tokens_per_s * efficiency)
+    def truth(key: str) -> float:
+        gpu = catalog.gpus[key]
+        x = 1 / (target_roofline(work, gpu).tokens_per_s * gpu.prefill_efficiency)
         return 1 / (x / 0.5 + 50e-6)
 
     plan = edit(
@@ -76,15 +77,15 @@ def test_two_gpus_separate_device_time_from_a_fixed_overhead(catalog, baseline):
         drafter={"gpu": "b200"},
         calibration={
             "target": {
-                "rtx-pro-6000": truth("rtx-pro-6000", 0.45),
-                "h100-sxm": truth("h100-sxm", 0.50),
+                "rtx-pro-6000": truth("rtx-pro-6000"),
+                "h100-sxm": truth("h100-sxm"),
             },
             "drafter": {},
         },
     )
     rate = project(plan, catalog).target.rate
     assert rate.fitted_overhead_s_per_token == pytest.approx(50e-6, rel=1e-6)
-    assert rate.tokens_per_s == pytest.approx(truth("b200", 0.40), rel=1e-6)
+    assert rate.tokens_per_s == pytest.approx(truth("b200"), rel=1e-6)
     assert rate.readings[0].name == "fit"
 
 
