@@ -544,3 +544,16 @@ def test_plans_in_different_modes_compare_on_their_own_figures(catalog, tmp_path
     (low, high) = c.speedup_range
     assert row[3:5] == [f"{days:.1f} days", f"{cost:.0f} RTX PRO 6000-h"]
     assert row[7] == f"{c.speedup:.2f}x ({low:.2f}-{high:.2f}x)"
+
+
+def test_a_drafter_both_plans_hold_at_its_floor_is_named_once(catalog, baseline):
+    # The built-in drafter's estimate falls below the 14,799.9 tok/s it kept up with, so
+    # both the offline and the online plan hold it there: the range's note says so once.
+    from dflash_plan.model.explore.compare import compare
+
+    offline = project(edit(baseline, workload={"mode": "offline"}), catalog)
+    c = compare(offline, project(baseline, catalog))
+    named = " | ".join(c.speedup_range_scenarios or ())
+    assert "held at the 14,800 tok/s" in named
+    for end in c.speedup_range_scenarios or ():
+        assert end.count("held at the 14,800 tok/s") <= 1, end

@@ -878,8 +878,7 @@ def test_readme_mode_answer_is_what_search_picks(catalog, baseline):
     assert all(c.days > pick.days and c.cost > pick.cost for c in online.front)
     assert (
         f"({t} target{'s' if t > 1 else ''} at {o.capture_tokens_per_s / 1e3:.1f} Ktok/s: "
-        f"{o.capture_days:.2f} days)"
-        in text
+        f"{o.capture_days:.2f} days)" in text
     )
     assert (
         f"{o.train_tokens_per_s / 1e3:.1f} Ktok/s ({o.train_days_per_epoch:.2f} days each)" in text

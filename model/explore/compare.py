@@ -329,7 +329,8 @@ def _spread(
                 if other != s[k]
             )
         )
-        held = [*new.floors(s), *base.floors(s)]
+        # One line per held role: both plans may hold the same drafter at its floor.
+        held = list(dict.fromkeys([*new.floors(s), *base.floors(s)]))
         return "; ".join([label(s, dims, keys), *held] if keys or not held else held)
 
     return (lo, hi), (named(scenarios[values.index(lo)]), named(scenarios[values.index(hi)]))
