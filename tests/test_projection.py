@@ -417,3 +417,20 @@ def test_a_role_that_mostly_waits_says_why(catalog, baseline):
     for counts in ((6, 2), (3, 1)):
         split = edit(baseline, target={"count": counts[0]}, drafter={"count": counts[1]})
         assert not any(d.code == "role-idle" for d in project(split, catalog).diagnostics)
+
+
+def test_two_b200_capture_servers_bind_on_their_copy_into_the_store(catalog, baseline):
+    # 2 + 2 B200 through SpecForge's store with pinned receive (README): the drafters no
+    # longer wait for their fetch, and the two capture servers' copy into the store binds:
+    # 2 x CAPTURE_SINK_BYTES_PER_S (fitted on June's H200 sink and the DFlash2 recipe's B300
+    # server) over 40,960 bytes of Qwen3-8B states per token.
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": 2},
+        drafter={"gpu": "b200", "count": 2},
+        workload={"transport": "mooncake", "receive": "pinned"},
+    )
+    p = project(plan, catalog)
+    assert p.bottleneck == "link"
+    sink = min(catalog.gpus["b200"].host_link_bytes_per_s, pipeline.CAPTURE_SINK_BYTES_PER_S)
+    assert p.tokens_per_s == pytest.approx(2 * sink / 40_960, rel=1e-3)
