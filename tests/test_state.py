@@ -176,10 +176,17 @@ def test_prices_show_both_views(state):
 
 
 def test_a_typed_rate_replaces_the_measurement(state):
-    state.edit("measured.target", 5000.0)
+    # The one drafter is held at the 14,799.9 tok/s it kept up with (the built-in plan's
+    # at_least bound; its default-efficiency estimate is lower), so a typed target rate
+    # above 14,799.9 / 3 = 4,933.3 would be drafter-bound and hide the typed rate: 4,500
+    # keeps the targets binding, at 3 x 4,500.
+    kept = state.plan.calibration.drafter["rtx-pro-6000"].tokens_per_s
+    assert kept > 3 * 4500.0
+    state.edit("measured.target", 4500.0)
     state.recompute()
-    assert state.plan.calibration.target["rtx-pro-6000"] == 5000.0
-    assert state.projection.tokens_per_s == pytest.approx(3 * 5000)
+    assert state.plan.calibration.target["rtx-pro-6000"] == 4500.0
+    assert state.projection.bottleneck == "target"
+    assert state.projection.tokens_per_s == pytest.approx(3 * 4500)
 
 
 @pytest.mark.parametrize(
