@@ -13,7 +13,7 @@ from ..core.calibration import bind_to_workload
 from ..core.projection import Projection, project
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import splits
+from ..physics.pipeline import below, splits
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def split_curve(p: Projection) -> SplitCurve:
 
     drafter = np.asarray(f.drafter_tokens_per_s, float)
     target = np.asarray(f.target_tokens_per_s, float)
-    binds = np.flatnonzero(drafter < target)
+    binds = np.flatnonzero(below(drafter, target))  # a tie is the targets', as bottleneck()
     return SplitCurve(
         tuple(int(t) for t in targets),
         floats(f.tokens_per_s),

@@ -199,6 +199,16 @@ def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
     return Flow(tokens, target_cap, drafter_cap, link_cap, scaling, crossing, nodes, span)
 
 
+# A tie within float rounding (3 x 4,933.3 against a drafter held at its measured
+# 14,799.9) is a tie: the roles' order decides it, not the last bit of a product.
+TIE_RELATIVE = 1e-12
+
+
+def below(a: Number, b: Number) -> Any:
+    """Whether a is below b by more than float rounding (numbers or arrays alike)."""
+    return a * (1 + TIE_RELATIVE) < b
+
+
 def bottleneck(f: Flow) -> str:
     """The role whose capacity sets a scalar flow's throughput (first on a tie)."""
     caps = (
@@ -206,10 +216,8 @@ def bottleneck(f: Flow) -> str:
         ("drafter", f.drafter_tokens_per_s),
         ("link", f.link_tokens_per_s),
     )
-    # A tie within float rounding (3 x 4,933.3 against a drafter held at its measured
-    # 14,799.9) goes to the first: the roles' order, not the last bit of a product.
     least = min(float(c) for _, c in caps)
-    return next(role for role, c in caps if float(c) <= least * (1 + 1e-12))
+    return next(role for role, c in caps if not below(least, float(c)))
 
 
 # --- building the inputs ------------------------------------------------------------------
