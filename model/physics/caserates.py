@@ -27,17 +27,6 @@ from .work import target_work
 
 Case = Mapping[str, Any]
 
-# The rate quantities of the validation set (measurements.toml) these functions compute.
-RATE_QUANTITIES = (
-    "target_tokens_per_s_per_gpu",
-    "capture_samples_per_s_per_gpu",
-    "training_tokens_per_s_per_gpu",
-    "drafter_samples_per_s_per_gpu",
-    "gpu_ratio",
-    "pipeline_samples_per_s",
-)
-
-
 def precision_speedup(case: Case) -> float:
     """FP8 cases run at roofline.FP8_SPEEDUP. FP4 is not modelled: an FP4 case is
     predicted at the FP8 rate (and waits for FP4, or sits in the weak tier)."""
