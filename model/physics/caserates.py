@@ -27,6 +27,7 @@ from .work import target_work
 
 Case = Mapping[str, Any]
 
+
 def precision_speedup(case: Case) -> float:
     """FP8 cases run at roofline.FP8_SPEEDUP. FP4 is not modelled: an FP4 case is
     predicted at the FP8 rate (and waits for FP4, or sits in the weak tier)."""
