@@ -266,16 +266,25 @@ class SearchScreen(Screen[None]):
         if not table.display or not width:  # behind the chart, or not laid out yet
             note.display = False
             return
-        # A vertical scrollbar takes a column when the rows do not all show.
-        if len(self.cells) + table.header_height > table.size.height:
-            width -= table.styles.scrollbar_size_vertical
         widths = [
             max([cell_len(head), *(cell_len(str(row[i])) for row in self.cells)])
             for i, (head, _, _) in enumerate(self.columns)
         ]
-        keep, left = fitting(
-            widths, [drop for _, _, drop in self.columns], width, 2 * table.cell_padding
-        )
+
+        def choose(height: int) -> tuple[list[int], list[int]]:
+            # A vertical scrollbar takes a column when the rows do not all show.
+            rows = len(self.cells) + table.header_height
+            free = width - (table.styles.scrollbar_size_vertical if rows > height else 0)
+            return fitting(
+                widths, [drop for _, _, drop in self.columns], free, 2 * table.cell_padding
+            )
+
+        keep, left = choose(table.size.height)
+        if left and not note.display:
+            # The note about to show takes rows from the table (CI drew the last column cut
+            # by the scrollbar that then appeared): fit at the height the table will have.
+            lines = -(-cell_len(self._note_text(left)) // max(self.size.width, 1))
+            keep, left = choose(table.size.height - lines)
         shown = [self.columns[i][1] for i in keep]
         if list(table.columns) != shown or table.row_count != len(self.cells):
             cursor = table.cursor_row
@@ -287,13 +296,12 @@ class SearchScreen(Screen[None]):
                 table.add_row(*(row[i] for i in keep))
             if self.cells:
                 table.move_cursor(row=min(cursor, len(self.cells) - 1))
-        note.update(
-            f"left out at {self.size.width} columns: "
-            f"{', '.join(self.columns[i][0] for i in left)} (a wider terminal shows all)"
-            if left
-            else ""
-        )
+        note.update(self._note_text(left) if left else "")
         note.display = bool(left)
+
+    def _note_text(self, left: list[int]) -> str:
+        names = ", ".join(self.columns[i][0] for i in left)
+        return f"left out at {self.size.width} columns: {names} (a wider terminal shows all)"
 
     # --- constraints ----------------------------------------------------------------------
 
