@@ -533,6 +533,9 @@ class SearchScreen(Screen[None]):
                 query.constraints.budget,
             )
         )
+        # The status above may now wrap to more lines, which takes rows from the table (and
+        # a scrollbar a column, which cut the last one under load): fit once laid out.
+        self.call_after_refresh(self._fit)
 
     # --- actions --------------------------------------------------------------------------
 
