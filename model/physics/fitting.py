@@ -552,11 +552,17 @@ def efficiency_basis(gpu: Gpu, field: str) -> str:
     builtin = _builtin_gpus().get(gpu.key)
     if builtin is None or getattr(builtin, field) != getattr(gpu, field):
         return "as a hardware file gives it"
-    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == gpu.arch and f.field == field), None)
+    return _family_basis(gpu.arch, field)
+
+
+@functools.cache
+def _family_basis(arch: str, field: str) -> str:
+    # Once per family and role: every projection's estimated rate says it.
+    own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
     if own is not None:
-        groups = sorted({group(c) for c in cases_by_id(own.fitted_on).values()})
-        return f"fitted on {len(own.fitted_on)} {gpu.arch} measurements ({', '.join(groups)})"
-    return f"no {gpu.arch or 'family'} measurement: the measured families' share, widened band"
+        groups = sorted({group(_case(i)) for i in own.fitted_on})
+        return f"fitted on {len(own.fitted_on)} {arch} measurements ({', '.join(groups)})"
+    return f"no {arch or 'family'} measurement: the measured families' share, widened band"
 
 
 def ceiling_of(key: str, values: Values) -> float:
