@@ -112,9 +112,9 @@ def front_of(catalog, baseline):
 
 
 def with_days(candidate, days: float):
-    return dataclasses.replace(
-        candidate, projection=dataclasses.replace(candidate.projection, days=days)
-    )
+    p = candidate.projection
+    job = dataclasses.replace(p.job, run_days=days)
+    return dataclasses.replace(candidate, projection=dataclasses.replace(p, days=days, job=job))
 
 
 @pytest.mark.parametrize("days", [-1.115, 0.0, math.nan, math.inf])
@@ -253,12 +253,17 @@ def test_every_input_of_the_tornado_keeps_its_days_bar(catalog, baseline, size):
     )
     p = project(plan, catalog)
     bars = tornado(p, catalog)
-    assert len(bars) == 4
+    # Issue 31: the tornado charts the plan's own job, the offline run, whose training
+    # from storage the drafters bind (the online pipeline's targets bound the chart of
+    # before): the drafter's efficiency is its fifth input.
+    assert len(bars) == 5
+    assert any(bar.name.startswith("drafter efficiency") for bar in bars)
     chart = chart_text(lambda plt: draw_tornado(plt, bars, p), *size)
-    if size == (60, 9):  # 4 rows of plot: 2 are needed for each input
+    plot_rows = {(60, 9): 4, TORNADO_60x20: 9}  # 2 rows are needed for each input
+    if size in plot_rows:
         assert chart.plain == (
-            "No chart: the tornado needs 8 rows for the bars of its 4 inputs, it has 4; "
-            "a taller terminal shows it"
+            "No chart: the tornado needs 10 rows for the bars of its 5 inputs, it has "
+            f"{plot_rows[size]}; a taller terminal shows it"
         )
         return
     days, cost = tornado_cells(chart, "6"), tornado_cells(chart, "3")  # cyan, orange

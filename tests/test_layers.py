@@ -95,7 +95,7 @@ def cycles(graph: dict[str, list[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle(graph):
-    assert "dflash_plan.model.physics.memory" in graph["dflash_plan.model.core.projection"]
+    assert "dflash_plan.model.physics.memory" in graph["dflash_plan.model.core.stages"]
     assert cycles(graph) == []
 
 

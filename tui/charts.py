@@ -308,7 +308,11 @@ def split_note(curve: SplitCurve) -> str:
             f"the {names} capacit{'ies are' if len(clipped) > 1 else 'y is'} cut at the top "
             f"(up to {peaks} Ktok/s)"
         )
-    return "Throughput against target GPUs for the same total: " + "; ".join(notes) + "."
+    return (
+        f"{curve.rate_name.capitalize()} against target GPUs for the same total: "
+        + "; ".join(notes)
+        + "."
+    )
 
 
 # A line's mark in a legend.
@@ -327,10 +331,10 @@ def draw_split(plt: Any, curve: SplitCurve) -> Legend:
     def clip(values: list[float]) -> list[float]:
         return [min(v, ceiling) for v in values]
 
-    lines = [(target, TARGET, "target capacity"), (drafter, DRAFTER, "drafter capacity")]
+    lines = [(target, TARGET, curve.target_name), (drafter, DRAFTER, curve.drafter_name)]
     if min(link) <= ceiling:
         lines.append((link, LINK, "link capacity"))
-    lines.append((k, THROUGHPUT, "throughput"))
+    lines.append((k, THROUGHPUT, curve.rate_name))
     legend: list[tuple[str, str, str]] = []
     for values, colour, name in lines:
         plt.plot(x, clip(values), color=colour, marker="braille")
@@ -345,7 +349,7 @@ def draw_split(plt: Any, curve: SplitCurve) -> Legend:
         legend.append(("●", CURRENT_SPLIT, f"current: {curve.current}"))
     if curve.switch is not None:
         plt.vline(curve.switch, color="red")
-    plt.title("Ktok/s by target GPUs")
+    plt.title(curve.title)
     plt.xlabel("target GPUs (the rest are drafters)")
     plt.ylim(0, ceiling)
     ticks = [t for t in linear_ticks(x[0], x[-1], 8) if t == int(t)]

@@ -129,6 +129,12 @@ def signed_duration(value_days: float | None) -> str:
     return text
 
 
+def more(tokens_per_s: float, days: float) -> str:
+    """What one more GPU does to the job: its rate and its run's days ('+6.6 Ktok/s,
+    -1.9 days')."""
+    return f"{tokens_per_s / 1e3:+,.1f} Ktok/s, {signed_duration(days)}"
+
+
 def percent(value: float | None) -> str:
     """Like pct, with thousands grouped (a link at 1,250 % of its capacity)."""
     if value is None:

@@ -114,7 +114,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
                 f"[bold]{escape(str(p.bottleneck))}[/bold]"
                 + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
             )
-        if p.is_job:
+        if p.job.phased:
             # The plan's own job leads (its offline run, regeneration first when on); the
             # online pipeline's figures follow, named.
             for name, value in job_rows(p):
@@ -191,16 +191,10 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     )
     for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
         console.print(escape(line))
-    if (
-        unfit is None
-        and p.marginal_target_tokens_per_s is not None
-        and p.marginal_drafter_tokens_per_s is not None
-    ):
-        console.print(
-            f"one more target {'replica' if p.plan.target.tp > 1 else 'GPU'}: "
-            f"{p.marginal_target_tokens_per_s / 1e3:+,.1f} Ktok/s; one more drafter "
-            f"GPU: {p.marginal_drafter_tokens_per_s / 1e3:+,.1f} Ktok/s"
-        )
+    if unfit is None and (more := more_gpus(p)):
+        width = max(len(name) for name, _ in more)
+        for name, value in more:
+            console.print(f"one more {name + ':':<{width + 1}} {value}")
     for role in (p.target, p.drafter):
         console.print(
             f"[dim]{escape(f'{role.role}: {role.basis}; efficiency')} "
@@ -225,7 +219,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"({_job_days(baseline)} -> {_job_days(p)}"
             + (
                 f"; each plan's job: {job_name(baseline)} vs {job_name(p)}"
-                if p.is_job or baseline.is_job
+                if p.job.phased or baseline.job.phased
                 else ""
             )
             + ")"
@@ -262,7 +256,29 @@ def _job_days(p: Projection) -> str:
 
 def job_name(p: Projection) -> str:
     """What the job is, in words: 'whole job' with a regeneration, else 'offline run'."""
-    return "whole job" if p.regeneration is not None else f"{p.mode} run"
+    return p.job.label
+
+
+def more_gpus(p: Projection) -> list[tuple[str, str]]:
+    """What one more target replica (or GPU) and one more drafter GPU do to the job's rate
+    and days: [('target GPU', '+0.0 Ktok/s, -0.4 days'), ...]; [] when it does not fit."""
+    j = p.job
+    if None in (
+        j.more_target_tokens_per_s,
+        j.more_drafter_tokens_per_s,
+        j.more_target_days,
+        j.more_drafter_days,
+    ):
+        return []
+    assert j.more_target_tokens_per_s is not None and j.more_target_days is not None
+    assert j.more_drafter_tokens_per_s is not None and j.more_drafter_days is not None
+    return [
+        (
+            f"target {'replica' if p.plan.target.tp > 1 else 'GPU'}",
+            fmt.more(j.more_target_tokens_per_s, j.more_target_days),
+        ),
+        ("drafter GPU", fmt.more(j.more_drafter_tokens_per_s, j.more_drafter_days)),
+    ]
 
 
 def job_parts(p: Projection) -> list[str]:
@@ -273,12 +289,12 @@ def job_parts(p: Projection) -> list[str]:
 def offline_rates(p: Projection) -> list[str]:
     """An offline plan's rates: the capture's (the targets') and the training's from
     storage, with what bounds it; [] for an online plan (its rate is the pipeline's)."""
-    o = p.offline
-    if p.mode != "offline" or o is None:
+    j = p.job
+    if j.capture_tokens_per_s is None:
         return []
     return [
-        f"capture {fmt.ktok(o.capture_tokens_per_s)}",
-        f"then training {fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound)",
+        f"capture {fmt.ktok(j.capture_tokens_per_s)}",
+        f"then training {fmt.ktok(j.tokens_per_s)} ({j.bound}-bound)",
     ]
 
 
@@ -315,7 +331,7 @@ def job_rows(p: Projection) -> list[tuple[str, str]]:
             f"(bottleneck: {p.bottleneck}), {_cost_line(p)}: the online pipeline, for the "
             "decision below",
         )
-        if p.mode == "offline"
+        if p.job.stored is not None
         else ("training", online),
     ]
 
@@ -376,7 +392,7 @@ def offline_lines(p: Projection) -> list[str]:
         else f"storage feeds {fmt.ktok(o.storage_tokens_per_s)}"
     )
     lines = [
-        f"{'offline (this plan)' if p.mode == 'offline' else 'offline instead'}: "
+        f"{'offline (this plan)' if p.job.stored is o else 'offline instead'}: "
         f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
         f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
         f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
@@ -783,19 +799,18 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     ]
     rows = []
     for candidate in result.front:
-        p, o = candidate.projection, candidate.projection.offline
-        offline = candidate.mode == "offline" and o is not None
-        rate = o.train_tokens_per_s if offline and o else p.tokens_per_s
+        p = candidate.projection
+        rate = p.job.tokens_per_s
         rows.append(
             [
                 escape(_plan_cell(candidate.plan, names)),
-                *([candidate.mode] if by_mode else []),
+                *([p.job.mode] if by_mode else []),
                 f"{(rate or 0) / 1e3:,.1f}",
                 fmt.duration(candidate.days),
                 fmt.duration(candidate.pessimistic_days),
                 fmt.cost_figure(candidate.cost, unit),
                 fmt.cost_figure(candidate.pessimistic_cost, unit),
-                o.bound if offline and o else str(p.bottleneck),
+                str(p.job.bound),
                 *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
@@ -825,8 +840,8 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             continue
         p = c.projection
         how = (
-            f"offline ({p.offline.tb:,.1f} TB)"
-            if c.mode == "offline" and p.offline
+            f"offline ({p.job.stored.tb:,.1f} TB)"
+            if p.job.stored is not None
             else fmt.ktok(p.tokens_per_s)
         )
         console.print(
@@ -986,12 +1001,12 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         body.append([str(path), *(cells[key, is_range] for key, is_range, _ in columns)])
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
-    if any(x.projection.mode == "offline" for _, x in rows):
+    if any(x.projection.job.stored is not None for _, x in rows):
         headers.append("offline")
         columns.append(("offline", False, 0))
         for row, (_, x) in zip(body, rows, strict=True):
             p = x.projection
-            o = p.offline
+            o = p.job.stored
             even = (
                 "never"
                 if o is None or o.break_even_epochs is None
@@ -999,7 +1014,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
             )
             row.append(
                 fmt.DASH
-                if o is None or p.mode != "offline" or p.does_not_fit is not None
+                if o is None or p.does_not_fit is not None
                 else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
                 f"cheaper from {even}"
             )
@@ -1071,7 +1086,7 @@ _JOB_WORDS = "; days, cost, speed and cost ratio: each plan's whole job"
 
 
 def _jobs(rows: list[tuple[Any, Compared]]) -> bool:
-    return any(x.projection.is_job for _, x in rows)
+    return any(x.projection.job.phased for _, x in rows)
 
 
 def _job_notes(rows: list[tuple[Any, Compared]]) -> list[str]:

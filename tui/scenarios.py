@@ -106,8 +106,8 @@ OFFLINE_ROWS = ("offline TB", "  days", "  cost", "  cheaper from")
 def offline_column(p: Projection) -> list[str]:
     """An offline scenario's storage, days, cost and break-even epochs (dashes online or
     when it does not fit)."""
-    o = p.offline
-    if o is None or p.mode != "offline" or p.does_not_fit is not None:
+    o = p.job.stored
+    if o is None or p.does_not_fit is not None:
         return [fmt.DASH] * len(OFFLINE_ROWS)
     even = fmt.DASH if o.break_even_epochs is None else f"{o.break_even_epochs:.2f} ep"
     return [_num(o.tb), _days(o.days), _num(o.cost, 0), even]
@@ -234,7 +234,7 @@ class ScenariosScreen(Screen[None]):
             style="dim",
         )
         projections = [s.projection if s else state.projection for s in self.columns]
-        if any(p.is_job for p in projections):
+        if any(p.job.phased for p in projections):
             # Which days and cost compare (model/explore/compare.py): each plan's job.
             names.append(
                 "; days, cost and their ×: each plan's whole job (regeneration when on, then "
@@ -243,7 +243,7 @@ class ScenariosScreen(Screen[None]):
             )
         values = [column(p, base) for p in projections]
         rows = figure_rows()
-        if any(p.mode == "offline" for p in projections):
+        if any(p.job.stored is not None for p in projections):
             rows += OFFLINE_ROWS
             values = [[*v, *offline_column(p)] for v, p in zip(values, projections, strict=True)]
         for r, label in enumerate(rows):

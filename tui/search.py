@@ -452,10 +452,10 @@ class SearchScreen(Screen[None]):
         self.cells = []
         deadline = query.constraints.deadline_days
         for tag, c in picked:
-            p, o = c.projection, c.projection.offline
-            # An offline plan: its training rate and what bounds it; "offline" in its name.
-            offline = o if c.mode == "offline" else None
-            rate = offline.train_tokens_per_s if offline else p.tokens_per_s
+            p = c.projection
+            # Its job's rate and what bounds it (an offline run's training); "offline" in
+            # the name of a plan that stores its hidden states.
+            rate, stored = p.job.tokens_per_s, p.job.stored is not None
             worst = Text(fmt.duration(c.pessimistic_days, compact=True), justify="right")
             checks = [
                 ok
@@ -467,12 +467,12 @@ class SearchScreen(Screen[None]):
             self.cells.append(
                 [
                     Text(tag, style="bold" if tag != "front" else "dim"),
-                    plan_label(c.plan, query.catalog) + (" offline" if offline else ""),
+                    plan_label(c.plan, query.catalog) + (" offline" if stored else ""),
                     Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
                     Text(fmt.duration(c.days, compact=True), justify="right"),
                     worst,
                     Text(fmt.amount(c.cost), justify="right"),
-                    offline.bound if offline else p.bottleneck or fmt.DASH,
+                    p.job.bound or fmt.DASH,
                     *(
                         Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
                         for f in F.rows(F.View.SEARCH)

@@ -341,7 +341,8 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
     eff_key = f"efficiency:{gpu.arch}:{role}"
     eff_dim = replace(
         factor_dim(eff_key, f"{family(gpu.arch)} {role} efficiency", band.low, band.high),
-        chart_name=f"{role} efficiency {gpu.arch}",
+        # One GPU per role: the role names it in a chart, where 60 columns are tight.
+        chart_name=f"{role} efficiency",
     )
     eff_ends = (band.low, 1.0, band.high)
 

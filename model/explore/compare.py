@@ -97,14 +97,15 @@ def compared(new: Projection, base: Projection) -> Compared:
     # (regeneration when on, then the run of its own mode); an offline plan's rate, cost
     # per epoch and bound are its offline run's (capture, then training).
     run: dict[str, tuple[Any, tuple[float, float] | None]] = {}
-    if new.mode == "offline" and (o := new.offline) is not None:
-        cost = new.run_cost
+    job = new.job
+    if job.stored is not None:
+        cost = job.run_cost
         run = {
-            figures.TOKENS_PER_S.key: (o.train_tokens_per_s, None),
+            figures.TOKENS_PER_S.key: (job.tokens_per_s, None),
             figures.COST_PER_EPOCH.key: (None if cost is None else cost / new.epochs, None),
-            figures.BOTTLENECK.key: (o.bound, None),
+            figures.BOTTLENECK.key: (job.bound, None),
         }
-    if new.is_job:
+    if job.phased:
         run[figures.DAYS.key] = (new.job_days, new.job_days_range)
         run[figures.TOTAL_COST.key] = (new.job_cost, new.job_cost_range)
 
@@ -132,7 +133,7 @@ def _cost(p: Projection, unit: str) -> float | None:
     offline run is costed in the plan's unit only)."""
     if p.cost_unit == unit:
         return p.job_cost
-    if p.mode != "online":
+    if p.job.stored is not None:
         return None
     return p.total.cost_usd if p.total else p.total_cost_usd
 
@@ -167,7 +168,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
     days_delta = (new_days - base_days) if new_days is not None and base_days is not None else None
     # The price break-even solves the online pipeline's cost for a price; an offline run
     # bills its phases apart (its break-even is in epochs: the offline column).
-    online = new.mode == base.mode == "online"
+    online = new.job.stored is None and base.job.stored is None
     speedup_range = cost_range = None
     speedup_at = cost_at = even_at = None
     even_range: dict[str, tuple[float, float]] | None = None
@@ -199,7 +200,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
                 """The plan's job cost under s: its run's (online in proportion to its
                 days; offline the offline run's own, its phases billed apart) plus the
                 phases before it."""
-                if p.mode == "offline":
+                if p.job.stored is not None:
                     return lambda s: (ps.offline_run(s)[1] or math.inf) + extra
                 days = p.days or math.inf
                 return lambda s: (central - extra) * ps.days(s) / days + extra

@@ -35,8 +35,8 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..basics.units import SECONDS_PER_DAY
 from ..core.cost import Price, Prices, prices
-from ..core.economics import RolePrices, billed, economics
-from ..core.offline import BYTES_PER_TB, Run, fits_storage, run, stored
+from ..core.economics import RolePrices
+from ..core.offline import BYTES_PER_TB, Run, fits_storage, stored
 from ..core.phases import Regeneration, regenerate_phase, regeneration_gpus, regeneration_rates
 from ..core.projection import (
     Projection,
@@ -49,6 +49,7 @@ from ..core.projection import (
 from ..core.rates import Rates, rates
 from ..core.resolve import Resolved, resolve
 from ..core.scenarios import LOW, memory_band
+from ..core.stages import RunInputs, run_at
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Mode, Plan
@@ -382,39 +383,52 @@ def _block(
     covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
-    # offline.run, as project() calls it: the targets' capacity captures, the drafters'
-    # reading from storage (no Mooncake fetch wait) train.
+    # The run of the plan's own mode as project() computes it (stages.run_at, the same
+    # code): offline, the targets' capacity captures and the drafters reading from storage
+    # (no Mooncake fetch wait) train.
     _, per_token = stored(plan, r.model.hidden, len(r.layer_ids))
     tokens_per_epoch = float(w.samples) * w.avg_sample_tokens
-    if mode == "offline":
-        disk_central = inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
-        disk_slow = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct")
+
+    # The plan in the block's mode: run_at runs the mode of the plan it is given.
+    in_mode = (
+        plan
+        if plan.workload.mode == mode
+        else plan.model_copy(update={"workload": plan.workload.model_copy(update={"mode": mode})})
+    )
+
+    def run_inputs(pipeline: PipelineInputs, disk: PipelineInputs) -> RunInputs:
+        return RunInputs(
+            in_mode,
+            pipeline,
+            pipeline if w.transport == "direct" else disk,
+            per_token,
+            tokens_per_epoch,
+            d_gpu.gpus_per_node,
+            role_prices,
+            view.in_usd,
+            units,
+            t_key == d_key,
+        )
+
+    central_run_in = run_inputs(
+        central_in, inputs(t_rate.tokens_per_s, d_rate.tokens_per_s, transport="direct")
+    )
+    slow_run_in = run_inputs(
+        slow_in,
+        inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct"),
+    )
 
     def offline_runs(
         targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
     ) -> tuple[Run, Run]:
         """The offline run of each split at the central rates and at the pessimistic end
         (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
-        out = []
-        for i, (pipeline, disk_in) in enumerate(((central_in, disk_central), (slow_in, disk_slow))):
-            f = flow(pipeline, targets, drafters) if flows is None else flows[i]
-            disk = f if w.transport == "direct" else flow(disk_in, targets, drafters)
-            out.append(
-                run(
-                    plan,
-                    per_token,
-                    tokens_per_epoch,
-                    targets,
-                    drafters,
-                    f.target_tokens_per_s,
-                    disk.drafter_tokens_per_s,
-                    d_gpu.gpus_per_node,
-                    role_prices,
-                    view.in_usd,
-                    billed(targets, drafters, t_key == d_key, *units),
-                    units,
-                )
-            )
+        ends = (central_run_in, slow_run_in)
+        out = [
+            run_at(ri, targets, drafters, None if flows is None else flows[i]).parts
+            for i, ri in enumerate(ends)
+        ]
+        assert out[0] is not None and out[1] is not None  # the offline mode's runs
         return out[0], out[1]
 
     band: tuple[np.ndarray, ...] | None = None
@@ -484,40 +498,23 @@ def _block(
         targets, drafters = _splits(space.max_gpus, tp)
         central = flow(central_in, targets, drafters)
         slow = flow(slow_in, targets, drafters)
-    # Days and cost as project() computes them (the same functions, the same order of
-    # operations), so that a plan judged within a limit here is within it in its projection.
-    billed_t, billed_d = billed(targets, drafters, t_key == d_key, *units)
-    total_tokens = float(w.samples) * w.avg_sample_tokens * w.epochs
+    # Days and cost as project() computes them (stages.run_at, the same code), so that a
+    # plan judged within a limit here is within it in its projection.
 
-    def days_cost(tokens_per_s: Any) -> tuple[np.ndarray, np.ndarray]:
-        econ = economics(
-            np.asarray(tokens_per_s, float),
-            total_tokens,
-            targets,
-            drafters,
-            role_prices,
-            billed_t,
-            billed_d,
+    def figures(ri: RunInputs, f: Flow) -> tuple[np.ndarray, np.ndarray]:
+        o = run_at(ri, targets, drafters, f)
+        cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
+        return (
+            np.broadcast_to(np.asarray(o.days, float), targets.shape),
+            np.broadcast_to(np.asarray(cost, float), targets.shape),
         )
-        return np.asarray(econ.days, float), np.asarray(econ.total_cost, float)
 
+    days, cost = figures(central_run_in, central)
+    slow_days, slow_cost = figures(slow_run_in, slow)
     if mode == "offline":
-
-        def figures(o: Run) -> tuple[np.ndarray, np.ndarray]:
-            cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
-            return (
-                np.broadcast_to(np.asarray(o.days, float), targets.shape),
-                np.broadcast_to(np.asarray(cost, float), targets.shape),
-            )
-
-        central_run, slow_run = offline_runs(targets, drafters, (central, slow))
-        days, cost = figures(central_run)
-        slow_days, slow_cost = figures(slow_run)
         storage_fits = fits_storage(plan, per_token, tokens_per_epoch)
         storage_tb = per_token * tokens_per_epoch / BYTES_PER_TB
     else:
-        days, cost = days_cost(central.tokens_per_s)
-        slow_days, slow_cost = days_cost(slow.tokens_per_s)
         storage_fits, storage_tb = True, 0.0
     if w.regenerate:
         # The whole job: the regeneration phase first (phases.py, as the projection adds it).

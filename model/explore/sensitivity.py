@@ -10,10 +10,14 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..basics.recipe import NUM_ANCHORS
 from ..core.calibration import bind_to_workload
+from ..core.offline import run
 from ..core.projection import Projection, project
+from ..core.scenarios import Scenario
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import below, splits
+from ..physics.pipeline import below, flow, splits
+
+SECONDS_PER_DAY = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,13 @@ class SplitCurve:
     link_tokens_per_s: tuple[float, ...]
     current: int  # the plan's own target count
     switch: int | None  # the first target count at which the drafters bind
+    # What the lines are, in words: the online pipeline's throughput and capacities, or
+    # the offline run's rate over the whole run (every epoch's tokens over capture plus
+    # training), its capture rate and its training rate from storage.
+    rate_name: str = "throughput"
+    target_name: str = "target capacity"
+    drafter_name: str = "drafter capacity"
+    title: str = "Ktok/s by target GPUs"
 
 
 def split_curve(p: Projection) -> SplitCurve:
@@ -43,21 +54,53 @@ def split_curve(p: Projection) -> SplitCurve:
             "the split curve needs room for one target replica and one drafter", "target.count"
         )
     targets, f = sweep
+    tokens, target, drafter = f.tokens_per_s, f.target_tokens_per_s, f.drafter_tokens_per_s
+    words: dict[str, str] = {}
+    if (stored := p.job.stored) is not None and p.scenarios is not None:
+        # The offline run of each split: capture at the targets' capacity, then every epoch
+        # from storage (the drafters without the store's fetch wait, at most storage's
+        # read rate); its rate over the whole run is what its days are.
+        scen, total = p.scenarios, plan.target.count + plan.drafter.count
+        drafters = total - targets
+        disk = flow(scen.inputs({}, "direct"), targets, drafters)
+        o = run(
+            plan,
+            stored.bytes_per_token,
+            p.tokens_per_epoch,
+            targets,
+            drafters,
+            np.asarray(target, float),
+            np.asarray(disk.drafter_tokens_per_s, float),
+            p.drafter.spec.gpus_per_node,
+            scen.role_prices,
+            scen.in_usd,
+            (targets, drafters),
+            scen.units,
+        )
+        drafter = o.train_tokens_per_s
+        tokens = p.tokens_per_epoch * p.epochs / (np.asarray(o.days, float) * SECONDS_PER_DAY)
+        words = {
+            "rate_name": "offline run",
+            "target_name": "capture rate",
+            "drafter_name": "training rate",
+            "title": "offline run: Ktok/s over capture and training, by target GPUs",
+        }
 
     def floats(values: object) -> tuple[float, ...]:
         return tuple(float(v) for v in np.broadcast_to(np.asarray(values, float), targets.shape))
 
-    drafter = np.asarray(f.drafter_tokens_per_s, float)
-    target = np.asarray(f.target_tokens_per_s, float)
+    drafter = np.asarray(drafter, float)
+    target = np.asarray(target, float)
     binds = np.flatnonzero(below(drafter, target))  # a tie is the targets', as bottleneck()
     return SplitCurve(
         tuple(int(t) for t in targets),
-        floats(f.tokens_per_s),
+        floats(tokens),
         floats(target),
         floats(drafter),
         floats(f.link_tokens_per_s),
         plan.target.count,
         int(targets[binds[0]]) if binds.size else None,
+        **words,
     )
 
 
@@ -93,18 +136,27 @@ def _scenario_bars(p: Projection) -> list[Bar]:
     value. A rate with readings is named by them and by its rate at each end; a rate of
     one dimension by that dimension. What moves nothing here (a link with nothing to
     carry) has no bar."""
-    scen = p.scenarios
-    if scen is None or p.days is None:
+    scen, job = p.scenarios, p.job
+    if scen is None or job.days is None or job.run_days is None:
         return []
-    total_cost, days = p.total_cost, p.days
+    # The job under a scenario: its run's (the offline run's own, or the pipeline's in
+    # proportion to its days) plus the phases before it, which no scenario moves.
+    before_days = job.days - job.run_days
+    before_cost = None if job.cost is None or job.run_cost is None else job.cost - job.run_cost
+    run_days, run_cost = job.run_days, job.run_cost
 
-    def cost(at: float) -> float | None:
-        return None if total_cost is None else total_cost * at / days
+    def job_at(s: Scenario) -> tuple[float, float | None]:
+        if job.stored is not None:
+            cost = scen.offline_run(s)[1]
+        else:
+            cost = None if run_cost is None else run_cost * scen.days(s) / run_days
+        plus = None if cost is None or before_cost is None else cost + before_cost
+        return scen.run_days(s) + before_days, plus
 
     bars = []
     for role, model in (("target", scen.target), ("drafter", scen.drafter)):
         slow, fast = scen.role_span(role)
-        slow_days, fast_days = scen.days(slow), scen.days(fast)
+        (slow_days, slow_cost), (fast_days, fast_cost) = job_at(slow), job_at(fast)
         if abs(fast_days - slow_days) <= 1e-9 * slow_days:
             continue
         if model.reading is not None:
@@ -117,19 +169,20 @@ def _scenario_bars(p: Projection) -> list[Bar]:
         else:
             name = f"{role} rate"
             low, high = (f"{model.rate(s) / 1e3:,.1f}K" for s in (slow, fast))
-        bars.append(
-            Bar(name, low, high, (slow_days, fast_days), (cost(slow_days), cost(fast_days)), role)
-        )
+        bars.append(Bar(name, low, high, (slow_days, fast_days), (slow_cost, fast_cost), role))
     rate_keys = {dim.key for model in (scen.target, scen.drafter) for dim in model.dims}
     for key, dim in scen.dims.items():
         if key in rate_keys:
             continue
         runs = sorted(
-            ((scen.days({key: value}), value) for value in dim.values),
-            key=lambda run: run[0],
+            ((job_at({key: value}), value) for value in dim.values),
+            key=lambda run: run[0][0],
             reverse=True,
         )  # the slow end first
-        (slow_days, slow_value), (fast_days, fast_value) = runs[0], runs[-1]
+        ((slow_days, slow_cost), slow_value), ((fast_days, fast_cost), fast_value) = (
+            runs[0],
+            runs[-1],
+        )
         if abs(fast_days - slow_days) <= 1e-9 * slow_days:
             continue
         bars.append(
@@ -138,7 +191,7 @@ def _scenario_bars(p: Projection) -> list[Bar]:
                 dim.brief(slow_value),
                 dim.brief(fast_value),
                 (slow_days, fast_days),
-                (cost(slow_days), cost(fast_days)),
+                (slow_cost, fast_cost),
             )
         )
     return bars
@@ -150,28 +203,29 @@ def tornado(p: Projection, catalog: Catalog, price_spread: float = 0.5) -> tuple
     a GPU's software maturity, a link), the price of the plan's GPUs
     (+-price_spread: rate cards differ 2-4x between providers), and the mean sample length
     (+-25 %). Largest effect on days first."""
-    if p.days is None:
+    job = p.job
+    if job.days is None:
         return ()
     plan, w = p.plan, p.plan.workload
     bars: list[Bar] = []
 
     def run(changed: Plan) -> tuple[float, float | None]:
-        q = project(changed, catalog)
-        return (q.days if q.days is not None else float("inf")), q.total_cost
+        q = project(changed, catalog).job
+        return (q.days if q.days is not None else float("inf")), q.cost
 
     if w.num_anchors != NUM_ANCHORS:
         a, b = sorted((w.num_anchors, NUM_ANCHORS))
         low, high = (run(_edit(plan, workload={"num_anchors": n})) for n in (a, b))
         bars.append(Bar("anchors", f"{a}", f"{b}", (low[0], high[0]), (low[1], high[1])))
     bars += _scenario_bars(p)
-    if p.total_cost is not None:
+    if job.cost is not None:
         bars.append(
             Bar(
                 "price per GPU-hour",
                 f"-{price_spread:.0%}",
                 f"+{price_spread:.0%}",
-                (p.days, p.days),
-                (p.total_cost * (1 - price_spread), p.total_cost * (1 + price_spread)),
+                (job.days, job.days),
+                (job.cost * (1 - price_spread), job.cost * (1 + price_spread)),
             )
         )
     lengths = [max(1, round(w.avg_sample_tokens * f)) for f in (0.75, 1.25)]

@@ -24,7 +24,7 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import job_name, job_parts, offline_lines, offline_rates, store_lines
+from ..report import job_name, job_parts, more_gpus, offline_lines, offline_rates, store_lines
 from ..state import View
 
 BAR_WIDTH = 6
@@ -108,12 +108,12 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         (f.name, fmt.figure(f, f.read(p), p.cost_unit, compact=True), "")
         for f in F.rows(F.View.RESULTS)
     )
-    if p.is_job and (t := p.total) is not None:
+    if p.job.phased and (t := p.total) is not None:
         # The job the plan describes leads (its offline run, regeneration first when on),
         # with its phases named; the rows after it are the online pipeline's.
-        o = p.offline
+        o = p.job.stored
         # Data over storage.tb does not fit: no figures (above), so it fits here.
-        storage = "" if p.mode != "offline" or o is None else f"{o.tb:,.1f} TB"
+        storage = "" if o is None else f"{o.tb:,.1f} TB"
         usd = f"~{fmt.cost(t.cost_usd, 'USD')}" if p.cost_unit != "USD" and t.cost_usd else ""
         job_cost = p.job_cost_range
         rows = (
@@ -135,7 +135,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
                 for i, rate in enumerate(offline_rates(p))
             ),
             *own,
-            ("online" if p.mode == "offline" else "training", "the figures below", ""),
+            ("training" if o is None else "online", "the figures below", ""),
             *rows,
         )
     else:
@@ -215,7 +215,7 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         # Both plans under the same scenario: what sets each end of the speed range.
         for value, at in zip(c.speedup_range, c.speedup_range_scenarios, strict=True):
             text.append(f"\n{fmt.times(value)} if {at}", style="dim")
-    if p is not None and p.is_job:
+    if p is not None and p.job.phased:
         # compare() judges each plan's whole job: say so where the plan's is more than
         # the online pipeline.
         text.append(f"\neach plan's whole job (this plan's: {job_name(p)})", style="dim")
@@ -263,23 +263,9 @@ def side(p: Projection) -> Content:
         ("utilisation  (busy, capacity)", utilisation(p)),
         ("memory per GPU (needed / usable)", memory(p)),
     ]
-    if (
-        p.does_not_fit is None
-        and p.marginal_target_tokens_per_s is not None
-        and p.marginal_drafter_tokens_per_s is not None
-    ):
-        unit = "replica" if p.plan.target.tp > 1 else "GPU"
-        more_target = p.marginal_target_tokens_per_s / 1e3
-        more_drafter = p.marginal_drafter_tokens_per_s / 1e3
-        sections.append(
-            (
-                "one more GPU",
-                Text(
-                    f"{'+1 target ' + unit:<19}{more_target:+,.1f} Ktok/s\n"
-                    f"{'+1 drafter GPU':<19}{more_drafter:+,.1f} Ktok/s"
-                ),
-            )
-        )
+    if p.does_not_fit is None and (more := more_gpus(p)):
+        lines = (f"{'+1 ' + name:<16}{value}" for name, value in more)
+        sections.append(("one more GPU", Text("\n".join(lines))))
     parts: list[Content | tuple[str, str]] = []
     for i, (title, body) in enumerate(sections):
         parts += [
@@ -326,7 +312,7 @@ def storage(p: Projection) -> Text:
     hidden states through the store."""
     text = Text()
     lines = [
-        *(offline_lines(p) if p.mode == "offline" else []),
+        *(offline_lines(p) if p.job.stored is not None else []),
         *(store_lines(p) if p.plan.workload.transport == "mooncake" else []),
     ]
     for line in lines:
