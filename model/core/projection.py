@@ -37,6 +37,7 @@ from .stages import (
     Money,
     Pipeline,
     Run,
+    RunInputs,
     Spread,
     money_stage,
     pipeline_stage,
@@ -173,6 +174,9 @@ class Projection:
     phases: tuple[Phase, ...] = ()
     # The plan's own job (job.py), decided once from its mode: what every view headlines.
     job: Job = field(kw_only=True)
+    # What the run of the plan's own mode is at any counts (stages.run_at): the split
+    # curve's and search's one evaluation. None when the plan does not fit.
+    run_inputs: RunInputs | None = field(default=None, kw_only=True)
 
     @property
     def total(self) -> Total | None:
@@ -416,6 +420,7 @@ def _projection(
         regeneration=regen,
         phases=job.phases,
         job=job,
+        run_inputs=run.inputs if run else None,
     )
 
 

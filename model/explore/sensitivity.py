@@ -10,12 +10,12 @@ import numpy as np
 from ..basics.errors import PlanError
 from ..basics.recipe import NUM_ANCHORS
 from ..core.calibration import bind_to_workload
-from ..core.offline import run
 from ..core.projection import Projection, project
 from ..core.scenarios import Scenario
+from ..core.stages import run_at
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import below, flow, splits
+from ..physics.pipeline import below, splits
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -56,28 +56,12 @@ def split_curve(p: Projection) -> SplitCurve:
     targets, f = sweep
     tokens, target, drafter = f.tokens_per_s, f.target_tokens_per_s, f.drafter_tokens_per_s
     words: dict[str, str] = {}
-    if (stored := p.job.stored) is not None and p.scenarios is not None:
-        # The offline run of each split: capture at the targets' capacity, then every epoch
-        # from storage (the drafters without the store's fetch wait, at most storage's
-        # read rate); its rate over the whole run is what its days are.
-        scen, total = p.scenarios, plan.target.count + plan.drafter.count
-        drafters = total - targets
-        disk = flow(scen.inputs({}, "direct"), targets, drafters)
-        o = run(
-            plan,
-            stored.bytes_per_token,
-            p.tokens_per_epoch,
-            targets,
-            drafters,
-            np.asarray(target, float),
-            np.asarray(disk.drafter_tokens_per_s, float),
-            p.drafter.spec.gpus_per_node,
-            scen.role_prices,
-            scen.in_usd,
-            (targets, drafters),
-            scen.units,
-        )
-        drafter = o.train_tokens_per_s
+    if p.job.stored is not None and p.run_inputs is not None:
+        # The offline run of each split (run_at, as the projection and search run it):
+        # capture at the targets' capacity, then every epoch trained from storage; its
+        # rate over the whole run is what its days are.
+        o = run_at(p.run_inputs, targets, plan.target.count + plan.drafter.count - targets, f)
+        drafter = o.tokens_per_s
         tokens = p.tokens_per_epoch * p.epochs / (np.asarray(o.days, float) * SECONDS_PER_DAY)
         words = {
             "rate_name": "offline run",
