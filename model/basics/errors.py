@@ -81,7 +81,10 @@ class PlanError(ValueError):
     def flag(cls, name: str, value: str, reason: str, key: str | None = None) -> PlanError:
         """The error of a command-line flag's value (or of a named figure), `name value:
         reason`, with its parts."""
-        return cls(f"{name} {value}: {reason}", where=name, reason=reason, key=key, value=value)
+        detail = f"{value}: {reason}"
+        return cls(
+            f"{name} {detail}", where=name, reason=reason, key=key, value=value, detail=detail
+        )
 
     @classmethod
     def said(
