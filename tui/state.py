@@ -482,7 +482,8 @@ class Planner:
         except PlanError:
             raise
         except FILE_ERRORS as err:  # a config.json the plan names
-            raise file_error(None, err).concerning("workload.target_model") from None
+            error = file_error(None, err)  # said whole on the field, as a read error is
+            raise PlanError.said(str(error), "workload.target_model", where=error.where) from None
         return plan, catalog, projection
 
     def take_notices(self) -> list[str]:

@@ -94,17 +94,6 @@ class PlanError(ValueError):
         sentence is its reason, whole, since it names what it is about."""
         return cls(sentence, where=where or key, reason=sentence, key=key, value=value)
 
-    def concerning(self, key: str) -> PlanError:
-        """The same error, said the same way, on another plan key (a file a field names)."""
-        return PlanError(
-            str(self),
-            where=self.where,
-            reason=self.reason,
-            key=key,
-            value=self.value,
-            detail=self.detail,
-        )
-
     def moved(self, where: str) -> PlanError:
         """The same error said from another place, `where detail` (`--set key = value:
         reason` for a plan file's), its other parts kept."""

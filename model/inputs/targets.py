@@ -360,8 +360,9 @@ def load_config_json(path: Path) -> TargetModel:
         text = read_text(
             path, "workload.target_model takes a preset name or the path of a config.json"
         )
-    except PlanError as err:  # too large, not UTF-8: the same error, on the plan's field
-        raise err.concerning(TARGET_KEY) from None
+    except PlanError as err:  # missing, too large, not UTF-8: on the plan's field, whole
+        # (the field shows the path as written; the line names the file it resolved to)
+        raise PlanError.said(str(err), TARGET_KEY, where=err.where, value=err.value) from None
     where = str(path)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
