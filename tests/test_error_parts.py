@@ -115,3 +115,25 @@ def test_run_config_errors_carry_their_parts(tmp_path, text, key, where, value, 
     assert err.reason is not None and err.reason.startswith(reason)
     shown = f"{key} = {value}: " if key else ""
     assert str(err) == f"{full}: {shown}{err.reason}"
+
+
+def test_an_error_without_its_parts_cannot_be_made():
+    with pytest.raises(TypeError):
+        PlanError("plan.toml: something is wrong")  # type: ignore[call-arg]
+    err = PlanError("plan.toml: something is wrong", where="plan.toml", reason="something")
+    assert (err.where, err.reason, err.key, err.value) == ("plan.toml", "something", None, None)
+
+
+def test_an_error_moved_to_set_keeps_its_parts():
+    err = PlanError.field("target.count", "-4", "must be greater than 0", "plan.toml:6")
+    assert err.detail == "target.count = -4: must be greater than 0"
+    moved = err.moved("--set")
+    assert str(moved) == "--set target.count = -4: must be greater than 0"
+    assert (moved.where, moved.key, moved.value, moved.reason) == (
+        "--set",
+        "target.count",
+        "-4",
+        "must be greater than 0",
+    )
+    flag = PlanError.flag("--minutes", "0", "between 1 and 1440", "probe.minutes")
+    assert str(flag) == "--minutes 0: between 1 and 1440" and flag.detail == "0: between 1 and 1440"

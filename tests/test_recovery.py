@@ -109,7 +109,7 @@ async def test_nothing_unsaved_writes_nothing_and_a_failed_write_prints_the_plan
     # Neither the plan's folder nor the state folder can be written (a full disk): the
     # plan goes to stderr after the reason.
     def full(paths, text):
-        raise SaveError(f"{paths[0]}: cannot write: No space left on device")
+        raise SaveError.at(str(paths[0]), "cannot write: No space left on device")
 
     monkeypatch.setattr(recovery, "write_new", full)
     app = planner(plan_file)

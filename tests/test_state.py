@@ -72,13 +72,16 @@ def test_a_plan_error_lands_on_its_field(state):
 
 
 def test_error_text_is_plain_english():
-    err = PlanError(
-        "plan: cost.ratio = {'b200': -1.0}: Input should be greater than 0", "cost.ratio"
-    )
+    err = PlanError.field("cost.ratio", "{'b200': -1.0}", "Input should be greater than 0", "plan")
+    assert str(err) == "plan: cost.ratio = {'b200': -1.0}: Input should be greater than 0"
     assert reason_of(err) == "must be greater than 0"
-    err = PlanError(
-        "plan.toml:6: target.gpu: unknown GPU 'b2000' (did you mean 'b200'?)", "target.gpu"
+    err = PlanError.at(
+        "plan.toml:6",
+        "unknown GPU 'b2000' (did you mean 'b200'?)",
+        key="target.gpu",
+        shown="target.gpu",
     )
+    assert str(err) == "plan.toml:6: target.gpu: unknown GPU 'b2000' (did you mean 'b200'?)"
     assert reason_of(err) == "unknown GPU 'b2000' (did you mean 'b200'?)"
 
 
@@ -86,8 +89,9 @@ def test_a_field_shows_the_reason_the_error_carries():
     # Routed by its parts, not read out of the message (which says it another way here).
     err = PlanError(
         "somewhere else: target.count is wrong in some words",
-        "target.count",
+        where="somewhere else",
         reason="must be at most 100,000",
+        key="target.count",
     )
     assert reason_of(err) == "must be at most 100,000"
 

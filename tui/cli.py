@@ -47,7 +47,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2), like every other bad input."""
 
     def error(self, message: str) -> NoReturn:
-        raise PlanError(f"{message} (see {self.prog} --help)")
+        said = f"{message} (see {self.prog} --help)"
+        raise PlanError(said, where=self.prog, reason=said)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -428,7 +429,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         )
     if args.write:
         if args.plan is None:
-            raise PlanError("--write needs --plan PLAN.toml (the built-in plan is not a file)")
+            said = "--write needs --plan PLAN.toml (the built-in plan is not a file)"
+            raise PlanError(said, where="--write", reason=said)
         save_plan(calibrated, args.plan)
         print(terminal_safe(f"wrote {args.plan}"), file=sys.stderr)
     else:
@@ -525,9 +527,9 @@ def _run_search(args: argparse.Namespace) -> int:
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     for name, value in (("--deadline-days", args.deadline_days), ("--budget", args.budget)):
         if value is not None and not (0 < value < float("inf")):
-            raise PlanError(f"{name} {value}: must be a positive number")
+            raise PlanError.flag(name, str(value), "must be a positive number")
     if args.max_nodes is not None and args.max_nodes < 1:
-        raise PlanError(f"--max-nodes {args.max_nodes}: must be 1 or more")
+        raise PlanError.flag("--max-nodes", str(args.max_nodes), "must be 1 or more")
     gpus = tuple(k.strip() for k in args.gpus.split(",") if k.strip()) if args.gpus else None
     space = default_space(
         plan,
@@ -667,7 +669,8 @@ def _run_prices(args: argparse.Namespace) -> int:
     if args.import_file is not None:
         return _import_prices(args)
     if args.date is not None or args.source:
-        raise PlanError("--date and --source go with --import FILE")
+        said = "--date and --source go with --import FILE"
+        raise PlanError(said, where="--date" if args.date is not None else "--source", reason=said)
     return report.offers(load_catalog(), args.gpu, args.provider, args.json)
 
 
@@ -682,7 +685,8 @@ def _import_prices(args: argparse.Namespace) -> int:
     from .config import user_config_dir
 
     if args.gpu is not None or args.json:
-        raise PlanError("--gpu and --json do not go with --import FILE")
+        said = "--gpu and --json do not go with --import FILE"
+        raise PlanError(said, where="--gpu" if args.gpu is not None else "--json", reason=said)
     text = read_text(args.import_file, "a price catalog CSV", MAX_CATALOG_BYTES)
     imported = read_catalog(
         args.import_file, text, date=args.date, source=args.source, provider=args.provider
@@ -775,14 +779,14 @@ def _write_new(path: Path, text: str, force: bool, executable: bool = False) -> 
 
     writable_target(path)  # a folder, a name too long: said before "already exists"
     if (path.exists() or path.is_symlink()) and not force:
-        raise PlanError(f"{path}: already exists (use --force to overwrite)")
+        raise PlanError.at(str(path), "already exists (use --force to overwrite)")
     write_atomic(path, text)
     if executable:
         try:
             path.chmod(path.stat().st_mode | 0o111)
         except OSError as err:
-            raise PlanError(
-                f"{path}: written, but cannot make it executable: {err.strerror or err}"
+            raise PlanError.at(
+                str(path), f"written, but cannot make it executable: {err.strerror or err}"
             ) from None
 
 

@@ -65,7 +65,7 @@ def user_config_file(name: str) -> Path | None:
         if os.environ.get(CONFIG_DIR_ENV)
         else f"the config folder {short_repr(str(folder))}"
     )
-    raise PlanError(f"{source}: cannot read {name} there: {reason}")
+    raise PlanError.at(source, f"cannot read {name} there: {reason}")
 
 
 def load_catalog(hardware_files: list[Path] | None = None) -> Catalog:
@@ -100,10 +100,10 @@ def user_template() -> str | None:
     doc, _ = read_toml(path)
     template = doc.get("template")
     if template is not None and not isinstance(template, str):
-        raise PlanError(f"{path}: template = {template!r}: must be a string")
+        raise PlanError.at(str(path), f"template = {template!r}: must be a string")
     unknown = set(doc) - {"template"}
     if unknown:
-        raise PlanError(f"{path}: unknown key '{sorted(unknown)[0]}'; allowed: template")
+        raise PlanError.at(str(path), f"unknown key '{sorted(unknown)[0]}'; allowed: template")
     return template
 
 

@@ -89,16 +89,18 @@ def write_recovery(text: str, plan_path: Path | None) -> Path:
             reasons.append(
                 str(err) if isinstance(err, SaveError) else f"{first}: {err.strerror or err}"
             )
-    raise SaveError("; ".join(reasons))
+    said = "; ".join(reasons)
+    raise SaveError(said, where="recovery file", reason=said)
 
 
 def _first_free(first: Path, text: str) -> Path:
     try:
         return write_new([numbered(first, n) for n in range(1, MAX_RECOVERIES + 1)], text)
     except FileExistsError:
-        raise SaveError(
-            f"{first}: {MAX_RECOVERIES} recovery files of this plan are there already "
-            f"(open or discard them)"
+        raise SaveError.at(
+            str(first),
+            f"{MAX_RECOVERIES} recovery files of this plan are there already "
+            f"(open or discard them)",
         ) from None
 
 

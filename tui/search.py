@@ -315,27 +315,28 @@ class SearchScreen(Screen[None]):
             try:
                 value = int(text) if whole else float(text)
             except ValueError:
-                raise PlanError(
-                    f"{what}: '{text}' is not a {'whole number' if whole else 'number'}", widget
+                raise PlanError.at(
+                    what, f"'{text}' is not a {'whole number' if whole else 'number'}", key=widget
                 ) from None
             if not value > 0 or value == float("inf"):
-                raise PlanError(f"{what}: must be above 0 (empty for none)", widget)
+                raise PlanError.at(what, "must be above 0 (empty for none)", key=widget)
             return value
 
         deadline = number("search-deadline", "deadline")
         budget = number("search-budget", "budget")
         max_gpus = number("search-max-gpus", "max GPUs", whole=True)
         if max_gpus is None or not 2 <= max_gpus <= MAX_SEARCH_GPUS:
-            raise PlanError(f"max GPUs: 2 to {MAX_SEARCH_GPUS}", "search-max-gpus")
+            raise PlanError.at("max GPUs", f"2 to {MAX_SEARCH_GPUS}", key="search-max-gpus")
         state = self.state
         text = self.query_one("#search-gpus", Input).value
         keys = tuple(k.strip().lower() for k in text.replace(" ", ",").split(",") if k.strip())
         unknown = [k for k in keys if k not in state.catalog.gpus]
         if unknown:
-            raise PlanError(
-                f"GPU types: unknown {', '.join(unknown)} (dflash-plan gpus "
-                f"lists them: {', '.join(list(state.catalog.gpus)[:4])}, ...)",
-                "search-gpus",
+            raise PlanError.at(
+                "GPU types",
+                f"unknown {', '.join(unknown)} (dflash-plan gpus lists them: "
+                f"{', '.join(list(state.catalog.gpus)[:4])}, ...)",
+                key="search-gpus",
             )
         space = default_space(
             state.plan,

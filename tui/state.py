@@ -118,43 +118,10 @@ def plain(reason: str) -> str:
     return reason
 
 
-def _skip_value(text: str) -> int:
-    """Length of the Python repr at the start of text (a number, string, list or dict)."""
-    if not text:
-        return 0
-    if text[0] in "'\"":
-        end = text.find(text[0], 1)
-        return end + 1 if end > 0 else len(text)
-    if text[0] in "[{(":
-        depth = 0
-        for i, ch in enumerate(text):
-            depth += ch in "[{("
-            depth -= ch in "]})"
-            if depth == 0:
-                return i + 1
-        return len(text)
-    end = text.find(": ")
-    return end if end >= 0 else len(text)
-
-
 def reason_of(err: PlanError) -> str:
-    """The part of a PlanError a field shows: what is wrong and what is allowed, without
-    the file, the key or the value's Python spelling (the field already shows those): its
-    reason when it carries one; else read from a message of the usual shape."""
-    if err.reason is not None:
-        return plain(err.reason)
-    message = str(err)
-    key = err.key or ""
-    at = message.find(f"{key} = ") if key else -1
-    if at >= 0:
-        rest = message[at + len(key) + 3 :]
-        rest = rest[_skip_value(rest) :]
-        if rest.startswith(": "):
-            return plain(rest[2:])
-    at = message.find(f"{key}: ") if key else -1
-    if at >= 0:
-        return plain(message[at + len(key) + 2 :])
-    return plain(message.split(": ", 1)[1] if message.startswith(("plan: ", "plan:")) else message)
+    """What a field shows of a PlanError: its reason (what is wrong and what is allowed),
+    in plain words; the field already shows the key and the value."""
+    return plain(err.reason)
 
 
 def file_error(path: Path | None, err: Exception) -> PlanError:
@@ -163,11 +130,11 @@ def file_error(path: Path | None, err: Exception) -> PlanError:
         return err
     where = str(path) if path else "built-in plan"
     if isinstance(err, OSError):
-        return PlanError(f"{where}: cannot read: {err.strerror or err}")
+        return PlanError.at(where, f"cannot read: {err.strerror or err}")
     if isinstance(err, RecursionError):
-        return PlanError(f"{where}: a file it names is nested too deeply to read")
+        return PlanError.at(where, "a file it names is nested too deeply to read")
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return PlanError(f"{where}: cannot use this plan: {plain(first)}")
+    return PlanError.at(where, f"cannot use this plan: {plain(first)}")
 
 
 def check_finite(p: Projection) -> None:
@@ -175,10 +142,9 @@ def check_finite(p: Projection) -> None:
     does, say) is an error, not a figure to show."""
     for value in (p.tokens_per_s, p.days, p.total_cost):
         if value is not None and not math.isfinite(value):
-            raise PlanError(
-                "plan: the figures come out infinite or undefined; check the "
-                "measured rates and prices",
-                None,
+            raise PlanError.at(
+                "plan",
+                "the figures come out infinite or undefined; check the measured rates and prices",
             )
 
 
@@ -516,8 +482,8 @@ class Planner:
         except PlanError:
             raise
         except FILE_ERRORS as err:  # a config.json the plan names
-            error = file_error(None, err)
-            raise PlanError(str(error), "workload.target_model", reason=reason_of(error)) from None
+            error = file_error(None, err)  # said whole on the field, as a read error is
+            raise PlanError.said(str(error), "workload.target_model", where=error.where) from None
         return plan, catalog, projection
 
     def take_notices(self) -> list[str]:
@@ -549,7 +515,8 @@ class Planner:
     def balance_input(self) -> Plan:
         """The plan to balance (raises PlanError when it cannot be)."""
         if self.broken:
-            raise PlanError("Fix the marked field first")
+            said = "Fix the marked field first"
+            raise PlanError(said, where="plan", reason=said)
         require_same_gpu_type(self.plan, "balance moves GPUs between roles")
         return self.plan
 

@@ -9,29 +9,36 @@ from collections.abc import Iterable, Mapping
 class PlanError(ValueError):
     """Bad input. ``str(err)`` is a complete one-line message: where, what, what is allowed.
 
-    Its parts, when the raiser knows them, so that no reader parses the message: ``key``,
-    the dotted plan key the error concerns (``target.count``: the app marks that field; a
-    config.json's errors concern ``workload.target_model``, which names it), or for a run
-    config, the key in that file (``training.batch_size``);
-    ``where``, the file (and line) or source the message starts with; ``value``, the bad
-    value as the user wrote it; ``reason``, what is wrong and what is allowed (what a
-    field shows beside the value it already shows).
+    Every error carries its parts, so that no reader parses the message: ``where``, the
+    file (and line), flag, key or source the error is about (what the message starts
+    with, when it starts with a place); ``reason``, what is wrong and what is allowed (what
+    a field shows beside the value it already shows: the message ends with it); ``key``,
+    the dotted plan key the error concerns when there is one (``target.count``: the app
+    marks that field; a config.json's errors concern ``workload.target_model``, which
+    names it), or for a run config, the key in that file (``training.batch_size``);
+    ``value``, the bad value as the user wrote it; ``detail``, the message without its
+    leading ``where: `` (the same error said elsewhere: ``--set`` instead of the file).
+
+    `where` and `reason` are required: the constructors `field`, `at` and `flag` make the
+    message of the parts; a sentence of another shape passes its message with them.
     """
 
     def __init__(
         self,
         message: str,
-        key: str | None = None,
         *,
-        where: str | None = None,
+        where: str,
+        reason: str,
+        key: str | None = None,
         value: str | None = None,
-        reason: str | None = None,
+        detail: str | None = None,
     ) -> None:
         super().__init__(message)
         self.key = key
         self.where = where
         self.value = value
         self.reason = reason
+        self.detail = message if detail is None else detail
 
     @classmethod
     def field(
@@ -44,34 +51,60 @@ class PlanError(ValueError):
         shown: str | None = None,
     ) -> PlanError:
         """The error of one field, `[where: ]key = value: reason`, with its parts (value as
-        the user wrote it; shown: the key as the message names it, a list's index kept)."""
-        head = f"{where}: " if where else ""
+        the user wrote it; shown: the key as the message names it, a list's index kept;
+        without a file, the field is where the error is)."""
+        detail = f"{shown or key} = {value}: {reason}"
+        if where is None:
+            return cls(detail, where=shown or key, reason=reason, key=key, value=value)
         return cls(
-            f"{head}{shown or key} = {value}: {reason}",
-            key,
-            where=where,
-            value=value,
-            reason=reason,
+            f"{where}: {detail}", where=where, reason=reason, key=key, value=value, detail=detail
         )
 
     @classmethod
-    def at(cls, where: str, reason: str, key: str | None = None) -> PlanError:
-        """An error of a file, or of a key in it without a value to show,
-        `where: [key: ]reason`, with its parts."""
-        head = f"{where}: {key}: " if key else f"{where}: "
-        return cls(head + reason, key, where=where, reason=reason)
+    def at(
+        cls,
+        where: str,
+        reason: str,
+        *,
+        key: str | None = None,
+        shown: str | None = None,
+        value: str | None = None,
+    ) -> PlanError:
+        """An error of a file (or a line of it, or a source), `where: [shown: ]reason`,
+        with its parts (shown: the key the message names, when it names one)."""
+        detail = f"{shown}: {reason}" if shown else reason
+        return cls(
+            f"{where}: {detail}", where=where, reason=reason, key=key, value=value, detail=detail
+        )
 
-    @property
-    def detail(self) -> str:
-        """The message without its leading `where: ` (the same error said elsewhere)."""
-        message = str(self)
-        if self.where is not None and message.startswith(self.where + ": "):
-            return message[len(self.where) + 2 :]
-        return message.split(": ", 1)[1] if ": " in message else message
+    @classmethod
+    def flag(cls, name: str, value: str, reason: str, key: str | None = None) -> PlanError:
+        """The error of a command-line flag's value (or of a named figure), `name value:
+        reason`, with its parts."""
+        detail = f"{value}: {reason}"
+        return cls(
+            f"{name} {detail}", where=name, reason=reason, key=key, value=value, detail=detail
+        )
 
-    def moved(self, message: str) -> PlanError:
-        """The same error, said with another message (its parts kept)."""
-        return PlanError(message, self.key, where=self.where, value=self.value, reason=self.reason)
+    @classmethod
+    def said(
+        cls, sentence: str, key: str, *, where: str | None = None, value: str | None = None
+    ) -> PlanError:
+        """An error said as one sentence about a plan key (or the source given): the
+        sentence is its reason, whole, since it names what it is about."""
+        return cls(sentence, where=where or key, reason=sentence, key=key, value=value)
+
+    def moved(self, where: str) -> PlanError:
+        """The same error said from another place, `where detail` (`--set key = value:
+        reason` for a plan file's), its other parts kept."""
+        return PlanError(
+            f"{where} {self.detail}",
+            where=where,
+            reason=self.reason,
+            key=self.key,
+            value=self.value,
+            detail=self.detail,
+        )
 
 
 def suggest(value: str, choices: Iterable[str], say: Mapping[str, str] | None = None) -> str:

@@ -47,18 +47,18 @@ def open_regular(path: Path, what: str = "") -> tuple[BinaryIO, int]:
             and not stat.S_ISREG(os.stat(path).st_mode)
             and not os.path.isdir(path)
         ):
-            raise PlanError(f"{path}: not a regular file{hint}")
+            raise PlanError.at(str(path), f"not a regular file{hint}")
         handle = open(path, "rb")  # noqa: SIM115 (closed by the caller's generator)
     except FileNotFoundError:
-        raise PlanError(f"{path}: no such file{hint}") from None
+        raise PlanError.at(str(path), f"no such file{hint}") from None
     except IsADirectoryError:
-        raise PlanError(f"{path}: is a folder, not a file{hint}") from None
+        raise PlanError.at(str(path), f"is a folder, not a file{hint}") from None
     except OSError as err:
-        raise PlanError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise PlanError.at(str(path), f"cannot read: {err.strerror or err}") from None
     info = os.fstat(handle.fileno())
     if not stat.S_ISREG(info.st_mode):
         handle.close()
-        raise PlanError(f"{path}: not a regular file{hint}")
+        raise PlanError.at(str(path), f"not a regular file{hint}")
     return handle, info.st_size
 
 
@@ -84,7 +84,7 @@ def records(
             try:
                 chunk = handle.read(chunk_bytes)
             except OSError as err:
-                raise PlanError(f"{path}: cannot read: {err.strerror or err}") from None
+                raise PlanError.at(str(path), f"cannot read: {err.strerror or err}") from None
             if not chunk:
                 break
             done += len(chunk)

@@ -40,16 +40,16 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text.removeprefix(BOM))
     except tomllib.TOMLDecodeError as err:
-        raise PlanError(f"{where}: not valid TOML: {err}") from None
+        raise PlanError.at(where, f"not valid TOML: {err}") from None
     except RecursionError:
-        raise PlanError(f"{where}: not valid TOML: tables or arrays nested too deeply") from None
+        raise PlanError.at(where, "not valid TOML: tables or arrays nested too deeply") from None
     except ValueError as err:  # Python refuses integers of more than 4,300 digits
         detail = (
             "an integer of more than 4,300 digits"
             if "digits" in str(err)
             else str(err).splitlines()[0]
         )
-        raise PlanError(f"{where}: not valid TOML: {detail}") from None
+        raise PlanError.at(where, f"not valid TOML: {detail}") from None
 
 
 def read_text(path: Path, what: str = "", limit: int = MAX_FILE_BYTES) -> str:
@@ -63,13 +63,17 @@ def read_text(path: Path, what: str = "", limit: int = MAX_FILE_BYTES) -> str:
         with handle:
             data = handle.read(limit + 1)
     except OSError as err:
-        raise PlanError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise PlanError.at(str(path), f"cannot read: {err.strerror or err}") from None
     if len(data) > limit:
-        raise PlanError(f"{path}: larger than {limit:,} bytes; not a file dflash-plan reads{hint}")
+        raise PlanError.at(
+            str(path), f"larger than {limit:,} bytes; not a file dflash-plan reads{hint}"
+        )
     try:
         return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as err:
-        raise PlanError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        raise PlanError.at(
+            str(path), f"not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], str]:
@@ -117,13 +121,13 @@ def writable_target(path: Path) -> Path:
     directory = target.parent if str(target.parent) else Path(".")
     found = _status(path, target, follow=True)
     if found is not None and stat.S_ISDIR(found.st_mode):
-        raise SaveError(f"{path}: is a folder, not a file")
+        raise SaveError.at(str(path), "is a folder, not a file")
     if found is not None and not stat.S_ISREG(found.st_mode):
         # A device or a pipe (e.g. a link to /dev/full) is not replaced by a file.
-        raise SaveError(f"{path}: cannot write: not a regular file")
+        raise SaveError.at(str(path), "cannot write: not a regular file")
     folder = _status(path, directory, follow=True)
     if folder is None or not stat.S_ISDIR(folder.st_mode):
-        raise SaveError(f"{path}: cannot write: folder {directory} does not exist")
+        raise SaveError.at(str(path), f"cannot write: folder {directory} does not exist")
     return target
 
 
@@ -137,7 +141,7 @@ def _status(path: Path, looked_at: Path, follow: bool) -> os.stat_result | None:
     except OSError as err:
         if follow and err.errno == errno.ELOOP:
             return None  # a link to itself: nothing there to replace
-        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
+        raise SaveError.at(str(path), f"cannot write: {os_reason(err, path)}") from None
 
 
 def make_folder(path: Path) -> None:
@@ -147,12 +151,12 @@ def make_folder(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise SaveError(f"{path}: exists and is not a folder") from None
+        raise SaveError.at(str(path), "exists and is not a folder") from None
     except NotADirectoryError:
         above = next((p for p in path.parents if p.is_file()), path.parent)
-        raise SaveError(f"{path}: cannot create the folder: {above} is a file") from None
+        raise SaveError.at(str(path), f"cannot create the folder: {above} is a file") from None
     except OSError as err:
-        raise SaveError(f"{path}: cannot create the folder: {os_reason(err, path)}") from None
+        raise SaveError.at(str(path), f"cannot create the folder: {os_reason(err, path)}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -179,7 +183,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, target)
     except OSError as err:
         _discard(tmp)
-        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
+        raise SaveError.at(str(path), f"cannot write: {os_reason(err, path)}") from None
     except BaseException:
         _discard(tmp)
         raise
@@ -206,7 +210,7 @@ def write_new(paths: Sequence[Path], text: str) -> Path:
     except FileExistsError:
         raise
     except OSError as err:
-        raise SaveError(f"{path}: cannot write: {os_reason(err, path)}") from None
+        raise SaveError.at(str(path), f"cannot write: {os_reason(err, path)}") from None
     finally:
         _discard(tmp)
 

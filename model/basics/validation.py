@@ -44,14 +44,14 @@ def explain(
         allowed = (known or {}).get(parent)
         listing = f"; allowed: {', '.join(allowed)}" if allowed and not hint else ""
         reason = f"unknown key '{key}'{hint}{listing}"
-        return PlanError(f"{place}: {reason}", key, where=place, reason=reason)
+        return PlanError.at(place, reason, key=key)
     if kind == "missing":
         reason = f"missing required key '{key}'"
-        return PlanError(f"{place}: {reason}", key, where=place, reason=reason)
+        return PlanError.at(place, reason, key=key)
     value = first.get("input")
     reason = _message(first)
     if isinstance(value, dict):  # a rule between a table's keys: no single value
-        return PlanError(f"{place}: {shown}: {reason}", key, where=place, reason=reason)
+        return PlanError.at(place, reason, key=key, shown=shown)
     return PlanError.field(key, short_repr(value), reason, place, shown=shown)
 
 

@@ -103,10 +103,11 @@ def add_points(plan: Plan, points: Sequence[Point], gpu: str | None = None) -> P
     for point in points:
         key = point.gpu or gpu
         if key is None:
-            raise PlanError(
+            raise PlanError.said(
                 f"a {point.role} measurement ({point.measurement.source}) does "
                 f"not say its GPU: give --gpu KEY",
                 "calibration",
+                where=point.measurement.source,
             )
         new = point.measurement
         kept = [

@@ -96,14 +96,19 @@ def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
     g = plan.regenerate
     key = g.gpu or plan.target.gpu
     if key not in gpus:
-        raise PlanError(f"regenerate.gpu = {key!r}: unknown GPU", "regenerate.gpu", value=key)
+        raise PlanError.field("regenerate.gpu", repr(key), "unknown GPU")
     tp = g.tp or plan.target.tp
     if g.count is not None:
         if g.count % tp:
+            reason = (
+                f"is not a multiple of tp {tp} (each replica takes tp GPUs): set "
+                f"regenerate.count or regenerate.tp"
+            )
             raise PlanError(
-                f"regenerate.count = {g.count} is not a multiple of tp {tp} (each replica "
-                f"takes tp GPUs): set regenerate.count or regenerate.tp",
-                "regenerate.count",
+                f"regenerate.count = {g.count} {reason}",
+                where="regenerate.count",
+                reason=reason,
+                key="regenerate.count",
                 value=str(g.count),
             )
         return key, g.count, tp
@@ -112,10 +117,11 @@ def regeneration_gpus(plan: Plan, gpus: dict[str, Gpu]) -> tuple[str, int, int]:
     count = same.get(key, 0) // tp * tp
     if count == 0:
         reason = "is no GPU of the plan" if key not in same else f"has fewer than tp {tp} GPUs"
-        raise PlanError(
+        raise PlanError.said(
             f"regenerate.gpu = {key!r} {reason}: set regenerate.count",
             "regenerate.count",
-            value=key,
+            where="regenerate.gpu",
+            value=repr(key),
         )
     return key, count, tp
 
@@ -179,11 +185,12 @@ def regeneration_decode(
         software_factor=software,
     )
     if rate is None:
-        raise PlanError(
-            f"regenerate: {model.name}'s weights leave no room for a sequence's KV cache on "
-            f"{tp} x {gpu.name} under {ENGINES[setting.engine].name}'s memory defaults: raise "
+        raise PlanError.at(
+            "regenerate",
+            f"{model.name}'s weights leave no room for a sequence's KV cache on {tp} x "
+            f"{gpu.name} under {ENGINES[setting.engine].name}'s memory defaults: raise "
             f"regenerate.tp",
-            "regenerate.tp",
+            key="regenerate.tp",
             value=str(tp),
         )
     return rate

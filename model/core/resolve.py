@@ -45,7 +45,7 @@ def require_same_gpu_type(plan: Plan, why: str) -> None:
             f"{why}, so both roles must use the same GPU type (target "
             f"{plan.target.gpu}, drafter {plan.drafter.gpu})"
         )
-        raise PlanError(reason, "drafter.gpu", reason=reason)
+        raise PlanError.said(reason, "drafter.gpu")
 
 
 def check_tp(tp: int, gpu: Gpu) -> None:
@@ -104,7 +104,7 @@ def with_gpu_keys(plan: Plan, catalog: Catalog) -> Plan:
             if key in keyed:
                 where = f"{section}.{name}.{gpu}"
                 reason = f"names the GPU {key}, as {section}.{name}.{said[key]} does: keep one"
-                raise PlanError(f"{where}: {reason}", where, reason=reason)
+                raise PlanError.at(where, reason, key=where)
             keyed[key], said[key] = value, gpu
         sections[section] = part.model_copy(update={name: keyed})
     return plan.model_copy(update=sections) if sections else plan

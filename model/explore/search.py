@@ -96,7 +96,9 @@ class Constraints:
 
     def __post_init__(self) -> None:
         if self.at not in AT_CHOICES:
-            raise PlanError(f"at {self.at!r}: use one of {', '.join(AT_CHOICES)}", "search.at")
+            raise PlanError.flag(
+                "at", repr(self.at), f"use one of {', '.join(AT_CHOICES)}", "search.at"
+            )
 
     def describe(self) -> str:
         """'at the pessimistic end' / 'at the central estimate'."""
@@ -1115,8 +1117,10 @@ def _blocks(
     """The blocks of the space one at a time (None after each GPU-type pair, for the
     progress); stops early when `progress(share_done)` returns False."""
     if space.max_gpus > MAX_SEARCH_GPUS or space.max_gpus < 2:
-        raise PlanError(
-            f"--max-gpus {space.max_gpus}: a search covers 2 to {MAX_SEARCH_GPUS} GPUs",
+        raise PlanError.flag(
+            "--max-gpus",
+            str(space.max_gpus),
+            f"a search covers 2 to {MAX_SEARCH_GPUS} GPUs",
             "search.max_gpus",
         )
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]

@@ -44,13 +44,13 @@ def split_curve(p: Projection) -> SplitCurve:
     """Every split of the same GPUs with whole TP replicas, through one pipeline call."""
     plan = p.plan
     if plan.target.gpu != plan.drafter.gpu:
-        raise PlanError(
+        raise PlanError.said(
             "the split curve moves GPUs between roles, so both roles must use the same GPU type",
             "drafter.gpu",
         )
     sweep = splits(p.inputs, plan.target.count + plan.drafter.count, plan.target.tp)
     if sweep is None:
-        raise PlanError(
+        raise PlanError.said(
             "the split curve needs room for one target replica and one drafter", "target.count"
         )
     targets, f = sweep

@@ -109,7 +109,7 @@ class Catalog:
             else suggest(form, forms, forms)
         )
         reason = f"unknown GPU {name!r}{hint}; known: {', '.join(self.gpus)}"
-        raise PlanError(f"{plan_key}: {reason}", plan_key, value=name, reason=reason)
+        raise PlanError.at(plan_key, reason, key=plan_key, value=name)
 
     def model(self, spec: str) -> TargetModel:
         try:

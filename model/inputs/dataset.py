@@ -169,22 +169,23 @@ def _counter(tokenizer: str | Path | TokenCounter | None) -> tuple[TokenCounter,
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
-        raise PlanError(
-            f"{path}: no such tokenizer file (give the tokenizer.json of the "
-            f"target model, or its folder)"
+        raise PlanError.at(
+            str(path),
+            "no such tokenizer file (give the tokenizer.json of the target model, or its folder)",
         )
     try:
         from tokenizers import Tokenizer  # optional: only when a tokenizer is given
     except ImportError:
-        raise PlanError(
-            f"{path}: reading a tokenizer needs the 'tokenizers' package "
-            f"(pip install tokenizers); without a tokenizer the length is "
-            f"estimated from characters"
+        raise PlanError.at(
+            str(path),
+            "reading a tokenizer needs the 'tokenizers' package "
+            "(pip install tokenizers); without a tokenizer the length is "
+            "estimated from characters",
         ) from None
     try:
         loaded = Tokenizer.from_file(str(path))
     except Exception as err:  # the Rust library raises its own types
-        raise PlanError(f"{path}: not a tokenizer.json: {str(err).splitlines()[0]}") from None
+        raise PlanError.at(str(path), f"not a tokenizer.json: {str(err).splitlines()[0]}") from None
     return (
         lambda text: len(loaded.encode(text, add_special_tokens=False).ids),
         1.0,
@@ -240,9 +241,10 @@ def measure(
         formats[kind] = formats.get(kind, 0) + 1
     if not lengths:
         why = f" ({bad:,} bad lines; first: {first_bad})" if bad else " (empty file)"
-        raise PlanError(
-            f"{path}: no samples{why}; each line must be a JSON object with "
-            f"conversations, messages, text or prompt/response"
+        raise PlanError.at(
+            str(path),
+            f"no samples{why}; each line must be a JSON object with "
+            f"conversations, messages, text or prompt/response",
         )
     values = np.sort(np.frombuffer(lengths, dtype=np.uint32).astype(np.int64))
     n = len(values)

@@ -192,28 +192,27 @@ def parse_gpus(
             line = line_of(text, (key,)) if text else None
         place = f"{where}:{line}" if line else where
         if len(key) > KEY_CHARS or not KEY_PATTERN.fullmatch(key):
-            raise PlanError(
-                f"{place}: GPU key {v.short_repr(key)}: use lower-case letters, "
+            raise PlanError.at(
+                place,
+                f"GPU key {v.short_repr(key)}: use lower-case letters, "
                 f"digits, '.' and '-', starting with a letter or digit, at most "
                 f"{KEY_CHARS} characters (e.g. my-gpu)",
-                key,
+                key=key,
             )
         if not isinstance(table, Mapping):
-            raise PlanError(
-                f"{place}: '{key}' must be a table [{key}] of GPU fields, "
-                f"got {v.short_repr(table)}",
-                key,
+            raise PlanError.at(
+                place,
+                f"'{key}' must be a table [{key}] of GPU fields, got {v.short_repr(table)}",
+                key=key,
             )
         fields = dict(table)
         if "key" in fields:
             line = line_of(text, (key, "key")) if text else None
-            raise PlanError(
-                f"{where}:{line}: {key}.key: not a GPU field; the table name "
-                f"[{key}] is the GPU's key"
-                if line
-                else f"{where}: {key}.key: not a GPU field; the table name [{key}] is "
-                f"the GPU's key",
-                f"{key}.key",
+            raise PlanError.at(
+                f"{where}:{line}" if line else where,
+                f"not a GPU field; the table name [{key}] is the GPU's key",
+                key=f"{key}.key",
+                shown=f"{key}.key",
             )
         if base and key in base:
             fields = {**base[key].model_dump(exclude={"key"}, exclude_none=True), **fields}

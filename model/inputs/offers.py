@@ -70,9 +70,9 @@ def parse_offers(doc: Mapping[str, Any], where: str, text: str | None = None) ->
     rows = doc.get("offer", [])
     unknown = set(doc) - {"offer"}
     if unknown:
-        raise PlanError(f"{where}: unknown table '{sorted(unknown)[0]}'; allowed: [[offer]]")
+        raise PlanError.at(where, f"unknown table '{sorted(unknown)[0]}'; allowed: [[offer]]")
     if not isinstance(rows, list):
-        raise PlanError(f"{where}: 'offer' must be an array of tables [[offer]]")
+        raise PlanError.at(where, "'offer' must be an array of tables [[offer]]")
     offers = []
     for i, row in enumerate(rows):
         try:

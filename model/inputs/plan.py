@@ -468,13 +468,7 @@ def plan_from_dict(doc: dict[str, Any], where: str, text: str | None = None) -> 
     if type(version) is not int or version != SCHEMA_VERSION:
         shown = v.short_repr(version)
         reason = f"this dflash-plan reads schema_version {SCHEMA_VERSION} (an integer)"
-        raise PlanError(
-            f"{where}: schema_version = {shown}: {reason}",
-            "schema_version",
-            where=where,
-            value=shown,
-            reason=reason,
-        )
+        raise PlanError.field("schema_version", shown, reason, where)
     try:
         return Plan.model_validate(doc)
     except ValidationError as err:
@@ -572,9 +566,10 @@ def apply_sets(
         key, sep, raw = item.partition("=")
         path = tuple(part.strip() for part in key.strip().split("."))
         if not sep or not all(path):
-            raise PlanError(
-                f"--set {v.short_repr(item)}: expected KEY=VALUE with a dotted key, "
-                f"e.g. target.count=7"
+            raise PlanError.flag(
+                "--set",
+                v.short_repr(item),
+                "expected KEY=VALUE with a dotted key, e.g. target.count=7",
             )
         if gpu_key is not None and len(path) == 3 and path[:2] in GPU_TABLES:
             path = (*path[:2], gpu_key(path[2]) or path[2])
@@ -582,9 +577,10 @@ def apply_sets(
         for depth, part in enumerate(path[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise PlanError(
-                    f"--set {v.short_repr(item)}: '{'.'.join(path[: depth + 1])}' "
-                    f"is a value, not a table",
+                raise PlanError.flag(
+                    "--set",
+                    v.short_repr(item),
+                    f"'{'.'.join(path[: depth + 1])}' is a value, not a table",
                     ".".join(path[: depth + 1]),
                 )
             node = child
@@ -618,7 +614,7 @@ def load_plan(
                     (err.key + ".").startswith(dotted + ".") or dotted.startswith(err.key + ".")
                 )
                 if mine:
-                    raise err.moved(f"--set {err.detail}") from None
+                    raise err.moved("--set") from None
             raise
     return plan_from_dict(doc, where, text)
 

@@ -188,9 +188,10 @@ def detect(header: Sequence[str], where: str) -> str:
             return fmt
     expected = "; ".join(f"{fmt}: {', '.join(cols)}" for fmt, cols in REQUIRED.items())
     shown = ", ".join(header[:12]) + (", ..." if len(header) > 12 else "")
-    raise PlanError(
-        f"{where}: not a price catalog this reads (columns: {shown or 'none'}); "
-        f"expected the columns of {expected}"
+    raise PlanError.at(
+        where,
+        f"not a price catalog this reads (columns: {shown or 'none'}); "
+        f"expected the columns of {expected}",
     )
 
 
@@ -205,15 +206,18 @@ def date_of(
         try:
             day = dt.date.fromisoformat(date)
         except ValueError:
-            raise PlanError(
-                f"--date {v.short_repr(date)}: use YYYY-MM-DD (the snapshot's date)"
+            raise PlanError.flag(
+                "--date", v.short_repr(date), "use YYYY-MM-DD (the snapshot's date)"
             ) from None
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-            raise PlanError(f"--date {v.short_repr(date)}: use YYYY-MM-DD (the snapshot's date)")
+            raise PlanError.flag(
+                "--date", v.short_repr(date), "use YYYY-MM-DD (the snapshot's date)"
+            )
         if day > today:
-            raise PlanError(
-                f"--date {date}: after today ({today.isoformat()}); give the date the "
-                "snapshot was taken"
+            raise PlanError.flag(
+                "--date",
+                date,
+                f"after today ({today.isoformat()}); give the date the snapshot was taken",
             )
         return date
     if fmt == GPUHUNT and (match := _GPUHUNT_VERSION.match(source)):
@@ -223,16 +227,18 @@ def date_of(
             pass
         else:
             if day > today:
-                raise PlanError(
-                    f"--source {source}: a gpuhunt version dated {day.isoformat()}, after "
-                    f"today ({today.isoformat()}); give --date YYYY-MM-DD (when the "
-                    "snapshot was taken)"
+                raise PlanError.flag(
+                    "--source",
+                    source,
+                    f"a gpuhunt version dated {day.isoformat()}, after today "
+                    f"({today.isoformat()}); give --date YYYY-MM-DD (when the snapshot was "
+                    "taken)",
                 )
             return day.isoformat()
     own = " or --source VERSION (a gpuhunt version such as 20260818-42)" if fmt == GPUHUNT else ""
-    raise PlanError(
-        f"{where}: {fmt} rows carry no date; give --date YYYY-MM-DD (when the snapshot "
-        f"was taken){own}"
+    raise PlanError.at(
+        where,
+        f"{fmt} rows carry no date; give --date YYYY-MM-DD (when the snapshot was taken){own}",
     )
 
 
@@ -243,9 +249,10 @@ def provider_of(fmt: str, path: Path, given: str | None) -> str:
     name = PROVIDER_ALIASES.get(raw.lower(), raw.lower())
     if not _PROVIDER.match(name) or len(name) > 64:
         whence = "--provider" if given else f"the {'file' if fmt == GPUHUNT else 'folder'} name"
-        raise PlanError(
-            f"{path}: provider {name!r} (from {whence}) is not a provider name "
-            "(lower-case letters, digits, '.', '_', '-'); give --provider NAME"
+        raise PlanError.at(
+            str(path),
+            f"provider {name!r} (from {whence}) is not a provider name "
+            "(lower-case letters, digits, '.', '_', '-'); give --provider NAME",
         )
     return name
 
@@ -265,7 +272,7 @@ def read_catalog(
     try:
         return _read(path, text, date=date, source=source, provider=provider, today=today)
     except csv.Error as err:  # a field over csv's limit, a stray quote in strict files
-        raise PlanError(f"{path}: not a CSV file this reads: {err}") from None
+        raise PlanError.at(str(path), f"not a CSV file this reads: {err}") from None
 
 
 def check_source(source: str) -> None:
@@ -274,8 +281,8 @@ def check_source(source: str) -> None:
     try:
         v.one_line(v.NAME_CHARS)(source)
     except ValueError as err:
-        raise PlanError(
-            f"--source {v.short_repr(source)}: {err}; give the catalog's commit or version"
+        raise PlanError.flag(
+            "--source", v.short_repr(source), f"{err}; give the catalog's commit or version"
         ) from None
 
 
@@ -316,10 +323,11 @@ def _read(
                 duplicates += 1
             offers.setdefault(key, o)
         if len(offers) > MAX_OFFERS:
-            raise PlanError(
-                f"{path}:{line}: more than {MAX_OFFERS:,} offers by this row, and an offers "
+            raise PlanError.at(
+                f"{path}:{line}",
+                f"more than {MAX_OFFERS:,} offers by this row, and an offers "
                 f"file is read up to {MAX_FILE_BYTES:,} bytes (about {MAX_OFFERS:,} offers): "
-                "import a smaller catalog (fewer regions or GPUs)"
+                "import a smaller catalog (fewer regions or GPUs)",
             )
     return Imported(path, fmt, who, tuple(offers.values()), rows, without_gpu, unknown, duplicates)
 
@@ -335,7 +343,7 @@ class _Row:
         return self.row[i].strip() if i is not None and i < len(self.row) else ""
 
     def bad(self, name: str, value: str, allowed: str) -> PlanError:
-        return PlanError(f"{self.path}:{self.line}: {name} = {value!r}: {allowed}")
+        return PlanError.field(name, repr(value), allowed, f"{self.path}:{self.line}")
 
     def number(self, name: str, *, optional: bool = False) -> float | None:
         value = self.text(name)
@@ -481,18 +489,20 @@ def merge(existing: str | None, where: str, imported: Imported) -> Merged:
             )
     size = len(text.encode())
     if size > MAX_FILE_BYTES:
-        raise PlanError(
-            f"{where}: with {len(imported.offers):,} offers from {imported.path.name} it "
+        raise PlanError.at(
+            where,
+            f"with {len(imported.offers):,} offers from {imported.path.name} it "
             f"would be {size:,} bytes; offers files are read up to "
-            f"{MAX_FILE_BYTES:,} bytes: import a smaller catalog (fewer regions or GPUs)"
+            f"{MAX_FILE_BYTES:,} bytes: import a smaller catalog (fewer regions or GPUs)",
         )
     # What is written reads back: the file's other offers as they were, the new ones in
     # place of the old.
     back = parse_offers(parse_toml(text, where), where, text)
     if [o.model_dump() for o in back] != [o.model_dump() for o in expected]:
-        raise PlanError(
-            f"{where}: cannot tell its [[offer]] tables apart (a line '[[offer]]' inside a "
-            "multi-line string?); nothing was written: move the imported offers out by hand"
+        raise PlanError.at(
+            where,
+            "cannot tell its [[offer]] tables apart (a line '[[offer]]' inside a "
+            "multi-line string?); nothing was written: move the imported offers out by hand",
         )
     return Merged(text, replaced, len(kept))
 
@@ -515,9 +525,10 @@ def _without_tables(text: str, where: str, drop: Sequence[bool]) -> tuple[str, s
     lines = text.split("\n")  # TOML's line breaks only (str.splitlines splits on more)
     heads = [i for i, line in enumerate(lines) if _OFFER_HEADER.fullmatch(line)]
     if len(heads) != len(drop):
-        raise PlanError(
-            f"{where}: cannot tell its [[offer]] tables apart ({len(heads):,} '[[offer]]' "
-            f"lines for {len(drop):,} offers); nothing was written"
+        raise PlanError.at(
+            where,
+            f"cannot tell its [[offer]] tables apart ({len(heads):,} '[[offer]]' "
+            f"lines for {len(drop):,} offers); nothing was written",
         )
     out = lines[: heads[0]] if heads else lines
     at: int | None = None  # where in out the new offers go

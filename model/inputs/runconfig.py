@@ -261,11 +261,10 @@ def _draft_config(path: Path, spec: str | None) -> tuple[dict[str, Any], str] | 
             try:
                 doc = json.loads(read_text(file, "a drafter config.json"))
             except ValueError:
-                raise PlanError(
-                    f"{file}: not valid JSON (model.draft_model_config)",
-                    "model.draft_model_config",
-                    where=str(file),
-                    reason="not valid JSON",
+                raise PlanError.at(
+                    str(file),
+                    "not valid JSON (model.draft_model_config)",
+                    key="model.draft_model_config",
                 ) from None
             if isinstance(doc, dict):
                 return doc, file.name
@@ -402,7 +401,10 @@ def _specforge_topology(r: _Reader) -> None:
         tps = [s.get("tp_size", 1) if isinstance(s, dict) else None for s in servers]
         if not all(isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 for tp in tps):
             raise PlanError.at(
-                r.where(key), "every server's tp_size must be a whole number of at least 1", key
+                r.where(key),
+                "every server's tp_size must be a whole number of at least 1",
+                key=key,
+                shown=key,
             )
         r.put("target.count", sum(tps), key)
         if len(set(tps)) == 1:
@@ -678,8 +680,8 @@ def _speculators_flags(
         except (ValueError, IndexError):
             value = short_repr(" ".join(resolved))
             reason = f"must be {_FLAG_KIND.get(name, 'a whole number')}"
-            raise PlanError(
-                f"{where}: {flag} {value}: {reason}", flag, where=where, value=value, reason=reason
+            raise PlanError.at(
+                where, reason, key=flag, shown=f"{flag} {value}", value=value
             ) from None
         keys[name] = flag + (f", {', '.join(via)}" if via else "")
         values[name] = parsed

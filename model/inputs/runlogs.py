@@ -212,9 +212,10 @@ def _require_tokens(ctx: RunContext) -> None:
         and math.isfinite(ctx.avg_sample_tokens)
         and ctx.avg_sample_tokens > 0
     ):
-        raise PlanError(
-            f"average sample length {ctx.avg_sample_tokens!r}: must be a "
-            f"positive number of tokens (it turns samples/s into tokens/s)",
+        raise PlanError.flag(
+            "average sample length",
+            repr(ctx.avg_sample_tokens),
+            "must be a positive number of tokens (it turns samples/s into tokens/s)",
             "workload.avg_sample_tokens",
         )
 
@@ -320,10 +321,11 @@ def read_training_log(path: Path, ctx: RunContext, progress: Progress | None = N
     if legacy.values:
         return _legacy_reading(path, ctx, legacy, skips, date)
     hint = f"; skipped {skips.count:,} (first: {skips.first})" if skips.count else ""
-    raise PlanError(
-        f"{path}: no SpecForge or TorchSpec throughput lines (looked for "
+    raise PlanError.at(
+        str(path),
+        f"no SpecForge or TorchSpec throughput lines (looked for "
         f"'step N: {{...perf/...}}', 'TIMING step=', tqdm 'iter_time=' or "
-        f"'thru='): is this the trainer's log?{hint}"
+        f"'thru='): is this the trainer's log?{hint}",
     )
 
 
@@ -678,10 +680,11 @@ def _own_rows(
                 header = [name.strip().lower() for name in next(csv.reader([text]))]
                 missing = [c for c in OWN_COLUMNS if c not in header]
                 if missing:
-                    raise PlanError(
-                        f"{path}:{record.line}: header {short_repr(text)} lacks "
+                    raise PlanError.at(
+                        f"{path}:{record.line}",
+                        f"header {short_repr(text)} lacks "
                         f"{', '.join(missing)}; the columns are "
-                        f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+                        f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)",
                     )
                 continue
         if json_lines:
@@ -705,8 +708,8 @@ def _own_rows(
         yield record.line, row
     if json_lines is None:
         what = f"no readable line (first: {skips.first})" if skips.count else "empty file"
-        raise PlanError(
-            f"{path}: {what}; expected lines of {', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+        raise PlanError.at(
+            str(path), f"{what}; expected lines of {', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
         )
 
 
@@ -753,9 +756,10 @@ def read_own_log(
             series.setdefault((role, gpu), []).append((seconds, rate))
     if not series:
         hint = f" ({skips.count:,} skipped, first: {skips.first})" if skips.count else ""
-        raise PlanError(
-            f"{path}: no throughput reports{hint}; expected lines of "
-            f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)"
+        raise PlanError.at(
+            str(path),
+            f"no throughput reports{hint}; expected lines of "
+            f"{', '.join(OWN_COLUMNS)} (docs/own-numbers.md)",
         )
     notes = [f"columns not used: {', '.join(sorted(extra))}"] if extra else []
     points: list[Point] = []
@@ -835,11 +839,12 @@ def read_probe(path: Path) -> LogReading:
     doc, text = read_toml(path)
     version = doc.get("probe_format")
     if version is None:
-        raise PlanError(f"{path}: not a dflash-plan probe result (no probe_format key)")
+        raise PlanError.at(str(path), "not a dflash-plan probe result (no probe_format key)")
     if isinstance(version, int) and not isinstance(version, bool) and version > PROBE_FORMAT:
-        raise PlanError(
-            f"{path}: probe_format {version} was written by a newer "
-            f"dflash-plan; this one reads probe_format {PROBE_FORMAT}"
+        raise PlanError.at(
+            str(path),
+            f"probe_format {version} was written by a newer "
+            f"dflash-plan; this one reads probe_format {PROBE_FORMAT}",
         )
     known_top = set(_ProbeFile.model_fields)
     known_role = set(_ProbeRole.model_fields)
@@ -854,9 +859,10 @@ def read_probe(path: Path) -> LogReading:
     except ValidationError as err:
         raise explain(err, str(path), text) from None
     if probe.probe_format != PROBE_FORMAT:
-        raise PlanError(
-            f"{path}: probe_format = {probe.probe_format!r}: this dflash-plan "
-            f"reads probe_format {PROBE_FORMAT}"
+        raise PlanError.at(
+            str(path),
+            f"probe_format = {probe.probe_format!r}: this dflash-plan "
+            f"reads probe_format {PROBE_FORMAT}",
         )
     notes = [f"keys not known to this version, left out: {', '.join(ignored)}"] if ignored else []
     points: list[Point] = []
@@ -881,7 +887,7 @@ def read_probe(path: Path) -> LogReading:
         values.pop("seconds", None)
         points.append(Point(role, probe.gpu, measurement, None, values))
     if not points:
-        raise PlanError(f"{path}: no [target] or [drafter] result")
+        raise PlanError.at(str(path), "no [target] or [drafter] result")
     return LogReading(str(path), "probe result", tuple(points), len(points), notes=tuple(notes))
 
 
@@ -895,8 +901,8 @@ def read_throughput(
     if path.suffix.lower() == ".toml":
         return read_probe(path)
     if ctx is None:
-        raise PlanError(
-            f"{path}: reading a log needs the plan's average sample length (tokens per sample)"
+        raise PlanError.at(
+            str(path), "reading a log needs the plan's average sample length (tokens per sample)"
         )
     if path.suffix.lower() in (".csv", ".jsonl"):
         return read_own_log(path, ctx, progress)
@@ -904,7 +910,7 @@ def read_throughput(
     first = next(stream, None)
     stream.close()
     if first is None:
-        raise PlanError(f"{path}: empty file")
+        raise PlanError.at(str(path), "empty file")
     head = (first.data or b"").lstrip(b"\xef\xbb\xbf").lstrip().lower()
     if head.startswith(b"{") or b"tokens_per_s" in head:
         return read_own_log(path, ctx, progress)

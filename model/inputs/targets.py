@@ -283,7 +283,7 @@ TARGET_KEY = "workload.target_model"
 def _bad(where: str, reason: str, value: str | None = None) -> PlanError:
     """A config.json error, `where: reason`, with its parts (the value of the JSON field
     the reason names, when there is one)."""
-    return PlanError(f"{where}: {reason}", TARGET_KEY, where=where, value=value, reason=reason)
+    return PlanError.at(where, reason, key=TARGET_KEY, value=value)
 
 
 def _bad_field(where: str, name: str, value: Any, reason: str) -> PlanError:
@@ -360,10 +360,9 @@ def load_config_json(path: Path) -> TargetModel:
         text = read_text(
             path, "workload.target_model takes a preset name or the path of a config.json"
         )
-    except PlanError as err:  # too large, not UTF-8: the same error, on the plan's field
-        raise PlanError(
-            str(err), TARGET_KEY, where=err.where, value=err.value, reason=err.reason
-        ) from None
+    except PlanError as err:  # missing, too large, not UTF-8: on the plan's field, whole
+        # (the field shows the path as written; the line names the file it resolved to)
+        raise PlanError.said(str(err), TARGET_KEY, where=err.where, value=err.value) from None
     where = str(path)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)

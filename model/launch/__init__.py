@@ -87,8 +87,8 @@ def format_module(fmt: str) -> Any:
     from ..basics.errors import PlanError
 
     if fmt not in _MODULES:
-        raise PlanError(
-            f"launch format {fmt!r}: choose one of {', '.join(FORMATS)}", "launch.format"
+        raise PlanError.flag(
+            "launch format", repr(fmt), f"choose one of {', '.join(FORMATS)}", "launch.format"
         )
     return importlib.import_module(f".{_MODULES[fmt]}", __name__)
 
@@ -109,10 +109,10 @@ def generate(
         # The template runs the user's command whatever the mode; the others write the
         # capture-then-train pair or refuse.
         if name in OFFLINE_REFUSALS:
-            raise PlanError(
-                f"workload.mode = offline: the {name} launch cannot write the offline "
-                f"run: {OFFLINE_REFUSALS[name]}",
+            raise PlanError.field(
                 "workload.mode",
+                "offline",
+                f"the {name} launch cannot write the offline run: {OFFLINE_REFUSALS[name]}",
             )
         offline: LaunchScript = module.render_offline(ctx, template)
         return offline

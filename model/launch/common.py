@@ -281,12 +281,12 @@ def require_derived_layers(ctx: Context, fmt: str) -> None:
     specforge/modeling/draft/dflash.py)."""
     derived = ctx.model.default_layer_ids(ctx.plan.workload.draft_layers)
     if ctx.layer_ids != derived:
-        raise PlanError(
-            f"workload.target_layer_ids = {list(ctx.layer_ids)}: {fmt} derives the "
-            f"captured layers from draft_layers ({list(derived)} for "
+        raise PlanError.field(
+            "workload.target_layer_ids",
+            str(list(ctx.layer_ids)),
+            f"{fmt} derives the captured layers from draft_layers ({list(derived)} for "
             f"{ctx.plan.workload.draft_layers} layers) and accepts no other set; "
             f"remove the key or use the speculators or template format",
-            "workload.target_layer_ids",
         )
 
 
@@ -511,11 +511,12 @@ MOONCAKE_TCP_FORMATS = ("specforge", "slurm", "kubernetes", "skypilot")
 def require_receive(plan: Plan, fmt: str) -> None:
     """Refuse a receive mode the launch's Mooncake protocol cannot run."""
     if plan.workload.receive == "device" and fmt in MOONCAKE_TCP_FORMATS:
-        raise PlanError(
-            f"workload.receive = device: the {fmt} launch runs Mooncake over tcp "
-            f"(MOONCAKE_PROTOCOL=tcp) and device receive (SpecForge's receive_buffers "
-            f'"cuda") needs RDMA; set workload.receive = "pinned" or "host"',
+        raise PlanError.field(
             "workload.receive",
+            "device",
+            f"the {fmt} launch runs Mooncake over tcp (MOONCAKE_PROTOCOL=tcp) and device "
+            f'receive (SpecForge\'s receive_buffers "cuda") needs RDMA; set '
+            f'workload.receive = "pinned" or "host"',
         )
 
 
@@ -542,23 +543,25 @@ def offline_storage(
     p, w = ctx.plan, ctx.plan.workload
     written, launch = FORMATS[fmt], launch or fmt
     if p.storage.format is not None and p.storage.format != written.name:
-        raise PlanError(
-            f"storage.format = {p.storage.format}: the {launch} launch writes the {fmt} "
-            f"format; set storage.format = {fmt} or remove the key",
+        raise PlanError.field(
             "storage.format",
+            p.storage.format,
+            f"the {launch} launch writes the {fmt} format; set storage.format = {fmt} or "
+            f"remove the key",
         )
     if storage_format(p.storage.format, p.launch.format) is not written:
-        raise PlanError(
-            f"launch.format = {p.launch.format}: the projection sizes the "
-            f"{storage_format(None, p.launch.format).name} format but the {launch} launch "
-            f"writes the {fmt} format; set storage.format = {fmt}",
+        raise PlanError.field(
             "storage.format",
+            p.launch.format,
+            f"the projection sizes the {storage_format(None, p.launch.format).name} format "
+            f"but the {launch} launch writes the {fmt} format; set storage.format = {fmt}",
+            shown="launch.format",
         )
     if w.storage_dtype not in dtypes:
-        raise PlanError(
-            f"workload.storage_dtype = {w.storage_dtype}: the {launch} launch cannot store "
-            f"it: {why}; use {' or '.join(dtypes)}",
+        raise PlanError.field(
             "workload.storage_dtype",
+            w.storage_dtype,
+            f"the {launch} launch cannot store it: {why}; use {' or '.join(dtypes)}",
         )
     per_token = stored_bytes_per_token(
         ctx.model.hidden, len(ctx.layer_ids), w.storage_dtype, written

@@ -31,7 +31,9 @@ def q(value: object) -> str:
     nothing). A NUL cannot be passed in an argument at all, so it is refused."""
     text = str(value)
     if "\0" in text:
-        raise PlanError(f"{text!r}: a command-line value cannot hold a NUL character")
+        raise PlanError.at(
+            repr(text), "a command-line value cannot hold a NUL character", value=repr(text)
+        )
     return shlex.quote(text)
 
 
@@ -76,7 +78,7 @@ def env(**variables: object) -> str:
     """NAME=value assignments (for `export` or a command's environment), values quoted."""
     for name in variables:
         if not _NAME.fullmatch(name):
-            raise PlanError(f"internal: {name!r} is not an environment variable name")
+            raise PlanError.at("internal", f"{name!r} is not an environment variable name")
     return " ".join(f"{name}={q(value)}" for name, value in variables.items())
 
 
@@ -96,7 +98,7 @@ def feed(command: str, content: str, base: str = HEREDOC) -> str:
     heredoc: bash expands nothing in it and the content arrives byte for byte (a final
     newline is added when it has none)."""
     if "\0" in content:
-        raise PlanError("internal: a heredoc cannot carry a NUL character")
+        raise PlanError.at("internal", "a heredoc cannot carry a NUL character")
     end = terminator(content, base)
     body = content if content.endswith("\n") else content + "\n"
     return f"{command} <<'{end}'\n{body}{end}"
@@ -284,9 +286,10 @@ class TemplateShell:
         if not place:
             self.line += word if self.body else ""
             return word
-        raise PlanError(
-            f"{where}: placeholder {{{name}}} sits {place}, where its value "
+        raise PlanError.at(
+            where,
+            f"placeholder {{{name}}} sits {place}, where its value "
             f"{short_repr(str(value))} cannot be quoted; write the placeholder as "
             f"a word of its own, without quotes (dflash-plan quotes every value)",
-            "launch.template",
+            key="launch.template",
         )

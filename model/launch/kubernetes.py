@@ -185,20 +185,22 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     selectors = {gpu: node_selector(ctx, gpu) for gpu in (target_gpu, drafter_gpu)}
     if target_gpu != drafter_gpu and not all(selectors.values()):
         missing = [gpu for gpu, sel in selectors.items() if not sel]
-        raise PlanError(
+        raise PlanError.said(
             f"target.gpu = {target_gpu!r}, drafter.gpu = {drafter_gpu!r}: pods of two GPU "
             f"types need a node label each to land on their own nodes; set "
             f"launch.gpu_product.{missing[0]} to those nodes' {GPU_PRODUCT_LABEL} label "
             f"(e.g. NVIDIA-B200)",
             "launch.gpu_product",
+            where="target.gpu",
         )
     claim = p.launch.volume_claim
     if trainers > 1 and not claim:
-        raise PlanError(
+        raise PlanError.said(
             f"drafter.count = {p.drafter.count}: {trainers} trainer pods share SpecForge's "
             f"control_dir and output_dir, which need a volume every pod mounts; set "
             f"launch.volume_claim to a ReadWriteMany PersistentVolumeClaim's name",
             "launch.volume_claim",
+            where="drafter.count",
         )
     name = jobset_name(ctx, max(servers, trainers) - 1)
     store = pod_host(name, STORE, 0)

@@ -73,25 +73,27 @@ def assign_devices(resolved: Resolved) -> Layout:
     plan = resolved.plan
     nodes = nodes_needed(resolved)
     if nodes > MAX_NODES:
-        raise PlanError(
-            f"target.count + drafter.count = {plan.target.count} + "
-            f"{plan.drafter.count}: {nodes} nodes; launch scripts are written "
-            f"for up to {MAX_NODES} nodes (see docs/launch.md)",
+        raise PlanError.field(
             "target.count",
+            f"{plan.target.count} + {plan.drafter.count}",
+            f"{nodes} nodes; launch scripts are written for up to {MAX_NODES} nodes (see "
+            f"docs/launch.md)",
+            shown="target.count + drafter.count",
         )
     hosts = plan.launch.hosts or tuple(f"node{i}" for i in range(nodes))
     if len(hosts) < nodes:
-        raise PlanError(
+        raise PlanError.said(
             f"launch.hosts names {len(hosts)} host(s); this plan needs {nodes} "
             f"nodes ({plan.target.count} + {plan.drafter.count} GPUs)",
             "launch.hosts",
         )
     per_node, tp = resolved.target_gpu.gpus_per_node, plan.target.tp
     if plan.launch.base_port + per_node // tp - 1 > 65535:
-        raise PlanError(
-            f"launch.base_port = {plan.launch.base_port}: the capture servers of "
-            f"one node need ports up to {plan.launch.base_port + per_node // tp - 1}",
+        raise PlanError.field(
             "launch.base_port",
+            str(plan.launch.base_port),
+            f"the capture servers of one node need ports up to "
+            f"{plan.launch.base_port + per_node // tp - 1}",
         )
     replicas: list[Replica] = []
     node, slot = 0, 0
@@ -131,21 +133,25 @@ def check_layout(layout: Layout, resolved: Resolved) -> None:
     for replica in layout.replicas:
         devs = replica.devices
         if len(devs) != plan.target.tp or list(devs) != list(range(devs[0], devs[0] + len(devs))):
-            raise PlanError(f"internal: TP group {devs} on node {replica.node} is not contiguous")
+            raise PlanError.at(
+                "internal", f"TP group {devs} on node {replica.node} is not contiguous"
+            )
         if devs[-1] >= t_per:
-            raise PlanError(f"internal: TP group {devs} leaves node {replica.node}")
+            raise PlanError.at("internal", f"TP group {devs} leaves node {replica.node}")
         for dev in devs:
             if (replica.node, dev) in used:
-                raise PlanError(f"internal: GPU {dev} of node {replica.node} used twice")
+                raise PlanError.at("internal", f"GPU {dev} of node {replica.node} used twice")
             used.add((replica.node, dev))
     for node, devs in layout.drafters.items():
         for dev in devs:
             if (node, dev) in used or dev >= d_per:
-                raise PlanError(f"internal: drafter GPU {dev} of node {node} is taken or absent")
+                raise PlanError.at(
+                    "internal", f"drafter GPU {dev} of node {node} is taken or absent"
+                )
             used.add((node, dev))
     if len(layout.replicas) * plan.target.tp != plan.target.count:
-        raise PlanError("internal: target GPU count differs from the plan")
+        raise PlanError.at("internal", "target GPU count differs from the plan")
     if sum(map(len, layout.drafters.values())) != plan.drafter.count:
-        raise PlanError("internal: drafter GPU count differs from the plan")
+        raise PlanError.at("internal", "drafter GPU count differs from the plan")
     if len({(r.node, r.port) for r in layout.replicas}) != len(layout.replicas):
-        raise PlanError("internal: two capture servers of one node share a port")
+        raise PlanError.at("internal", "two capture servers of one node share a port")

@@ -55,7 +55,9 @@ def probe_plan(plan: Plan, catalog: Catalog, gpu: str, role: str) -> Plan:
     probe the rest of the node as drafters (the targets then bind, and the pipeline rate
     is theirs), for a drafter probe one drafter (its compute time is logged on its own)."""
     if role not in ROLES:
-        raise PlanError(f"--role {role!r}: choose one of {', '.join(ROLES)}", "probe.role")
+        raise PlanError.flag(
+            "--role", repr(role), f"choose one of {', '.join(ROLES)}", "probe.role"
+        )
     spec = catalog.gpu(gpu, "--gpu")
     tp, drafters = probe_gpus(plan, spec, role)
     probe = plan.model_copy(
@@ -113,12 +115,12 @@ def probe_script(
     from .escape import comment, heredoc, q
 
     if not 1 <= minutes <= 24 * 60:
-        raise PlanError(f"--minutes {minutes:g}: between 1 and 1440", "probe.minutes")
+        raise PlanError.flag("--minutes", f"{minutes:g}", "between 1 and 1440", "probe.minutes")
     gpu = catalog.key(gpu, "--gpu")  # as people write it: 'B200' is b200
     probe = probe_plan(plan, catalog, gpu, role)
     script = generate(probe, catalog, "specforge")
     if "run.yaml" not in script.files:
-        raise PlanError(f"{gpu}: the probe needs one node's SpecForge config", "probe.gpu")
+        raise PlanError.at(gpu, "the probe needs one node's SpecForge config", key="probe.gpu")
     gpus = probe.target.count + probe.drafter.count
     gpu_hours = probe_gpu_hours(plan, catalog.gpus[gpu], role, minutes)
     ceiling_minutes = gpu_hours * 60 / gpus - minutes
@@ -250,14 +252,14 @@ def read_probe_dir(folder: Path) -> LogReading:
             target_model=str(doc["target_model"]),
         )
     except (KeyError, TypeError, ValueError) as err:
-        raise PlanError(
-            f"{manifest_path}: missing or bad {err}: is this a probe "
-            f"folder written by dflash-plan probe?"
+        raise PlanError.at(
+            str(manifest_path),
+            f"missing or bad {err}: is this a probe folder written by dflash-plan probe?",
         ) from None
     if doc.get("probe_format") != 1:
-        raise PlanError(
-            f"{manifest_path}: probe_format = {doc.get('probe_format')!r}: this "
-            f"dflash-plan reads probe_format 1"
+        raise PlanError.at(
+            str(manifest_path),
+            f"probe_format = {doc.get('probe_format')!r}: this dflash-plan reads probe_format 1",
         )
     from ..inputs.runlogs import read_training_log
 

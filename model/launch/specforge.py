@@ -100,11 +100,11 @@ def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
     counts = {len(ctx.layout.drafters[n]) for n in nodes}
     if len(counts) > 1:
         spread = " + ".join(str(len(ctx.layout.drafters[n])) for n in nodes)
-        raise PlanError(
-            f"drafter.count = {ctx.plan.drafter.count}: the drafters land {spread} "
-            f"on {len(nodes)} nodes, and torchrun needs the same number on each; "
-            f"change the split so the drafters fill whole nodes",
+        raise PlanError.field(
             "drafter.count",
+            str(ctx.plan.drafter.count),
+            f"the drafters land {spread} on {len(nodes)} nodes, and torchrun needs the same "
+            f"number on each; change the split so the drafters fill whole nodes",
         )
     return nodes, counts.pop()
 
@@ -547,11 +547,11 @@ def capture_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
     counts = {len(ctx.layout.target_devices_on(n)) for n in nodes}
     if len(counts) > 1:
         spread = " + ".join(str(len(ctx.layout.target_devices_on(n))) for n in nodes)
-        raise PlanError(
-            f"target.count = {ctx.plan.target.count}: the targets land {spread} on "
-            f"{len(nodes)} nodes, and the capture's torchrun needs the same number on "
-            f"each; change the split so the targets fill whole nodes",
+        raise PlanError.field(
             "target.count",
+            str(ctx.plan.target.count),
+            f"the targets land {spread} on {len(nodes)} nodes, and the capture's torchrun "
+            f"needs the same number on each; change the split so the targets fill whole nodes",
         )
     return nodes, counts.pop()
 

@@ -43,7 +43,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     require_derived_layers(ctx, "specforge-legacy")
     total = p.target.count + p.drafter.count
     if total % p.target.tp:
-        raise PlanError(
+        raise PlanError.said(
             f"specforge-legacy shards the target over tp {p.target.tp} inside "
             f"every group of ranks: {total} GPUs is not a multiple of it",
             "target.tp",
@@ -113,7 +113,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         body = cmd("torchrun", "--standalone", "--nproc_per_node", total, *args, lead=5)
     else:
         if total % per_node:
-            raise PlanError(
+            raise PlanError.said(
                 f"specforge-legacy across nodes needs whole nodes: {total} GPUs "
                 f"is not a multiple of {per_node} per node",
                 "drafter.count",

@@ -88,9 +88,10 @@ def render_template(template: str, values: dict[str, object], where: str) -> str
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as err:
-        raise PlanError(
-            f"{where}: bad template: {err} (use {{{{ and }}}} for literal braces)",
-            "launch.template",
+        raise PlanError.at(
+            where,
+            f"bad template: {err} (use {{{{ and }}}} for literal braces)",
+            key="launch.template",
         ) from None
     for literal, name, spec, conversion in parsed:
         out.append(literal)
@@ -98,14 +99,17 @@ def render_template(template: str, values: dict[str, object], where: str) -> str
         if name is None:
             continue
         if name not in values:
-            raise PlanError(
-                f"{where}: unknown placeholder {{{name}}}; known: "
+            raise PlanError.at(
+                where,
+                f"unknown placeholder {{{name}}}; known: "
                 f"{', '.join('{' + k + '}' for k in TEMPLATE_PLACEHOLDERS)}",
-                "launch.template",
+                key="launch.template",
             )
         if spec or conversion:
-            raise PlanError(
-                f"{where}: placeholder {{{name}}} takes no format or conversion", "launch.template"
+            raise PlanError.at(
+                where,
+                f"placeholder {{{name}}} takes no format or conversion",
+                key="launch.template",
             )
         out.append(shell.fill(values[name], name, where))
     return "".join(out)
@@ -116,7 +120,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     where = "launch.template" if plan.launch.template else "launch.toml template"
     text = plan.launch.template or template
     if not text:
-        raise PlanError(
+        raise PlanError.said(
             "launch.template is not set: put a command with {placeholders} in the "
             "plan's [launch] table or in the user config's launch.toml",
             "launch.template",
