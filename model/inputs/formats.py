@@ -12,10 +12,12 @@ title (what it runs, in words) is its module's TITLE.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from .plan import Receive
+# workload.receive: how a trainer receives hidden states from the Mooncake store
+# (model/physics/pipeline.py RECEIVE_MODES says what each one costs, with its source); the
+# plan's key (inputs/plan.py) and the mode a format's trainer runs.
+Receive = Literal["host", "pinned", "device"]
 
 
 @dataclass(frozen=True, slots=True)

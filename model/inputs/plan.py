@@ -29,6 +29,7 @@ from ..basics.numbers import TypedNumber, looks_like_number
 from ..basics.tomlfile import parse_toml, read_text, read_toml, write_atomic
 from ..basics.validation import explain
 from . import formats
+from .formats import Receive
 
 SCHEMA_VERSION: Final = 1
 
@@ -76,9 +77,7 @@ Mode = Literal["online", "offline"]
 MODES: tuple[Mode, ...] = ("online", "offline")
 
 
-# workload.receive: how a trainer receives hidden states from the Mooncake store
-# (model/physics/pipeline.py RECEIVE_MODES says what each one costs, with its source).
-Receive = Literal["host", "pinned", "device"]
+# workload.receive (inputs/formats.py Receive says what it is).
 RECEIVES: tuple[Receive, ...] = ("host", "pinned", "device")
 
 
