@@ -150,13 +150,6 @@ def _source_sets(args: argparse.Namespace) -> list[str]:
     return sets + list(getattr(args, "sets", []) or [])
 
 
-def _launch_formats() -> tuple[str, ...]:
-    """The launch formats (the registry's list; importing it loads no format module)."""
-    from ..model.launch import FORMATS
-
-    return tuple(FORMATS)
-
-
 # -- the commands -------------------------------------------------------------------------
 
 
@@ -213,12 +206,15 @@ def _run_project(args: argparse.Namespace) -> int:
 
 
 def _add_launch(p: argparse.ArgumentParser) -> None:
+    # The registry's formats (importing it loads no format module).
+    from ..model.inputs.formats import DEFAULT, names
+
     _plan_args(p)
     p.add_argument(
         "--format",
-        choices=_launch_formats(),
+        choices=names(),
         default=None,
-        help="launch format (default: the plan's launch.format, else specforge)",
+        help=f"launch format (default: the plan's launch.format, else {DEFAULT})",
     )
     p.add_argument(
         "-o",
@@ -248,12 +244,10 @@ def _run_launch(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(script.text)
         return EXIT_OK
-    from ..model.launch import DOCUMENT_SUFFIX
+    from ..model.inputs.formats import row_of
 
     # A script is executable; a launcher's document (SkyPilot's YAML) is not.
-    _write_new(
-        args.output, script.text, args.force, executable=script.format not in DOCUMENT_SUFFIX
-    )
+    _write_new(args.output, script.text, args.force, executable=row_of(script.format).executable)
     print(terminal_safe(f"wrote {args.output} ({script.format})"), file=sys.stderr)
     return EXIT_OK
 

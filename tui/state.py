@@ -20,6 +20,7 @@ from ..model.core.labels import derived_name
 from ..model.core.projection import Projection, project
 from ..model.core.resolve import require_same_gpu_type
 from ..model.explore.compare import Comparison, compare
+from ..model.inputs import formats
 from ..model.inputs.catalog import Catalog
 from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
@@ -96,6 +97,8 @@ class View:
     same_gpu: bool
     model_options: tuple[tuple[str, str], ...]
     launch_format: str
+    launch_formats: tuple[str, ...]  # the picker's entries: the registry's
+    takes_template: bool  # the launch runs launch.template (the template bar shows)
     title: str
     dirty: bool
     name: str  # the plan's name, given or derived (the name field's placeholder)
@@ -293,7 +296,13 @@ class Planner:
 
     @property
     def launch_format(self) -> str:
-        return str(self.doc["launch"].get("format", "specforge"))
+        return str(self.doc["launch"].get("format", formats.DEFAULT))
+
+    @property
+    def takes_template(self) -> bool:
+        """The plan's launch format runs the user's command (launch.template)."""
+        row = formats.FORMATS.get(self.launch_format)
+        return row is not None and row.own_command
 
     @property
     def broken(self) -> bool:
@@ -387,6 +396,8 @@ class Planner:
             same_gpu=self.doc["target"]["gpu"] == self.doc["drafter"]["gpu"],
             model_options=models,
             launch_format=self.launch_format,
+            launch_formats=formats.names(),
+            takes_template=self.takes_template,
             title=self.title,
             dirty=self.dirty,
             name=terminal_safe(self.name),

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..basics import recipe
+from ..inputs import formats
 from ..inputs.catalog import Catalog
-from ..inputs.plan import LAUNCH_RECEIVE, OFFLINE_LAUNCH_FORMATS, Plan, launch_receive
+from ..inputs.plan import Plan, launch_receive
 from ..physics.decode import maturity
 from ..physics.pipeline import RECEIVE_NAMES, splits
 from ..physics.roofline import MOE_EFFICIENCY_FACTOR, default_efficiency
@@ -83,8 +84,9 @@ def _store_check(pipe: Pipeline, max_length: int) -> list[Diagnostic]:
 
 
 def _transport_check(plan: Plan) -> list[Diagnostic]:
-    w, staged = plan.workload, ("specforge", "slurm", "speculators")
-    if w.transport != "direct" or plan.launch.format not in staged:
+    w = plan.workload
+    launched = formats.row_of(plan.launch.format).transport  # None: the plan's own, or none
+    if launched is None or w.transport == launched:
         return []
     return [
         Diagnostic(
@@ -92,7 +94,7 @@ def _transport_check(plan: Plan) -> list[Diagnostic]:
             "workload.transport",
             f"the projection assumes hidden states go device to device (your own pipeline), "
             f"but the {plan.launch.format} launch stages them through a Mooncake store, "
-            f'whose measured ceilings are lower: set workload.transport = "mooncake" to '
+            f'whose measured ceilings are lower: set workload.transport = "{launched}" to '
             f"project the launched run",
             {"transport": w.transport, "launch_format": plan.launch.format},
         )
@@ -100,7 +102,7 @@ def _transport_check(plan: Plan) -> list[Diagnostic]:
 
 
 def _receive_check(plan: Plan) -> list[Diagnostic]:
-    """The plan projects a receive mode its launch format does not run (LAUNCH_RECEIVE):
+    """The plan projects a receive mode its launch format does not run (its row's receive):
     e.g. pinned receive, SpecForge's default since September 2026, under a launch that
     installs specforge 0.2.0, which receives into pageable host memory."""
     w, fmt = plan.workload, plan.launch.format
@@ -113,25 +115,30 @@ def _receive_check(plan: Plan) -> list[Diagnostic]:
             "workload.receive",
             f"the projection assumes {RECEIVE_NAMES[w.receive]} (workload.receive = "
             f"{w.receive}), but the {fmt} launch runs {RECEIVE_NAMES[launched]}: "
-            f"{LAUNCH_RECEIVE[fmt][1]}; set workload.receive = "
+            f"{formats.row_of(fmt).receive_why}; set workload.receive = "
             f'"{launched}" to project the launched run',
             {"receive": w.receive, "launch_receive": launched, "launch_format": fmt},
         )
     ]
 
 
+def _either(names: tuple[str, ...]) -> str:
+    """The names as a sentence lists them: a, b or c."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))
+
+
 def _mode_check(plan: Plan) -> list[Diagnostic]:
     # Say so rather than let a launch script of the online pipeline pass for the offline
-    # run (the launch itself refuses, model/launch/common.py).
+    # run (the launch itself refuses, model/launch/__init__.py).
     w = plan.workload
-    if w.mode != "offline" or plan.launch.format in OFFLINE_LAUNCH_FORMATS:
+    if w.mode != "offline" or plan.launch.format in formats.offline_names():
         return []
     return [
         Diagnostic(
             "mode-differs-from-launch",
             "workload.mode",
             f"workload.mode is offline, but the {plan.launch.format} launch cannot write "
-            f"the offline run: launch it with --format specforge, speculators or slurm "
+            f"the offline run: launch it with --format {_either(formats.offline_writers())} "
             f"(docs/launch.md, 'Offline mode')",
             {"mode": w.mode, "launch_format": plan.launch.format},
         )

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..inputs.catalog import Catalog
+from ..inputs.formats import row_of
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Workload
 from ..physics.fitting import efficiency_basis
@@ -70,11 +71,11 @@ ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "pytorch": "PyTorch"}
 
 def engine(role: str, launch_format: str) -> str:
     """The software a role's rate rests on: the capture engine of the launch format for
-    targets (speculators runs vLLM; SpecForge and its Slurm job run SGLang), the PyTorch
-    training stack for drafters."""
+    targets (its row's: speculators runs vLLM; SpecForge and its Slurm job run SGLang), the
+    PyTorch training stack for drafters."""
     if role == "drafter":
         return "pytorch"
-    return "vllm" if launch_format == "speculators" else "sglang"
+    return row_of(launch_format).engine
 
 
 def _pick(ends: tuple[float, float, float], value: str | None) -> float:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..basics.errors import PlanError
 from ..inputs.catalog import Catalog
+from ..inputs.formats import row_of
 from ..inputs.hardware import Gpu
 from ..inputs.plan import GPU_FIELDS, GPU_TABLES, Plan, Workload
 from ..inputs.targets import TargetModel
@@ -32,9 +33,10 @@ class Resolved:
 
     @property
     def transferred_layers(self) -> int:
-        """Hidden states sent per token: the captured layers, plus the final layer that
-        speculators' launch_vllm.py appends and its trainer reads as the target's output."""
-        return len(self.layer_ids) + (1 if self.plan.launch.format == "speculators" else 0)
+        """Hidden states sent per token: the captured layers, plus the launch format's extra
+        ones (the final layer speculators' launch_vllm.py appends and its trainer reads as
+        the target's output)."""
+        return len(self.layer_ids) + row_of(self.plan.launch.format).extra_layers
 
 
 def require_same_gpu_type(plan: Plan, why: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..basics.arrays import Count, Number
+from ..inputs import formats
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..physics import store
@@ -77,7 +78,7 @@ def store_sizing(r: Resolved) -> tuple[str, int]:
     "speculators") and one max-length sample's features, bytes: what the store memory of
     any split of the plan needs besides its counts (the search sizes every split)."""
     plan = r.plan
-    fmt = "speculators" if plan.launch.format == "speculators" else "specforge"
+    fmt = formats.row_of(plan.launch.format).store_sizing
     return fmt, store.sample_feature_bytes(
         r.model.hidden, len(r.layer_ids), plan.workload.max_length
     )

@@ -28,6 +28,8 @@ from ..basics.errors import PlanError
 from ..basics.numbers import TypedNumber, looks_like_number
 from ..basics.tomlfile import parse_toml, read_text, read_toml, write_atomic
 from ..basics.validation import explain
+from . import formats
+from .formats import Receive
 
 SCHEMA_VERSION: Final = 1
 
@@ -75,9 +77,7 @@ Mode = Literal["online", "offline"]
 MODES: tuple[Mode, ...] = ("online", "offline")
 
 
-# workload.receive: how a trainer receives hidden states from the Mooncake store
-# (model/physics/pipeline.py RECEIVE_MODES says what each one costs, with its source).
-Receive = Literal["host", "pinned", "device"]
+# workload.receive (inputs/formats.py Receive says what it is).
 RECEIVES: tuple[Receive, ...] = ("host", "pinned", "device")
 
 
@@ -283,62 +283,34 @@ class Calibration(_Section):
     drafter: dict[str, CalibrationEntry] = Field(default_factory=dict)
 
 
-# The launch formats, by name: the one list, which model/launch's registry maps to one
-# module each (the plan sits below the launch code, so the names live here).
-LAUNCH_FORMATS: tuple[str, ...] = (
-    "specforge",
-    "speculators",
-    "specforge-legacy",
-    "slurm",
-    "kubernetes",
-    "skypilot",
-    "template",
-)
+# The launch formats' names, and what each one's launch runs, are the registry's
+# (inputs/formats.py, one row per format; the plan sits below the launch code). These
+# views of its built-in rows are what the tests and older callers name.
+LAUNCH_FORMATS: tuple[str, ...] = formats.names()
 # The formats whose launch writes the offline run (capture to storage, then train); the
-# others refuse offline plans (model/launch/common.py OFFLINE_REFUSALS says why). The
-# template runs the user's own command, whatever its mode.
-OFFLINE_LAUNCH_FORMATS: tuple[str, ...] = ("specforge", "speculators", "slurm", "template")
-
-
+# others refuse offline plans (their row's offline_refusal says why). The template runs the
+# user's own command, whatever its mode.
+OFFLINE_LAUNCH_FORMATS: tuple[str, ...] = formats.offline_names()
+SPECFORGE_RECEIVE = formats.SPECFORGE_RECEIVE
 # The receive mode (workload.receive) each launch format's trainer runs, and why; None: the
 # plan's own (template: your command) or no Mooncake receive (the legacy trainer runs target
-# and drafter colocated). The one table: the receive-differs-from-launch diagnostic
-# (core/projection.py) and the launch scripts' projection of the launched run read it.
-# SpecForge's formats pin the specforge 0.2.0 wheel (launch/common.py SPECFORGE_VERSION):
-# its trainer (as main a6b6b023, 2026-08-08) receives each tensor into a fresh pageable host
-# tensor and copies it to the device on the training stream; receive_buffers (PRs #840,
-# #858: pinned the default, 2026-09-08) is in no release (PyPI's latest is 0.2.0).
-SPECFORGE_RECEIVE = (
-    "the specforge 0.2.0 it installs receives into pageable host memory on the training "
-    "stream and ignores the DISAGG_RECEIVE_BUFFERS the launch writes (pinned receive, "
-    "SpecForge's default since PR #858 of September 2026, is in no release yet)"
-)
+# and drafter colocated).
 LAUNCH_RECEIVE: dict[str, tuple[Receive | None, str]] = {
-    "specforge": ("host", SPECFORGE_RECEIVE),
-    "slurm": ("host", SPECFORGE_RECEIVE),
-    "kubernetes": ("host", SPECFORGE_RECEIVE),
-    "skypilot": ("host", SPECFORGE_RECEIVE),
-    # vllm-project/speculators' Mooncake backend (#836) has no receive setting: its
-    # trainer gets the tensors into host memory.
-    "speculators": ("host", "speculators' trainer gets hidden states into host memory"),
-    "specforge-legacy": (None, "the legacy trainer runs target and drafter colocated"),
-    "template": (None, "your command runs the plan's own workload.receive"),
+    name: (row.receive, row.receive_why) for name, row in formats.FORMATS.items()
 }
 
 
 def launch_receive(plan: Plan, fmt: str | None = None) -> Receive | None:
     """The workload.receive of the run format fmt launches (the plan's own for the
     template; None: no Mooncake receive)."""
-    fmt = fmt or plan.launch.format
-    if fmt == "template":
-        return plan.workload.receive
-    return LAUNCH_RECEIVE[fmt][0]
+    row = formats.row_of(fmt or plan.launch.format)
+    return plan.workload.receive if row.own_command else row.receive
 
 
 def _launch_format(value: str) -> str:
     """A launch format of the registry."""
-    if value not in LAUNCH_FORMATS:
-        raise ValueError(f"choose one of {', '.join(LAUNCH_FORMATS)}")
+    if value not in formats.FORMATS:
+        raise ValueError(f"choose one of {', '.join(formats.names())}")
     return value
 
 
@@ -379,7 +351,7 @@ class Launch(_Section):
     """How to start the real pipeline (the run's names and paths; the split comes from the
     plan). Every key is optional."""
 
-    format: LaunchFormat = "specforge"
+    format: LaunchFormat = formats.DEFAULT
     run_id: Name | None = Field(
         None, min_length=1, description="default: <target_model>-dflash (follows the model)"
     )

@@ -1,13 +1,14 @@
-"""Launch scripts for the planned run: a small registry of formats (SpecForge unified and
-legacy, vLLM speculators, Slurm, a user's template), one module each, all rendering from
-one resolved plan and one device layout (layout.py).
+"""Launch scripts for the planned run: the formats of the registry (inputs/formats.py:
+SpecForge unified and legacy, vLLM speculators, Slurm, Kubernetes, SkyPilot, a user's
+template), one module each, all rendering from one resolved plan and one device layout
+(layout.py).
 
 Every user-controlled value a format writes (shell words, comments, heredocs, YAML, TOML,
 a template's placeholders) goes through the one escaping layer, escape.py. docs/launch.md
 names the upstream versions each format is checked against.
 
-Importing this package is light (no YAML, no format module): the app reads FORMATS from it
-(the plan schema's list of names); a format's module loads when a script is generated.
+Importing this package is light (no YAML, no format module); a format's module loads when a
+script is generated.
 """
 
 from __future__ import annotations
@@ -15,26 +16,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..inputs.plan import LAUNCH_FORMATS
-from .paths import PATHS, launch_path, launch_transport, own_path, path_sets, path_words, why_not
+from ..inputs import formats
+from .paths import launch_path, launch_transport, own_path, path_sets, path_words, why_not
 
 if TYPE_CHECKING:
     from ..inputs.catalog import Catalog
     from ..inputs.plan import Plan
     from .common import LaunchScript
 
-# The registry: format name (the plan schema's list) -> its module, named after it (which
-# defines NAME and render(ctx, template)).
-FORMATS: tuple[str, ...] = LAUNCH_FORMATS
-_MODULES = {name: name.replace("-", "_") for name in FORMATS}
-
-# What a format writes when it is not a script (no #!, not executable): the name's suffix.
-DOCUMENT_SUFFIX: dict[str, str] = {"kubernetes": ".yaml", "skypilot": ".yaml"}
+# The format names (the registry's built-in rows, as the tests name them; the code reads
+# the registry, which a new format's row joins).
+FORMATS: tuple[str, ...] = formats.names()
 
 
 def file_name(fmt: str) -> str:
     """The name a launch of format fmt is saved under by default."""
-    return f"launch-{fmt}{DOCUMENT_SUFFIX.get(fmt, '.sh')}"
+    return f"launch-{fmt}{formats.row_of(fmt).suffix}"
 
 
 # Names other code imports from here, loaded on first use.
@@ -50,7 +47,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "DOCUMENT_SUFFIX",
     "FORMATS",
     "file_name",
     "generate",
@@ -67,7 +63,8 @@ def launch_line(plan: Plan, fmt: str | None = None) -> str:
     fmt = fmt or plan.launch.format
     own, path = own_path(plan), launch_path(plan, fmt)
     if path is None:
-        return f"launch: {fmt} is not what these figures describe: {PATHS[fmt][1]}"
+        why = formats.row_of(fmt).transport_why
+        return f"launch: {fmt} is not what these figures describe: {why}"
     name, keys = path_words(own)
     if path == own:
         return f"launch: these figures describe the {fmt} launch ({name}, {keys})"
@@ -86,11 +83,14 @@ def __getattr__(name: str) -> Any:
 def format_module(fmt: str) -> Any:
     from ..basics.errors import PlanError
 
-    if fmt not in _MODULES:
+    if fmt not in formats.FORMATS:
         raise PlanError.flag(
-            "launch format", repr(fmt), f"choose one of {', '.join(FORMATS)}", "launch.format"
+            "launch format",
+            repr(fmt),
+            f"choose one of {', '.join(formats.names())}",
+            "launch.format",
         )
-    return importlib.import_module(f".{_MODULES[fmt]}", __name__)
+    return importlib.import_module(f".{formats.row_of(fmt).module}", __name__)
 
 
 def generate(
@@ -100,19 +100,20 @@ def generate(
     `template` is the user config's template, used when the plan has none. The plan is
     resolved first, so launch refuses exactly what the projection refuses."""
     from ..basics.errors import PlanError
-    from .common import OFFLINE_REFUSALS, context, require_receive
+    from .common import context, require_receive
 
     name = fmt or plan.launch.format
     module = format_module(name)
+    row = formats.row_of(name)
     ctx = context(plan, catalog)
-    if plan.workload.mode == "offline" and name != "template":
+    if plan.workload.mode == "offline" and not row.own_command:
         # The template runs the user's command whatever the mode; the others write the
         # capture-then-train pair or refuse.
-        if name in OFFLINE_REFUSALS:
+        if row.offline_refusal is not None:
             raise PlanError.field(
                 "workload.mode",
                 "offline",
-                f"the {name} launch cannot write the offline run: {OFFLINE_REFUSALS[name]}",
+                f"the {name} launch cannot write the offline run: {row.offline_refusal}",
             )
         offline: LaunchScript = module.render_offline(ctx, template)
         return offline

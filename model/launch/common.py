@@ -13,7 +13,8 @@ from ..basics.units import amount, duration, ktok, spread
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
-from ..inputs.plan import LAUNCH_FORMATS, OFFLINE_LAUNCH_FORMATS, Plan
+from ..inputs.formats import row_of
+from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
@@ -26,7 +27,7 @@ from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
 from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
 from .escape import comment, q
 from .layout import Layout, assign_devices
-from .paths import PATHS, launch_path, own_path, path_words, why_not
+from .paths import launch_path, own_path, path_words, why_not
 
 # SGLang's request validator wants the prompt plus one generated and five internal slots
 # (SpecForge specforge/config/schema.py, SGLANG_CAPTURE_CONTEXT_HEADROOM).
@@ -355,12 +356,12 @@ def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = No
     differs."""
     from ..core.projection import project
 
-    plan = ctx.plan
-    if plan.workload.mode == "offline" and fmt != "template":
+    plan, row = ctx.plan, row_of(fmt)
+    if plan.workload.mode == "offline" and not row.own_command:
         return [offline_figures(project(plan, ctx.catalog, rented))]
     path = launch_path(plan, fmt)
     if path is None:
-        return [f"projection: none for this run: {PATHS[fmt][1]}"]
+        return [f"projection: none for this run: {row.transport_why}"]
     launched = project(with_path(plan, path), ctx.catalog, rented)
     name, keys = path_words(path)
     lines = [f"projection of this run ({name}, {keys}): {figures(launched)}"]
@@ -408,7 +409,7 @@ def header(
                 f"drafters [{drafters or '-'}]"
             )
         )
-    if layout.nodes > 1 and not p.launch.hosts and fmt not in ADDRESSES_AT_RUN_TIME:
+    if layout.nodes > 1 and not p.launch.hosts and not row_of(fmt).names_nodes:
         lines.append(
             comment(
                 f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
@@ -451,10 +452,6 @@ class LaunchScript:
 
 # --- launchers that start every node themselves (the shell each node runs: specforge.node_shell)
 
-# Formats whose launcher names the nodes (the allocation, the JobSet's service, SkyPilot):
-# their header names no host placeholders.
-ADDRESSES_AT_RUN_TIME = ("slurm", "kubernetes", "skypilot")
-
 # The software every node of a SpecForge run needs, as its pins (docs/launch.md): specforge
 # 0.2.0 (which pins sglang 0.5.14 and torch), Mooncake's transfer engine (mooncake_master
 # and the store client) and SpecForge's spec-capture patch to the installed SGLang, applied
@@ -489,28 +486,18 @@ def specforge_stack_setup() -> str:
 
 # --- offline mode: capture to storage, then train ------------------------------------------
 
-# The formats whose launch writes the offline run (inputs/plan.py holds the list: the
-# projection, below this package, names the others); why the others cannot.
-OFFLINE_REFUSALS = {
-    "specforge-legacy": "the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
-    "reads raw conversations only and has no hidden-state input",
-    "kubernetes": "the JobSet runs SpecForge's online capture servers and trainers as pods; "
-    "write the offline run with --format specforge or slurm",
-    "skypilot": "the task runs SpecForge's online capture servers and trainers on each "
-    "node; write the offline run with --format specforge or slurm",
-}
+# Which formats write the offline run, and why the others cannot: their row's
+# offline_refusal (inputs/formats.py).
 
 
-# The formats whose online launch runs Mooncake over TCP: MOONCAKE_PROTOCOL=tcp and
-# mooncake_protocol "tcp" across nodes; managed-local on one node takes the protocol's
-# default, tcp (specforge 0.2.0 ManagedLocalMooncakeConfig.protocol). SpecForge's schema and
-# trainer refuse receive_buffers "cuda" (workload.receive = device) without RDMA (PR #840).
-MOONCAKE_TCP_FORMATS = ("specforge", "slurm", "kubernetes", "skypilot")
-
-
+# The formats whose online launch runs Mooncake over TCP (their row's mooncake_tcp):
+# MOONCAKE_PROTOCOL=tcp and mooncake_protocol "tcp" across nodes; managed-local on one node
+# takes the protocol's default, tcp (specforge 0.2.0 ManagedLocalMooncakeConfig.protocol).
+# SpecForge's schema and trainer refuse receive_buffers "cuda" (workload.receive = device)
+# without RDMA (PR #840).
 def require_receive(plan: Plan, fmt: str) -> None:
     """Refuse a receive mode the launch's Mooncake protocol cannot run."""
-    if plan.workload.receive == "device" and fmt in MOONCAKE_TCP_FORMATS:
+    if plan.workload.receive == "device" and row_of(fmt).mooncake_tcp:
         raise PlanError.field(
             "workload.receive",
             "device",
@@ -572,6 +559,3 @@ def offline_storage(
         f"{ctx.model.hidden:,} x {w.storage_dtype}, plus ids and masks: {written.source}) "
         f"to {hidden_states_dir(p)}, read by every epoch of the training"
     )
-
-
-assert set(OFFLINE_REFUSALS) | set(OFFLINE_LAUNCH_FORMATS) == set(LAUNCH_FORMATS)

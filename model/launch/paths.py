@@ -1,39 +1,16 @@
 """The hidden-state path each launch format runs, as the projection's workload.transport and
-workload.receive name it (the script header projects the launched run on it)."""
+workload.receive name it (the script header projects the launched run on it), from the
+format's row (inputs/formats.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..inputs.plan import LAUNCH_RECEIVE, launch_receive
+from ..inputs.formats import row_of
+from ..inputs.plan import launch_receive
 
 if TYPE_CHECKING:
     from ..inputs.plan import Plan
-
-# The hidden-state path each format launches, as the projection's workload.transport names
-# it, and why; None: the plan's own path (template) or no transfer (legacy, colocated). The
-# receive mode each format runs is inputs/plan.py's LAUNCH_RECEIVE (the projection's
-# receive-differs-from-launch diagnostic reads it too).
-SPECFORGE_PATH = "SpecForge stages hidden states through its Mooncake store"
-PATHS: dict[str, tuple[str | None, str]] = {
-    "specforge": ("mooncake", SPECFORGE_PATH),
-    "slurm": ("mooncake", SPECFORGE_PATH),
-    "kubernetes": ("mooncake", SPECFORGE_PATH),
-    "skypilot": ("mooncake", SPECFORGE_PATH),
-    "speculators": (
-        "mooncake",
-        "speculators stages hidden states in host memory: files "
-        "under /tmp on one node, its Mooncake backend across nodes "
-        "(both projected with the Mooncake path's measured ceilings)",
-    ),
-    "specforge-legacy": (
-        None,
-        "the legacy trainer runs target and drafter colocated on "
-        "every GPU, which the planner's target/drafter split does "
-        "not describe",
-    ),
-    "template": (None, "your command runs the plan's own workload.transport"),
-}
 
 # A hidden-state path: (workload.transport, workload.receive).
 HiddenPath = tuple[str, str]
@@ -41,10 +18,8 @@ HiddenPath = tuple[str, str]
 
 def launch_transport(plan: Plan, fmt: str | None = None) -> str | None:
     """The workload.transport of the run format fmt launches (None: not projected)."""
-    fmt = fmt or plan.launch.format
-    if fmt == "template":
-        return plan.workload.transport
-    return PATHS[fmt][0]
+    row = row_of(fmt or plan.launch.format)
+    return plan.workload.transport if row.own_command else row.transport
 
 
 def own_path(plan: Plan) -> HiddenPath:
@@ -82,7 +57,7 @@ def path_sets(path: HiddenPath) -> str:
 def why_not(plan: Plan, fmt: str, path: HiddenPath) -> str:
     """Why the run format fmt launches is not on the plan's own path: another transport,
     else another receive mode."""
-    own = own_path(plan)
+    own, row = own_path(plan), row_of(fmt)
     if path[0] != own[0]:
-        return PATHS[fmt][1]
-    return LAUNCH_RECEIVE[fmt][1]  # the same store, another receive mode
+        return row.transport_why
+    return row.receive_why  # the same store, another receive mode

@@ -266,7 +266,7 @@ def node_config(node: int) -> str:
 # #858, September 2026), as the launcher passes them to every trainer process: the
 # environment variable, which overrides the config key. specforge 0.2.0's schema forbids
 # unknown keys and has no receive_buffers, so the run.yaml cannot carry it; 0.2.0 ignores
-# the variable and receives pageable (inputs/plan.py LAUNCH_RECEIVE).
+# the variable and receives pageable (its row in inputs/formats.py).
 RECEIVE_BUFFERS = {"host": "pageable", "pinned": "pinned", "device": "cuda"}
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from ..basics.units import BF16_BYTES
+from ..inputs.formats import row_of
 from ..inputs.plan import StorageFormat
 
 FP8_BYTES = 1
@@ -70,7 +71,7 @@ assert set(FORMATS) == set(get_args(StorageFormat))
 def storage_format(name: str | None, launch_format: str) -> Format:
     """The plan's storage format; None follows the launch format."""
     if name is None:
-        name = "speculators" if launch_format == "speculators" else "specforge"
+        name = row_of(launch_format).store_sizing
     return FORMATS[name]
 
 

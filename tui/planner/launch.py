@@ -74,7 +74,7 @@ class LaunchPanel(Vertical):
         self.built = False
         self.script = ""  # the script as written (the box shows its comments wrapped)
 
-    def build(self, formats: tuple[str, ...], view: View) -> None:
+    def build(self, view: View) -> None:
         """Mount the tab's widgets (the first time it is shown)."""
         from textual.widgets import TextArea  # loads only when the tab is shown
 
@@ -91,12 +91,16 @@ class LaunchPanel(Vertical):
             ),
             id="template-bar",
         )
-        template.display = view.launch_format == "template"
+        template.display = view.takes_template
         self.mount_all(
             [
                 Horizontal(
                     Label("format", classes="field-label"),
-                    Picker([(f, f) for f in formats], view.launch_format, id="launch-format"),
+                    Picker(
+                        [(f, f) for f in view.launch_formats],
+                        view.launch_format,
+                        id="launch-format",
+                    ),
                     Static("ctrl+y copy · ctrl+e export", id="launch-hint"),
                     id="launch-bar",
                 ),
@@ -121,7 +125,7 @@ class LaunchPanel(Vertical):
         self._show_template(view)
 
     def _show_template(self, view: View) -> None:
-        self.query_one("#template-bar").display = view.launch_format == "template"
+        self.query_one("#template-bar").display = view.takes_template
         field = self.query_one("#launch-template", Input)
         text = view.values.get(TEMPLATE.key) or ""
         if not field.has_focus and field.value != text:

@@ -441,9 +441,7 @@ class PlannerScreen(Screen[None]):
         launch = event.pane == "launch"
         self.set_class(launch, "-launch")
         if launch:
-            from ...model.launch import FORMATS
-
-            self.query_one(LaunchPanel).build(tuple(FORMATS), self.view)
+            self.query_one(LaunchPanel).build(self.view)
             self.refresh_launch()
 
     async def launch_text(self) -> str:
@@ -471,7 +469,8 @@ class PlannerScreen(Screen[None]):
     @work(exclusive=True, group="dialog")
     async def action_export_launch(self) -> None:
         self.flush()
-        from ...model.launch import DOCUMENT_SUFFIX, file_name
+        from ...model.inputs.formats import row_of
+        from ...model.launch import file_name
 
         fmt = self.state.plan.launch.format
         path = await self.app.push_screen_wait(
@@ -489,7 +488,7 @@ class PlannerScreen(Screen[None]):
         text = await self.launch_text()
         try:
             write_atomic(path, text)
-            if fmt not in DOCUMENT_SUFFIX:  # a script, not a document for a launcher
+            if row_of(fmt).executable:  # a script, not a document for a launcher
                 path.chmod(path.stat().st_mode | 0o111)
         except OSError as err:
             self.notify(not_written(path, err), title="Could not export", severity="error")
