@@ -53,6 +53,7 @@ from ..core.stages import RunInputs, run_at
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Mode, Plan
+from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, flow
 from ..physics.store import store_loads_of
@@ -312,17 +313,64 @@ def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
     return _Shared(r, view, by_gpu, dict(catalog.gpus))
 
 
-def _block(
-    plan: Plan,
-    catalog: Catalog,
-    shared: _Shared,
-    t_key: str,
-    d_key: str,
-    tp: int,
-    space: Space,
-    brute: bool = False,
-    mode: Mode = "online",
-) -> _Block | None:
+@dataclass(frozen=True, slots=True)
+class _BlockModel:
+    """One block's pipeline and run inputs at the central rates and at the pessimistic
+    end, and what a split's memory fit needs: built once per block, so that each step of
+    `_block` (pruning, evaluating the splits, their figures) is a function of it."""
+
+    plan: Plan
+    catalog: Catalog
+    shared: _Shared
+    t_key: str
+    d_key: str
+    tp: int
+    t_gpu: Gpu
+    d_gpu: Gpu
+    central_in: PipelineInputs
+    slow_in: PipelineInputs
+    central_run_in: RunInputs
+    slow_run_in: RunInputs
+    t_mem: MemoryFit
+    # The drafter's memory apart from its optimizer state, and that state, which is
+    # sharded over the drafters, so enough of them make it fit.
+    drafter_fixed_gb: float
+    drafter_state_gb: float
+    units: tuple[int, int]  # each role's GPUs per rental unit
+    per_token: float  # bytes stored per token (offline)
+    tokens_per_epoch: float
+
+    def drafter_fits(self, drafters: np.ndarray) -> np.ndarray:
+        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+        high = memory_band("drafter")[1]
+        needed = (self.drafter_fixed_gb + self.drafter_state_gb / drafters) * high
+        return np.asarray(needed <= self.d_gpu.memory_gb)
+
+    def offline_runs(
+        self, targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
+    ) -> tuple[Run, Run]:
+        """The offline run of each split at the central rates and at the pessimistic end
+        (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
+        ends = (self.central_run_in, self.slow_run_in)
+        out = [
+            run_at(ri, targets, drafters, None if flows is None else flows[i]).parts
+            for i, ri in enumerate(ends)
+        ]
+        assert out[0] is not None and out[1] is not None  # the offline mode's runs
+        return out[0], out[1]
+
+    def regeneration(self, targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, ...]:
+        # Days and cost at the central rate and at the slow end: the slow figures are the
+        # central ones times one ratio, but not bit for bit.
+        return _regeneration(
+            self.plan, self.catalog, self.shared, self.t_key, self.d_key, self.tp, targets, drafters
+        )
+
+
+def _block_model(
+    plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int, mode: Mode
+) -> _BlockModel | None:
+    """The block's model; None when either GPU type has no price (no such block)."""
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -362,25 +410,7 @@ def _block(
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
     t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
-    one = drafter_memory(
-        r.shape,
-        drafter_work(
-            r.shape, w.num_anchors, float(w.avg_sample_tokens), plan.drafter.batch_size, 1
-        ),
-        float(w.max_length),
-        plan.drafter.batch_size,
-        1,
-        d_gpu.memory_gb,
-    )
-    state = dict(one.items_gb).get("optimizer state", 0.0)
-    fixed = one.needed_gb - state
-
-    def drafter_fits(drafters: np.ndarray) -> np.ndarray:
-        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
-        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb)
-
-    replicas = np.arange(1, space.max_gpus // tp + 1)
-    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    fixed, state = _drafter_memory_parts(plan, r, d_gpu)
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
     # The run of the plan's own mode as project() computes it (stages.run_at, the same
@@ -417,76 +447,108 @@ def _block(
         slow_in,
         inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct"),
     )
-
-    def offline_runs(
-        targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
-    ) -> tuple[Run, Run]:
-        """The offline run of each split at the central rates and at the pessimistic end
-        (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
-        ends = (central_run_in, slow_run_in)
-        out = [
-            run_at(ri, targets, drafters, None if flows is None else flows[i]).parts
-            for i, ri in enumerate(ends)
-        ]
-        assert out[0] is not None and out[1] is not None  # the offline mode's runs
-        return out[0], out[1]
-
-    band: tuple[np.ndarray, ...] | None = None
-    g = plan.regenerate
-    # What the regeneration's GPUs move with: None (none, or a set count), the targets (0),
-    # the drafters (1), neither (2: it cannot run, every figure infinite).
-    side = (
-        None
-        if not w.regenerate or g.count is not None
-        else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+    return _BlockModel(
+        plan,
+        catalog,
+        shared,
+        t_key,
+        d_key,
+        tp,
+        t_gpu,
+        d_gpu,
+        central_in,
+        slow_in,
+        central_run_in,
+        slow_run_in,
+        t_mem,
+        fixed,
+        state,
+        units,
+        per_token,
+        tokens_per_epoch,
     )
-    if brute:
-        pass
-    elif mode == "offline":
+
+
+def _drafter_memory_parts(plan: Plan, r: Resolved, d_gpu: Gpu) -> tuple[float, float]:
+    """One drafter's memory (GB) apart from its optimizer state, and that state: the part
+    a split's drafters shard between them."""
+    w = plan.workload
+    one = drafter_memory(
+        r.shape,
+        drafter_work(
+            r.shape, w.num_anchors, float(w.avg_sample_tokens), plan.drafter.batch_size, 1
+        ),
+        float(w.max_length),
+        plan.drafter.batch_size,
+        1,
+        d_gpu.memory_gb,
+    )
+    state = dict(one.items_gb).get("optimizer state", 0.0)
+    return one.needed_gb - state, state
+
+
+def _regeneration_side(plan: Plan, t_key: str, d_key: str) -> int | None:
+    """What the regeneration's GPUs move with: None (none, or a set count), the targets
+    (0), the drafters (1), neither (2: it cannot run, every figure infinite)."""
+    g = plan.regenerate
+    if not plan.workload.regenerate or g.count is not None:
+        return None
+    return {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+
+
+def _pruned(
+    m: _BlockModel, space: Space, mode: Mode, side: int | None, covered: int
+) -> tuple[np.ndarray, ...] | None:
+    """The splits of the block that can be on a front (the pruning of the module's
+    docstring), or None to evaluate the block whole."""
+    plan, t_key, d_key, tp = m.plan, m.t_key, m.d_key, m.tp
+    if mode == "offline":
         # A small block is evaluated whole (_OFFLINE_PRUNE_FROM).
-        if covered >= _OFFLINE_PRUNE_FROM:
-            regen = None
-            if w.regenerate:
-
-                def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, ...]:
-                    # Days and cost at the central rate and at the slow end: the slow
-                    # figures are the central ones times one ratio, but not bit for bit.
-                    return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
-
-            band = _offline_band(
-                offline_runs,
-                regen,
-                side,
-                plan.storage.billing == "by-phase",
-                w.epochs,
-                tp,
-                space.max_gpus,
-                drafter_fits,
-                bool(space.max_nodes or space.one_node),
-                (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
-                units,
-                t_key == d_key,
-            )
-    elif t_key != d_key:
+        if covered < _OFFLINE_PRUNE_FROM:
+            return None
+        return _offline_band(
+            m.offline_runs,
+            m.regeneration if plan.workload.regenerate else None,
+            side,
+            plan.storage.billing == "by-phase",
+            plan.workload.epochs,
+            tp,
+            space.max_gpus,
+            m.drafter_fits,
+            bool(space.max_nodes or space.one_node),
+            (m.t_gpu.gpus_per_node, m.d_gpu.gpus_per_node),
+            m.units,
+            t_key == d_key,
+        )
+    if t_key != d_key:
         # A regeneration on one role's GPUs is faster with more of them: only the rule
         # about the other role's idle GPUs holds (the compared splits share this role's
         # count, so the regeneration's days and cost).
-        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits, (side != 1, side != 0))
-    elif side in (None, 2):
-        # One type regenerating on its own GPUs (both roles' counts) is evaluated whole.
-        band = _band_one_type(
-            central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
+        return _band(
+            m.central_in, m.slow_in, tp, space.max_gpus, m.drafter_fits, (side != 1, side != 0)
         )
-    store_over = _store_over(shared, t_key, d_key, tp)
-    # Whether some split's store does not fit its host memory: then the block is evaluated
-    # whole (the pruning's argument does not cover that fit); else no split is rejected.
-    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any())
-    if some_over:
-        band = None
+    if side in (None, 2):
+        return _band_one_type(
+            m.central_in,
+            m.slow_in,
+            tp,
+            space.max_gpus,
+            m.drafter_fits,
+            m.shared.prices.by_gpu[t_key].unit_gpus,
+        )
+    # One type regenerating on its own GPUs (both roles' counts) is evaluated whole.
+    return None
+
+
+def _evaluated(
+    m: _BlockModel, band: tuple[np.ndarray, ...] | None, max_gpus: int
+) -> tuple[np.ndarray, np.ndarray, Flow, Flow]:
+    """The splits evaluated (the band's, or the whole block's) and their central and
+    pessimistic flows."""
     if band is not None:
         targets, drafters = band[0], band[1]
-        central = flow(central_in, targets, drafters)
-        slow = flow(slow_in, targets, drafters)
+        central = flow(m.central_in, targets, drafters)
+        slow = flow(m.slow_in, targets, drafters)
         # The form the pruning of two types rests on, on every split evaluated; else the
         # whole block.
         if len(band) == 4 and not (
@@ -495,25 +557,56 @@ def _block(
         ):
             band = None
     if band is None:
-        targets, drafters = _splits(space.max_gpus, tp)
-        central = flow(central_in, targets, drafters)
-        slow = flow(slow_in, targets, drafters)
-    # Days and cost as project() computes them (stages.run_at, the same code), so that a
-    # plan judged within a limit here is within it in its projection.
+        targets, drafters = _splits(max_gpus, m.tp)
+        central = flow(m.central_in, targets, drafters)
+        slow = flow(m.slow_in, targets, drafters)
+    return targets, drafters, central, slow
 
-    def figures(ri: RunInputs, f: Flow) -> tuple[np.ndarray, np.ndarray]:
-        o = run_at(ri, targets, drafters, f)
-        cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
-        return (
-            np.broadcast_to(np.asarray(o.days, float), targets.shape),
-            np.broadcast_to(np.asarray(cost, float), targets.shape),
-        )
 
-    days, cost = figures(central_run_in, central)
-    slow_days, slow_cost = figures(slow_run_in, slow)
+def _run_figures(
+    ri: RunInputs, targets: np.ndarray, drafters: np.ndarray, f: Flow
+) -> tuple[np.ndarray, np.ndarray]:
+    """Days and cost of each split as project() computes them (stages.run_at, the same
+    code), so that a plan judged within a limit here is within it in its projection."""
+    o = run_at(ri, targets, drafters, f)
+    cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
+    return (
+        np.broadcast_to(np.asarray(o.days, float), targets.shape),
+        np.broadcast_to(np.asarray(cost, float), targets.shape),
+    )
+
+
+def _block(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    space: Space,
+    brute: bool = False,
+    mode: Mode = "online",
+) -> _Block | None:
+    m = _block_model(plan, catalog, shared, t_key, d_key, tp, mode)
+    if m is None:
+        return None
+    w = plan.workload
+    replicas = np.arange(1, space.max_gpus // tp + 1)
+    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    side = _regeneration_side(plan, t_key, d_key)
+    band = None if brute else _pruned(m, space, mode, side, covered)
+    store_over = _store_over(shared, t_key, d_key, tp)
+    # Whether some split's store does not fit its host memory: then the block is evaluated
+    # whole (the pruning's argument does not cover that fit); else no split is rejected.
+    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, m.t_gpu.gpus_per_node)).any())
+    if some_over:
+        band = None
+    targets, drafters, central, slow = _evaluated(m, band, space.max_gpus)
+    days, cost = _run_figures(m.central_run_in, targets, drafters, central)
+    slow_days, slow_cost = _run_figures(m.slow_run_in, targets, drafters, slow)
     if mode == "offline":
-        storage_fits = fits_storage(plan, per_token, tokens_per_epoch)
-        storage_tb = per_token * tokens_per_epoch / BYTES_PER_TB
+        storage_fits = fits_storage(plan, m.per_token, m.tokens_per_epoch)
+        storage_tb = m.per_token * m.tokens_per_epoch / BYTES_PER_TB
     else:
         storage_fits, storage_tb = True, 0.0
     if w.regenerate:
@@ -525,8 +618,8 @@ def _block(
         # At the pessimistic end the regeneration runs at the slow end of its decode range
         # (Projection.job_days_range adds the same phase).
         slow_days, slow_cost = regen_slow_days + slow_days, regen_slow_cost + slow_cost
-    t_mem = replace(t_mem, band=memory_band("target"))
-    fits = drafter_fits(drafters) & t_mem.fits
+    t_mem = replace(m.t_mem, band=memory_band("target"))
+    fits = m.drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     over = store_over(targets, drafters) if some_over else None
     return _Block(
