@@ -809,35 +809,8 @@ def _offline_band(
         return None
     if regen is not None and regen_side == 2:
         return None
-    node = gpus_per_node[0]
-    t_all = np.arange(1, max_gpus // tp + 1) * tp
-    d_all = np.arange(1, max_gpus - tp + 1)
-    # The targets' offsets in their last node (one type; else one class) and a target
-    # count of each, after which the drafters start.
-    offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
-    firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
-    firsts = np.where(firsts == 0, node if one_type else tp, firsts)
-    # One call for both sides: the targets with one drafter, then the drafters after
-    # targets of each offset.
-    sides = runs(
-        np.concatenate([t_all, np.repeat(firsts, d_all.size)]),
-        np.concatenate([np.ones_like(t_all), np.tile(d_all, firsts.size)]),
-    )
-
-    def side(name: str, offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """A field of the runs at both ends: the targets' (None) or an offset's drafters'."""
-        if offset is None:
-            at = slice(0, t_all.size)
-        else:
-            at = slice(t_all.size + offset * d_all.size, t_all.size + (offset + 1) * d_all.size)
-        c, s = (np.asarray(getattr(o, name), float)[at] for o in sides)
-        return c, s
-
-    t_keys: list[Any] = [*side("capture_s")]
-    if by_phase:
-        t_keys += side("capture_cost")
-    else:
-        t_keys.append(-(-t_all // units[0]))
+    s = _offline_sides(runs, tp, max_gpus, gpus_per_node[0], one_type)
+    t_all, d_all = s.t_all, s.d_all
     nodes_key = (
         (t_all, d_all)
         if one_type
@@ -846,21 +819,13 @@ def _offline_band(
             -(-d_all // gpus_per_node[1]),
         )
     )
+    t_keys = _target_keys(s, by_phase, units[0])
     if limits_nodes:
         t_keys.append(nodes_key[0])
     t_days = t_keys[0] / SECONDS_PER_DAY
-    # By offset: the drafters' keys and their central training days.
-    d_keys: list[list[Any]] = []
-    d_days: list[np.ndarray] = []
-    for k in range(firsts.size):
-        keys: list[Any] = [*side("train_s", k)]
-        if by_phase:
-            keys += side("train_cost_per_epoch", k)
-        else:
-            keys.append(-(-d_all // units[1]))
-        d_keys.append(keys)
-        d_days.append(epochs * (keys[0] / SECONDS_PER_DAY))
-    # Offset o' is no worse than o when its training is no slower and no dearer for any d.
+    d_keys, d_days = _drafter_keys(s, by_phase, units[1], epochs)
+    # Offset o' is no worse than o when its training is no slower and no dearer for any d
+    # (judged on the training's own keys, before the regeneration's join them).
     no_worse = np.array(
         [
             [all(np.all(a <= b) for a, b in zip(k1, k2, strict=True)) for k2 in d_keys]
@@ -868,21 +833,10 @@ def _offline_band(
         ]
     )
     fits_key = ~drafter_fits(d_all)
-    t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
-    regen_days = 0.0
-    if regen is not None:
-        r_days, *r_rest = regen(t_all, np.ones_like(t_all))
-        if regen_side == 0:
-            t_keys += [r_days, *r_rest]
-            t_regen = np.asarray(r_days, float)
-        elif regen_side == 1:
-            r_days, *r_rest = regen(np.full_like(d_all, tp), d_all)
-            for keys in d_keys:
-                keys += [r_days, *r_rest]
-            d_regen = np.asarray(r_days, float)
-        regen_days = float(np.max(r_days))
+    t_regen, d_regen, regen_days = _regeneration_keys(regen, regen_side, s, tp, t_keys, d_keys)
     largest = regen_days + (float(t_days.max()) + float(np.max(d_days)))
     margin = 4 * float(np.spacing(largest)) if math.isfinite(largest) else math.inf
+    offset = s.offset
     low_t = _lowest_dominator(
         t_all, t_keys, t_days, t_regen, margin, no_worse[offset[:, None], offset[None, :]]
     )
@@ -898,6 +852,114 @@ def _offline_band(
             for keys, days in zip(d_keys, d_days, strict=True)
         ]
     )
+    return _kept_splits(s, low_t, low_d, max_gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class _OfflineSides:
+    """Each side of an offline block at both ends (central, pessimistic): the targets'
+    counts with one drafter, then the drafters' counts after targets of each offset in
+    their last node (one offset with two types)."""
+
+    t_all: np.ndarray  # every target count, whole replicas
+    d_all: np.ndarray  # every drafter count
+    offset: np.ndarray  # by target count: its offset's index in `firsts`
+    firsts: np.ndarray  # a target count of each offset, after which the drafters start
+    runs: tuple[Run, Run]
+
+    def field(self, name: str, offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """A field of the runs at both ends: the targets' (None) or an offset's drafters'."""
+        t, d = self.t_all.size, self.d_all.size
+        at = slice(0, t) if offset is None else slice(t + offset * d, t + (offset + 1) * d)
+        c, s = (np.asarray(getattr(o, name), float)[at] for o in self.runs)
+        return c, s
+
+
+def _offline_sides(
+    runs: Callable[[np.ndarray, np.ndarray], tuple[Run, Run]],
+    tp: int,
+    max_gpus: int,
+    node: int,
+    one_type: bool,
+) -> _OfflineSides:
+    t_all = np.arange(1, max_gpus // tp + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    # The targets' offsets in their last node (one type; else one class) and a target
+    # count of each, after which the drafters start.
+    offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
+    firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
+    firsts = np.where(firsts == 0, node if one_type else tp, firsts)
+    # One call for both sides: the targets with one drafter, then the drafters after
+    # targets of each offset.
+    sides = runs(
+        np.concatenate([t_all, np.repeat(firsts, d_all.size)]),
+        np.concatenate([np.ones_like(t_all), np.tile(d_all, firsts.size)]),
+    )
+    return _OfflineSides(t_all, d_all, offset, firsts, sides)
+
+
+def _target_keys(s: _OfflineSides, by_phase: bool, unit: int) -> list[Any]:
+    """The targets' terms of the figures: capture seconds at both ends, then the capture
+    cost at both ends (billed by phase) or the billed target GPUs (whole-run)."""
+    keys: list[Any] = [*s.field("capture_s")]
+    if by_phase:
+        keys += s.field("capture_cost")
+    else:
+        keys.append(-(-s.t_all // unit))
+    return keys
+
+
+def _drafter_keys(
+    s: _OfflineSides, by_phase: bool, unit: int, epochs: int
+) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """By offset: the drafters' terms (training seconds at both ends, then the training
+    cost per epoch or the billed drafter GPUs) and their central training days."""
+    d_keys: list[list[Any]] = []
+    d_days: list[np.ndarray] = []
+    for k in range(s.firsts.size):
+        keys: list[Any] = [*s.field("train_s", k)]
+        if by_phase:
+            keys += s.field("train_cost_per_epoch", k)
+        else:
+            keys.append(-(-s.d_all // unit))
+        d_keys.append(keys)
+        d_days.append(epochs * (keys[0] / SECONDS_PER_DAY))
+    return d_keys, d_days
+
+
+def _regeneration_keys(
+    regen: Callable[[np.ndarray, np.ndarray], tuple[Any, ...]] | None,
+    regen_side: int | None,
+    s: _OfflineSides,
+    tp: int,
+    t_keys: list[Any],
+    d_keys: list[list[Any]],
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The regeneration as one more of the terms of the role its GPUs move with (appended
+    to that role's keys), each side's regeneration days, and the largest of them."""
+    t_all, d_all = s.t_all, s.d_all
+    t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
+    regen_days = 0.0
+    if regen is not None:
+        r_days, *r_rest = regen(t_all, np.ones_like(t_all))
+        if regen_side == 0:
+            t_keys += [r_days, *r_rest]
+            t_regen = np.asarray(r_days, float)
+        elif regen_side == 1:
+            r_days, *r_rest = regen(np.full_like(d_all, tp), d_all)
+            for keys in d_keys:
+                keys += [r_days, *r_rest]
+            d_regen = np.asarray(r_days, float)
+        regen_days = float(np.max(r_days))
+    return t_regen, d_regen, regen_days
+
+
+def _kept_splits(
+    s: _OfflineSides, low_t: np.ndarray, low_d: np.ndarray, max_gpus: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The splits no dominator within the space leaves out, from each count's lowest
+    dominator (low_d by offset and drafter count)."""
+    t_all, offset = s.t_all, s.offset
     # Counts with a dominator of fewer GPUs are never kept; the others while the smallest
     # dominator does not fit beside the other role's count: for targets T the drafters
     # from max_gpus - low_t(T) + 1 to max_gpus - T, kept when low_d(d) > max_gpus - T.
