@@ -42,7 +42,17 @@ from ..physics.roofline import (
 from ..physics.work import DrafterWork, TargetWork, drafter_work, target_work
 from .calibration import measurements
 from .resolve import Resolved, workload_drafter
-from .scenarios import HIGH, LOW, Dim, Scenario, efficiency_band, factor_dim, family, reading_dim
+from .scenarios import (
+    HIGH,
+    LOW,
+    Band,
+    Dim,
+    Scenario,
+    efficiency_band,
+    factor_dim,
+    family,
+    reading_dim,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,58 +296,37 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roofl
     )
 
 
-def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
+@dataclass(frozen=True, slots=True)
+class _RateContext:
+    """What every case of a role's rate on one GPU reads (measured, fit, default,
+    readings): built once, so each case is a function of it alone."""
+
+    role: str
+    gpu: Gpu
+    roof: Roofline
+    default: float  # the GPU class's default efficiency for the role
+    x_plan: float  # 1 / (roofline x default efficiency) on the plan's workload
+    points: list[Point]
+    # The measurements a reading, a fit or a rescale rests on: plans share those dimensions
+    # only when they rest on the same measurements (the same calibration).
+    evidence: str
+    band: Band
+    eff_key: str
+    eff_dim: Dim
+
+    @property
+    def eff_ends(self) -> tuple[float, float, float]:
+        return (self.band.low, 1.0, self.band.high)
+
+
+def _rate_context(
+    role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf
+) -> _RateContext:
     roof = roof_of(gpu, r.plan.workload, False)
     moe = role == "target" and r.model.is_moe
     default = default_efficiency(role, gpu, moe)
     x_plan = 1.0 / (roof.tokens_per_s * default)
     points = _points(role, r, catalog, roof_of)
-    # The measurements a reading, a fit or a rescale rests on: plans share those dimensions
-    # only when they rest on the same measurements (the same calibration).
-    evidence = ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points))
-
-    def make(
-        central: float,
-        low: float,
-        high: float,
-        source: str,
-        basis: str,
-        readings: tuple[Reading, ...],
-        low_name: str,
-        high_name: str,
-        h: float | None = None,
-        model: RateModel | None = None,
-    ) -> RoleRate:
-        eff = central / roof.tokens_per_s * roof.peak_share
-        if model is None:  # one basis; a spread, when there is one, is the fit's
-            model = RateModel((("central", central),))
-            if low < high:
-                key = f"fit:{role}:{evidence}"
-                ends = (low / central, 1.0, high / central)
-                model = replace(
-                    model,
-                    spread=(key, ends),
-                    dims=(factor_dim(key, f"{role} fit", ends[0], ends[2]),),
-                )
-        return RoleRate(
-            role,
-            gpu,
-            central,
-            low,
-            high,
-            eff,
-            default,
-            source,
-            basis,
-            roof.limit,
-            roof,
-            readings,
-            low_name,
-            high_name,
-            h,
-            model,
-        )
-
     band = efficiency_band(role, gpu.arch)
     eff_key = f"efficiency:{gpu.arch}:{role}"
     eff_dim = replace(
@@ -345,76 +334,159 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         # One GPU per role: the role names it in a chart, where 60 columns are tight.
         chart_name=f"{role} efficiency",
     )
-    eff_ends = (band.low, 1.0, band.high)
+    return _RateContext(
+        role,
+        gpu,
+        roof,
+        default,
+        x_plan,
+        points,
+        ",".join(sorted(f"{p.gpu.key}={p.tokens_per_s:.6g}" for p in points)),
+        band,
+        eff_key,
+        eff_dim,
+    )
 
-    own = [p for p in points if p.gpu.key == gpu.key and p.on_plan_workload]
+
+def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
+    """The rate before maturity and lower bounds (role_rate), by what the measurements
+    allow: one on this GPU and workload, a fit of two or more, none, or the readings of
+    one measured GPU."""
+    c = _rate_context(role, r, catalog, gpu, roof_of)
+    own = [p for p in c.points if p.gpu.key == gpu.key and p.on_plan_workload]
     if own:
-        rate = sum(p.tokens_per_s for p in own) / len(own)
-        reading = Reading("measured", rate, f"measured on {gpu.name}")
-        return make(
-            rate,
-            rate,
-            rate,
-            "measured",
-            f"measured on {gpu.name}",
-            (reading,),
-            "measured",
-            "measured",
-        )
-    fit = _fit(points)
+        return _measured_rate(c, own)
+    fit = _fit(c.points)
     if fit is not None:
-        a, h = fit
-        rate = 1.0 / (a * x_plan + h)
-        lo, hi = RESCALE_SPREAD
-        why = (
-            f"fit to {len(points)} measurements: {_pct(1 / a)} of the default "
-            f"efficiency plus {h * 1e6:,.1f} us per token that no GPU speed shrinks"
-        )
-        reading = Reading("fit", rate, why)
-        return make(
+        return _fit_rate(c, *fit)
+    if not c.points:
+        return _default_rate(c)
+    return _readings_rate(c)
+
+
+def _make(
+    c: _RateContext,
+    central: float,
+    low: float,
+    high: float,
+    source: str,
+    basis: str,
+    readings: tuple[Reading, ...],
+    low_name: str,
+    high_name: str,
+    h: float | None = None,
+    model: RateModel | None = None,
+) -> RoleRate:
+    """A RoleRate of the context's role and GPU from one case's figures."""
+    eff = central / c.roof.tokens_per_s * c.roof.peak_share
+    if model is None:  # one basis; a spread, when there is one, is the fit's
+        model = RateModel((("central", central),))
+        if low < high:
+            key = f"fit:{c.role}:{c.evidence}"
+            ends = (low / central, 1.0, high / central)
+            model = replace(
+                model,
+                spread=(key, ends),
+                dims=(factor_dim(key, f"{c.role} fit", ends[0], ends[2]),),
+            )
+    return RoleRate(
+        c.role,
+        c.gpu,
+        central,
+        low,
+        high,
+        eff,
+        c.default,
+        source,
+        basis,
+        c.roof.limit,
+        c.roof,
+        readings,
+        low_name,
+        high_name,
+        h,
+        model,
+    )
+
+
+def _measured_rate(c: _RateContext, own: list[Point]) -> RoleRate:
+    """Measured on this GPU and workload: the mean of those measurements, no range."""
+    rate = sum(p.tokens_per_s for p in own) / len(own)
+    reading = Reading("measured", rate, f"measured on {c.gpu.name}")
+    return _make(
+        c,
+        rate,
+        rate,
+        rate,
+        "measured",
+        f"measured on {c.gpu.name}",
+        (reading,),
+        "measured",
+        "measured",
+    )
+
+
+def _fit_rate(c: _RateContext, a: float, h: float) -> RoleRate:
+    """Measurements at different device speeds: the fit of y = a x + h sets the rate."""
+    rate = 1.0 / (a * c.x_plan + h)
+    lo, hi = RESCALE_SPREAD
+    why = (
+        f"fit to {len(c.points)} measurements: {_pct(1 / a)} of the default "
+        f"efficiency plus {h * 1e6:,.1f} us per token that no GPU speed shrinks"
+    )
+    reading = Reading("fit", rate, why)
+    return _make(
+        c,
+        rate,
+        rate * (1 - lo),
+        rate * (1 + hi),
+        "estimated",
+        f"estimated: {why}",
+        (reading,),
+        "fit",
+        "fit",
+        h,
+    )
+
+
+def _default_rate(c: _RateContext) -> RoleRate:
+    """No measurement: the roofline at the default efficiency, within the family's band."""
+    gpu, band = c.gpu, c.band
+    rate = c.roof.tokens_per_s * c.default
+    field = "prefill_efficiency" if c.role == "target" else "training_efficiency"
+    why = f"default efficiency {_pct(c.default)} for {gpu.name} ({efficiency_basis(gpu, field)})"
+    reading = Reading("default", rate, why)
+    model = RateModel(
+        (("central", rate),),
+        scaled=frozenset({"central"}),
+        efficiency=(c.eff_key, c.eff_ends),
+        dims=(c.eff_dim,),
+    )
+    return replace(
+        _make(
+            c,
             rate,
-            rate * (1 - lo),
-            rate * (1 + hi),
+            rate * band.low,
+            rate * band.high,
             "estimated",
             f"estimated: {why}",
             (reading,),
-            "fit",
-            "fit",
-            h,
-        )
-    if not points:
-        rate = roof.tokens_per_s * default
-        field = "prefill_efficiency" if role == "target" else "training_efficiency"
-        why = f"default efficiency {_pct(default)} for {gpu.name} ({efficiency_basis(gpu, field)})"
-        reading = Reading("default", rate, why)
-        model = RateModel(
-            (("central", rate),),
-            scaled=frozenset({"central"}),
-            efficiency=(eff_key, eff_ends),
-            dims=(eff_dim,),
-        )
-        return replace(
-            make(
-                rate,
-                rate * band.low,
-                rate * band.high,
-                "estimated",
-                f"estimated: {why}",
-                (reading,),
-                "default",
-                "default",
-                model=model,
-            ),
-            band_why=band.why(role, gpu.arch),
-        )
-    # One measured GPU (several points on it at one speed act as one): the readings.
+            "default",
+            "default",
+            model=model,
+        ),
+        band_why=band.why(c.role, gpu.arch),
+    )
+
+
+def _readings(c: _RateContext, same_gpu: bool, names: str) -> list[Reading]:
+    """The explanations of one measured GPU's departure the context leaves plausible."""
+    points, gpu = c.points, c.gpu
     f = sum(p.x_s_per_token * p.tokens_per_s for p in points) / len(points)  # x / y = f
-    names = ", ".join(dict.fromkeys(p.gpu.name for p in points))
-    same_gpu = all(p.gpu.key == gpu.key for p in points)
     readings = [
         Reading(
             "workload",
-            min(f / x_plan, roof.tokens_per_s * gpu.efficiency_ceiling),
+            min(f / c.x_plan, c.roof.tokens_per_s * gpu.efficiency_ceiling),
             f"the measured {f:.2f}x of default efficiency on {names} is this "
             f"pipeline's and carries over",
         )
@@ -423,9 +495,9 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         readings.append(
             Reading(
                 "kernels",
-                1.0 / x_plan,
+                1.0 / c.x_plan,
                 f"the shortfall belongs to {names}'s kernels; {gpu.name} "
-                f"runs at its default {_pct(default)}",
+                f"runs at its default {_pct(c.default)}",
             )
         )
     if not same_gpu and not any(p.gpu_busy for p in points):
@@ -433,47 +505,34 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         readings.append(
             Reading(
                 "host",
-                1.0 / (x_plan + h),
+                1.0 / (c.x_plan + h),
                 f"{h * 1e6:,.1f} us per token is host time a faster GPU does not shrink",
             )
         )
+    return readings
+
+
+def _readings_rate(c: _RateContext) -> RoleRate:
+    """One measured GPU (several points on it at one speed act as one): the readings."""
+    names = ", ".join(dict.fromkeys(p.gpu.name for p in c.points))
+    same_gpu = all(p.gpu.key == c.gpu.key for p in c.points)
+    readings = _readings(c, same_gpu, names)
     low = min(readings, key=lambda rd: rd.tokens_per_s)
     high = max(readings, key=lambda rd: rd.tokens_per_s)
     # The evidence cannot choose between the plausible readings: the central figure is
     # their geometric midpoint, and the range spans them.
     central = math.sqrt(low.tokens_per_s * high.tokens_per_s)
     if same_gpu:
-        basis = (
-            f"estimated: the measurement on {names} rescaled to this workload by its "
-            f"FLOP count (efficiency kept)"
-        )
-        lo, hi = RESCALE_SPREAD
-        key = f"rescale:{role}:{evidence}"
-        model = RateModel(
-            (("central", central),),
-            spread=(key, (1 - lo, 1.0, 1 + hi)),
-            dims=(factor_dim(key, f"{role} rescaled by FLOPs", 1 - lo, 1 + hi),),
-        )
-        return make(
-            central,
-            central * (1 - lo),
-            central * (1 + hi),
-            "estimated",
-            basis,
-            tuple(readings),
-            "workload",
-            "workload",
-            model=model,
-        )
+        return _rescaled_rate(c, central, readings, names)
     # The readings are a shared dimension; the kernels reading runs this GPU at its
     # family's default efficiency, whose band is a dimension of its own.
     bases = (("central", central), *((rd.name, rd.tokens_per_s) for rd in readings))
     dims = (
         (
             reading_dim(
-                role,
-                evidence,
-                tuple((rd.name, f"{role}: {_reading_said(rd.name)}") for rd in readings),
+                c.role,
+                c.evidence,
+                tuple((rd.name, f"{c.role}: {_reading_said(rd.name)}") for rd in readings),
             ),
         )
         if len(readings) > 1
@@ -484,8 +543,8 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         bases,
         reading=dims[0].key if dims else None,
         scaled=frozenset({"kernels"}),
-        efficiency=(eff_key, eff_ends) if kernels else None,
-        dims=(*dims, eff_dim) if kernels else dims,
+        efficiency=(c.eff_key, c.eff_ends) if kernels else None,
+        dims=(*dims, c.eff_dim) if kernels else dims,
     )
     if len(readings) == 1:
         basis = f"estimated: {readings[0].why}"
@@ -495,7 +554,8 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
             f"({low.tokens_per_s:,.0f} tok/s) and {high.name} "
             f"({high.tokens_per_s:,.0f} tok/s)"
         )
-    return make(
+    return _make(
+        c,
         central,
         low.tokens_per_s,
         high.tokens_per_s,
@@ -504,6 +564,36 @@ def _role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roof
         tuple(readings),
         low.name,
         high.name,
+        model=model,
+    )
+
+
+def _rescaled_rate(
+    c: _RateContext, central: float, readings: list[Reading], names: str
+) -> RoleRate:
+    """Measured on this GPU but another workload: carried by the FLOP count, efficiency
+    kept, within the rescale's spread."""
+    basis = (
+        f"estimated: the measurement on {names} rescaled to this workload by its "
+        f"FLOP count (efficiency kept)"
+    )
+    lo, hi = RESCALE_SPREAD
+    key = f"rescale:{c.role}:{c.evidence}"
+    model = RateModel(
+        (("central", central),),
+        spread=(key, (1 - lo, 1.0, 1 + hi)),
+        dims=(factor_dim(key, f"{c.role} rescaled by FLOPs", 1 - lo, 1 + hi),),
+    )
+    return _make(
+        c,
+        central,
+        central * (1 - lo),
+        central * (1 + hi),
+        "estimated",
+        basis,
+        tuple(readings),
+        "workload",
+        "workload",
         model=model,
     )
 

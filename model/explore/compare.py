@@ -169,10 +169,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
     # The price break-even solves the online pipeline's cost for a price; an offline run
     # bills its phases apart (its break-even is in epochs: the offline column).
     online = new.job.stored is None and base.job.stored is None
-    speedup_range = cost_range = None
-    speedup_at = cost_at = even_at = None
-    even_range: dict[str, tuple[float, float]] | None = None
-    evaluated = 0
+    spans = _Spans()
     ns, bs = new.scenarios, base.scenarios
     if (
         new.ranges
@@ -182,57 +179,123 @@ def compare(new: Projection, base: Projection) -> Comparison:
         and new_days is not None
         and base_days is not None
     ):
-        dims = {**bs.dims, **ns.dims}
-        scenarios = joint_scenarios(ns, bs)
-        evaluated = len(scenarios)
-        (n_extra, n_extra_cost), (b_extra, b_extra_cost) = (
-            _before_run(new, unit),
-            _before_run(base, unit),
-        )
+        spans = _spans(new, base, ns, bs, unit, speedup, cost_ratio, online)
+    return Comparison(
+        speedup=speedup,
+        cost_ratio=cost_ratio,
+        days_delta=days_delta,
+        speedup_range=spans.speedup_range,
+        cost_ratio_range=spans.cost_range,
+        break_even_price_ratio=break_even(new, base) if online else None,
+        why=_why(new, base),
+        speedup_range_scenarios=spans.speedup_at,
+        cost_ratio_range_scenarios=spans.cost_at,
+        break_even_price_ratio_range=spans.even_range,
+        break_even_range_scenarios=spans.even_at,
+        scenarios_evaluated=spans.evaluated,
+    )
 
-        def speed(s: Scenario) -> float:
-            return (bs.run_days(s) + b_extra) / (ns.run_days(s) + n_extra)
 
-        speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
-        if new_cost is not None and base_cost is not None and cost_ratio is not None:
+@dataclass(frozen=True, slots=True)
+class _Spans:
+    """A comparison's ranges over the joint scenarios, each with the scenarios of its ends
+    (none when either plan has no ranges)."""
 
-            def cost_at_s(p: Projection, ps: PlanScenarios, central: float, extra: float) -> Any:
-                """The plan's job cost under s: its run's (online in proportion to its
-                days; offline the offline run's own, its phases billed apart) plus the
-                phases before it."""
-                if p.job.stored is not None:
-                    return lambda s: (ps.offline_run(s)[1] or math.inf) + extra
-                days = p.days or math.inf
-                return lambda s: (central - extra) * ps.days(s) / days + extra
+    speedup_range: tuple[float, float] | None = None
+    speedup_at: tuple[str, str] | None = None
+    cost_range: tuple[float, float] | None = None
+    cost_at: tuple[str, str] | None = None
+    even_range: dict[str, tuple[float, float]] | None = None
+    even_at: tuple[str, str] | None = None
+    evaluated: int = 0
 
-            n_cost = cost_at_s(new, ns, new_cost, n_extra_cost)
-            b_cost = cost_at_s(base, bs, base_cost, b_extra_cost)
 
-            def cost(s: Scenario) -> float:
-                return float(n_cost(s) / b_cost(s))
+def _spans(
+    new: Projection,
+    base: Projection,
+    ns: PlanScenarios,
+    bs: PlanScenarios,
+    unit: str,
+    speedup: float | None,
+    cost_ratio: float | None,
+    online: bool,
+) -> _Spans:
+    """The speedup's, cost ratio's and break-even's spread over the scenarios both plans
+    are evaluated under (joint_scenarios)."""
+    dims = {**bs.dims, **ns.dims}
+    scenarios = joint_scenarios(ns, bs)
+    (n_extra, n_extra_cost), (b_extra, b_extra_cost) = (
+        _before_run(new, unit),
+        _before_run(base, unit),
+    )
 
-            cost_range, cost_at = _spread(cost_ratio, scenarios, cost, dims, ns, bs)
-        # Break-even under each scenario: the price at which the plan costs what the
-        # baseline costs in that scenario. Roles with a price in every scenario only.
-        central_even = break_even(new, base) if online else None
+    def speed(s: Scenario) -> float:
+        return (bs.run_days(s) + b_extra) / (ns.run_days(s) + n_extra)
 
-        def even_of(s: Scenario) -> dict[str, float]:
-            return break_even(new, base, ns.days(s), bs.days(s)) or {}
+    speedup_range, speedup_at = _spread(speedup, scenarios, speed, dims, ns, bs)
+    cost_range = cost_at = None
+    new_cost, base_cost = _cost(new, unit), _cost(base, unit)
+    if new_cost is not None and base_cost is not None and cost_ratio is not None:
+        n_cost = _cost_at(new, ns, new_cost, n_extra_cost)
+        b_cost = _cost_at(base, bs, base_cost, b_extra_cost)
 
-        evens = [even_of(s) for s in scenarios]
-        if central_even:
-            even_range = {}
-            for role, central in central_even.items():
-                if not all(role in e for e in evens):
-                    continue
+        def cost(s: Scenario) -> float:
+            return float(n_cost(s) / b_cost(s))
 
-                def even(s: Scenario, k: str = role) -> float:
-                    return even_of(s)[k]
+        cost_range, cost_at = _spread(cost_ratio, scenarios, cost, dims, ns, bs)
+    even_range, even_at = _even_spread(new, base, ns, bs, scenarios, dims, online)
+    return _Spans(
+        speedup_range, speedup_at, cost_range, cost_at, even_range, even_at, len(scenarios)
+    )
 
-                span, at = _spread(central, scenarios, even, dims, ns, bs)
-                if span is not None:
-                    even_range[role] = span
-                    even_at = even_at or at
+
+def _cost_at(p: Projection, ps: PlanScenarios, central: float, extra: float) -> Any:
+    """The plan's job cost under s: its run's (online in proportion to its days; offline
+    the offline run's own, its phases billed apart) plus the phases before it."""
+    if p.job.stored is not None:
+        return lambda s: (ps.offline_run(s)[1] or math.inf) + extra
+    days = p.days or math.inf
+    return lambda s: (central - extra) * ps.days(s) / days + extra
+
+
+def _even_spread(
+    new: Projection,
+    base: Projection,
+    ns: PlanScenarios,
+    bs: PlanScenarios,
+    scenarios: list[dict[str, str]],
+    dims: dict[str, Dim],
+    online: bool,
+) -> tuple[dict[str, tuple[float, float]] | None, tuple[str, str] | None]:
+    """Break-even under each scenario: the price at which the plan costs what the baseline
+    costs in that scenario. Roles with a price in every scenario only."""
+    even_range: dict[str, tuple[float, float]] | None = None
+    even_at: tuple[str, str] | None = None
+    central_even = break_even(new, base) if online else None
+
+    def even_of(s: Scenario) -> dict[str, float]:
+        return break_even(new, base, ns.days(s), bs.days(s)) or {}
+
+    evens = [even_of(s) for s in scenarios]
+    if central_even:
+        even_range = {}
+        for role, central in central_even.items():
+            if not all(role in e for e in evens):
+                continue
+
+            def even(s: Scenario, k: str = role) -> float:
+                return even_of(s)[k]
+
+            span, at = _spread(central, scenarios, even, dims, ns, bs)
+            if span is not None:
+                even_range[role] = span
+                even_at = even_at or at
+    return even_range, even_at
+
+
+def _why(new: Projection, base: Projection) -> tuple[str, ...]:
+    """What differs between the plans, in words: GPUs (their hardware ratios and prices),
+    counts, mode and bottleneck."""
     why: list[str] = []
     for role in ("target", "drafter"):
         a, b = getattr(new, role), getattr(base, role)
@@ -267,20 +330,7 @@ def compare(new: Projection, base: Projection) -> Comparison:
             f"bottleneck {base.bottleneck or 'none (does not fit)'} -> "
             f"{new.bottleneck or 'none (does not fit)'}"
         )
-    return Comparison(
-        speedup=speedup,
-        cost_ratio=cost_ratio,
-        days_delta=days_delta,
-        speedup_range=speedup_range,
-        cost_ratio_range=cost_range,
-        break_even_price_ratio=break_even(new, base) if online else None,
-        why=tuple(why),
-        speedup_range_scenarios=speedup_at,
-        cost_ratio_range_scenarios=cost_at,
-        break_even_price_ratio_range=even_range,
-        break_even_range_scenarios=even_at,
-        scenarios_evaluated=evaluated,
-    )
+    return tuple(why)
 
 
 def joint_scenarios(new: PlanScenarios, base: PlanScenarios) -> list[dict[str, str]]:

@@ -53,6 +53,7 @@ from ..core.stages import RunInputs, run_at
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Mode, Plan
+from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, flow
 from ..physics.store import store_loads_of
@@ -314,17 +315,64 @@ def _shared(plan: Plan, catalog: Catalog, keys: tuple[str, ...]) -> _Shared:
     return _Shared(r, view, by_gpu, dict(catalog.gpus))
 
 
-def _block(
-    plan: Plan,
-    catalog: Catalog,
-    shared: _Shared,
-    t_key: str,
-    d_key: str,
-    tp: int,
-    space: Space,
-    brute: bool = False,
-    mode: Mode = "online",
-) -> _Block | None:
+@dataclass(frozen=True, slots=True)
+class _BlockModel:
+    """One block's pipeline and run inputs at the central rates and at the pessimistic
+    end, and what a split's memory fit needs: built once per block, so that each step of
+    `_block` (pruning, evaluating the splits, their figures) is a function of it."""
+
+    plan: Plan
+    catalog: Catalog
+    shared: _Shared
+    t_key: str
+    d_key: str
+    tp: int
+    t_gpu: Gpu
+    d_gpu: Gpu
+    central_in: PipelineInputs
+    slow_in: PipelineInputs
+    central_run_in: RunInputs
+    slow_run_in: RunInputs
+    t_mem: MemoryFit
+    # The drafter's memory apart from its optimizer state, and that state, which is
+    # sharded over the drafters, so enough of them make it fit.
+    drafter_fixed_gb: float
+    drafter_state_gb: float
+    units: tuple[int, int]  # each role's GPUs per rental unit
+    per_token: float  # bytes stored per token (offline)
+    tokens_per_epoch: float
+
+    def drafter_fits(self, drafters: np.ndarray) -> np.ndarray:
+        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
+        high = memory_band("drafter")[1]
+        needed = (self.drafter_fixed_gb + self.drafter_state_gb / drafters) * high
+        return np.asarray(needed <= self.d_gpu.memory_gb)
+
+    def offline_runs(
+        self, targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
+    ) -> tuple[Run, Run]:
+        """The offline run of each split at the central rates and at the pessimistic end
+        (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
+        ends = (self.central_run_in, self.slow_run_in)
+        out = [
+            run_at(ri, targets, drafters, None if flows is None else flows[i]).parts
+            for i, ri in enumerate(ends)
+        ]
+        assert out[0] is not None and out[1] is not None  # the offline mode's runs
+        return out[0], out[1]
+
+    def regeneration(self, targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, ...]:
+        # Days and cost at the central rate and at the slow end: the slow figures are the
+        # central ones times one ratio, but not bit for bit.
+        return _regeneration(
+            self.plan, self.catalog, self.shared, self.t_key, self.d_key, self.tp, targets, drafters
+        )
+
+
+def _block_model(
+    plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int, mode: Mode
+) -> _BlockModel | None:
+    """The block's model; None when either GPU type has no price (no such block)."""
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -364,25 +412,7 @@ def _block(
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
     t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
-    one = drafter_memory(
-        r.shape,
-        drafter_work(
-            r.shape, w.num_anchors, float(w.avg_sample_tokens), plan.drafter.batch_size, 1
-        ),
-        float(w.max_length),
-        plan.drafter.batch_size,
-        1,
-        d_gpu.memory_gb,
-    )
-    state = dict(one.items_gb).get("optimizer state", 0.0)
-    fixed = one.needed_gb - state
-
-    def drafter_fits(drafters: np.ndarray) -> np.ndarray:
-        # Judged at the pessimistic end of the memory estimate, as the projection's `fits`.
-        return np.asarray((fixed + state / drafters) * memory_band("drafter")[1] <= d_gpu.memory_gb)
-
-    replicas = np.arange(1, space.max_gpus // tp + 1)
-    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    fixed, state = _drafter_memory_parts(plan, r, d_gpu)
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
     # The run of the plan's own mode as project() computes it (stages.run_at, the same
@@ -419,76 +449,108 @@ def _block(
         slow_in,
         inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links, "direct"),
     )
-
-    def offline_runs(
-        targets: np.ndarray, drafters: np.ndarray, flows: tuple[Flow, Flow] | None = None
-    ) -> tuple[Run, Run]:
-        """The offline run of each split at the central rates and at the pessimistic end
-        (`flows`: the pipeline's central and pessimistic flows of these splits, if known)."""
-        ends = (central_run_in, slow_run_in)
-        out = [
-            run_at(ri, targets, drafters, None if flows is None else flows[i]).parts
-            for i, ri in enumerate(ends)
-        ]
-        assert out[0] is not None and out[1] is not None  # the offline mode's runs
-        return out[0], out[1]
-
-    band: tuple[np.ndarray, ...] | None = None
-    g = plan.regenerate
-    # What the regeneration's GPUs move with: None (none, or a set count), the targets (0),
-    # the drafters (1), neither (2: it cannot run, every figure infinite).
-    side = (
-        None
-        if not w.regenerate or g.count is not None
-        else {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+    return _BlockModel(
+        plan,
+        catalog,
+        shared,
+        t_key,
+        d_key,
+        tp,
+        t_gpu,
+        d_gpu,
+        central_in,
+        slow_in,
+        central_run_in,
+        slow_run_in,
+        t_mem,
+        fixed,
+        state,
+        units,
+        per_token,
+        tokens_per_epoch,
     )
-    if brute:
-        pass
-    elif mode == "offline":
+
+
+def _drafter_memory_parts(plan: Plan, r: Resolved, d_gpu: Gpu) -> tuple[float, float]:
+    """One drafter's memory (GB) apart from its optimizer state, and that state: the part
+    a split's drafters shard between them."""
+    w = plan.workload
+    one = drafter_memory(
+        r.shape,
+        drafter_work(
+            r.shape, w.num_anchors, float(w.avg_sample_tokens), plan.drafter.batch_size, 1
+        ),
+        float(w.max_length),
+        plan.drafter.batch_size,
+        1,
+        d_gpu.memory_gb,
+    )
+    state = dict(one.items_gb).get("optimizer state", 0.0)
+    return one.needed_gb - state, state
+
+
+def _regeneration_side(plan: Plan, t_key: str, d_key: str) -> int | None:
+    """What the regeneration's GPUs move with: None (none, or a set count), the targets
+    (0), the drafters (1), neither (2: it cannot run, every figure infinite)."""
+    g = plan.regenerate
+    if not plan.workload.regenerate or g.count is not None:
+        return None
+    return {d_key: 1, t_key: 0}.get(g.gpu or t_key, 2)
+
+
+def _pruned(
+    m: _BlockModel, space: Space, mode: Mode, side: int | None, covered: int
+) -> tuple[np.ndarray, ...] | None:
+    """The splits of the block that can be on a front (the pruning of the module's
+    docstring), or None to evaluate the block whole."""
+    plan, t_key, d_key, tp = m.plan, m.t_key, m.d_key, m.tp
+    if mode == "offline":
         # A small block is evaluated whole (_OFFLINE_PRUNE_FROM).
-        if covered >= _OFFLINE_PRUNE_FROM:
-            regen = None
-            if w.regenerate:
-
-                def regen(targets: np.ndarray, drafters: np.ndarray) -> tuple[Any, ...]:
-                    # Days and cost at the central rate and at the slow end: the slow
-                    # figures are the central ones times one ratio, but not bit for bit.
-                    return _regeneration(plan, catalog, shared, t_key, d_key, tp, targets, drafters)
-
-            band = _offline_band(
-                offline_runs,
-                regen,
-                side,
-                plan.storage.billing == "by-phase",
-                w.epochs,
-                tp,
-                space.max_gpus,
-                drafter_fits,
-                bool(space.max_nodes or space.one_node),
-                (t_gpu.gpus_per_node, d_gpu.gpus_per_node),
-                units,
-                t_key == d_key,
-            )
-    elif t_key != d_key:
+        if covered < _OFFLINE_PRUNE_FROM:
+            return None
+        return _offline_band(
+            m.offline_runs,
+            m.regeneration if plan.workload.regenerate else None,
+            side,
+            plan.storage.billing == "by-phase",
+            plan.workload.epochs,
+            tp,
+            space.max_gpus,
+            m.drafter_fits,
+            bool(space.max_nodes or space.one_node),
+            (m.t_gpu.gpus_per_node, m.d_gpu.gpus_per_node),
+            m.units,
+            t_key == d_key,
+        )
+    if t_key != d_key:
         # A regeneration on one role's GPUs is faster with more of them: only the rule
         # about the other role's idle GPUs holds (the compared splits share this role's
         # count, so the regeneration's days and cost).
-        band = _band(central_in, slow_in, tp, space.max_gpus, drafter_fits, (side != 1, side != 0))
-    elif side in (None, 2):
-        # One type regenerating on its own GPUs (both roles' counts) is evaluated whole.
-        band = _band_one_type(
-            central_in, slow_in, tp, space.max_gpus, drafter_fits, view.by_gpu[t_key].unit_gpus
+        return _band(
+            m.central_in, m.slow_in, tp, space.max_gpus, m.drafter_fits, (side != 1, side != 0)
         )
-    store_over = _store_over(shared, t_key, d_key, tp)
-    # Whether some split's store does not fit its host memory: then the block is evaluated
-    # whole (the pruning's argument does not cover that fit); else no split is rejected.
-    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, t_gpu.gpus_per_node)).any())
-    if some_over:
-        band = None
+    if side in (None, 2):
+        return _band_one_type(
+            m.central_in,
+            m.slow_in,
+            tp,
+            space.max_gpus,
+            m.drafter_fits,
+            m.shared.prices.by_gpu[t_key].unit_gpus,
+        )
+    # One type regenerating on its own GPUs (both roles' counts) is evaluated whole.
+    return None
+
+
+def _evaluated(
+    m: _BlockModel, band: tuple[np.ndarray, ...] | None, max_gpus: int
+) -> tuple[np.ndarray, np.ndarray, Flow, Flow]:
+    """The splits evaluated (the band's, or the whole block's) and their central and
+    pessimistic flows."""
     if band is not None:
         targets, drafters = band[0], band[1]
-        central = flow(central_in, targets, drafters)
-        slow = flow(slow_in, targets, drafters)
+        central = flow(m.central_in, targets, drafters)
+        slow = flow(m.slow_in, targets, drafters)
         # The form the pruning of two types rests on, on every split evaluated; else the
         # whole block.
         if len(band) == 4 and not (
@@ -497,25 +559,56 @@ def _block(
         ):
             band = None
     if band is None:
-        targets, drafters = _splits(space.max_gpus, tp)
-        central = flow(central_in, targets, drafters)
-        slow = flow(slow_in, targets, drafters)
-    # Days and cost as project() computes them (stages.run_at, the same code), so that a
-    # plan judged within a limit here is within it in its projection.
+        targets, drafters = _splits(max_gpus, m.tp)
+        central = flow(m.central_in, targets, drafters)
+        slow = flow(m.slow_in, targets, drafters)
+    return targets, drafters, central, slow
 
-    def figures(ri: RunInputs, f: Flow) -> tuple[np.ndarray, np.ndarray]:
-        o = run_at(ri, targets, drafters, f)
-        cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
-        return (
-            np.broadcast_to(np.asarray(o.days, float), targets.shape),
-            np.broadcast_to(np.asarray(cost, float), targets.shape),
-        )
 
-    days, cost = figures(central_run_in, central)
-    slow_days, slow_cost = figures(slow_run_in, slow)
+def _run_figures(
+    ri: RunInputs, targets: np.ndarray, drafters: np.ndarray, f: Flow
+) -> tuple[np.ndarray, np.ndarray]:
+    """Days and cost of each split as project() computes them (stages.run_at, the same
+    code), so that a plan judged within a limit here is within it in its projection."""
+    o = run_at(ri, targets, drafters, f)
+    cost = np.full(targets.shape, np.inf) if o.cost is None else o.cost
+    return (
+        np.broadcast_to(np.asarray(o.days, float), targets.shape),
+        np.broadcast_to(np.asarray(cost, float), targets.shape),
+    )
+
+
+def _block(
+    plan: Plan,
+    catalog: Catalog,
+    shared: _Shared,
+    t_key: str,
+    d_key: str,
+    tp: int,
+    space: Space,
+    brute: bool = False,
+    mode: Mode = "online",
+) -> _Block | None:
+    m = _block_model(plan, catalog, shared, t_key, d_key, tp, mode)
+    if m is None:
+        return None
+    w = plan.workload
+    replicas = np.arange(1, space.max_gpus // tp + 1)
+    covered = int(np.maximum(space.max_gpus - replicas * tp, 0).sum())
+    side = _regeneration_side(plan, t_key, d_key)
+    band = None if brute else _pruned(m, space, mode, side, covered)
+    store_over = _store_over(shared, t_key, d_key, tp)
+    # Whether some split's store does not fit its host memory: then the block is evaluated
+    # whole (the pruning's argument does not cover that fit); else no split is rejected.
+    some_over = bool(store_over(*_store_worst(space.max_gpus, tp, m.t_gpu.gpus_per_node)).any())
+    if some_over:
+        band = None
+    targets, drafters, central, slow = _evaluated(m, band, space.max_gpus)
+    days, cost = _run_figures(m.central_run_in, targets, drafters, central)
+    slow_days, slow_cost = _run_figures(m.slow_run_in, targets, drafters, slow)
     if mode == "offline":
-        storage_fits = fits_storage(plan, per_token, tokens_per_epoch)
-        storage_tb = per_token * tokens_per_epoch / BYTES_PER_TB
+        storage_fits = fits_storage(plan, m.per_token, m.tokens_per_epoch)
+        storage_tb = m.per_token * m.tokens_per_epoch / BYTES_PER_TB
     else:
         storage_fits, storage_tb = True, 0.0
     if w.regenerate:
@@ -527,8 +620,8 @@ def _block(
         # At the pessimistic end the regeneration runs at the slow end of its decode range
         # (Projection.job_days_range adds the same phase).
         slow_days, slow_cost = regen_slow_days + slow_days, regen_slow_cost + slow_cost
-    t_mem = replace(t_mem, band=memory_band("target"))
-    fits = drafter_fits(drafters) & t_mem.fits
+    t_mem = replace(m.t_mem, band=memory_band("target"))
+    fits = m.drafter_fits(drafters) & t_mem.fits
     nodes = np.broadcast_to(np.asarray(central.nodes), targets.shape)
     over = store_over(targets, drafters) if some_over else None
     return _Block(
@@ -718,35 +811,8 @@ def _offline_band(
         return None
     if regen is not None and regen_side == 2:
         return None
-    node = gpus_per_node[0]
-    t_all = np.arange(1, max_gpus // tp + 1) * tp
-    d_all = np.arange(1, max_gpus - tp + 1)
-    # The targets' offsets in their last node (one type; else one class) and a target
-    # count of each, after which the drafters start.
-    offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
-    firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
-    firsts = np.where(firsts == 0, node if one_type else tp, firsts)
-    # One call for both sides: the targets with one drafter, then the drafters after
-    # targets of each offset.
-    sides = runs(
-        np.concatenate([t_all, np.repeat(firsts, d_all.size)]),
-        np.concatenate([np.ones_like(t_all), np.tile(d_all, firsts.size)]),
-    )
-
-    def side(name: str, offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """A field of the runs at both ends: the targets' (None) or an offset's drafters'."""
-        if offset is None:
-            at = slice(0, t_all.size)
-        else:
-            at = slice(t_all.size + offset * d_all.size, t_all.size + (offset + 1) * d_all.size)
-        c, s = (np.asarray(getattr(o, name), float)[at] for o in sides)
-        return c, s
-
-    t_keys: list[Any] = [*side("capture_s")]
-    if by_phase:
-        t_keys += side("capture_cost")
-    else:
-        t_keys.append(-(-t_all // units[0]))
+    s = _offline_sides(runs, tp, max_gpus, gpus_per_node[0], one_type)
+    t_all, d_all = s.t_all, s.d_all
     nodes_key = (
         (t_all, d_all)
         if one_type
@@ -755,21 +821,13 @@ def _offline_band(
             -(-d_all // gpus_per_node[1]),
         )
     )
+    t_keys = _target_keys(s, by_phase, units[0])
     if limits_nodes:
         t_keys.append(nodes_key[0])
     t_days = t_keys[0] / SECONDS_PER_DAY
-    # By offset: the drafters' keys and their central training days.
-    d_keys: list[list[Any]] = []
-    d_days: list[np.ndarray] = []
-    for k in range(firsts.size):
-        keys: list[Any] = [*side("train_s", k)]
-        if by_phase:
-            keys += side("train_cost_per_epoch", k)
-        else:
-            keys.append(-(-d_all // units[1]))
-        d_keys.append(keys)
-        d_days.append(epochs * (keys[0] / SECONDS_PER_DAY))
-    # Offset o' is no worse than o when its training is no slower and no dearer for any d.
+    d_keys, d_days = _drafter_keys(s, by_phase, units[1], epochs)
+    # Offset o' is no worse than o when its training is no slower and no dearer for any d
+    # (judged on the training's own keys, before the regeneration's join them).
     no_worse = np.array(
         [
             [all(np.all(a <= b) for a, b in zip(k1, k2, strict=True)) for k2 in d_keys]
@@ -777,21 +835,10 @@ def _offline_band(
         ]
     )
     fits_key = ~drafter_fits(d_all)
-    t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
-    regen_days = 0.0
-    if regen is not None:
-        r_days, *r_rest = regen(t_all, np.ones_like(t_all))
-        if regen_side == 0:
-            t_keys += [r_days, *r_rest]
-            t_regen = np.asarray(r_days, float)
-        elif regen_side == 1:
-            r_days, *r_rest = regen(np.full_like(d_all, tp), d_all)
-            for keys in d_keys:
-                keys += [r_days, *r_rest]
-            d_regen = np.asarray(r_days, float)
-        regen_days = float(np.max(r_days))
+    t_regen, d_regen, regen_days = _regeneration_keys(regen, regen_side, s, tp, t_keys, d_keys)
     largest = regen_days + (float(t_days.max()) + float(np.max(d_days)))
     margin = 4 * float(np.spacing(largest)) if math.isfinite(largest) else math.inf
+    offset = s.offset
     low_t = _lowest_dominator(
         t_all, t_keys, t_days, t_regen, margin, no_worse[offset[:, None], offset[None, :]]
     )
@@ -807,6 +854,114 @@ def _offline_band(
             for keys, days in zip(d_keys, d_days, strict=True)
         ]
     )
+    return _kept_splits(s, low_t, low_d, max_gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class _OfflineSides:
+    """Each side of an offline block at both ends (central, pessimistic): the targets'
+    counts with one drafter, then the drafters' counts after targets of each offset in
+    their last node (one offset with two types)."""
+
+    t_all: np.ndarray  # every target count, whole replicas
+    d_all: np.ndarray  # every drafter count
+    offset: np.ndarray  # by target count: its offset's index in `firsts`
+    firsts: np.ndarray  # a target count of each offset, after which the drafters start
+    runs: tuple[Run, Run]
+
+    def field(self, name: str, offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """A field of the runs at both ends: the targets' (None) or an offset's drafters'."""
+        t, d = self.t_all.size, self.d_all.size
+        at = slice(0, t) if offset is None else slice(t + offset * d, t + (offset + 1) * d)
+        c, s = (np.asarray(getattr(o, name), float)[at] for o in self.runs)
+        return c, s
+
+
+def _offline_sides(
+    runs: Callable[[np.ndarray, np.ndarray], tuple[Run, Run]],
+    tp: int,
+    max_gpus: int,
+    node: int,
+    one_type: bool,
+) -> _OfflineSides:
+    t_all = np.arange(1, max_gpus // tp + 1) * tp
+    d_all = np.arange(1, max_gpus - tp + 1)
+    # The targets' offsets in their last node (one type; else one class) and a target
+    # count of each, after which the drafters start.
+    offset = (t_all % node) // tp if one_type else np.zeros(t_all.shape, int)
+    firsts = np.arange(node // tp) * tp if one_type else np.zeros(1, int)
+    firsts = np.where(firsts == 0, node if one_type else tp, firsts)
+    # One call for both sides: the targets with one drafter, then the drafters after
+    # targets of each offset.
+    sides = runs(
+        np.concatenate([t_all, np.repeat(firsts, d_all.size)]),
+        np.concatenate([np.ones_like(t_all), np.tile(d_all, firsts.size)]),
+    )
+    return _OfflineSides(t_all, d_all, offset, firsts, sides)
+
+
+def _target_keys(s: _OfflineSides, by_phase: bool, unit: int) -> list[Any]:
+    """The targets' terms of the figures: capture seconds at both ends, then the capture
+    cost at both ends (billed by phase) or the billed target GPUs (whole-run)."""
+    keys: list[Any] = [*s.field("capture_s")]
+    if by_phase:
+        keys += s.field("capture_cost")
+    else:
+        keys.append(-(-s.t_all // unit))
+    return keys
+
+
+def _drafter_keys(
+    s: _OfflineSides, by_phase: bool, unit: int, epochs: int
+) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """By offset: the drafters' terms (training seconds at both ends, then the training
+    cost per epoch or the billed drafter GPUs) and their central training days."""
+    d_keys: list[list[Any]] = []
+    d_days: list[np.ndarray] = []
+    for k in range(s.firsts.size):
+        keys: list[Any] = [*s.field("train_s", k)]
+        if by_phase:
+            keys += s.field("train_cost_per_epoch", k)
+        else:
+            keys.append(-(-s.d_all // unit))
+        d_keys.append(keys)
+        d_days.append(epochs * (keys[0] / SECONDS_PER_DAY))
+    return d_keys, d_days
+
+
+def _regeneration_keys(
+    regen: Callable[[np.ndarray, np.ndarray], tuple[Any, ...]] | None,
+    regen_side: int | None,
+    s: _OfflineSides,
+    tp: int,
+    t_keys: list[Any],
+    d_keys: list[list[Any]],
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The regeneration as one more of the terms of the role its GPUs move with (appended
+    to that role's keys), each side's regeneration days, and the largest of them."""
+    t_all, d_all = s.t_all, s.d_all
+    t_regen, d_regen = np.zeros(t_all.shape), np.zeros(d_all.shape)
+    regen_days = 0.0
+    if regen is not None:
+        r_days, *r_rest = regen(t_all, np.ones_like(t_all))
+        if regen_side == 0:
+            t_keys += [r_days, *r_rest]
+            t_regen = np.asarray(r_days, float)
+        elif regen_side == 1:
+            r_days, *r_rest = regen(np.full_like(d_all, tp), d_all)
+            for keys in d_keys:
+                keys += [r_days, *r_rest]
+            d_regen = np.asarray(r_days, float)
+        regen_days = float(np.max(r_days))
+    return t_regen, d_regen, regen_days
+
+
+def _kept_splits(
+    s: _OfflineSides, low_t: np.ndarray, low_d: np.ndarray, max_gpus: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The splits no dominator within the space leaves out, from each count's lowest
+    dominator (low_d by offset and drafter count)."""
+    t_all, offset = s.t_all, s.offset
     # Counts with a dominator of fewer GPUs are never kept; the others while the smallest
     # dominator does not fit beside the other role's count: for targets T the drafters
     # from max_gpus - low_t(T) + 1 to max_gpus - T, kept when low_d(d) > max_gpus - T.
