@@ -298,19 +298,26 @@ FIGURE_FIELDS = frozenset({f.key for f in F.FIGURES} | {"gpu_hours", "days", "co
 
 
 def _format_functions() -> tuple[set[str], set[str]]:
-    """tui/format.py's functions: all of them, and the raw formatters FORMATS is built
-    from (a view that calls one of those on a figure passes the registry by)."""
+    """tui/format.py's functions: all of them, and the raw formatters its tables by
+    formatter key (FORMATS, CELLS, NARROW) are built from: a view that calls one of those
+    on a figure passes the registry by."""
     tree = ast.parse((TUI / "format.py").read_text())
-    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    table = next(
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} | {
+        alias.asname or alias.name  # the rules it shares with the launch headers
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.endswith("units")
+        for alias in n.names
+    }
+    tables = [
         n.value
         for n in tree.body
         if isinstance(n, ast.AnnAssign)
         and isinstance(n.target, ast.Name)
-        and n.target.id == "FORMATS"
+        and n.target.id in ("FORMATS", "CELLS", "NARROW")
         and n.value is not None
-    )
-    used = {n.id for n in ast.walk(table) if isinstance(n, ast.Name)} & functions
+    ]
+    assert len(tables) == 3
+    used = {n.id for t in tables for n in ast.walk(t) if isinstance(n, ast.Name)} & functions
     return functions, used - {"figure", "cell"}
 
 
@@ -372,6 +379,9 @@ def hand_formatted(source: str) -> list[tuple[int, str]]:
         'f"{days}"',
         "fmt.duration(p.days)",
         'f"{fmt.cost(t.cost, p.cost_unit)}"',
+        "fmt.cost_figure(p.cost_per_epoch, p.cost_unit)",
+        "fmt.narrow_number(o.days)",
+        'f"{fmt.fine(p.cost_per_million_tokens)}"',
     ],
 )
 def test_the_guard_catches_a_hand_formatted_figure(source):

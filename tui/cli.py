@@ -421,7 +421,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         )
     for label, p in (("before", before), ("after", after)):
         pair = p.ranges.tokens_per_s if p.ranges else None
-        spread = fmt.spread(pair, lambda v: fmt.figure(F.TOKENS_PER_S, v))
+        spread = fmt.spread(pair, fmt.figure_of(F.TOKENS_PER_S))
         print(
             f"{label}: {fmt.figure(F.TOKENS_PER_S, p.tokens_per_s)}"
             + (f" (range {spread})" if spread else "")
