@@ -313,8 +313,8 @@ def job_rows(p: Projection) -> list[tuple[str, str]]:
     if t is None:
         return []
     unit = p.cost_unit
-    days_range = fmt.spread(p.job_days_range, lambda v: fmt.figure(F.JOB_DAYS, v))
-    cost_range = fmt.spread(p.job_cost_range, lambda v: fmt.figure(F.JOB_COST, v, unit))
+    days_range = fmt.spread(p.job_days_range, fmt.figure_of(F.JOB_DAYS))
+    cost_range = fmt.spread(p.job_cost_range, fmt.figure_of(F.JOB_COST, unit))
     usd = (
         f" (~{fmt.figure(F.TOTAL_COST_USD, t.cost_usd)} {F.TOTAL_COST_USD.name})"
         if unit != "USD" and t.cost_usd
@@ -442,7 +442,7 @@ def offline_lines(p: Projection) -> list[str]:
 def _range(p: Projection, f: F.Figure) -> str:
     """'; range a-b' after an estimated figure; nothing for a measured one."""
     pair = getattr(p.ranges, f.key) if p.ranges is not None else None
-    text = fmt.spread(pair, lambda v: fmt.figure(f, v, p.cost_unit))
+    text = fmt.spread(pair, fmt.figure_of(f, p.cost_unit))
     return f"; range {escape(text)}" if text else ""
 
 

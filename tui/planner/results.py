@@ -86,7 +86,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
     def span(f: F.Figure, compact: bool = True) -> str:
         """The range of an estimated figure ('58.7-102.7'), '' for a measured one."""
         pair = getattr(r, f.key) if r is not None else None
-        text = fmt.spread(pair, lambda v: fmt.figure(f, v, unit, compact))
+        text = fmt.spread(pair, fmt.figure_of(f, unit, compact))
         return f"range {text}" if text else ""
 
     rows: tuple[FigureRow, ...] = (
@@ -104,7 +104,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         (F.COST_PER_EPOCH.name, figure(F.COST_PER_EPOCH), ""),
         (
             F.BOTTLENECK.name,
-            p.bottleneck or fmt.DASH,
+            figure(F.BOTTLENECK),
             BUSY.get(p.bottleneck or "", "does not fit"),
         ),
     )
@@ -131,9 +131,9 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
             ),
             # A phase a line: "capture 1.5 d + train 6.6 d" would break inside a phase.
             *(("", ("+ " if i else "") + part, "") for i, part in enumerate(job_parts(p))),
-            ("", _range(p.job_days_range, lambda v: fmt.figure(F.JOB_DAYS, v)), ""),
+            ("", _range(p.job_days_range, fmt.figure_of(F.JOB_DAYS)), ""),
             (F.JOB_COST.name, fmt.figure(F.JOB_COST, t.cost, unit, compact=True), ""),
-            ("", _range(job_cost, lambda v: fmt.figure(F.JOB_COST, v, unit, compact=True)), ""),
+            ("", _range(job_cost, fmt.figure_of(F.JOB_COST, unit, compact=True)), ""),
             ("", ", ".join([fmt.gpu_hours(t.gpu_hours), *([usd] if usd else [])]), ""),
             # An offline run's rates, a phase a line as its days are: after its days and
             # cost, which lead in the panel's first rows.
@@ -210,12 +210,12 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         return text
     speed = fmt.figure(F.SPEEDUP, c.speedup)
     text.append(f"{speed} {F.SPEEDUP.name}", style=_better(c.speedup, 1.0))
-    if spread := fmt.spread(c.speedup_range, lambda v: fmt.figure(F.SPEEDUP, v)):
+    if spread := fmt.spread(c.speedup_range, fmt.figure_of(F.SPEEDUP)):
         text.append(f" ({spread})", style="dim")
     text.append("  ")
     ratio = fmt.figure(F.COST_RATIO, c.cost_ratio)
     text.append(f"{ratio} cost", style=_better(1.0, c.cost_ratio))
-    if spread := fmt.spread(c.cost_ratio_range, lambda v: fmt.figure(F.COST_RATIO, v)):
+    if spread := fmt.spread(c.cost_ratio_range, fmt.figure_of(F.COST_RATIO)):
         text.append(f" ({spread})", style="dim")
     text.append("  ")
     delta = c.days_delta
