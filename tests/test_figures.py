@@ -272,7 +272,8 @@ def _strings(path: Path) -> list[tuple[int, str]]:
 
 def test_no_view_keeps_its_own_list_of_figures():
     """The view modules name no figure by a literal key, name or head: they read the
-    registry. (Formatter keys are the registry's vocabulary for formats, not figures.)"""
+    registry (formatter keys are the registry's vocabulary for formats, not figures); and
+    they write no figure's value by hand (`hand_formatted`, below)."""
     shown = [f for f in F.FIGURES if f.views - {F.View.JSON}]
     words = {x for f in shown for x in (f.key, *_labels(f))} - set(fmt.FORMATS)
     found = [
@@ -282,3 +283,125 @@ def test_no_view_keeps_its_own_list_of_figures():
         if text in words
     ]
     assert not found, found
+    # Nor does one write a figure's value by hand: f-strings and raw formatters included.
+    by_hand = [
+        f"tui/{name}:{line}: {field}"
+        for name in VIEWS
+        for line, field in hand_formatted((TUI / name).read_text())
+    ]
+    assert not by_hand, by_hand
+
+
+# The attributes that carry a figure's value: every registry key, and the fields of the
+# job's Total and its Phases that carry the same figures.
+FIGURE_FIELDS = frozenset({f.key for f in F.FIGURES} | {"gpu_hours", "days", "cost"})
+
+
+def _format_functions() -> tuple[set[str], set[str]]:
+    """tui/format.py's functions: all of them, and the raw formatters its tables by
+    formatter key (FORMATS, CELLS, NARROW) are built from: a view that calls one of those
+    on a figure passes the registry by."""
+    tree = ast.parse((TUI / "format.py").read_text())
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} | {
+        alias.asname or alias.name  # the rules it shares with the launch headers
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.endswith("units")
+        for alias in n.names
+    }
+    tables = [
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and n.target.id in ("FORMATS", "CELLS", "NARROW")
+        and n.value is not None
+    ]
+    assert len(tables) == 3
+    used = {n.id for t in tables for n in ast.walk(t) if isinstance(n, ast.Name)} & functions
+    return functions, used - {"figure", "cell"}
+
+
+def _fields(node: ast.AST, formatters: set[str]) -> list[str]:
+    """The figure fields an expression reads outside a call of tui/format.py."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "fmt"
+            and func.attr in formatters
+        ):
+            return []
+        inner = [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(func, ast.Attribute):
+            inner.append(func.value)  # a method's object, not its name
+        return [x for n in inner for x in _fields(n, formatters)]
+    here = []
+    if isinstance(node, ast.Attribute) and node.attr in FIGURE_FIELDS:
+        here.append(node.attr)
+    if isinstance(node, ast.Name) and node.id in FIGURE_FIELDS:
+        here.append(node.id)
+    return here + [x for n in ast.iter_child_nodes(node) for x in _fields(n, formatters)]
+
+
+def hand_formatted(source: str) -> list[tuple[int, str]]:
+    """(line, field) where a view writes a figure by hand: an f-string's value that reads
+    a figure field outside tui/format.py (`f"{t.gpu_hours:,.0f}"`, `f"{p.bottleneck}"`),
+    or a raw formatter that FORMATS is built from called on a figure field
+    (`fmt.duration(p.days)`): the registry's `fmt.figure(F.DAYS, ...)` writes it."""
+    functions, raw = _format_functions()
+    tree = ast.parse(source)
+    found = [
+        (node.lineno, field)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FormattedValue)
+        for field in _fields(node.value, functions)
+    ]
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "fmt"
+            and node.func.attr in raw
+        ):
+            for arg in node.args[:1]:
+                found += [(node.lineno, x) for x in _fields(arg, set())]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'f"{t.gpu_hours:,.0f} GPU-h"',
+        'f"bottleneck: {escape(str(p.bottleneck))}"',
+        'f"{p.tokens_per_epoch / 1e9:,.3f} G tokens"',
+        'f"{days}"',
+        "fmt.duration(p.days)",
+        'f"{fmt.cost(t.cost, p.cost_unit)}"',
+        "fmt.cost_figure(p.cost_per_epoch, p.cost_unit)",
+        "fmt.narrow_number(o.days)",
+        'f"{fmt.fine(p.cost_per_million_tokens)}"',
+    ],
+)
+def test_the_guard_catches_a_hand_formatted_figure(source):
+    assert hand_formatted(source), source
+
+
+def test_the_guard_catches_a_figure_written_by_hand_in_a_view():
+    source = (TUI / "report.py").read_text()
+    injected = source + '\n\ndef _by_hand(t):\n    return f"{t.gpu_hours:,.0f} GPU-hours"\n'
+    assert hand_formatted(injected) == [(len(injected.splitlines()), "gpu_hours")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'f"{fmt.figure(F.GPU_HOURS, t.gpu_hours)} GPU-h"',
+        'f"{escape(fmt.figure(F.BOTTLENECK, p.bottleneck))}"',
+        'f"{r.count:,} GPUs"',
+        "fmt.duration(o.capture_days)",
+    ],
+)
+def test_the_guard_lets_the_registry_write_a_figure(source):
+    assert not hand_formatted(source), source

@@ -364,7 +364,7 @@ def test_comparison_view_rows_of_an_offline_scenario(catalog):
     days, cost, even = _built_in_offline(catalog)
     assert offline.offline is not None and offline.offline.days == pytest.approx(days)
     assert offline.offline.break_even_epochs == pytest.approx(even)
-    # Days with 2 decimals below 10, 1 above (scenarios._days).
+    # Days with 2 decimals below 10, 1 above (format._narrow_days).
     shown = f"{days:.2f}" if days < 10 else f"{days:.1f}"
     assert offline_column(offline) == ["76.8", shown, f"{cost:.0f}", f"{even:.2f} ep"]
 

@@ -334,16 +334,15 @@ def _add_probe(p: argparse.ArgumentParser) -> None:
 
 def _run_probe(args: argparse.Namespace) -> int:
     from ..model.launch.probe import probe_script
+    from . import format as fmt
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     probe = probe_script(plan, catalog, args.gpu, args.role, args.minutes)
-    cost = f", about ${probe.cost_usd:,.2f}" if probe.cost_usd else ""
     summary = (
         f"probe {probe.gpu}: {probe.gpus} GPUs on one node for about "
-        f"{probe.gpu_hours * 60 / probe.gpus:.0f} minutes, {probe.gpu_hours:.2f} "
-        f"GPU-hours{cost}; afterwards: dflash-plan calibrate OUT_DIR --plan PLAN "
-        f"--write"
+        f"{fmt.probe_time(probe.gpu_hours, probe.gpus, probe.cost_usd)}; afterwards: "
+        f"dflash-plan calibrate OUT_DIR --plan PLAN --write"
     )
     if args.output is None:
         sys.stdout.write(probe.text)
@@ -376,6 +375,7 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_calibrate(args: argparse.Namespace) -> int:
+    from ..model.core import figures as F
     from ..model.core.calibration import add_points
     from ..model.core.projection import project
     from ..model.inputs.plan import save_plan
@@ -410,16 +410,18 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         m = point.measurement
         print(
             terminal_safe(
-                f"{point.role} on {point.gpu or gpu}: {m.tokens_per_s:,.0f} tok/s per GPU"
+                f"{point.role} on {point.gpu or gpu}: {fmt.per_gpu(m.tokens_per_s)} per GPU"
                 f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
             )
         )
     for label, p in (("before", before), ("after", after)):
-        spread = fmt.spread(p.ranges.tokens_per_s if p.ranges else None, fmt.ktok)
+        pair = p.ranges.tokens_per_s if p.ranges else None
+        spread = fmt.spread(pair, fmt.figure_of(F.TOKENS_PER_S))
         print(
-            f"{label}: {fmt.ktok(p.tokens_per_s)}"
+            f"{label}: {fmt.figure(F.TOKENS_PER_S, p.tokens_per_s)}"
             + (f" (range {spread})" if spread else "")
-            + f", {fmt.duration(p.days)}, bottleneck {p.bottleneck}"
+            + f", {fmt.figure(F.DAYS, p.days)}, {F.BOTTLENECK.name} "
+            f"{fmt.figure(F.BOTTLENECK, p.bottleneck)}"
         )
     if args.write:
         if args.plan is None:

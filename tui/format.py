@@ -12,6 +12,7 @@ from ..model.basics import units
 from ..model.basics.units import amount as amount
 from ..model.basics.units import fine as fine
 from ..model.basics.units import spread as spread
+from ..model.core import figures as F
 
 if TYPE_CHECKING:
     from ..model.core.cost import Price, Prices
@@ -37,16 +38,8 @@ def cost(
     compact: bool = False,
     number: Callable[[float], str] | None = None,
 ) -> str:
-    """USD as $; reference-GPU-hours with the unit ("845 RTX PRO 6000-hours", or "-h"
-    when compact); the figure written by `number` (default: `amount`)."""
-    number = number or amount
-    if value is None:
-        return DASH
-    if unit == "USD":
-        return f"${number(value)}"
-    if compact:
-        unit = unit.removesuffix("-hours") + "-h"
-    return f"{number(value)} {unit}"
+    """model.basics.units.cost (the launch headers' rule, USD as $ here), or a dash."""
+    return DASH if value is None else units.cost(value, unit, compact, number or amount)
 
 
 def cost_figure(value: float | None, unit: str) -> str:
@@ -127,6 +120,24 @@ def signed_duration(value_days: float | None) -> str:
     if text[1:].replace("0", "").replace(".", "").replace(",", "").split(" ")[0] == "":
         return "+0.0 days"
     return text
+
+
+def per_gpu(tokens_per_s: float) -> str:
+    """A measured rate per GPU in whole tokens ('4,933 tok/s'): a reading, not a figure of
+    the projection."""
+    return f"{tokens_per_s:,.0f} tok/s"
+
+
+def gpu_hours(value: float | None) -> str:
+    """GPU-hours in a note ('845 GPU-h')."""
+    return f"{figure(F.GPU_HOURS, value)} {F.GPU_HOURS.narrow}"
+
+
+def probe_time(gpu_hours: float, gpus: int, cost_usd: float | None) -> str:
+    """A probe's length and price: '12 minutes, 0.80 GPU-hours, about $2.39' (a probe is
+    minutes long: its GPU-hours to two decimals, its cost to the cent)."""
+    cost = f", about ${cost_usd:,.2f}" if cost_usd else ""
+    return f"{gpu_hours * 60 / gpus:.0f} minutes, {gpu_hours:.2f} GPU-hours{cost}"
 
 
 def more(tokens_per_s: float, days: float) -> str:
@@ -229,6 +240,8 @@ FORMATS: dict[str, Callable[[Any, str, bool], str]] = {
     "times": lambda v, unit, compact: times(v),
     "text": lambda v, unit, compact: _bare(v, str),
     # Per role ({role: ratio}): each distinct ratio once; a dash for none.
+    "gtokens": lambda v, unit, compact: _bare(v, lambda x: f"{x / 1e9:,.3f} G tokens"),
+    "signed_duration": lambda v, unit, compact: signed_duration(v),
     "ratios": lambda v, unit, compact: (
         ", ".join(f"{x:.2f}x" for x in dict.fromkeys(v.values())) if v else DASH
     ),
@@ -243,12 +256,92 @@ CELLS: dict[str, Callable[[Any, str], str]] = {
 }
 
 
-def figure(f: Figure, value: Any, unit: str, compact: bool = False) -> str:
-    """A registry figure's value with its unit, by its formatter key."""
+def figure(f: Figure, value: Any, unit: str = "", compact: bool = False) -> str:
+    """A registry figure's value with its unit, by its formatter key (`unit`: the plan's
+    cost unit, which only the cost formats read)."""
     return FORMATS[f.format](value, unit, compact)
+
+
+def figure_of(f: Figure, unit: str = "", compact: bool = False) -> Callable[[Any], str]:
+    """`figure` for one figure, as a range's one-value formatter (`spread`'s `one`)."""
+    return lambda value: figure(f, value, unit, compact)
 
 
 def cell(f: Figure, value: Any, unit: str) -> str:
     """A registry figure's value in a table cell under its head."""
     bare = CELLS.get(f.format)
     return bare(value, unit) if bare else figure(f, value, unit, compact=True)
+
+
+def column(f: Figure, value: Any, unit: str, unit_in_title: bool, end: bool = False) -> str:
+    """A registry figure in a wide table's column under its head (the CLI's compare): the
+    throughput bare under 'Ktok/s', days and ratios in words, a cost bare when the title
+    names the table's one unit, else with its unit, compact. `end`: one end of a range,
+    where the throughput says its unit."""
+    if f.format == "ktok" and not end:
+        return cell(f, value, unit)
+    if f.format in ("cost", "cost_fine") and unit_in_title:
+        return cell(f, value, unit)
+    if f.format in ("ktok", "duration", "times", "text"):
+        return figure(f, value, unit)
+    return figure(f, value, unit, compact=True)
+
+
+# The narrowest cells (the app's Comparison view, a column per plan): bare numbers, their
+# unit in the row's name or the title (the cost unit). Days to 2 decimals below 10.
+def narrow_number(value: float | None, digits: int = 1) -> str:
+    return DASH if value is None else f"{value:,.{digits}f}"
+
+
+def _narrow_days(value: float | None) -> str:
+    return narrow_number(value, 2 if value is not None and value < 10 else 1)
+
+
+def _narrow_span(r: tuple[float, float] | None, digits: int = 1) -> str:
+    if r is None:
+        return ""
+    a, b = narrow_number(r[0], digits), narrow_number(r[1], digits)
+    return a if a == b else f"{a}-{b}"
+
+
+def _narrow_break_even(even: dict[str, float] | None) -> str:
+    """One ratio when the roles agree ('5.55x'), else each by its role's initial."""
+    if even is None:
+        return DASH
+    if not even:
+        return "none"
+    ratios = {f"{v:.2f}x" for v in even.values()}
+    return (
+        ratios.pop()
+        if len(ratios) == 1
+        else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
+    )
+
+
+# A narrow cell and its range by the registry's formatter key; other formats: `cell`.
+NARROW: dict[str, Callable[[Any], str]] = {
+    "ktok": lambda v: narrow_number(v / 1e3 if v else None),
+    "duration": _narrow_days,
+    "cost": lambda v: narrow_number(v, 0),
+    "text": lambda v: v or DASH,
+    "times": times,
+    "ratios": _narrow_break_even,
+}
+NARROW_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
+    "ktok": lambda r, v: _narrow_span((r[0] / 1e3, r[1] / 1e3) if r else None),
+    "duration": lambda r, v: _narrow_span(r, 2 if (v or 99) < 10 else 1),
+    "cost": lambda r, v: _narrow_span(r, 0),
+    "times": lambda r, v: _narrow_span(r, 2),
+}
+
+
+def narrow(f: Figure, value: Any, unit: str = "") -> str:
+    """A registry figure in the narrowest cell."""
+    bare = NARROW.get(f.format)
+    return bare(value) if bare else cell(f, value, unit)
+
+
+def narrow_range(f: Figure, pair: tuple[float, float] | None, value: Any, unit: str = "") -> str:
+    """The range of a figure beside its narrow cell (its digits follow the value's)."""
+    bare = NARROW_RANGES.get(f.format)
+    return bare(pair, value) if bare else spread(pair, lambda v: cell(f, v, unit))

@@ -103,16 +103,19 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     # Projection.does_not_fit) has no headline figures: it says why first.
     unfit = p.does_not_fit
     if unfit is None:
-        samples = "" if p.samples_per_s is None else f" ({p.samples_per_s:,.2f} samples/s)"
+        samples = (
+            ""
+            if p.samples_per_s is None
+            else f" ({_figure(F.SAMPLES_PER_S, p)} {F.SAMPLES_PER_S.unit})"
+        )
         if rates := offline_rates(p):
             # An offline run's own rates lead; the online pipeline's is in its row below.
             summary.add_row(F.TOKENS_PER_S.name, escape(", ".join(rates)))
         else:
             summary.add_row(
                 F.TOKENS_PER_S.name,
-                f"{fmt.ktok(p.tokens_per_s)}{samples}, bottleneck: "
-                f"[bold]{escape(str(p.bottleneck))}[/bold]"
-                + _range(p, F.TOKENS_PER_S.key, fmt.ktok),
+                f"{_figure(F.TOKENS_PER_S, p)}{samples}, {F.BOTTLENECK.name}: "
+                f"[bold]{escape(_figure(F.BOTTLENECK, p))}[/bold]" + _range(p, F.TOKENS_PER_S),
             )
         if p.job.phased:
             # The plan's own job leads (its offline run, regeneration first when on); the
@@ -122,18 +125,21 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         else:
             summary.add_row(
                 F.DAYS.name,
-                f"{fmt.duration(p.days)} to {p.epochs} epochs "
-                f"({p.tokens_per_epoch / 1e9:,.3f} G tokens per epoch)"
-                + _range(p, F.DAYS.key, fmt.duration),
+                f"{_figure(F.DAYS, p)} to {_epochs(p)} "
+                f"({_figure(F.TOKENS_PER_EPOCH, p)} per epoch)" + _range(p, F.DAYS),
             )
             summary.add_row(
                 F.TOTAL_COST.name,
-                escape(_cost_line(p))
-                + _range(p, F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit)),
+                escape(_cost_line(p)) + _range(p, F.TOTAL_COST),
             )
             if p.gpu_hours is not None:
-                energy = "" if p.energy_kwh is None else f"; energy {p.energy_kwh:,.0f} kWh at TDP"
-                summary.add_row(F.GPU_HOURS.name, f"{p.gpu_hours:,.0f}{energy}")
+                energy = (
+                    ""
+                    if p.energy_kwh is None
+                    else f"; {F.ENERGY_KWH.name} {_figure(F.ENERGY_KWH, p)} "
+                    f"{F.ENERGY_KWH.unit} at TDP"
+                )
+                summary.add_row(F.GPU_HOURS.name, f"{_figure(F.GPU_HOURS, p)}{energy}")
         # The figures no headline composes: a row each, from the registry.
         for f in F.rows(F.View.REPORT):
             summary.add_row(f.name, escape(fmt.figure(f, f.read(p), p.cost_unit)))
@@ -207,15 +213,15 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     if baseline is not None:
         c = compare(p, baseline)
         speed_range, cost_range = (
-            f" (range {text})" if (text := fmt.spread(pair, fmt.times)) else ""
-            for pair in (c.speedup_range, c.cost_ratio_range)
+            f" (range {text})" if (text := fmt.spread(pair, fmt.figure_of(f))) else ""
+            for f, pair in ((F.SPEEDUP, c.speedup_range), (F.COST_RATIO, c.cost_ratio_range))
         )
         console.print(
             f"\n[bold]against the baseline[/bold] "
             f"({escape(baseline.plan.name or 'plan')}): "
-            f"speed {fmt.times(c.speedup)}{speed_range}, cost "
-            f"{fmt.times(c.cost_ratio)}{cost_range}, "
-            f"{fmt.signed_duration(c.days_delta)} "
+            f"{F.SPEEDUP.name} {fmt.figure(F.SPEEDUP, c.speedup)}{speed_range}, cost "
+            f"{fmt.figure(F.COST_RATIO, c.cost_ratio)}{cost_range}, "
+            f"{fmt.figure(F.DAYS_DELTA, c.days_delta)} "
             f"({_job_days(baseline)} -> {_job_days(p)}"
             + (
                 f"; each plan's job: {job_name(baseline)} vs {job_name(p)}"
@@ -229,7 +235,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             console.print(
                 "  "
                 + escape(
-                    f"speed {fmt.times(low)} if {slow}; {fmt.times(high)} "
+                    f"{F.SPEEDUP.name} {fmt.figure(F.SPEEDUP, low)} if {slow}; "
+                    f"{fmt.figure(F.SPEEDUP, high)} "
                     f"if {fast} (both plans under the same scenario)"
                 )
             )
@@ -251,7 +258,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
 
 def _job_days(p: Projection) -> str:
     """The job's days, a dash for a plan that does not fit (it has no job to run)."""
-    return fmt.duration(None if p.does_not_fit is not None else p.job_days)
+    return fmt.figure(F.JOB_DAYS, None if p.does_not_fit is not None else p.job_days)
 
 
 def job_name(p: Projection) -> str:
@@ -283,7 +290,7 @@ def more_gpus(p: Projection) -> list[tuple[str, str]]:
 
 def job_parts(p: Projection) -> list[str]:
     """The job's phases and their days: ['regenerate 23.7 h', 'capture 1.5 d', ...]."""
-    return [f"{ph.name} {fmt.duration(ph.days, compact=True)}" for ph in p.phases]
+    return [f"{ph.name} {fmt.figure(F.DAYS, ph.days, compact=True)}" for ph in p.phases]
 
 
 def offline_rates(p: Projection) -> list[str]:
@@ -293,8 +300,8 @@ def offline_rates(p: Projection) -> list[str]:
     if j.capture_tokens_per_s is None:
         return []
     return [
-        f"capture {fmt.ktok(j.capture_tokens_per_s)}",
-        f"then training {fmt.ktok(j.tokens_per_s)} ({j.bound}-bound)",
+        f"capture {fmt.figure(F.TOKENS_PER_S, j.capture_tokens_per_s)}",
+        f"then training {fmt.figure(F.TOKENS_PER_S, j.tokens_per_s)} ({j.bound}-bound)",
     ]
 
 
@@ -305,31 +312,34 @@ def job_rows(p: Projection) -> list[tuple[str, str]]:
     t = p.total
     if t is None:
         return []
-    days = fmt.spread(p.job_days_range, fmt.duration)
-    cost = fmt.spread(p.job_cost_range, lambda v: fmt.cost(v, p.cost_unit))
+    unit = p.cost_unit
+    days_range = fmt.spread(p.job_days_range, fmt.figure_of(F.JOB_DAYS))
+    cost_range = fmt.spread(p.job_cost_range, fmt.figure_of(F.JOB_COST, unit))
     usd = (
-        f" (~{fmt.cost(t.cost_usd, 'USD')} at catalog prices)"
-        if p.cost_unit != "USD" and t.cost_usd
+        f" (~{fmt.figure(F.TOTAL_COST_USD, t.cost_usd)} {F.TOTAL_COST_USD.name})"
+        if unit != "USD" and t.cost_usd
         else ""
     )
-    online = f"{fmt.duration(p.days)} to {p.epochs} epochs, {_cost_line(p)}"
+    online = f"{_figure(F.DAYS, p)} to {_epochs(p)}, {_cost_line(p)}"
+    whole = fmt.figure(F.JOB_DAYS, t.days)
     return [
-        (F.JOB_DAYS.name, f"{fmt.duration(t.days)} {job_name(p)}: {' + '.join(job_parts(p))}"),
+        (F.JOB_DAYS.name, f"{whole} {job_name(p)}: {' + '.join(job_parts(p))}"),
         (
             "",
-            f"{p.epochs} epochs of {p.tokens_per_epoch / 1e9:,.3f} G tokens"
-            + (f"; range {days}" if days else ""),
+            f"{_epochs(p)} of {_figure(F.TOKENS_PER_EPOCH, p)}"
+            + (f"; range {days_range}" if days_range else ""),
         ),
         (
             F.JOB_COST.name,
-            f"{fmt.cost(t.cost, p.cost_unit)}{usd}" + (f"; range {cost}" if cost else ""),
+            f"{fmt.figure(F.JOB_COST, t.cost, unit)}{usd}"
+            + (f"; range {cost_range}" if cost_range else ""),
         ),
-        (F.GPU_HOURS.name, f"{t.gpu_hours:,.0f}"),
+        (F.GPU_HOURS.name, fmt.figure(F.GPU_HOURS, t.gpu_hours)),
         (
             "online",
-            f"{fmt.duration(p.days)} to {p.epochs} epochs at {fmt.ktok(p.tokens_per_s)} "
-            f"(bottleneck: {p.bottleneck}), {_cost_line(p)}: the online pipeline, for the "
-            "decision below",
+            f"{_figure(F.DAYS, p)} to {_epochs(p)} at {_figure(F.TOKENS_PER_S, p)} "
+            f"({F.BOTTLENECK.name}: {_figure(F.BOTTLENECK, p)}), {_cost_line(p)}: the online "
+            "pipeline, for the decision below",
         )
         if p.job.stored is not None
         else ("training", online),
@@ -360,16 +370,21 @@ def phase_lines(p: Projection) -> list[str]:
     t, regen = p.total, p.regeneration
     if t is None or regen is None:
         return []
-    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~{fmt.cost(t.cost_usd, 'USD')})"
+    unit = p.cost_unit
+    usd = (
+        ""
+        if unit == "USD" or t.cost_usd is None
+        else f" (~{fmt.figure(F.TOTAL_COST_USD, t.cost_usd)})"
+    )
     lines = [
-        f"whole job: {fmt.duration(t.days)}, {fmt.cost(t.cost, p.cost_unit)}{usd}, "
-        f"{t.gpu_hours:,.0f} GPU-hours, by phase:"
+        f"whole job: {fmt.figure(F.JOB_DAYS, t.days)}, {fmt.figure(F.JOB_COST, t.cost, unit)}"
+        f"{usd}, {fmt.figure(F.GPU_HOURS, t.gpu_hours)} {F.GPU_HOURS.name}, by phase:"
     ]
     width = max(len(ph.name) for ph in p.phases)
     for ph in p.phases:
         lines.append(
-            f"  {ph.name:<{width}}  {fmt.duration(ph.days, compact=True):>7}  "
-            f"{fmt.cost(ph.cost, p.cost_unit)}  on {ph.what}"
+            f"  {ph.name:<{width}}  {fmt.figure(F.DAYS, ph.days, compact=True):>7}  "
+            f"{fmt.figure(F.TOTAL_COST, ph.cost, unit)}  on {ph.what}"
         )
     lines.append("  " + fmt.regeneration(regen))
     return lines
@@ -381,7 +396,7 @@ def offline_lines(p: Projection) -> list[str]:
     o = p.offline
     if o is None:
         return []
-    fits = (
+    available = (
         ""
         if o.tb_available is None
         else (f" of {o.tb_available:,.1f} TB" + ("" if o.fits else " (DOES NOT FIT)"))
@@ -393,23 +408,23 @@ def offline_lines(p: Projection) -> list[str]:
     )
     lines = [
         f"{'offline (this plan)' if p.job.stored is o else 'offline instead'}: "
-        f"{o.tb:,.1f} TB{fits} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
+        f"{o.tb:,.1f} TB{available} ({o.bytes_per_token / 1e3:,.1f} KB/token, "
         f"{o.format.name} format, {o.dtype}); capture {fmt.duration(o.capture_days)} "
         f"at {fmt.ktok(o.capture_tokens_per_s)}, then "
         f"{fmt.duration(o.train_days_per_epoch)} per epoch at "
         f"{fmt.ktok(o.train_tokens_per_s)} ({o.bound}-bound; {read})"
     ]
-    cost = (
+    spent = (
         ""
         if o.cost is None or o.online_cost is None
         else (
-            f"; cost {fmt.cost(o.cost, o.cost_unit)} offline vs "
-            f"{fmt.cost(o.online_cost, o.cost_unit)} online ({o.billing} billing)"
+            f"; cost {fmt.figure(F.TOTAL_COST, o.cost, o.cost_unit)} offline vs "
+            f"{fmt.figure(F.TOTAL_COST, o.online_cost, o.cost_unit)} online ({o.billing} billing)"
         )
     )
     storage = ""
     if o.storage_usd is not None:
-        storage = f"; storage {fmt.cost(o.storage_usd, 'USD')}" + (
+        storage = f"; storage {fmt.figure(F.TOTAL_COST_USD, o.storage_usd)}" + (
             "" if o.storage_in_cost else " (not in the GPU cost unit)"
         )
     even = [
@@ -418,18 +433,27 @@ def offline_lines(p: Projection) -> list[str]:
         if not (name == "cheaper" and o.cost is None)
     ]
     lines.append(
-        f"  {p.epochs} epochs: {fmt.duration(o.days)} offline vs "
-        f"{fmt.duration(o.online_days)} online{cost}{storage}; offline is " + ", ".join(even)
+        f"  {_epochs(p)}: {fmt.figure(F.DAYS, o.days)} offline vs "
+        f"{fmt.figure(F.DAYS, o.online_days)} online{spent}{storage}; offline is " + ", ".join(even)
     )
     return lines
 
 
-def _range(p: Projection, field: str, one: Callable[[float | None], str]) -> str:
+def _range(p: Projection, f: F.Figure) -> str:
     """'; range a-b' after an estimated figure; nothing for a measured one."""
-    if p.ranges is None or getattr(p.ranges, field) is None:
-        return ""
-    text = fmt.spread(getattr(p.ranges, field), one)
+    pair = getattr(p.ranges, f.key) if p.ranges is not None else None
+    text = fmt.spread(pair, fmt.figure_of(f, p.cost_unit))
     return f"; range {escape(text)}" if text else ""
+
+
+def _figure(f: F.Figure, p: Projection, compact: bool = False) -> str:
+    """A figure of the projection as the registry writes it."""
+    return fmt.figure(f, f.read(p), p.cost_unit, compact)
+
+
+def _epochs(p: Projection) -> str:
+    """'6 epochs'."""
+    return f"{_figure(F.EPOCHS, p)} {F.EPOCHS.name}"
 
 
 def validation(result: Validation) -> None:
@@ -554,13 +578,14 @@ def _cost_line(p: Projection) -> str:
     for what has no price (a GPU without one in the catalog or the plan)."""
     if p.total_cost is None:
         return f"{fmt.DASH} (no price for a GPU of this plan: see the warnings)"
-    per_epoch = fmt.cost_figure(p.cost_per_epoch, p.cost_unit)
+    # Per epoch in the total's unit, which it follows: the figure alone.
+    per_epoch = fmt.cell(F.COST_PER_EPOCH, p.cost_per_epoch, p.cost_unit)
     extra = (
-        f"; ~{fmt.cost(p.total_cost_usd, 'USD')} at catalog prices"
+        f"; ~{_figure(F.TOTAL_COST_USD, p)} {F.TOTAL_COST_USD.name}"
         if p.cost_unit != "USD" and p.total_cost_usd
         else ""
     )
-    return f"{fmt.cost(p.total_cost, p.cost_unit)} ({per_epoch} per epoch{extra})"
+    return f"{_figure(F.TOTAL_COST, p)} ({per_epoch} {F.COST_PER_EPOCH.name}{extra})"
 
 
 def _print_table(table: Table) -> None:
@@ -805,12 +830,12 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             [
                 escape(_plan_cell(candidate.plan, names)),
                 *([p.job.mode] if by_mode else []),
-                f"{(rate or 0) / 1e3:,.1f}",
-                fmt.duration(candidate.days),
-                fmt.duration(candidate.pessimistic_days),
-                fmt.cost_figure(candidate.cost, unit),
-                fmt.cost_figure(candidate.pessimistic_cost, unit),
-                str(p.job.bound),
+                fmt.cell(F.TOKENS_PER_S, rate or 0, unit),
+                fmt.figure(F.DAYS, candidate.days),
+                fmt.figure(F.DAYS, candidate.pessimistic_days),
+                fmt.cell(F.TOTAL_COST, candidate.cost, unit),
+                fmt.cell(F.TOTAL_COST, candidate.pessimistic_cost, unit),
+                fmt.figure(F.BOTTLENECK, p.job.bound),
                 *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
             ]
         )
@@ -842,13 +867,13 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         how = (
             f"offline ({p.job.stored.tb:,.1f} TB)"
             if p.job.stored is not None
-            else fmt.ktok(p.tokens_per_s)
+            else _figure(F.TOKENS_PER_S, p)
         )
         console.print(
             f"[bold]{label}[/bold]{' (' + escape(why) + ')' if why else ''}: "
             f"{escape(_plan_cell(c.plan, names))}, {how}, "
-            f"{fmt.duration(c.days)}, "
-            f"{escape(fmt.cost(c.cost, unit))}{_verdict(c, unit)}"
+            f"{fmt.figure(F.DAYS, c.days)}, "
+            f"{escape(fmt.figure(F.TOTAL_COST, c.cost, unit))}{_verdict(c, unit)}"
         )
     if "offline" in result.modes:
         console.print(escape(_offline_note(result)))
@@ -874,7 +899,7 @@ def _offline_note(result: SearchResult) -> str:
             "the cost includes the storage (storage.usd_per_tb_month)"
             if unit_usd
             else f"the cost counts GPUs only (storage is priced in USD, the cost in "
-            f"{result.cost_unit})"
+            f"{fmt.figure(F.COST_UNIT, result.cost_unit)})"
         )
         + (f"; {stopped:,} offline splits do not fit storage.tb" if stopped else "")
     )
@@ -892,7 +917,10 @@ def _verdict(c: Any, unit: str) -> str:
     ]
     if not checks:
         return ""
-    worst = f"{fmt.duration(c.pessimistic_days)}, {escape(fmt.cost(c.pessimistic_cost, unit))}"
+    worst = (
+        f"{fmt.figure(F.DAYS, c.pessimistic_days)}, "
+        f"{escape(fmt.figure(F.TOTAL_COST, c.pessimistic_cost, unit))}"
+    )
     missed = [what for what, ok in checks if not ok]
     if not missed:
         return (
@@ -935,35 +963,14 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     units = {x.projection.cost_unit for _, x in rows}
     one_unit = units.pop() if len(units) == 1 else None
 
-    def money(value: float | None, unit: str, key: str = "cost") -> str:
-        # One unit for every row: said once in the title, not in each cell.
-        return (
-            fmt.CELLS[key](value, unit)
-            if one_unit and style == "table"
-            else fmt.FORMATS[key](value, unit, True)
-        )
-
     table = style == "table"
+    # One unit for every row: said once in the title, not in each cell.
+    titled = bool(one_unit) and table
     # A table's ranges may break around their dash; csv and markdown keep one token.
     sep = " - " if table else "-"
-    values: dict[str, Callable[[Any, str], str]] = {
-        "ktok": lambda v, unit: fmt.DASH if v is None else f"{v / 1e3:,.1f}",
-        "duration": lambda v, unit: fmt.duration(v),
-        "cost": money,
-        "cost_fine": lambda v, unit: money(v, unit, "cost_fine"),
-        "text": lambda v, unit: fmt.DASH if v is None else str(v),
-        "times": lambda v, unit: fmt.times(v),
-    }
-    ones: dict[str, Callable[[float | None, str], str]] = {
-        "ktok": lambda v, unit: fmt.ktok(v),
-        "duration": lambda v, unit: fmt.duration(v),
-        "cost": money,
-        "times": lambda v, unit: fmt.times(v),
-    }
 
     def one(f: F.Figure, unit: str) -> Callable[[float | None], str]:
-        known = ones.get(f.format)
-        return lambda v: known(v, unit) if known else fmt.figure(f, v, unit, compact=True)
+        return lambda v: fmt.column(f, v, unit, titled, end=True)
 
     # A column per figure; a ratio's range in its cell, the plan's own ranges in columns
     # after the figures ("days range"), but the throughput's beside it ("range", where
@@ -989,8 +996,7 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
         cells: dict[tuple[str, bool], str] = {}
         for c in x.cells:
             f = c.figure
-            value = values.get(f.format)
-            text = value(c.value, unit) if value else fmt.cell(f, c.value, unit)
+            text = fmt.column(f, c.value, unit, titled)
             if f.ranged and f.of == "projection":
                 cells[f.key, False] = text
                 cells[f.key, True] = fmt.spread(c.range, one(f, unit), sep) or fmt.DASH
@@ -1015,8 +1021,8 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
             row.append(
                 fmt.DASH
                 if o is None or p.does_not_fit is not None
-                else f"{o.tb:,.1f} TB, {fmt.duration(o.days)}, {money(o.cost, o.cost_unit)}, "
-                f"cheaper from {even}"
+                else f"{o.tb:,.1f} TB, {fmt.figure(F.DAYS, o.days)}, "
+                f"{fmt.column(F.TOTAL_COST, o.cost, o.cost_unit, titled)}, cheaper from {even}"
             )
     # Plans that regenerate: the whole job (every phase) beside the training figures (a
     # column only when some plan regenerates).
@@ -1029,8 +1035,9 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
             row.append(
                 fmt.DASH
                 if t is None or p.does_not_fit is not None
-                else f"{fmt.duration(t.days)}, {money(t.cost, p.cost_unit)} ("
-                + " + ".join(f"{ph.name} {fmt.duration(ph.days)}" for ph in p.phases)
+                else f"{fmt.figure(F.JOB_DAYS, t.days)}, "
+                f"{fmt.column(F.JOB_COST, t.cost, p.cost_unit, titled)} ("
+                + " + ".join(f"{ph.name} {fmt.figure(F.DAYS, ph.days)}" for ph in p.phases)
                 + ")"
             )
     if style in ("csv", "markdown"):  # printed as they are: cells and notes made safe here
@@ -1117,7 +1124,10 @@ def _range_notes(rows: list[tuple[Any, Compared]]) -> list[str]:
         c = x.comparison
         if c.speedup_range and c.speedup_range_scenarios:
             (low, high), (slow, fast) = c.speedup_range, c.speedup_range_scenarios
-            notes.append(f"{path}: speed {fmt.times(low)} if {slow}; {fmt.times(high)} if {fast}")
+            notes.append(
+                f"{path}: {F.SPEEDUP.name} {fmt.figure(F.SPEEDUP, low)} if {slow}; "
+                f"{fmt.figure(F.SPEEDUP, high)} if {fast}"
+            )
     return notes
 
 

@@ -5,7 +5,6 @@ Pin the current plan, unpin, rename or open a scenario."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,7 +14,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Static
 
 from ..model.basics.terminal import terminal_safe
-from ..model.core.figures import Figure
+from ..model.core import figures as F
 from ..model.core.projection import Projection
 from ..model.explore.compare import compared, shown
 from . import format as fmt
@@ -34,69 +33,14 @@ def figure_rows() -> tuple[str, ...]:
 ROWS = figure_rows()
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return fmt.DASH if value is None else f"{value:,.{digits}f}"
-
-
-def _days(value: float | None) -> str:
-    return _num(value, 2 if value is not None and value < 10 else 1)
-
-
-def _span(r: tuple[float, float] | None, digits: int = 1) -> str:
-    if r is None:
-        return ""
-    a, b = _num(r[0], digits), _num(r[1], digits)
-    return a if a == b else f"{a}-{b}"
-
-
-def _break_even(even: dict[str, float] | None) -> str:
-    if even is None:
-        return fmt.DASH
-    if not even:
-        return "none"
-    ratios = {f"{v:.2f}x" for v in even.values()}
-    return (
-        ratios.pop()
-        if len(ratios) == 1
-        else " ".join(f"{role[0]}{v:.2f}x" for role, v in even.items())
-    )
-
-
-# A cell and its range by the registry's formatter key (the cost unit is the title's).
-_VALUES: dict[str, Callable[[Any], str]] = {
-    "ktok": lambda v: _num(v / 1e3 if v else None),
-    "duration": _days,
-    "cost": lambda v: _num(v, 0),
-    "text": lambda v: v or fmt.DASH,
-    "times": fmt.times,
-    "ratios": _break_even,
-}
-_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
-    "ktok": lambda r, v: _span((r[0] / 1e3, r[1] / 1e3) if r else None),
-    "duration": lambda r, v: _span(r, 2 if (v or 99) < 10 else 1),
-    "cost": lambda r, v: _span(r, 0),
-    "times": lambda r, v: _span(r, 2),
-}
-
-
 def column(p: Projection, base: Projection) -> list[str | Text]:
     """One scenario's figures, in the order of ROWS."""
     out: list[str | Text] = []
     for c in compared(p, base).cells:
-        value, span = _VALUES.get(c.figure.format), _RANGES.get(c.figure.format)
-        out.append(value(c.value) if value else fmt.cell(c.figure, c.value, p.cost_unit))
+        out.append(fmt.narrow(c.figure, c.value, p.cost_unit))
         if c.figure.ranged:
-            out.append(span(c.range, c.value) if span else _spread(c.figure, c.range, p))
+            out.append(fmt.narrow_range(c.figure, c.range, c.value, p.cost_unit))
     return out
-
-
-def _spread(f: Figure, r: tuple[float, float] | None, p: Projection) -> str:
-    """A range of a figure no formatter above knows, by the registry's formatter."""
-
-    def one(v: float | None) -> str:
-        return fmt.cell(f, v, p.cost_unit)
-
-    return fmt.spread(r, one)
 
 
 # Shown when a column runs offline (workload.mode): its storage and its own days and cost.
@@ -110,7 +54,12 @@ def offline_column(p: Projection) -> list[str]:
     if o is None or p.does_not_fit is not None:
         return [fmt.DASH] * len(OFFLINE_ROWS)
     even = fmt.DASH if o.break_even_epochs is None else f"{o.break_even_epochs:.2f} ep"
-    return [_num(o.tb), _days(o.days), _num(o.cost, 0), even]
+    return [
+        fmt.narrow_number(o.tb),
+        fmt.narrow(F.DAYS, o.days),
+        fmt.narrow(F.TOTAL_COST, o.cost),
+        even,
+    ]
 
 
 class NameDialog(ModalScreen[str | None]):

@@ -457,7 +457,7 @@ class SearchScreen(Screen[None]):
             # Its job's rate and what bounds it (an offline run's training); "offline" in
             # the name of a plan that stores its hidden states.
             rate, stored = p.job.tokens_per_s, p.job.stored is not None
-            worst = Text(fmt.duration(c.pessimistic_days, compact=True), justify="right")
+            worst = Text(fmt.cell(F.DAYS, c.pessimistic_days, p.cost_unit), justify="right")
             checks = [
                 ok
                 for ok in (c.meets_deadline_pessimistic, c.within_budget_pessimistic)
@@ -469,11 +469,12 @@ class SearchScreen(Screen[None]):
                 [
                     Text(tag, style="bold" if tag != "front" else "dim"),
                     plan_label(c.plan, query.catalog) + (" offline" if stored else ""),
-                    Text(f"{(rate or 0) / 1e3:,.1f}", justify="right"),
-                    Text(fmt.duration(c.days, compact=True), justify="right"),
+                    Text(fmt.cell(F.TOKENS_PER_S, rate or 0, p.cost_unit), justify="right"),
+                    Text(fmt.cell(F.DAYS, c.days, p.cost_unit), justify="right"),
                     worst,
+                    # The head names the unit, "$" included: the amount alone.
                     Text(fmt.amount(c.cost), justify="right"),
-                    p.job.bound or fmt.DASH,
+                    fmt.figure(F.BOTTLENECK, p.job.bound),
                     *(
                         Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
                         for f in F.rows(F.View.SEARCH)

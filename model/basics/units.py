@@ -48,6 +48,23 @@ def amount(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 10 else fine(value)
 
 
+def cost(
+    value: float,
+    unit: str,
+    compact: bool = False,
+    number: Callable[[float], str] = amount,
+    dollar: bool = True,
+) -> str:
+    """A cost with its unit: USD as $ ('$1,668'), reference-GPU-hours named ('845 RTX PRO
+    6000-hours', '845 RTX PRO 6000-h' when compact). The launch headers name USD too
+    (dollar=False: '1,664 USD'), a script's comment reading as the plan's words."""
+    if unit == "USD" and dollar:
+        return f"${number(value)}"
+    if compact and unit != "USD":
+        unit = unit.removesuffix("-hours") + "-h"
+    return f"{number(value)} {unit}"
+
+
 def span(low: float, high: float, one: Callable[[float], str], sep: str = "-") -> str:
     """A range as 'a-b unit' from a one-value formatter ('58.7-98.6 Ktok/s'); the value
     alone when both ends agree once formatted. sep " - " lets a narrow table break it."""

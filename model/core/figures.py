@@ -4,9 +4,11 @@ keyed by `format`) and the views that show it. The JSON, the CLI report, the app
 results, the comparison views, the search tables and the tests' contract read this
 table; a new figure is one row here (and its attribute on Projection or Comparison).
 
-`composed` figures are laid out by hand inside a view's headline ("14.8 Ktok/s (6.31
-samples/s), bottleneck: target"); every other figure gets a row (or a column) of its
-own in each view it names, from this table alone."""
+`composed` figures are laid out inside a view's headline ("14.8 Ktok/s (6.31
+samples/s), bottleneck: target"), each still written by its formatter here and labelled
+by its words here (the view lays out only the sentence); every other figure gets a row
+(or a column) of its own in each view it names, from this table alone. No view writes a
+figure's value itself (tests/test_figures.py reads the views' f-strings for that)."""
 
 from __future__ import annotations
 
@@ -36,13 +38,13 @@ class Figure:
     meaning: str  # one line, for people
     views: frozenset[View]
     of: Literal["projection", "comparison"] = "projection"
-    short: str = ""  # a narrow table's head (the app's tables); head when empty
+    short: str = ""  # a narrow table's head (the app's tables and results); head when empty
     tiny: str = ""  # the app's search table's head, the narrowest; short when empty
     ranged: bool = False  # Ranges (or the Comparison) has a (low, high) pair for it
     # A search table's column (the CLI's and the app's) too wide for the terminal: the
     # highest is left out first, and the table says so; 0: never left out.
     drop: int = 0
-    composed: bool = False  # laid out by hand inside the views' headlines
+    composed: bool = False  # laid out inside the views' headlines, written by `format`
 
     @property
     def narrow(self) -> str:
@@ -135,7 +137,7 @@ TOKENS_PER_EPOCH = _declare(
         "tokens per epoch",
         "tokens/epoch",
         "tokens",
-        "count",
+        "gtokens",
         "tokens in one pass over the dataset",
         _views(J, R),
         composed=True,
@@ -150,6 +152,7 @@ GPU_HOURS = _declare(
         "count",
         "GPU-hours billed over the run",
         _views(J, R),
+        short="GPU-h",
         composed=True,
     )
 )
@@ -264,7 +267,7 @@ DAYS_DELTA = _declare(
         "days delta",
         "days delta",
         "days",
-        "duration",
+        "signed_duration",
         "this plan's job days - the baseline's",
         _views(J),
         of="comparison",

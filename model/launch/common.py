@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..basics.errors import PlanError
-from ..basics.units import amount, duration, ktok, spread
+from ..basics.units import cost, duration, ktok, spread
 from ..core.projection import Projection
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
@@ -300,8 +300,8 @@ def figures(projection: Projection) -> str:
     if not p.fits or p.tokens_per_s is None or p.days is None:
         return "does not fit: a role runs out of GPU memory"
 
-    def cost(value: float) -> str:
-        return f"{amount(value)} {p.cost_unit}"
+    def spent(value: float) -> str:
+        return cost(value, p.cost_unit, dollar=False)
 
     def within(pair: tuple[float, float] | None, one: Callable[[float], str]) -> str:
         return f" (range {text})" if (text := spread(pair, one)) else ""  # never zero wide
@@ -313,7 +313,7 @@ def figures(projection: Projection) -> str:
         + within(r.days if r else None, duration)
     )
     if p.total_cost is not None:
-        text += f", cost {cost(p.total_cost)}" + within(r.total_cost if r else None, cost)
+        text += f", cost {spent(p.total_cost)}" + within(r.total_cost if r else None, spent)
         if p.billed_gpus > p.plan.target.count + p.plan.drafter.count:
             text += f" for {p.billed_gpus} GPUs billed"
     return text
@@ -333,7 +333,7 @@ def offline_figures(projection: Projection) -> str:
         f"{duration(o.train_days_per_epoch)} = {duration(o.days)}"
     )
     if o.cost is not None:
-        text += f", cost {amount(o.cost)} {o.cost_unit}"
+        text += f", cost {cost(o.cost, o.cost_unit, dollar=False)}"
     return text
 
 

@@ -72,32 +72,39 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
             *((f.name, fmt.DASH, "") for f in F.rows(F.View.RESULTS)),
         )
     measured = p.target.source == "measured" and p.bottleneck == "target"
-    cost_note = [f"{p.gpu_hours:,.0f} GPU-h"] if p.gpu_hours else []
-    if p.cost_unit != "USD" and p.total_cost_usd:
-        cost_note.append(f"~{fmt.cost(p.total_cost_usd, 'USD')}")
+    unit = p.cost_unit
+
+    def figure(f: F.Figure, compact: bool = True) -> str:
+        """A figure of the plan as the registry writes it."""
+        return fmt.figure(f, f.read(p), unit, compact)
+
+    cost_note = [fmt.gpu_hours(p.gpu_hours)] if p.gpu_hours else []
+    if unit != "USD" and p.total_cost_usd:
+        cost_note.append(f"~{figure(F.TOTAL_COST_USD)}")
     r = p.ranges
 
-    def span(field: str, one: Callable[[float | None], str]) -> str:
+    def span(f: F.Figure, compact: bool = True) -> str:
         """The range of an estimated figure ('58.7-102.7'), '' for a measured one."""
-        text = fmt.spread(getattr(r, field) if r is not None else None, one)
+        pair = getattr(r, f.key) if r is not None else None
+        text = fmt.spread(pair, fmt.figure_of(f, unit, compact))
         return f"range {text}" if text else ""
 
     rows: tuple[FigureRow, ...] = (
         (
             F.TOKENS_PER_S.name,
-            fmt.ktok(p.tokens_per_s),
+            figure(F.TOKENS_PER_S),
             "measured" if measured else "estimated",
         ),
-        ("", span(F.TOKENS_PER_S.key, fmt.ktok), ""),
-        (F.DAYS.name, fmt.duration(p.days), f"for {p.epochs} epochs"),
-        ("", span(F.DAYS.key, fmt.duration), ""),
-        (F.TOTAL_COST.name, fmt.cost(p.total_cost, p.cost_unit, compact=True), ""),
-        ("", span(F.TOTAL_COST.key, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
+        ("", span(F.TOKENS_PER_S), ""),
+        (F.DAYS.name, figure(F.DAYS, compact=False), f"for {figure(F.EPOCHS)} {F.EPOCHS.name}"),
+        ("", span(F.DAYS, compact=False), ""),
+        (F.TOTAL_COST.name, figure(F.TOTAL_COST), ""),
+        ("", span(F.TOTAL_COST), ""),
         ("", ", ".join(cost_note), ""),
-        (F.COST_PER_EPOCH.name, fmt.cost(p.cost_per_epoch, p.cost_unit, compact=True), ""),
+        (F.COST_PER_EPOCH.name, figure(F.COST_PER_EPOCH), ""),
         (
             F.BOTTLENECK.name,
-            p.bottleneck or fmt.DASH,
+            figure(F.BOTTLENECK),
             BUSY.get(p.bottleneck or "", "does not fit"),
         ),
     )
@@ -114,20 +121,20 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         o = p.job.stored
         # Data over storage.tb does not fit: no figures (above), so it fits here.
         storage = "" if o is None else f"{o.tb:,.1f} TB"
-        usd = f"~{fmt.cost(t.cost_usd, 'USD')}" if p.cost_unit != "USD" and t.cost_usd else ""
+        usd = f"~{fmt.figure(F.TOTAL_COST_USD, t.cost_usd)}" if unit != "USD" and t.cost_usd else ""
         job_cost = p.job_cost_range
         rows = (
             (
                 F.JOB_DAYS.name,
-                fmt.duration(t.days),
+                fmt.figure(F.JOB_DAYS, t.days),
                 ", ".join(x for x in (job_name(p), storage) if x),
             ),
             # A phase a line: "capture 1.5 d + train 6.6 d" would break inside a phase.
             *(("", ("+ " if i else "") + part, "") for i, part in enumerate(job_parts(p))),
-            ("", _range(p.job_days_range, fmt.duration), ""),
-            (F.JOB_COST.name, fmt.cost(t.cost, p.cost_unit, compact=True), ""),
-            ("", _range(job_cost, lambda v: fmt.cost(v, p.cost_unit, compact=True)), ""),
-            ("", ", ".join([f"{t.gpu_hours:,.0f} GPU-h", *([usd] if usd else [])]), ""),
+            ("", _range(p.job_days_range, fmt.figure_of(F.JOB_DAYS)), ""),
+            (F.JOB_COST.name, fmt.figure(F.JOB_COST, t.cost, unit, compact=True), ""),
+            ("", _range(job_cost, fmt.figure_of(F.JOB_COST, unit, compact=True)), ""),
+            ("", ", ".join([fmt.gpu_hours(t.gpu_hours), *([usd] if usd else [])]), ""),
             # An offline run's rates, a phase a line as its days are: after its days and
             # cost, which lead in the panel's first rows.
             *(
@@ -201,20 +208,24 @@ def versus(c: Comparison | None, baseline_name: str, p: Projection | None = None
         # compare() gives no ratio for a plan that cannot run (its storage as its memory).
         text.append("does not fit: no speed or cost to compare", style="bold red")
         return text
-    text.append(f"{fmt.times(c.speedup)} speed", style=_better(c.speedup, 1.0))
-    if speed := fmt.spread(c.speedup_range, fmt.times):
-        text.append(f" ({speed})", style="dim")
+    speed = fmt.figure(F.SPEEDUP, c.speedup)
+    text.append(f"{speed} {F.SPEEDUP.name}", style=_better(c.speedup, 1.0))
+    if spread := fmt.spread(c.speedup_range, fmt.figure_of(F.SPEEDUP)):
+        text.append(f" ({spread})", style="dim")
     text.append("  ")
-    text.append(f"{fmt.times(c.cost_ratio)} cost", style=_better(1.0, c.cost_ratio))
-    if cost := fmt.spread(c.cost_ratio_range, fmt.times):
-        text.append(f" ({cost})", style="dim")
+    ratio = fmt.figure(F.COST_RATIO, c.cost_ratio)
+    text.append(f"{ratio} cost", style=_better(1.0, c.cost_ratio))
+    if spread := fmt.spread(c.cost_ratio_range, fmt.figure_of(F.COST_RATIO)):
+        text.append(f" ({spread})", style="dim")
     text.append("  ")
     delta = c.days_delta
-    text.append(fmt.signed_duration(delta), style=_better(0.0, delta) if delta is not None else "")
+    text.append(
+        fmt.figure(F.DAYS_DELTA, delta), style=_better(0.0, delta) if delta is not None else ""
+    )
     if c.speedup_range and c.speedup_range_scenarios:
         # Both plans under the same scenario: what sets each end of the speed range.
         for value, at in zip(c.speedup_range, c.speedup_range_scenarios, strict=True):
-            text.append(f"\n{fmt.times(value)} if {at}", style="dim")
+            text.append(f"\n{fmt.figure(F.SPEEDUP, value)} if {at}", style="dim")
     if p is not None and p.job.phased:
         # compare() judges each plan's whole job: say so where the plan's is more than
         # the online pipeline.
@@ -237,7 +248,7 @@ def measurements(p: Projection) -> Text:
             for m in calibration_measurements(entry):
                 name = p.resolved.gpus[gpu].name if gpu in p.resolved.gpus else gpu
                 bound = "at least " if m.bound == "at_least" else ""
-                text.append(f"{role} on {name}: {bound}{m.tokens_per_s:,.0f} tok/s")
+                text.append(f"{role} on {name}: {bound}{fmt.per_gpu(m.tokens_per_s)}")
                 details = [d for d in (m.source, m.date, "busy" if m.gpu_busy else "") if d]
                 if details:
                     text.append(f"  {'; '.join(details)}", style="dim")
@@ -285,7 +296,8 @@ def utilisation(p: Projection) -> Text:
         text.append(f" {fmt.percent(role.utilization):>5} {capacity}\n")
     text.append(f"{'link':<8}")
     text.append_text(bar(p.link_utilization))
-    text.append(f" {fmt.percent(p.link_utilization):>5} {fmt.ktok(p.link.tokens_per_s)}\n")
+    link = fmt.figure(F.TOKENS_PER_S, p.link.tokens_per_s)
+    text.append(f" {fmt.percent(p.link_utilization):>5} {link}\n")
     text.append(f"        {p.link.description}\n", style="dim")
     for role in (p.target, p.drafter):
         text.append(f"{role.role:<8}")
@@ -332,19 +344,23 @@ def phases_part(p: Projection) -> Part:
     t, regen = p.total, p.regeneration
     if t is None or regen is None or not t.days:
         return Part(None, "", lambda _width: "", False)
-    unit = fmt.cost(t.cost, p.cost_unit, compact=True)
-    usd = "" if p.cost_unit == "USD" or t.cost_usd is None else f" (~{fmt.cost(t.cost_usd, 'USD')})"
+    spent = fmt.figure(F.JOB_COST, t.cost, p.cost_unit, compact=True)
+    usd = (
+        ""
+        if p.cost_unit == "USD" or t.cost_usd is None
+        else f" (~{fmt.figure(F.TOTAL_COST_USD, t.cost_usd)})"
+    )
     rows = [
         (
             ph.name,
-            fmt.duration(ph.days, compact=True),
+            fmt.figure(F.DAYS, ph.days, compact=True),
             f"{ph.gpus:,}",
-            fmt.cost_figure(ph.cost, p.cost_unit),
+            fmt.cell(F.TOTAL_COST, ph.cost, p.cost_unit),
         )
         for ph in p.phases
     ]
     note = fmt.regeneration(regen, compact=True)
-    head = f"whole job  {fmt.duration(t.days)}, {unit}{usd}"
+    head = f"whole job  {fmt.figure(F.JOB_DAYS, t.days)}, {spent}{usd}"
     plain = "\n".join([head, "█" * TIMELINE_WIDTH, *("  ".join(r) for r in rows), note])
 
     def content(_width: int) -> Shown:
