@@ -88,6 +88,10 @@ def test_edited_measurements_are_fitted_afresh():
         "        return text\n"
         "    return text.replace('value = 142250000000.0', 'value = 100000000000.0', 1)\n"
         "data.data_text = edited\n"
+        "source = fitcache._source_bytes\n"
+        "fitcache._source_bytes = lambda path: (\n"
+        "    edited(path[5:]).encode() if path == 'data/measurements.toml' else source(path)\n"
+        ")\n"
         "from dflash_plan.model.physics import pipeline\n"
         "print(fitcache.shipped() is None, repr(pipeline.NETWORK_EFFICIENCY))\n"
     )

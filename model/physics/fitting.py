@@ -722,8 +722,7 @@ def _mean_of(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case
 
 @functools.cache
 def _catalog_doc() -> dict[str, Any]:
-    text = data_text("hardware.toml")
-    return tomllib.loads(text)
+    return parse_toml(data_text("hardware.toml"), "hardware.toml")
 
 
 def _catalog_spec(key: str, name: str) -> float:
@@ -1164,7 +1163,7 @@ def _fit_gpus() -> dict[str, Gpu]:
     # Package data (a link to the top-level hardware.toml in a checkout). Its values fitted
     # on public measurements are computed here, not typed in.
     text = data_text("hardware.toml")
-    doc = parse_toml(text, "hardware.toml")
+    doc = copy.deepcopy(_catalog_doc())  # parsed once (the fits read it too), edited here
     values: dict[str, float | None] = {
         c.name: value(c.name)
         for c in CONSTANTS
