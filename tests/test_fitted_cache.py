@@ -96,3 +96,12 @@ def test_edited_measurements_are_fitted_afresh():
         "print(fitcache.shipped() is None, repr(pipeline.NETWORK_EFFICIENCY))\n"
     )
     assert out.split() == ["True", repr(100e9 / 200e9)]
+
+
+def test_the_wheel_ships_the_results():
+    # Without the file in the wheel every start would fit afresh.
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    package_data = project["tool"]["setuptools"]["package-data"]["dflash_plan.model"]
+    assert f"data/{fitcache.FILE}" in package_data
