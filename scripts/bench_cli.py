@@ -75,6 +75,8 @@ def measure(
         name: (argv, None) for name, argv in COMMANDS.items()
     }
     if baseline:
+        # Its sibling script (not on the path under PYTHONSAFEPATH).
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_suite import clone, package_links
 
         tree = clone(baseline, scratch)
