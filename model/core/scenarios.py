@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..basics import fitcache
 from ..physics import fitting
 
 # Value names of a two-ended dimension. A dimension left out of a scenario is at its
@@ -145,12 +146,6 @@ def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | N
 
 # --- efficiency bands of GPUs without a measurement (issue 19, item 5) ----------------------
 
-# Rate quantities of the validation set, by role, whose measured / predicted ratio is an
-# achieved efficiency against the default one.
-_ROLE_QUANTITIES: dict[str, tuple[str, ...]] = {
-    "target": ("target_tokens_per_s_per_gpu",),
-    "drafter": ("training_tokens_per_s_per_gpu", "training_mfu", "drafter_samples_per_s_per_gpu"),
-}
 # A role needs this many strong cases before the weak ones are left out of its band.
 MIN_STRONG_CASES = 3
 
@@ -179,35 +174,23 @@ class Band:
         return base
 
 
-# Memory quantities of the validation set, by role.
-_MEMORY_QUANTITIES: dict[str, tuple[str, ...]] = {
-    "target": ("target_memory_gb",),
-    "drafter": ("drafter_memory_gb",),
-}
-
-
 @functools.cache
 def _ratios(memory: bool = False) -> tuple[tuple[str, str, str, str, float], ...]:
     """(role, arch, tier, id, measured / predicted) of the validation set's rate (or
-    memory) cases, predicted with the built-in catalog (the evidence, not the user's
-    overrides)."""
-    # Imported here: evidence imports rates, which imports this module.
-    from ..evidence.evidence import load_cases, predict
-    from ..inputs.catalog import Catalog
-    from ..physics.fitting import builtin_gpus
-
-    catalog = Catalog(gpus=builtin_gpus())
-    out = []
-    quantities = _MEMORY_QUANTITIES if memory else _ROLE_QUANTITIES
-    for case in load_cases():
-        role = next((r for r, qs in quantities.items() if case["quantity"] in qs), None)
-        if role is None or case["gpu"] not in catalog.gpus:
-            continue
-        row = predict(case, catalog)
-        out.append(
-            (role, catalog.gpus[case["gpu"]].arch, row.tier, row.id, row.measured / row.predicted)
+    memory) cases (evidence/refit.py): as shipped while the measurements are unchanged,
+    else predicted afresh."""
+    shipped = fitcache.shipped()
+    if shipped is not None:
+        return tuple(
+            (str(role), str(arch), str(tier), str(case_id), float(ratio))
+            for role, arch, tier, case_id, ratio in shipped["ratios"][
+                "memory" if memory else "rate"
+            ]
         )
-    return tuple(out)
+    # Imported here: evidence imports rates, which imports this module.
+    from ..evidence.refit import case_ratios
+
+    return case_ratios(memory)
 
 
 @functools.cache

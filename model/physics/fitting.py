@@ -6,8 +6,9 @@ refit). Its range is the span of the values the cases of its kind imply (`range_
 halves), plus the alternatives it is applied to outside the runs it was fitted on;
 `applies_when` names those runs' conditions. The module constants
 (memory.ACTIVATION_IO_MULTIPLE, pipeline.NETWORK_EFFICIENCY, ...) are computed here once
-per process, each from a light parse of only the cases it needs, so importing the model
-stays cheap.
+per process, each from a light parse of only the cases it needs; a start takes them from
+the shipped fit results instead (data/fitted.json, basics/fitcache.py) while the inputs they
+were computed from are unchanged, so importing the model stays cheap.
 
 Leave-one-group-out cross-validation (evidence.validate) refits every constant without
 one group: `fit_all(cases, leave_out=group)`. A constant whose every fit case is in the
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..basics import fitcache
 from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
@@ -516,11 +518,26 @@ def _family_share(arch: str, field: str, values: Values) -> float | None:
     return pooled
 
 
+def family_keys() -> tuple[tuple[str, str], ...]:
+    """(arch, field) of every distinct family share range: each measured family's, and
+    "" for every family no case measures (they all take the pooled one)."""
+    return tuple(
+        (arch, field)
+        for field in EFFICIENCY_FIELDS
+        for arch in ("", *(f.arch for f in FAMILY_EFFICIENCIES if f.arch and f.field == field))
+    )
+
+
+@functools.cache
 def family_share_range(arch: str, field: str) -> tuple[float, float] | None:
     """A family's share range as factors on the share it takes: a measured family's own
     fitted range; for one no case measures, the measured families' shares around the
     pooled one."""
     own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
+    shipped = fitcache.shipped()
+    if shipped is not None:
+        span = shipped["family_share_ranges"][f"{arch if own else ''} {field}"]
+        return None if span is None else (float(span[0]), float(span[1]))
     if own is None or not arch:
         # A family no case measures takes the pooled share: its band spans what the
         # measured families reach, relative to it.
@@ -552,13 +569,17 @@ def efficiency_basis(gpu: Gpu, field: str) -> str:
     builtin = _builtin_gpus().get(gpu.key)
     if builtin is None or getattr(builtin, field) != getattr(gpu, field):
         return "as a hardware file gives it"
-    return _family_basis(gpu.arch, field)
+    return family_basis(gpu.arch, field)
 
 
 @functools.cache
-def _family_basis(arch: str, field: str) -> str:
-    # Once per family and role: every projection's estimated rate says it.
+def family_basis(arch: str, field: str) -> str:
+    """Where a family's efficiency for a role comes from (once per family and role: every
+    projection's estimated rate says it)."""
     own = next((f for f in FAMILY_EFFICIENCIES if f.arch == arch and f.field == field), None)
+    shipped = fitcache.shipped()
+    if own is not None and shipped is not None:
+        return str(shipped["family_bases"][f"{arch} {field}"])
     if own is not None:
         groups = sorted({group(_case(i)) for i in own.fitted_on})
         return f"fitted on {len(own.fitted_on)} {arch} measurements ({', '.join(groups)})"
@@ -701,8 +722,7 @@ def _mean_of(implied: Callable[[Case, Values], Span]) -> Callable[[Sequence[Case
 
 @functools.cache
 def _catalog_doc() -> dict[str, Any]:
-    text = data_text("hardware.toml")
-    return tomllib.loads(text)
+    return parse_toml(data_text("hardware.toml"), "hardware.toml")
 
 
 def _catalog_spec(key: str, name: str) -> float:
@@ -1071,7 +1091,10 @@ def span(
 
 @functools.cache
 def value(name: str) -> float:
-    """One constant fitted on all its cases (computed once per process)."""
+    """One constant fitted on all its cases (computed once per process, or as shipped)."""
+    shipped = fitcache.shipped()
+    if shipped is not None:
+        return float(shipped["values"][name])
     c = BY_NAME[name]
     needed = {n: value(n) for n in c.needs}
     return c.fit(list(cases_by_id(c.fitted_on).values()), needed)
@@ -1081,6 +1104,10 @@ def value(name: str) -> float:
 def value_range(name: str) -> Span:
     """One constant's range (`span`), with the values its folds over its own fit groups
     take: what a projection may carry where the constant is applied outside its runs."""
+    shipped = fitcache.shipped()
+    if shipped is not None:
+        low, high = shipped["ranges"][name]
+        return float(low), float(high)
     c = BY_NAME[name]
     needed = (c.name, *c.needs)
     ids = {i for n in needed for i in (*BY_NAME[n].fitted_on, *BY_NAME[n].range_on)}
@@ -1136,7 +1163,7 @@ def _fit_gpus() -> dict[str, Gpu]:
     # Package data (a link to the top-level hardware.toml in a checkout). Its values fitted
     # on public measurements are computed here, not typed in.
     text = data_text("hardware.toml")
-    doc = parse_toml(text, "hardware.toml")
+    doc = copy.deepcopy(_catalog_doc())  # parsed once (the fits read it too), edited here
     values: dict[str, float | None] = {
         c.name: value(c.name)
         for c in CONSTANTS
