@@ -1094,7 +1094,7 @@ def test_the_skypilot_setup_installs_a_mooncake_built_for_torchs_cuda(
         f"{mooncake}=={pins[mooncake]} links libcudart {linked}; torch {torch} is CUDA {cuda}"
     )
     # The image docs/launch.md's Dockerfile builds (the kubernetes format's) installs the same.
-    docs = (Path(__file__).parent.parent / "docs" / "launch.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "launch.md").read_text()
     dockerfile = docs[
         docs.index("```dockerfile") : docs.index("```", docs.index("```dockerfile") + 3)
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dflash-plan"
@@ -28,6 +28,7 @@ def test_readme_screenshot_is_a_current_snapshot():
     snap = (
         ROOT
         / "tests"
+        / "snapshots"
         / "__snapshots__"
         / "test_snapshots"
         / "test_screen[b200_vs_baseline-120x40].svg"
@@ -40,6 +41,7 @@ def test_readme_search_screenshot_is_a_current_snapshot():
     snap = (
         ROOT
         / "tests"
+        / "snapshots"
         / "__snapshots__"
         / "test_snapshots_search"
         / "test_search_screen[search_pareto-120x40].svg"

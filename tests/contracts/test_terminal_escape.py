@@ -28,7 +28,7 @@ from dflash_plan.tui.cli import main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-VERDA = Path(__file__).parent / "data" / "catalogs" / "verda" / "vms.csv"
+VERDA = Path(__file__).parents[1] / "data" / "catalogs" / "verda" / "vms.csv"
 
 # What a terminal acts on: ESC, the C1 controls (CSI, OSC, ST, NEL ...), BEL, and the line
 # and paragraph separators. (CR is left out: `compare --csv` ends its rows with CRLF.)
@@ -245,7 +245,7 @@ HOSTILE_NAME = "\x1b[31mR\x1b]52;c;ZWNobw==\x07\x9b2J\u2028"
 )
 def test_a_hostile_file_name_read_by_a_command_is_shown_as_escapes(tmp_path, data, argv):
     """calibrate, --from-config and --from-dataset name the file each figure came from."""
-    source = Path(__file__).parent / "data" / data
+    source = Path(__file__).parents[1] / "data" / data
     path = tmp_path / f"{HOSTILE_NAME}{source.name}"
     path.write_bytes(source.read_bytes())
     shown = run([*argv, str(path)])

@@ -23,7 +23,7 @@ from dflash_plan.model.basics.lines import records
 from dflash_plan.model.inputs import runlogs
 from dflash_plan.model.inputs.runlogs import RunContext, read_probe, read_throughput, steady
 
-DATA = Path(__file__).parent / "data" / "runlogs"
+DATA = Path(__file__).parents[1] / "data" / "runlogs"
 # 2,000 tokens per sample throughout: rates below are samples/s x 2,000.
 CTX = RunContext(
     avg_sample_tokens=2000,

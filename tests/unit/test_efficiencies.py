@@ -13,7 +13,7 @@ from dflash_plan.model.evidence.evidence import all_cases, load_cases, waiting_c
 from dflash_plan.model.physics import caserates, fitting
 from dflash_plan.tui.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _family(arch: str, field: str) -> fitting.FamilyEfficiency:

@@ -539,7 +539,7 @@ def _priced_plan(
 
 
 # Each example sweeps every split by brute force: the suite runs 40, a
-# long run many more (DFLASH_SEARCH_EXAMPLES=500 pytest tests/test_search.py -k brute).
+# long run many more (DFLASH_SEARCH_EXAMPLES=500 pytest tests/unit/test_search.py -k brute).
 BRUTE_EXAMPLES = int(os.environ.get("DFLASH_SEARCH_EXAMPLES", "40"))
 
 
@@ -858,7 +858,7 @@ def test_readme_mode_answer_is_what_search_picks(catalog, baseline):
     # README, "Online or offline": the user's 4x B200 question with the mode free.
     from pathlib import Path
 
-    text = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    text = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     space = default_space(baseline, catalog, ("b200",), max_gpus=4, modes=("online", "offline"))
     pick = search(baseline, catalog, space, Constraints()).most_tokens_per_cost
     o = pick.projection.offline

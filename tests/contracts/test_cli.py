@@ -140,7 +140,7 @@ def test_check_exit_code_for_a_plan_that_does_not_fit(tmp_path, capsys, baseline
 def test_check_exit_code_for_an_offline_plan_over_its_storage(tmp_path, capsys, baseline):
     """Offline data over storage.tb does not fit, as memory that does not: exit 3 with the
     reason (it was "ok", exit 0). The built-in workload captures 76.8 TB (1.875 G tokens x
-    40,976 bytes per token, tests/test_offline.py); 50 TB does not hold it."""
+    40,976 bytes per token, tests/unit/test_offline.py); 50 TB does not hold it."""
     path = tmp_path / "offline.toml"
     path.write_text(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50}).to_toml())
     assert main(["check", str(path)]) == 3
@@ -254,7 +254,7 @@ def test_project_says_a_plan_does_not_fit_first(tmp_path, capsys, monkeypatch, b
 
 
 def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
-    log = Path(__file__).parent / "data" / "runlogs" / "own.csv"
+    log = Path(__file__).parents[1] / "data" / "runlogs" / "own.csv"
     assert main(["calibrate", str(log)]) == 0
     captured = capsys.readouterr()
     assert "dry run: nothing written" in captured.err
@@ -300,7 +300,7 @@ def test_the_workload_from_a_specforge_config_and_a_dataset(tmp_path, capsys):
     # SpecForge's 1-server disaggregated example (tests/data/runconfig, copied verbatim)
     # and a small JSONL dataset: the plan takes their anchors, epochs and sample count,
     # and says where each came from.
-    data = Path(__file__).parent / "data"
+    data = Path(__file__).parents[1] / "data"
     plan = tmp_path / "plan.toml"
     assert (
         main(

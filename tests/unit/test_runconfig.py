@@ -16,7 +16,7 @@ from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.inputs.plan import load_plan
 from dflash_plan.model.inputs.runconfig import read_run_config, read_train_command
 
-DATA = Path(__file__).parent / "data" / "runconfig"
+DATA = Path(__file__).parents[1] / "data" / "runconfig"
 
 
 def sources(config):

@@ -263,7 +263,7 @@ def _shown(cell: str, value: float | None) -> bool:
 def test_readme_offline_table_is_what_the_model_prints(capsys):
     from pathlib import Path
 
-    text = (Path(__file__).parent.parent / "README.md").read_text()
+    text = (Path(__file__).parents[2] / "README.md").read_text()
     rows = {
         cells[1].strip(): [c.strip() for c in cells[2:-1]]
         for line in text.splitlines()
@@ -410,7 +410,7 @@ def test_offline_mode_leads_the_app_figures_with_the_offline_run(catalog, baseli
     assert rows[at + 1] == ("", f"then training {ktok(o.train_tokens_per_s)} ({o.bound}-bound)", "")
     assert at < rows.index(("online", "the figures below", ""))
     full = project(edit(baseline, workload={"mode": "offline"}, storage={"tb": 50.0}), catalog)
-    # Over its storage it does not fit, as GPU memory: no figures (tests/test_app.py).
+    # Over its storage it does not fit, as GPU memory: no figures (tests/app/test_app.py).
     assert figure_rows(full)[0][1:] == ("—", "does not fit")
     assert figure_rows(project(baseline, catalog))[0][0] == "throughput"  # online as before
 

@@ -15,7 +15,7 @@ from dflash_plan.model.inputs.offers import load_offer_file
 from dflash_plan.model.inputs.pricecatalog import GPU_NAMES, gpu_key, read_catalog
 from dflash_plan.model.physics.fitting import builtin_gpus
 
-CATALOGS = Path(__file__).parent / "data" / "catalogs"
+CATALOGS = Path(__file__).parents[1] / "data" / "catalogs"
 VERDA = CATALOGS / "verda" / "vms.csv"
 SKYPILOT_FILES = sorted(CATALOGS.glob("*/vms.csv"))
 GPUHUNT_VERDA = CATALOGS / "gpuhunt" / "verda.csv"

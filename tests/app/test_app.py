@@ -307,7 +307,8 @@ async def test_a_plan_over_its_storage_is_shown_as_one_out_of_memory(tmp_path):
     Projection.does_not_fit): an edit that makes it is stale, the last plan that fitted
     kept, the reason in the banner and by the field; a file that never fitted shows no
     figures, "does not fit" in their place. It showed the offline run's days and cost with
-    a red note by its storage. The built-in workload captures 76.8 TB (tests/test_cli.py)."""
+    a red note by its storage. The built-in workload captures 76.8 TB
+    (tests/contracts/test_cli.py)."""
     reason = "offline hidden states need 76.8 TB"
     app = planner()
     async with app.run_test(size=SIZE) as pilot:

@@ -12,7 +12,7 @@ from dflash_plan.model.basics.errors import PlanError
 from dflash_plan.model.inputs import dataset
 from dflash_plan.model.inputs.dataset import cache_path, measure, measure_cached, sample_texts
 
-MIXED = Path(__file__).parent / "data" / "dataset" / "mixed.jsonl"
+MIXED = Path(__file__).parents[1] / "data" / "dataset" / "mixed.jsonl"
 # mixed.jsonl, by line (characters of text; the estimate is ceil(characters / 4)):
 #  1 ShareGPT from/value, 40 + 60 = 100 chars -> 25 tokens, 2 turns
 #  2 conversations role/content, 10 + 10 = 20 -> 5, 2 turns

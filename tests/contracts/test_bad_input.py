@@ -356,7 +356,7 @@ def test_a_config_folder_that_cannot_be_created_is_one_line(tmp_path, capsys, mo
 
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("DFLASH_PLAN_CONFIG_DIR", str(tmp_path / "file" / "config"))
-    verda = Path(__file__).parent / "data" / "catalogs" / "verda" / "vms.csv"
+    verda = Path(__file__).parents[1] / "data" / "catalogs" / "verda" / "vms.csv"
     line = fail(capsys, ["prices", "--import", str(verda), "--date", "2026-11-30"])
     assert line == (
         f"dflash-plan: {tmp_path / 'file' / 'config'}: cannot create the folder: "
@@ -423,7 +423,7 @@ def test_limits_doc_lists_every_bound():
 
     from dflash_plan.model.basics import validation
 
-    text = (Path(__file__).parent.parent / "docs" / "limits.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "limits.md").read_text()
     for name, bound in validation.ALL_BOUNDS.items():
         assert bound.describe() in text, (name, bound.describe())
 

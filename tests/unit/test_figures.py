@@ -29,7 +29,7 @@ from rich.console import Console
 from support import edit
 from textual.widgets import DataTable
 
-TUI = Path(__file__).parent.parent / "tui"
+TUI = Path(__file__).parents[2] / "tui"
 # The modules that show figures (the JSON is the model's Projection.to_json).
 VIEWS = ("report.py", "planner/results.py", "scenarios.py", "search.py", "cli.py")
 
