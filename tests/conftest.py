@@ -128,6 +128,8 @@ def pytest_collection_modifyitems(items):
             kind = "app"  # a Pilot test, whatever folder it sits in
         if kind in KINDS:
             item.add_marker(kind)
+        if kind == "snapshots":
+            item.add_marker("app")  # each runs the app: not in the fast loop (-m "not app")
 
     def rank(item):
         name = item.module.__name__ if item.module else ""

@@ -1,16 +1,17 @@
-"""Headless SVG snapshots of the planner at 80x24 and 120x40: every scene of one size is
-taken from one running app (each scene starts again from the built-in plan), which keeps
-the suite fast.
+"""Headless SVG snapshots of the planner at 80x24 and 120x40, one test per scene and size
+(pytest-textual-snapshot's `snap_compare`: a fresh app each, and on a failure its HTML
+report shows the old and the new picture side by side), plus the built-in plan at 200x50
+(the projection in two columns, the widest layout) and in the light theme.
 
-Review changes as pictures: ../shared/tools/render-snapshots OUT_DIR, then open the PNGs.
-Accept them with `pytest --snapshot-update`.
+Review changes as pictures: the report pytest prints the path of, or
+../shared/tools/render-snapshots OUT_DIR, then open the PNGs. Accept them with
+`pytest tests/snapshots --snapshot-update`.
 """
 
 from __future__ import annotations
 
 import pytest
-from apphelp import choose, put, snap_scenes, steady_cursors  # noqa: F401
-from dflash_plan.tui.tabs import TabbedView
+from apphelp import choose, put, snap, steady_cursors  # noqa: F401
 from support import edit
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
@@ -84,23 +85,22 @@ SCENES = {
 }
 
 
-async def _fresh(pilot) -> None:
-    """Back to the built-in plan, the projection tab, nothing focused or open."""
-    app = pilot.app
-    while len(app.screen_stack) > 1:
-        await pilot.press("escape")  # answers a dialog's worker
-    await pilot.pause()
-    planner_screen = app.planner
-    planner_screen.query_one(TabbedView).active = "results"
-    planner_screen._load(app.state.read(None))
-    app.clear_notifications()
-    planner_screen.set_focus(None)
-    for scrolled in planner_screen.query("#inputs, #results"):
-        scrolled.scroll_home(animate=False)
-    await pilot.pause()
-
-
 @pytest.mark.parametrize("size", SIZES)
-async def test_screen(snapshot, size):
-    changed = await snap_scenes(snapshot, "test_screen", size, SIZES[size], SCENES, _fresh)
-    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"
+@pytest.mark.parametrize("scene", SCENES)
+def test_screen(snap_compare, scene, size):
+    assert snap(snap_compare, SCENES[scene], SIZES[size], unfocused=True)
+
+
+def test_wide(snap_compare):
+    """200x50: the inputs beside the projection's two columns."""
+    assert snap(snap_compare, default, (200, 50), unfocused=True)
+
+
+async def light(pilot):
+    await pilot.press("ctrl+t")  # the app's Light/dark key
+    await default(pilot)
+
+
+def test_light_theme(snap_compare):
+    """The light theme (ctrl+t), at 120x40."""
+    assert snap(snap_compare, light, (120, 40), unfocused=True)

@@ -1,16 +1,17 @@
 """Headless SVG snapshots of the Search view, the Comparison view and the charts at 80x24
-and 120x40: every scene of one size comes from one running app (each starts again from the
-built-in plan), as in test_snapshots.py.
+and 120x40, and the charts at 60x20: one `snap_compare` test per scene and size, as in
+test_snapshots.py.
 
-Review changes as pictures: ../shared/tools/render-snapshots OUT_DIR, then open the PNGs.
-Accept them with `pytest --snapshot-update`. The Search view with its Pareto chart at
+Review changes as pictures: the report pytest prints the path of, or
+../shared/tools/render-snapshots OUT_DIR, then open the PNGs. Accept them with
+`pytest tests/snapshots --snapshot-update`. The Search view with its Pareto chart at
 120x40 (search_pareto-120x40) is the README's picture of a search.
 """
 
 from __future__ import annotations
 
 import pytest
-from apphelp import settle, snap_scenes, steady_cursors  # noqa: F401
+from apphelp import settle, snap, steady_cursors  # noqa: F401
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 USERS = "b200,b300,h200,rtx-pro-6000"
@@ -24,7 +25,8 @@ async def search_table(pilot):
     await settle(pilot)
 
 
-async def search_pareto(pilot):  # on from search_table
+async def search_pareto(pilot):
+    await search_table(pilot)
     await pilot.press("f4")
 
 
@@ -41,7 +43,8 @@ async def split_chart(pilot):
     await pilot.press("f7")
 
 
-async def tornado_chart(pilot):  # on from split_chart
+async def tornado_chart(pilot):
+    await split_chart(pilot)
     await pilot.press("f4")
 
 
@@ -53,32 +56,13 @@ async def compare_view(pilot):
     await pilot.press("f6")
 
 
-# name -> (scene, starts from the built-in plan on the planner screen). Scenes that go on
-# from the one before save opening a screen again (most of a scene's time).
 SCENES = {
-    "search_table": (search_table, True),
-    "search_pareto": (search_pareto, False),
-    "split_chart": (split_chart, True),
-    "tornado_chart": (tornado_chart, False),
-    "compare": (compare_view, True),
+    "search_table": search_table,
+    "search_pareto": search_pareto,
+    "split_chart": split_chart,
+    "tornado_chart": tornado_chart,
+    "compare": compare_view,
 }
-
-
-async def _fresh(pilot) -> None:
-    """Back to the built-in plan on the planner screen, nothing open."""
-    app = pilot.app
-    while len(app.screen_stack) > 1:
-        app.pop_screen()
-    await pilot.pause()
-    app.planner._load(app.state.read(None))
-    app.clear_notifications()
-    await pilot.pause()
-
-
-@pytest.mark.parametrize("size", SIZES)
-async def test_search_screen(snapshot, size):
-    changed = await snap_scenes(snapshot, "test_search_screen", size, SIZES[size], SCENES, _fresh)
-    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"
 
 
 async def tornado_offline(pilot):
@@ -98,16 +82,20 @@ async def tornado_offline(pilot):
 # clipped drafter capacity; an offline tornado with every days bar.
 SMALL = {"60x20": (60, 20)}
 SMALL_SCENES = {
-    "search_table": (search_table, True),
-    "search_pareto": (search_pareto, False),
-    "split_chart": (split_chart, True),
-    "tornado_offline": (tornado_offline, True),
+    "search_table": search_table,
+    "search_pareto": search_pareto,
+    "split_chart": split_chart,
+    "tornado_offline": tornado_offline,
 }
+CASES = [(scene, SCENES[scene], size) for size in SIZES for scene in SCENES] + [
+    (scene, SMALL_SCENES[scene], size) for size in SMALL for scene in SMALL_SCENES
+]
 
 
-@pytest.mark.parametrize("size", SMALL)
-async def test_charts_at_60x20(snapshot, size):
-    changed = await snap_scenes(
-        snapshot, "test_search_screen", size, SMALL[size], SMALL_SCENES, _fresh
-    )
-    assert not changed, f"changed at {size}: {', '.join(changed)} (look at the pictures)"
+@pytest.mark.parametrize(
+    ("scene", "size"),
+    [(run, size) for _, run, size in CASES],
+    ids=[f"{name}-{size}" for name, _, size in CASES],
+)
+def test_search_screen(snap_compare, scene, size):
+    assert snap(snap_compare, scene, {**SIZES, **SMALL}[size])
