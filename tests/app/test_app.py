@@ -248,9 +248,7 @@ async def test_a_bad_value_is_marked_in_plain_words_and_recovers():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         for key, typed, reason in BAD_VALUES:
-            start = time.perf_counter()
             await put(pilot, key, typed)
-            assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
             shown = error(app, key)
             assert reason in shown and "Input should" not in shown and "{" not in shown
             assert text(app, "banner").startswith("STALE")
@@ -512,9 +510,8 @@ async def test_narrow_terminals_wrap_figures_between_words(width):
 async def test_huge_counts_do_not_freeze_and_launch_text_waits_for_its_tab():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
-        start = time.perf_counter()
+        # How long such an edit takes: scripts/bench_launch.py (the tests count, never time).
         await put(pilot, "target.count", "20000")
-        assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
         # Typed far from balance: the warnings say why the targets wait, not only 0 %. The
         # one drafter is held at the 14,799.9 tok/s it kept up with (the built-in plan's
         # at_least bound, above its default-efficiency estimate): 14,799.9 / 4,933.3 = 3
@@ -525,7 +522,6 @@ async def test_huge_counts_do_not_freeze_and_launch_text_waits_for_its_tab():
         assert needed == 3
         assert f"{20_000 - needed:,} wait" in text(app, "warnings").replace("\n", " ")
         await put(pilot, "drafter.count", "20000")
-        assert time.perf_counter() - start < 5  # no freeze (a guard, not a speed)
         assert not app.screen.query_one("#launch").children  # nothing built off-tab
         await pilot.press("f4")
         await settle(pilot)
