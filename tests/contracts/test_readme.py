@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/dflash-plan"
-TESTS = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
+TESTS = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python scripts/fetch_upstream.py && .venv/bin/pytest"
 
 
 def test_ci_runs_the_readme_commands():

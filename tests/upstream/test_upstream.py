@@ -43,6 +43,7 @@ from upstream import (
     typer_options,
     wheel,
     wheel_facts,
+    wheel_name,
     wheel_requires,
 )
 
@@ -126,9 +127,24 @@ LEGACY_FLAGS = {
 }
 
 
+def test_a_wheel_not_fetched_fails_in_one_line_naming_the_fetch(monkeypatch, tmp_path):
+    """The tests read the wheels and never download them (scripts/fetch_upstream.py does)."""
+    monkeypatch.setenv("DFLASH_PLAN_WHEEL_CACHE", str(tmp_path))
+    fetch = r"run \.venv/bin/python scripts/fetch_upstream\.py"
+    with pytest.raises(pytest.fail.Exception, match=rf"specforge==0\.2\.0 is not in .*: {fetch}$"):
+        wheel(SPECFORGE)
+    (tmp_path / wheel_name(SPECFORGE)).write_bytes(b"a truncated download")
+    with pytest.raises(
+        pytest.fail.Exception, match=rf"not the pinned specforge==0\.2\.0 .*: {fetch}$"
+    ):
+        wheel(SPECFORGE)
+    assert not [p for p in tmp_path.iterdir() if p.name != wheel_name(SPECFORGE)]
+
+
 @pytest.fixture(scope="session")
 def cache(pytestconfig) -> Path:
-    """The pytest cache (shared by the workers), or a temporary folder without it."""
+    """Where the wheels' modules are extracted: the pytest cache (shared by the workers),
+    or a temporary folder without it. The wheels themselves: upstream.wheel_cache()."""
     if getattr(pytestconfig, "cache", None) is not None:
         return Path(pytestconfig.cache.mkdir("upstream"))
     folder = Path(tempfile.gettempdir()) / "dflash-plan-upstream"
@@ -142,13 +158,10 @@ def specforge(cache):
 
 
 @pytest.fixture(scope="session")
-def build_target_layer_ids(cache):
+def build_target_layer_ids():
     """SpecForge's own layer derivation, the one function taken out of
     specforge/modeling/draft/dflash.py (the module imports torch)."""
-    whl = wheel(
-        cache,
-        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
-    )
+    whl = wheel(SPECFORGE)
     with zipfile.ZipFile(whl) as archive:
         tree = ast.parse(archive.read("specforge/modeling/draft/dflash.py"))
     fn = next(
@@ -162,8 +175,8 @@ def build_target_layer_ids(cache):
 
 
 @pytest.fixture(scope="session")
-def speculators_options(cache):
-    spec, hs = wheel(cache, SPECULATORS), wheel(cache, HS_CONNECTORS)
+def speculators_options():
+    spec, hs = wheel(SPECULATORS), wheel(HS_CONNECTORS)
     return {
         "train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
         "launch": backend_options(hs, "add_launch_args"),
@@ -759,16 +772,13 @@ def test_every_trainer_worker_sees_its_receive_buffers(
 
 
 @pytest.fixture(scope="session")
-def online_flow_window(cache):
+def online_flow_window():
     """SpecForge's producer check of its in-flight watermarks against the consumer's
     optimizer-step quantum: `_online_flow_window` from specforge/training/disaggregated.py
     (the module imports the training stack, so the function is taken out alone) with
     FlowControlLimits from specforge/runtime/control_plane/flow_control.py (standard
     library only), both from the pinned wheel."""
-    whl = wheel(
-        cache,
-        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
-    )
+    whl = wheel(SPECFORGE)
     with zipfile.ZipFile(whl) as archive:
         flow = archive.read("specforge/runtime/control_plane/flow_control.py")
         tree = ast.parse(archive.read("specforge/training/disaggregated.py"))
@@ -1073,16 +1083,14 @@ def pip_pins(shell: str) -> dict[str, str]:
     return dict(w.split("==", 1) for w in words if "==" in w)
 
 
-def test_the_skypilot_setup_installs_a_mooncake_built_for_torchs_cuda(
-    catalog, baseline, skypilot, cache
-):
+def test_the_skypilot_setup_installs_a_mooncake_built_for_torchs_cuda(catalog, baseline, skypilot):
     # The torch the setup's specforge pins (its wheel's METADATA), that torch's CUDA (its
     # Linux wheel's Requires-Dist) and the CUDA runtime the Mooncake build links (NEEDED of
     # the store and the engine), recorded in tests/data/wheels/facts.toml.
     (task,) = sky_tasks(skypilot, generate(shapes(baseline)["builtin"], catalog, "skypilot").text)
     pins = pip_pins(task["setup"])
     assert pins["specforge"] == SPECFORGE[1]
-    torch = requirement_pins(wheel_requires(wheel(cache, SPECFORGE)))["torch"]
+    torch = requirement_pins(wheel_requires(wheel(SPECFORGE)))["torch"]
     (cuda,) = cuda_majors_required(wheel_facts("torch", torch)["requires_dist"])
     (mooncake,) = [n for n in pins if n.startswith("mooncake-transfer-engine")]
     needed = wheel_facts(mooncake, pins[mooncake])["needed"]
@@ -1147,16 +1155,13 @@ def offline(plan, fmt: str, dtype: str = "bf16"):
 
 
 @pytest.fixture(scope="session")
-def dflash_capture(cache):
+def dflash_capture():
     """SpecForge's DFlash offline capture as the 0.2.0 wheel defines it: the layers it
     reads from the draft config (resolve_dflash_capture_layers in
     specforge/algorithms/model_providers.py, taken out alone: the module imports torch)
     and what it stores per sample (the OfflineCaptureLayout of
     specforge/algorithms/dflash/providers.py)."""
-    whl = wheel(
-        cache,
-        ("specforge", "0.2.0", "fbc79517adf483c6a8beea52561b1a8c8c8a99a54c820b47d2033a73966b55b0"),
-    )
+    whl = wheel(SPECFORGE)
     with zipfile.ZipFile(whl) as archive:
         providers = ast.parse(archive.read("specforge/algorithms/model_providers.py"))
         dflash = ast.parse(archive.read("specforge/algorithms/dflash/providers.py"))
@@ -1295,7 +1300,7 @@ def test_speculators_offline_captures_then_trains_as_upstream_reads_it(
 
     plan = offline(shapes(baseline)[shape], "speculators", dtype)
     script = generate(plan, catalog, "speculators")
-    with zipfile.ZipFile(wheel(cache, HS_CONNECTORS)) as archive:
+    with zipfile.ZipFile(wheel(HS_CONNECTORS)) as archive:
         transfer = archive.read("hs_connectors/transfer.py").decode()
         fp8 = archive.read("hs_connectors/fp8_hidden_states_connector.py").decode()
     backends = set(re.findall(r'@HiddenStatesBackend\.register\("([a-z0-9_]+)"\)', transfer))
