@@ -4,7 +4,7 @@ planner's edit to a huge count, each against a baseline measured in the same run
 Run from an installed checkout:  python scripts/bench_launch.py [--seconds 1.0]
 
 The tests count work instead of timing it (tests/contracts/test_launch.py: a refusal does
-less work than a one-node script; the work from 128 to 256 nodes grows no faster than the
+less work than a one-node script; the work from 64 to 128 nodes grows no faster than the
 files written); this prints the times. For each launch format: a one-node plan's script
 (one node of B200s, the baseline), the 256-node plan's, and their ratio; then a
 100,000-GPU plan's refusal against the one-node script, and the planning state's edit of
