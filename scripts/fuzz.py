@@ -1,6 +1,6 @@
-"""A long fuzzing run of the property tests (tests/test_properties.py): generated plan
-files, --set values, hardware files and config.json files through every command, plus the
-model's monotonicity properties, with many more examples than CI runs.
+"""A long fuzzing run of the property tests (tests/contracts/test_properties.py):
+generated plan files, --set values, hardware files and config.json files through every
+command, plus the model's monotonicity properties, with many more examples than CI runs.
 
     python scripts/fuzz.py [--scale N] [--seed S]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "contracts")]
 
 import test_properties as props  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402

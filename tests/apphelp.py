@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,45 +119,22 @@ def error(app, key: str) -> str:
     return text(app, f"error-{widget_id(key)}") if found and found.first().display else ""
 
 
-def scene_extension(prefix: str) -> type:
-    """Snapshot files named PREFIX[SCENE-SIZE].svg, one per scene and size."""
-    from pytest_textual_snapshot import SVGImageExtension
-
-    class Scenes(SVGImageExtension):
-        @classmethod
-        def get_snapshot_name(cls, *, test_location: Any, index: Any = 0) -> str:
-            return f"{prefix}[{index}]"
-
-    return Scenes
-
-
-async def snap_scenes(
-    snapshot: Any,
-    prefix: str,
-    size_name: str,
-    size: tuple[int, int],
-    scenes: dict[str, Any],
-    fresh: Any,
-) -> list[str]:
-    """Run every scene in one app (starting an app is most of a snapshot's cost) and
-    compare each screen with its file; the names of the scenes that changed.
-    `scenes` maps a name to `scene` or `(scene, start_fresh)`; `fresh(pilot)` resets."""
-    snapshot = snapshot.use_extension(scene_extension(prefix))
-    changed = []
+def snap(snap_compare: Any, steps: Any, size: tuple[int, int], unfocused: bool = False) -> bool:
+    """The planner after `steps(pilot)` at SIZE, against its snapshot (snap_compare: a fresh
+    app, pytest-textual-snapshot's report on a difference). snap_compare runs the app with
+    App.run, not run_test: it starts as run_test starts it (no notifications or tooltips,
+    the first screen's messages handled before the steps), as the snapshots always were.
+    `unfocused`: the field focused at start-up loses the focus before the steps (a scene
+    that shows a focused field focuses it)."""
     app = planner()
-    async with app.run_test(size=size) as pilot:
-        for name, entry in scenes.items():
-            scene, start_fresh = entry if isinstance(entry, tuple) else (entry, True)
-            if start_fresh:
-                await fresh(pilot)
-            await scene(pilot)
+    app._disable_notifications = True
+    app._disable_tooltips = True
+
+    async def run_before(pilot: Any) -> None:
+        await pilot._wait_for_screen()
+        if unfocused:
+            pilot.app.screen.set_focus(None)
             await pilot.pause()
-            await pilot.wait_for_scheduled_animations()
-            await pilot.pause()
-            shot = app.export_screenshot(title=app.title)
-            if snapshot(name=f"{name}-{size_name}") != shot:
-                changed.append(name)
-                failed = os.environ.get("DFLASH_SNAPSHOT_FAILURES")
-                if failed:  # keep what was drawn, to look at beside the snapshot
-                    (Path(failed) / f"{prefix}[{name}-{size_name}].svg").write_text(shot)
-    return changed
+        await steps(pilot)
+
+    return bool(snap_compare(app, terminal_size=size, run_before=run_before))

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import inspect
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from dflash_plan.model.inputs.catalog import Catalog
 from dflash_plan.model.inputs.offers import builtin_offers
 from dflash_plan.model.inputs.plan import Plan, default_plan
 from dflash_plan.model.physics.fitting import builtin_gpus
+
+# Tests by kind, a folder each (markers in pyproject.toml). The test modules import each
+# other by module name (test_config_json's QWEN3_8B_CONFIG), as pytest imports them: every
+# kind's folder is on the path, not only the folder of the module being collected.
+KINDS = ("unit", "app", "snapshots", "contracts", "upstream")
+sys.path[:0] = [str(Path(__file__).parent / kind) for kind in KINDS]
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +68,6 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         return
     import compileall
-    from pathlib import Path
 
     import dflash_plan.model
     import dflash_plan.tui
@@ -94,7 +102,7 @@ def _cache_rewritten_tests(config, tests) -> None:
     if config.getoption("assertmode") != "rewrite":
         return
     state = config.stash[rewrite.assertstate_key]
-    for source in [tests / "conftest.py", *sorted(tests.glob("test_*.py"))]:
+    for source in [tests / "conftest.py", *sorted(tests.glob("*/test_*.py"))]:
         cache = rewrite.get_cache_dir(source)
         pyc = cache / (source.name[:-3] + rewrite.PYC_TAIL)
         if rewrite._read_pyc(source, pyc) is None and rewrite.try_makedirs(cache):
@@ -114,6 +122,15 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_collection_modifyitems(items):
+    for item in items:
+        kind = item.path.parent.name
+        if inspect.iscoroutinefunction(getattr(item, "function", None)):
+            kind = "app"  # a Pilot test, whatever folder it sits in
+        if kind in KINDS:
+            item.add_marker(kind)
+        if kind == "snapshots":
+            item.add_marker("app")  # each runs the app: not in the fast loop (-m "not app")
+
     def rank(item):
         name = item.module.__name__ if item.module else ""
         return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)

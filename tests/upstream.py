@@ -1,7 +1,9 @@
 """The pinned upstream code the launch scripts are checked against, loaded without its GPU
-dependencies: the wheels come from the package index (`pip download --no-deps`, checked
-against pinned SHA-256 digests), and only modules that import nothing heavy are loaded.
-A wheel that cannot be fetched or loaded fails the tests: it never skips them."""
+dependencies: the wheels are fetched once, before the tests, by scripts/fetch_upstream.py
+(`pip download --no-deps`, checked against the SHA-256 digests pinned here) into a cache
+outside the clone (wheel_cache()), and only modules that import nothing heavy are loaded.
+The tests never reach the network: a wheel missing from the cache, or one that does not
+match its digest, fails them in one line naming the command to run; it never skips them."""
 
 from __future__ import annotations
 
@@ -9,10 +11,9 @@ import ast
 import fcntl
 import hashlib
 import importlib
+import os
 import re
-import subprocess
 import sys
-import tempfile
 import tomllib
 import types
 import zipfile
@@ -41,6 +42,36 @@ HS_CONNECTORS = (
     "0.9.0",
     "122f2c323397793c70c5bfc8c0adb1b4dd69995a2507b163509142d61fa3b920",
 )
+SKYPILOT = (
+    "skypilot",
+    "0.14.1",
+    "8201f566a051677713e288231c7a994e9ebb5ea79bea9bc36eeeffb654543d02",
+)
+
+
+PINS = (SPECFORGE, SPECULATORS, HS_CONNECTORS, SKYPILOT)
+# The wheels' folder: the user's cache (platformdirs), or this variable's folder.
+CACHE_VARIABLE = "DFLASH_PLAN_WHEEL_CACHE"
+FETCH = ".venv/bin/python scripts/fetch_upstream.py"
+
+
+def wheel_cache() -> Path:
+    """Where scripts/fetch_upstream.py puts the pinned wheels and the tests read them:
+    outside the clone (nothing fetched is committed), shared by every checkout."""
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("dflash-plan")) / "upstream-wheels"
+
+
+def wheel_name(pin: tuple[str, str, str]) -> str:
+    name, version, _ = pin
+    return f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @contextmanager
@@ -51,43 +82,20 @@ def locked(cache: Path) -> Iterator[None]:
         yield
 
 
-def wheel(cache: Path, pin: tuple[str, str, str]) -> Path:
-    """The pinned wheel, downloaded once into the pytest cache (workers share it)."""
+def wheel(pin: tuple[str, str, str]) -> Path:
+    """The pinned wheel, from the wheel cache (scripts/fetch_upstream.py fills it)."""
     name, version, digest = pin
-    stem = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
-    target = cache / stem
-    with locked(cache):
-        if not target.exists():
-            with tempfile.TemporaryDirectory(dir=cache) as tmp:
-                result = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "pip",
-                        "download",
-                        "--no-deps",
-                        "--only-binary=:all:",
-                        "--disable-pip-version-check",
-                        "-q",
-                        "--dest",
-                        tmp,
-                        f"{name}=={version}",
-                    ],
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-                got = Path(tmp) / stem
-                if result.returncode or not got.exists():
-                    pytest.fail(
-                        f"cannot download the pinned upstream {name}=={version}: "
-                        f"{result.stderr.strip()[-500:]}",
-                        pytrace=False,
-                    )
-                got.replace(target)
-    actual = hashlib.sha256(target.read_bytes()).hexdigest()
-    if actual != digest:
-        pytest.fail(f"{target}: SHA-256 {actual}, pinned {digest}", pytrace=False)
+    target = wheel_cache() / wheel_name(pin)
+    if not target.is_file():
+        pytest.fail(
+            f"upstream wheel {name}=={version} is not in {target.parent}: run {FETCH}",
+            pytrace=False,
+        )
+    if sha256(target) != digest:
+        pytest.fail(
+            f"{target}: not the pinned {name}=={version} (SHA-256 {digest}): run {FETCH}",
+            pytrace=False,
+        )
     return target
 
 
@@ -110,7 +118,7 @@ def load_specforge(cache: Path) -> SpecForge:
     package: the real __init__ and the training stack (torch, sglang) are never imported.
     `specforge.application` is replaced by a stand-in that resolves no algorithm, which
     build_launch_plan accepts for every deployment except managed-local."""
-    whl = wheel(cache, SPECFORGE)
+    whl = wheel(SPECFORGE)
     root = cache / "specforge-0.2.0"
     files = [
         "specforge/config/__init__.py",
@@ -318,12 +326,6 @@ def typer_options(whl: Path, module: str, command: str) -> dict[str, Option]:
 
 # --- SkyPilot: its task schema, loaded without the client (which imports ~70 packages) -------
 
-SKYPILOT = (
-    "skypilot",
-    "0.14.1",
-    "8201f566a051677713e288231c7a994e9ebb5ea79bea9bc36eeeffb654543d02",
-)
-
 
 @dataclass
 class SkyPilot:
@@ -374,7 +376,7 @@ def load_skypilot(cache: Path) -> SkyPilot:
     the logging and process machinery) only AutostopWaitFor is taken. Strict, as the API
     server validates once its plugins are loaded: unknown fields are rejected at every
     level (a client passes them through to the server)."""
-    whl = wheel(cache, SKYPILOT)
+    whl = wheel(SKYPILOT)
     root = cache / f"skypilot-{SKYPILOT[1]}"
     files = [
         "sky/utils/schemas.py",

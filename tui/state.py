@@ -1,7 +1,7 @@
 """The planning state: the plan being edited, its file, what was saved, the baseline, the
 pinned scenarios, the last valid projection, what is wrong with the edits. Pure Python (no
 textual): the planner screen holds one `Planner` and shows its `View` snapshots; the state
-is tested on its own (tests/test_state.py)."""
+is tested on its own (tests/unit/test_state.py)."""
 
 from __future__ import annotations
 

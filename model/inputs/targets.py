@@ -122,7 +122,7 @@ class TargetModel(BaseModel):
 
 def _preset(**fields: Any) -> TargetModel:
     # Built without validation (no schema build at import: every command imports this);
-    # tests/test_config_json.py validates every preset against the bounds.
+    # tests/unit/test_config_json.py validates every preset against the bounds.
     return TargetModel.model_construct(**fields)
 
 

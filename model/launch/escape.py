@@ -2,7 +2,7 @@
 quoted heredocs, YAML and TOML documents, and placeholders filled into a user's command
 template. Launch scripts (every format in this package) and the probe (model/probe.py)
 put a user's text (model path, plan name, hosts, paths, GPU keys and names) into what they
-write only through these functions; tests/test_escaping.py writes every artifact with
+write only through these functions; tests/contracts/test_escaping.py writes every artifact with
 generated hostile values, runs it in a sandbox and checks that nothing runs and every
 value arrives exactly as typed."""
 

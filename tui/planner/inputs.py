@@ -288,6 +288,10 @@ class InputsPanel(VerticalScroll):
                     spec, options, self.first.values.get(spec.key), title if index == 0 else ""
                 )
                 yield row
+        # The first view's rows and units as a later view's are shown (before the rows are
+        # mounted): a start showed the drafter's price rows of a one-GPU plan, and the
+        # measured rows without their GPU, until the first edit.
+        self._show_rows(self.first)
 
     def on_mount(self) -> None:
         for key, row in self.rows.items():
@@ -328,6 +332,11 @@ class InputsPanel(VerticalScroll):
         # with every count, and a placeholder repaints without a layout pass. It is set
         # after the figures are painted, for the reason the title bar is (screen.py).
         self.call_after_refresh(self._show_name, view.name)
+        self._show_rows(view)
+
+    def _show_rows(self, view: View) -> None:
+        """The rows the view has (a drafter price only when its GPU is not the target's),
+        and the measured rows' GPU."""
         for role in ("target", "drafter"):
             if self._units.get(role) != view.gpu_names[role]:
                 self._units[role] = view.gpu_names[role]
