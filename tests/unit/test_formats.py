@@ -16,7 +16,7 @@ from dflash_plan.model.inputs.plan import Plan
 from dflash_plan.tui.cli import build_parser, main
 from support import edit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The transport each format's launch runs, as docs/launch.md says it (None: the legacy
 # trainer's colocated run, or the template's own command: never a differing transport).

@@ -12,7 +12,7 @@ from pathlib import Path
 from dflash_plan.model.basics import data, fitcache
 from dflash_plan.model.physics import fitting, pipeline
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFIT = "run `python scripts/refit.py` after editing measurements.toml, hardware.toml or a fit"
 
 
