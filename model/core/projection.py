@@ -158,8 +158,6 @@ class Projection:
     total_cost_usd: float | None
     energy_kwh: float | None
     prices: Prices
-    marginal_target_tokens_per_s: float | None
-    marginal_drafter_tokens_per_s: float | None
     ranges: Ranges | None
     narrowing: str | None  # the measurement that would narrow the range most
     diagnostics: tuple[Diagnostic, ...]
@@ -214,6 +212,16 @@ class Projection:
         tokens = self.tokens_per_epoch * self.epochs
         cost = self.job_cost
         return None if cost is None or not tokens else cost / tokens * 1e6
+
+    @property
+    def marginal_target_tokens_per_s(self) -> float | None:
+        """The job's rate gained with one more target replica (job.py)."""
+        return self.job.more_target_tokens_per_s
+
+    @property
+    def marginal_drafter_tokens_per_s(self) -> float | None:
+        """The job's rate gained with one more drafter GPU (job.py)."""
+        return self.job.more_drafter_tokens_per_s
 
     @property
     def job_days_range(self) -> tuple[float, float] | None:
@@ -408,8 +416,6 @@ def _projection(
         total_cost_usd=_number(econ.total_cost_usd) if econ else None,
         energy_kwh=float(econ.energy_kwh) if econ else None,
         prices=money.prices,
-        marginal_target_tokens_per_s=job.more_target_tokens_per_s if run else None,
-        marginal_drafter_tokens_per_s=job.more_drafter_tokens_per_s if run else None,
         ranges=run.ranges if run else None,
         narrowing=run.narrowing if run else None,
         diagnostics=diagnostics,
