@@ -67,6 +67,25 @@ def check_tp(tp: int, gpu: Gpu) -> None:
         )
 
 
+def check_colocated(plan: Plan) -> None:
+    """A colocated plan runs a target shard and a drafter rank on every one of its GPUs:
+    one GPU type, an online run (offline already captures first and trains after), and
+    whole target replicas over all of them."""
+    why = "workload.topology colocated runs the target and the drafter on the same GPUs"
+    require_same_gpu_type(plan, why)
+    if plan.workload.mode != "online":
+        reason = "an offline plan captures first and trains after: colocated is online only"
+        raise PlanError.field("workload.topology", "colocated", reason)
+    gpus = plan.target.count + plan.drafter.count
+    if gpus % plan.target.tp:
+        raise PlanError.field(
+            "drafter.count",
+            str(plan.drafter.count),
+            f"colocated, the plan's {gpus} GPUs (target.count + drafter.count) hold whole "
+            f"target replicas: a multiple of target.tp {plan.target.tp}",
+        )
+
+
 def named_gpus(plan: Plan) -> list[tuple[str, str]]:
     """(plan key, GPU named there) for every GPU the plan names that must be in the
     catalog: the roles, the prices, the measurements, the regeneration's."""
@@ -120,6 +139,8 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     model = catalog.model(w.target_model)
     target_gpu = gpus[plan.target.gpu]
     check_tp(plan.target.tp, target_gpu)
+    if w.topology == "colocated":
+        check_colocated(plan)
     layer_ids, block, shape = workload_drafter(w, model)
     return Resolved(
         plan=plan,

@@ -77,6 +77,14 @@ Mode = Literal["online", "offline"]
 MODES: tuple[Mode, ...] = ("online", "offline")
 
 
+# workload.drafter: the drafter family trained, named as upstream spells it.
+Drafter = Literal["dflash", "dflash2", "dspark", "eagle3"]
+DRAFTERS: tuple[Drafter, ...] = ("dflash", "dflash2", "dspark", "eagle3")
+
+# workload.topology: the roles on GPUs of their own, or both roles on every GPU.
+Topology = Literal["disaggregated", "colocated"]
+TOPOLOGIES: tuple[Topology, ...] = ("disaggregated", "colocated")
+
 # workload.receive (inputs/formats.py Receive says what it is).
 RECEIVES: tuple[Receive, ...] = ("host", "pinned", "device")
 
@@ -101,6 +109,19 @@ class Workload(_Section):
         f"1 to n_layers - 3; each {v.LAYER_ID.describe()}",
     )
 
+    drafter: Drafter = Field(
+        "dflash",
+        description="the drafter family trained: dflash (DFlash), dflash2 (DFlash2: grouped "
+        "dynamic convolutions and a low-rank top-k selector; the final hidden state is "
+        "captured too), dspark (DSpark: a mixture-of-experts drafter) or eagle3 (EAGLE-3)",
+    )
+    topology: Topology = Field(
+        "disaggregated",
+        description="disaggregated: target GPUs and drafter GPUs apart, hidden states sent "
+        "from one to the other; colocated: every GPU of the plan (target.count + "
+        "drafter.count, one GPU type) holds a target replica's shard and a drafter rank and "
+        "time-shares them, nothing sent (online only)",
+    )
     transport: Literal["mooncake", "direct"] = Field(
         "mooncake",
         description="how hidden states reach the drafters: staged through host "
