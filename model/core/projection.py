@@ -296,6 +296,12 @@ class Projection:
         return {
             "name": self.plan.name,
             "target_model": self.target_model.name,
+            # Said only when not bf16: a bf16 plan's JSON is as it was before the field.
+            **(
+                {"target_precision": self.plan.target.precision}
+                if self.plan.target.precision != "bf16"
+                else {}
+            ),
             **figures.json_figures(self),
             "ranges": self.ranges.to_json() if self.ranges else None,
             "narrowing": self.narrowing,

@@ -628,7 +628,10 @@ def _works(r: Resolved, catalog: Catalog) -> tuple[RooflineOf, RooflineOf]:
             model = catalog.model(w.target_model)
             layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
             cache[key] = target_work(model, tuple(layer_ids), float(w.avg_sample_tokens))
-        return target_roofline(cache[key], gpu)  # type: ignore[arg-type]
+        # A calibration measurement records no precision: it is read as a bf16 run, so
+        # that an fp8 or fp4 plan carries its departure to its own, faster roofline.
+        precision = "bf16" if measured else plan.target.precision
+        return target_roofline(cache[key], gpu, precision)  # type: ignore[arg-type]
 
     def drafter_of(gpu: Gpu, w: Workload, measured: bool = False) -> Roofline:
         count = 1 if measured else plan.drafter.count

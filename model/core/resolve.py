@@ -86,6 +86,19 @@ def check_colocated(plan: Plan) -> None:
         )
 
 
+def check_precision(plan: Plan, gpu: Gpu, catalog: Catalog) -> None:
+    """An fp8 or fp4 target needs tensor cores of that precision on its GPU."""
+    precision = plan.target.precision
+    if gpu.supports(precision):
+        return
+    having = sorted(k for k, g in catalog.gpus.items() if g.supports(precision))
+    raise PlanError.field(
+        "target.precision",
+        precision,
+        f"{gpu.name} has no {precision.upper()} tensor cores; GPUs with them: {', '.join(having)}",
+    )
+
+
 def named_gpus(plan: Plan) -> list[tuple[str, str]]:
     """(plan key, GPU named there) for every GPU the plan names that must be in the
     catalog: the roles, the prices, the measurements, the regeneration's."""
@@ -139,6 +152,7 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
     model = catalog.model(w.target_model)
     target_gpu = gpus[plan.target.gpu]
     check_tp(plan.target.tp, target_gpu)
+    check_precision(plan, target_gpu, catalog)
     if w.topology == "colocated":
         check_colocated(plan)
     layer_ids, block, shape = workload_drafter(w, model)

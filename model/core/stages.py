@@ -52,7 +52,12 @@ def pipeline_stage(r: Resolved, rt: Rates) -> Pipeline:
     central = plan_inputs(r, rt.target_work, rt.target.tokens_per_s, rt.drafter.tokens_per_s)
     f = flow(central, plan.target.count, plan.drafter.count)
     t_mem = target_memory(
-        r.model, plan.target.tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb
+        r.model,
+        plan.target.tp,
+        w.max_length,
+        len(r.layer_ids),
+        r.target_gpu.memory_gb,
+        plan.target.precision,
     )
     # Memory peaks at the longest sample (its context states), not the average one.
     d_mem = drafter_memory(

@@ -28,9 +28,10 @@ from ..physics.fitting import case_model as _model
 from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
 
-# Rate cases are computed by physics/caserates.py (FP8 at roofline.FP8_SPEEDUP; FP4 is not
-# modelled and waits). A case's range: the spread of the kind of estimate it is
-# (roofline.ESTIMATE_SPREAD for rates; memory and matmul ceilings have their own).
+# Rate cases are computed by physics/caserates.py (FP8 at roofline.FP8_SPEEDUP, FP4 on a GPU
+# with FP4 tensor cores FP4_PREFILL_OVER_FP8 faster again). A case's range: the spread of
+# the kind of estimate it is (roofline.ESTIMATE_SPREAD for rates; memory and matmul
+# ceilings have their own).
 MEMORY_SPREAD = (0.15, 0.15)
 CEILING_SPREAD = (0.05, 0.05)
 
@@ -184,6 +185,15 @@ def _predict_decode(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
     return rate, ESTIMATE_SPREAD["target"]
 
 
+def _predict_precision(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
+    # NVFP4 over FP8 prefill, as the model runs it on the case's GPU.
+    gpu = c.gpus[case["gpu"]]
+    ratio = roofline.precision_speedup(case["precision"], gpu) / roofline.precision_speedup(
+        case["baseline_precision"], gpu
+    )
+    return ratio, ESTIMATE_SPREAD["target"]
+
+
 def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[float, float]]:
     return decode.DECODE_RUNTIME_HELD_GIB, MEMORY_SPREAD
 
@@ -202,6 +212,7 @@ PREDICTORS: dict[str, Predictor] = {
     "hidden_state_bytes_per_s": _predict_hidden,
     "decode_tokens_per_s_per_gpu": _predict_decode,
     "engine_held_gib": _predict_engine_held,
+    "precision_speedup": _predict_precision,
 }
 
 

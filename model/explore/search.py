@@ -372,7 +372,10 @@ class _BlockModel:
 def _block_model(
     plan: Plan, catalog: Catalog, shared: _Shared, t_key: str, d_key: str, tp: int, mode: Mode
 ) -> _BlockModel | None:
-    """The block's model; None when either GPU type has no price (no such block)."""
+    """The block's model; None when either GPU type has no price, or the target's has no
+    tensor cores of the target's precision (no such block)."""
+    if not catalog.gpus[t_key].supports(plan.target.precision):
+        return None
     view = shared.prices
     p_t, p_d = view.per_hour(t_key), view.per_hour(d_key)
     if p_t is None or p_d is None:
@@ -411,7 +414,9 @@ def _block_model(
     slow_in = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links)
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
+    t_mem = target_memory(
+        r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb, plan.target.precision
+    )
     fixed, state = _drafter_memory_parts(plan, r, d_gpu)
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)

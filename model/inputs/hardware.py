@@ -105,6 +105,8 @@ class Gpu(BaseModel):
     name: GpuName
     bf16_tflops: Tflops
     fp8_tflops: Tflops | None = None
+    # Only GPUs with FP4 tensor cores list it: a target in fp4 needs them.
+    fp4_tflops: Tflops | None = None
     memory_gb: MemoryGb
     mem_bw_tb_s: MemoryTbPerS
     link: Link
@@ -139,6 +141,12 @@ class Gpu(BaseModel):
 
     def maturity_of(self, role: str, engine: str) -> Maturity | None:
         return next((m for m in self.maturity if m.role == role and m.engine == engine), None)
+
+    def supports(self, precision: str) -> bool:
+        """Whether the GPU has tensor cores for a target precision (hardware.toml lists
+        its fp8_tflops / fp4_tflops); bf16 runs everywhere."""
+        peak = {"fp8": self.fp8_tflops, "fp4": self.fp4_tflops}
+        return precision not in peak or peak[precision] is not None
 
     @property
     def bf16_flop_per_s(self) -> float:

@@ -85,6 +85,10 @@ DRAFTERS: tuple[Drafter, ...] = ("dflash", "dflash2", "dspark", "eagle3")
 Topology = Literal["disaggregated", "colocated"]
 TOPOLOGIES: tuple[Topology, ...] = ("disaggregated", "colocated")
 
+# target.precision: the target's weights (and the GEMMs they run) in bf16, FP8 or NVFP4.
+Precision = Literal["bf16", "fp8", "fp4"]
+PRECISIONS: tuple[Precision, ...] = ("bf16", "fp8", "fp4")
+
 # workload.receive (inputs/formats.py Receive says what it is).
 RECEIVES: tuple[Receive, ...] = ("host", "pinned", "device")
 
@@ -179,6 +183,12 @@ class TargetPool(_Section):
     gpu: Name = "rtx-pro-6000"
     count: GpuCount = 3
     tp: TpSize = 1
+    precision: Precision = Field(
+        "bf16",
+        description="the target's weights: bf16, fp8 (an FP8 checkpoint, on GPUs with FP8 "
+        "tensor cores) or fp4 (an NVFP4 checkpoint, on GPUs with FP4 tensor cores: "
+        "Blackwell); the capture's hidden states stay bf16",
+    )
 
     @model_validator(mode="after")
     def _tp_divides(self) -> TargetPool:
@@ -470,6 +480,9 @@ def plan_from_dict(doc: dict[str, Any], where: str, text: str | None = None) -> 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     doc = plan.model_dump(mode="json", exclude_none=True)
+    # A bf16 target is every plan written before target.precision: its files stay as they were.
+    if doc["target"]["precision"] == "bf16":
+        del doc["target"]["precision"]
     if "target_layer_ids" in doc["workload"]:
         doc["workload"]["target_layer_ids"] = list(doc["workload"]["target_layer_ids"])
     doc["launch"]["hosts"] = list(doc["launch"]["hosts"])

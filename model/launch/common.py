@@ -197,7 +197,10 @@ def capture_memory(
     tokens = IN_FLIGHT_PER_SERVER * (length + CONTEXT_EXTRA_TOKENS)
     # The projection's target memory, for the whole in-flight batch instead of one sample:
     # chunked prefill is off (--chunked-prefill-size -1), so one forward may hold it all.
-    items = dict(target_memory(model, tp, tokens, captured_layers, gpu_memory_gib).items_gb)
+    memory = target_memory(
+        model, tp, tokens, captured_layers, gpu_memory_gib, plan.target.precision
+    )
+    items = dict(memory.items_gb)
     weights, kv = items["weights"], items["KV cache"]
     activations, capture = items["activations"], items["captured states"]
     headroom = activations + capture + RUNTIME_RESERVE_GIB

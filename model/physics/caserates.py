@@ -13,11 +13,10 @@ from typing import Any
 
 from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
-from . import fitting
+from . import fitting, roofline
 from .fitting import CAPTURED_LAYERS, case_drafter, case_model, training_time_flop_per_token
 from .pipeline import flow, pipeline_inputs, tp_efficiency
 from .roofline import (
-    FP8_SPEEDUP,
     default_efficiency,
     dense_training_efficiency,
     drafter_roofline,
@@ -28,10 +27,13 @@ from .work import target_work
 Case = Mapping[str, Any]
 
 
-def precision_speedup(case: Case) -> float:
-    """FP8 cases run at roofline.FP8_SPEEDUP. FP4 is not modelled: an FP4 case is
-    predicted at the FP8 rate (and waits for FP4, or sits in the weak tier)."""
-    return FP8_SPEEDUP if case.get("precision") in ("fp8", "fp4") else 1.0
+def precision_speedup(case: Case, gpu: Gpu) -> float:
+    """The case's target precision over bf16 on its GPU (roofline.precision_speedup): FP8
+    at FP8_SPEEDUP, FP4 faster again where the GPU has FP4 tensor cores."""
+    precision = str(case.get("precision", "bf16"))
+    return roofline.precision_speedup(
+        precision if precision in roofline.PRECISIONS else "bf16", gpu
+    )
 
 
 def prefill_rate(
@@ -113,7 +115,7 @@ def pipeline_tokens_per_s(case: Case, gpu: Gpu) -> float:
     """The whole pipeline's tokens/s: `target_gpus` capture GPUs feeding `drafter_gpus`."""
     model = case_model(case)
     tokens = float(case["sample_tokens"])
-    t_rate = prefill_rate(model, gpu, tokens, int(case.get("tp", 1)), precision_speedup(case))
+    t_rate = prefill_rate(model, gpu, tokens, int(case.get("tp", 1)), precision_speedup(case, gpu))
     d_rate = drafter_samples_per_s(case, gpu) * tokens
     inputs = _inputs(case, gpu, gpu, t_rate, d_rate)
     return float(flow(inputs, case["target_gpus"], case["drafter_gpus"]).tokens_per_s)
@@ -126,12 +128,12 @@ def job_rate(case: Case, gpu: Gpu) -> float:
         return matmul_tflops(gpu)
     if job == "prefill":
         return prefill_rate(
-            case_model(case), gpu, float(case["sample_tokens"]), 1, precision_speedup(case)
+            case_model(case), gpu, float(case["sample_tokens"]), 1, precision_speedup(case, gpu)
         )
     if job == "drafter":
         return drafter_samples_per_s(case, gpu)
     return training_rate(
-        case_model(case), gpu, float(case["sample_tokens"]), precision_speedup(case)
+        case_model(case), gpu, float(case["sample_tokens"]), precision_speedup(case, gpu)
     )
 
 
@@ -142,11 +144,11 @@ def rate(case: Case, gpus: Mapping[str, Gpu]) -> float:
     tokens = float(case.get("sample_tokens", 1.0))
     if quantity in ("target_tokens_per_s_per_gpu", "capture_samples_per_s_per_gpu"):
         per_token = prefill_rate(
-            case_model(case), gpu, tokens, int(case.get("tp", 1)), precision_speedup(case)
+            case_model(case), gpu, tokens, int(case.get("tp", 1)), precision_speedup(case, gpu)
         )
         return per_token if quantity == "target_tokens_per_s_per_gpu" else per_token / tokens
     if quantity == "training_tokens_per_s_per_gpu":
-        return training_rate(case_model(case), gpu, tokens, precision_speedup(case))
+        return training_rate(case_model(case), gpu, tokens, precision_speedup(case, gpu))
     if quantity == "drafter_samples_per_s_per_gpu":
         return drafter_in_pipeline(case, gpu)
     if quantity == "gpu_ratio":

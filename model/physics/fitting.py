@@ -880,6 +880,18 @@ HELD_FIT = (
     "silybench-h100-qwen3-8b-bf16-held-memory",
 )
 HELD_RANGE = (*HELD_FIT, "vllm-pr10511-h100-llama3-8b-tp2-held-memory")
+# NVFP4 over FP8 prefill, each a ratio of two runs of one stack (quantity precision_speedup).
+FP4_PREFILL = (
+    "sglang-gb200-deepseek-r1-prefill-nvfp4-over-fp8",
+    "vllm-gb300-deepseek-v32-prefill-nvfp4-over-fp8",
+)
+
+
+def _stated(case: Case, _: Values) -> Span:
+    """The value the case states (a measured ratio)."""
+    return _point(float(case["value"]))
+
+
 # A catalog field of a GPU's fitted maturity entry: "maturity:<role>:<engine>".
 MATURITY_FIELD = "maturity"
 
@@ -1052,6 +1064,19 @@ CONSTANTS: tuple[Constant, ...] = (
         gpu_fields=(("mi300x", f"{MATURITY_FIELD}:decode:vllm"),),
     ),
     *_DENSE,
+    Constant(
+        "FP4_PREFILL_OVER_FP8",
+        "roofline",
+        "x the FP8 prefill rate",
+        fitted_on=FP4_PREFILL,
+        range_on=FP4_PREFILL,
+        applies_when="prefill of NVFP4 weights against the same stack's FP8 weights on "
+        "Blackwell (SGLang's DeepSeek-R1 prefill on GB200, attention in FP8 too; vLLM's "
+        "DeepSeek-V3.2 prefill on GB300, sparse attention): applied to every target in fp4 "
+        "on a GPU with FP4 tensor cores, dense and hybrid ones included",
+        fit=_by_group(_stated),
+        implied=_stated,
+    ),
     *(_family(f) for f in FAMILY_EFFICIENCIES),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}

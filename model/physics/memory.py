@@ -17,6 +17,7 @@ from .work import (
     DrafterShape,
     DrafterWork,
     layer_io_elements,
+    target_weight_bytes,
 )
 
 # Three fitted constants, computed by fitting.py from measurements.toml at the end of this
@@ -25,13 +26,19 @@ from .work import (
 
 
 def target_memory(
-    model: TargetModel, tp: int, tokens: int, captured_layers: int, available_gb: float
+    model: TargetModel,
+    tp: int,
+    tokens: int,
+    captured_layers: int,
+    available_gb: float,
+    precision: str = "bf16",
 ) -> MemoryFit:
     """One target GPU: its weight shard, the KV cache and activations of `tokens` in one
     forward (the projection: one max-length sample, single-pass prefill as capture servers
     run --chunked-prefill-size -1; a launch script: its in-flight batch), the captured
-    hidden states, and the runtime's own reserve."""
-    weights = BF16_BYTES * model.total_params / tp
+    hidden states, and the runtime's own reserve. The weights in the target's precision
+    (work.target_weight_bytes)."""
+    weights = target_weight_bytes(model, precision) / tp
     kv = BF16_BYTES * 2 * model.kv_dim * model.n_layers * tokens / tp
     # Live activations of one layer at a time, for the whole sequence.
     activations = (

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..basics.units import BF16_BYTES
 from ..inputs.hardware import Gpu
 from . import fitting
-from .work import DrafterWork, TargetWork
+from .work import WEIGHT_BYTES_PER_PARAM, DrafterWork, TargetWork
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +31,16 @@ class Roofline:
         return self.tokens_per_s / self.compute_tokens_per_s
 
 
-def target_roofline(work: TargetWork, gpu: Gpu) -> Roofline:
+def target_roofline(work: TargetWork, gpu: Gpu, precision: str = "bf16") -> Roofline:
+    """bf16 by default; a target in fp8 or fp4 computes precision_speedup faster and reads
+    its weights at that precision's bytes."""
     compute = gpu.bf16_flop_per_s / work.time_flop(gpu.softmax_speedup)
     memory = gpu.mem_bytes_per_s / work.bytes_per_token
+    if precision != "bf16":
+        compute *= precision_speedup(precision, gpu)
+        weights = work.weight_bytes_per_forward / work.tokens_per_forward
+        narrow = weights * WEIGHT_BYTES_PER_PARAM[precision] / BF16_BYTES
+        memory = gpu.mem_bytes_per_s / (work.bytes_per_token - weights + narrow)
     return Roofline(min(compute, memory), compute, memory)
 
 
@@ -45,6 +53,27 @@ def drafter_roofline(work: DrafterWork, gpu: Gpu, sample_tokens: float) -> Roofl
 # FP8 matmuls give 1.3-1.9x bf16 throughput end to end, not the datasheet's 2x (docs/hardware.md's
 # planning notes); the midpoint is used where a measurement ran in FP8.
 FP8_SPEEDUP = 1.6
+
+# NVFP4 prefill over FP8 prefill on a GPU with FP4 tensor cores, end to end (not the
+# datasheet's 2x: attention, norms and the activations' quantization stay at their own
+# precision). Fitted (fitting.py) on the public prefill measurements of both precisions on
+# one stack: SGLang's DeepSeek-R1 prefill on GB200 (1.42, attention moved to FP8 too: the
+# high end) and vLLM's DeepSeek-V3.2 prefill on GB300 (1.14, sparse-attention prefill: the
+# low end), one vote per source.
+FP4_PREFILL_OVER_FP8: float = fitting.value("FP4_PREFILL_OVER_FP8")
+
+# A target's weight precisions (plan target.precision, a case's `precision`).
+PRECISIONS = ("bf16", "fp8", "fp4")
+
+
+def precision_speedup(precision: str, gpu: Gpu) -> float:
+    """A target's prefill rate in this precision over its bf16 rate on the GPU: FP8 at
+    FP8_SPEEDUP; FP4 at FP8_SPEEDUP x FP4_PREFILL_OVER_FP8 where the GPU has FP4 tensor
+    cores, else at the FP8 rate (FP4 weights computed at FP8: a weight-only format)."""
+    if precision == "fp4":
+        return FP8_SPEEDUP * (FP4_PREFILL_OVER_FP8 if gpu.supports("fp4") else 1.0)
+    return FP8_SPEEDUP if precision == "fp8" else 1.0
+
 
 # MoE layers reach a lower share of peak than dense ones (grouped expert GEMMs, routing,
 # all-to-all). Fitted (fitting.py) on Megatron-Bridge gpt-oss-120b bf16 training on B300

@@ -20,6 +20,25 @@ SOFTMAX_TIME_PER_MATMUL_TIME_AT_HEAD_DIM_128 = 1.0
 # AdamW mixed precision: bf16 weights (2), replicated; fp32 master (4), Adam m (4) and v (4)
 # and the bf16 gradient (2) sharded over the drafter ranks (FSDP SHARD_GRAD_OP).
 REPLICATED_BYTES_PER_PARAM = BF16_BYTES
+
+# A target weight's bytes in each precision, its scales included: FP8 checkpoints carry one
+# fp32 scale per 128 x 128 block (Qwen's and DeepSeek's block FP8), NVFP4 one E4M3 scale
+# per 16 values (plus a per-tensor fp32, negligible). The embeddings and the LM head stay
+# bf16 in both (ModelOpt's and the recipes' exports: "NVFP4 export with a BF16 head").
+WEIGHT_BYTES_PER_PARAM = {
+    "bf16": float(BF16_BYTES),
+    "fp8": 1.0 + FP32_BYTES / (128 * 128),
+    "fp4": 0.5 + 1.0 / 16,
+}
+
+
+def target_weight_bytes(model: TargetModel, precision: str = "bf16") -> float:
+    """The target's weights in `precision`: its layers at that precision's bytes (scales
+    included), the embeddings and LM head in bf16."""
+    layers = model.total_params - model.embedding_params
+    return WEIGHT_BYTES_PER_PARAM[precision] * layers + BF16_BYTES * model.embedding_params
+
+
 SHARDED_BYTES_PER_PARAM = 4 + 4 + 4 + BF16_BYTES
 # Per optimizer step every sharded state byte is read once and written once.
 OPTIMIZER_TRAFFIC_PER_STATE_BYTE = 2
