@@ -184,16 +184,14 @@ def drafter_capacity(
 def best_split(inputs: PipelineInputs, total: int, tp: int) -> tuple[int, float] | None:
     """The split of `total` GPUs of one type with the highest throughput (the fewest
     drafters on a tie): (its targets, its tokens/s); None when no split has room for a
-    replica and a drafter. Balance and the topology verdict pick with this."""
-    import numpy as np  # as splits
-
-    sweep = splits(inputs, total, tp)
-    if sweep is None:
+    replica and a drafter. Balance and the topology verdict pick with this: one split at
+    a time (a projection's verdict loads no numpy; a plan has at most a few hundred)."""
+    rates = {t: float(flow(inputs, t, total - t).tokens_per_s) for t in range(tp, total, tp)}
+    if not rates:
         return None
-    targets, f = sweep
-    tokens = np.asarray(f.tokens_per_s, dtype=float)
-    i = targets.size - 1 - int(np.argmax(tokens[::-1] >= tokens.max() * (1 - 1e-9)))
-    return int(targets[i]), float(tokens[i])
+    best = max(rates.values())
+    targets = max(t for t, rate in rates.items() if rate >= best * (1 - 1e-9))
+    return targets, rates[targets]
 
 
 def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
