@@ -21,7 +21,7 @@ from ..model.basics.terminal import terminal_safe
 from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
-from ..model.evidence.evidence import Validation
+from ..model.evidence.evidence import TOPOLOGY_TOLERANCE, Validation
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
 from ..model.explore.search import TIE_RULE
@@ -525,6 +525,8 @@ def validation(result: Validation) -> None:
             str(len(tier.not_cross_validatable)),
         )
     _print_table(headline)
+    if result.topology:
+        _topology_checks(result)
     constants = Table(
         title="fitted constants (model/physics/fitting.py): computed from the cases they are "
         "fitted on",
@@ -619,6 +621,50 @@ def validation(result: Validation) -> None:
         for case_id, capability in result.waiting.items():
             waiting.add_row(escape(case_id), escape(capability))
         _print_table(waiting)
+
+
+def _topology_checks(result: Validation) -> None:
+    """Each topology table's runs per GPU type and count, predicted with their source
+    group left out, and whether the predicted winner is the measured one."""
+    table = Table(
+        title="topology tables, each source group left out: colocated against the best "
+        f"disaggregated split (issue 32: winner right, each figure within "
+        f"{TOPOLOGY_TOLERANCE * 100:.0f} %)",
+        header_style="bold",
+    )
+    for header, right in (
+        ("GPUs", False),
+        ("run", False),
+        ("measured", True),
+        ("predicted", True),
+        ("error", True),
+        ("cross-validated", False),
+    ):
+        table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    console = _console()
+    verdicts: list[str] = []
+    for check in result.topology:
+        where = f"{check.gpus} x {check.gpu}"
+        for r in check.rows:
+            error = f"{r.error * 100:+,.1f} %"
+            table.add_row(
+                where,
+                r.split,
+                f"{r.measured:,.4g}",
+                f"{r.predicted:,.4g}",
+                error if abs(r.error) <= TOPOLOGY_TOLERANCE else f"[yellow]{error}[/yellow]",
+                "yes" if r.cross_validated else f"no: {escape(', '.join(r.needs))}",
+            )
+        right = check.measured_winner == check.predicted_winner
+        verdicts.append(
+            f"  {where} ({escape(check.group)}): measured {check.measured_winner}, predicted "
+            f"{check.predicted_winner}: {'right' if right else '[yellow]wrong[/yellow]'}; worst "
+            f"error {fmt.percent(check.worst_abs_error)}; criterion "
+            f"{'met' if check.meets else '[yellow]not met[/yellow]'}"
+        )
+    _print_table(table)
+    for line in verdicts:
+        console.print(line)
 
 
 def _cost_line(p: Projection) -> str:

@@ -53,6 +53,7 @@ class Row:
     tier: str
     group: str = ""
     dflash_family: bool = False  # a DFlash-family trainer's run (DFlash, DFlash2, Domino, DSpark)
+    compares: str = ""  # "topology": a run of a source's topology table (validated apart)
 
     @property
     def error(self) -> float:
@@ -231,6 +232,7 @@ def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
         tier=case["tier"],
         group=fitting.group(case),
         dflash_family=is_dflash_family(case),
+        compares=str(case.get("compares", "")),
     )
 
 
@@ -324,6 +326,123 @@ class CrossValidated:
         return {**self.summary.to_json(), "not_cross_validatable": list(self.not_cross_validatable)}
 
 
+# The issue's test of a topology table (issue 32: SpecForge's DFlash2 recipe, PR #869): with
+# the table's source group left out, every figure within this share of the measured one
+# and the winning topology right on every GPU type and count.
+TOPOLOGY_TOLERANCE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRow:
+    """One run of a source's topology table (`compares = "topology"`), predicted with its
+    source group left out."""
+
+    id: str
+    topology: str  # "disaggregated" or "colocated"
+    split: str  # "5 + 3" (targets + drafters), or "colocated"
+    measured: float
+    predicted: float
+    cross_validated: bool  # False: it needs a constant fitted on its own group alone
+    needs: tuple[str, ...] = ()  # those constants
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyCheck:
+    """One GPU type and count of a topology table: the measured winner (colocated against
+    the best disaggregated split the table measured) and the predicted one, over the same
+    runs, each predicted with its source group left out."""
+
+    group: str
+    gpu: str
+    gpus: int
+    rows: tuple[TopologyRow, ...]
+
+    def _winner(self, figure: Callable[[TopologyRow], float]) -> str:
+        best = {
+            t: max((figure(r) for r in self.rows if r.topology == t), default=0.0)
+            for t in ("colocated", "disaggregated")
+        }
+        return "colocated" if best["colocated"] > best["disaggregated"] else "disaggregated"
+
+    @property
+    def measured_winner(self) -> str:
+        return self._winner(lambda r: r.measured)
+
+    @property
+    def predicted_winner(self) -> str:
+        return self._winner(lambda r: r.predicted)
+
+    @property
+    def worst_abs_error(self) -> float:
+        return max(abs(r.error) for r in self.rows)
+
+    @property
+    def meets(self) -> bool:
+        """The issue's criterion: the winner right, every figure within the tolerance, every
+        row cross-validated (none resting on a constant fitted on its own group alone)."""
+        return (
+            self.measured_winner == self.predicted_winner
+            and self.worst_abs_error <= TOPOLOGY_TOLERANCE
+            and all(r.cross_validated for r in self.rows)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "measured_winner": self.measured_winner,
+            "predicted_winner": self.predicted_winner,
+            "worst_abs_error": self.worst_abs_error,
+            "meets": self.meets,
+            "rows": [
+                {
+                    "id": r.id,
+                    "topology": r.topology,
+                    "split": r.split,
+                    "measured": r.measured,
+                    "predicted": r.predicted,
+                    "error": r.error,
+                    "cross_validated": r.cross_validated,
+                    "needs_own_group": list(r.needs),
+                }
+                for r in self.rows
+            ],
+        }
+
+
+def topology_checks(
+    cases: Iterable[Mapping[str, Any]],
+    fold_rows: Mapping[str, Row],
+    needs: Mapping[str, tuple[str, ...]],
+) -> tuple[TopologyCheck, ...]:
+    """Each GPU type and count of every topology table, from the cross-validation's fold
+    predictions (a row needing a constant of its own group alone is predicted with that
+    constant as fitted on all its cases, and flagged)."""
+    tables: dict[tuple[str, str, int], list[TopologyRow]] = {}
+    for c in cases:
+        if c.get("compares") != "topology":
+            continue
+        colocated = c.get("topology") == "colocated"
+        split = "colocated" if colocated else f"{c['target_gpus']} + {c['drafter_gpus']}"
+        row = TopologyRow(
+            c["id"],
+            "colocated" if colocated else "disaggregated",
+            split,
+            float(c["value"]),
+            fold_rows[c["id"]].predicted,
+            c["id"] not in needs,
+            needs.get(c["id"], ()),
+        )
+        key = (fitting.group(c), str(c["gpu"]), int(c["gpu_count"]))
+        tables.setdefault(key, []).append(row)
+    return tuple(TopologyCheck(g, gpu, n, tuple(rows)) for (g, gpu, n), rows in tables.items())
+
+
 @dataclass(frozen=True, slots=True)
 class Validation:
     rows: tuple[Row, ...]
@@ -335,6 +454,8 @@ class Validation:
     cv_rows: dict[str, Row] = field(default_factory=dict)  # by id: the fold's prediction
     # Recorded cases that wait for a capability the planner lacks: id -> the capability.
     waiting: dict[str, str] = field(default_factory=dict)
+    # The topology tables' verdicts, their source group left out (issue 32).
+    topology: tuple[TopologyCheck, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         overall = self.summary["strong"].to_json()
@@ -359,6 +480,7 @@ class Validation:
                 "sources": len({r.source.split(" ")[0] for r in self.rows}),
                 "cross_validated": {k: v.to_json() for k, v in self.cross_validated.items()},
                 "waiting": dict(self.waiting),
+                "topology": [t.to_json() for t in self.topology],
             },
         }
 
@@ -369,11 +491,19 @@ class Validation:
 DECODE = "decode_tokens_per_s_per_gpu"
 DECODE_MEMORY = "engine_held_gib"
 APART = (DECODE, DECODE_MEMORY)
+# The runs of a topology table are validated apart too, by the issue's own test of them
+# (TopologyCheck: the winner per GPU type and count, each figure within 25 %), and in the
+# DFlash-family tier; the tiers are as they were before them.
+TOPOLOGY = "topology"
+
+
+def _apart(r: Row) -> bool:
+    return r.quantity in APART or r.compares == TOPOLOGY
 
 
 def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
     every = list(rows)
-    rows = [r for r in every if r.quantity not in APART]
+    rows = [r for r in every if not _apart(r)]
     return {
         # Matmul ceilings set catalog defaults directly (matmul_ceiling): the model's own
         # predictions are everything else.
@@ -385,7 +515,8 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
         "decode/memory": [r for r in every if r.quantity == DECODE_MEMORY],
         # Every tier of the runs of the drafter the plan trains: the part of the model the
         # answer rests on.
-        "dflash-family": [r for r in rows if r.dflash_family],
+        "dflash-family": [r for r in every if r.dflash_family and r.quantity not in APART],
+        TOPOLOGY: [r for r in every if r.compares == TOPOLOGY],
     }
 
 
@@ -456,18 +587,29 @@ def cross_validate(
     group's cases with that fold's constants. Returns the constants with their fold
     values, the out-of-sample rows, and the cases that need a constant fitted on their
     own group alone (not cross-validatable) with those constants."""
+    constants, rows, needs, _ = _cross_validate(catalog, cases)
+    return constants, rows, needs
+
+
+def _cross_validate(
+    catalog: Catalog, cases: list[dict[str, Any]]
+) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...], dict[str, tuple[str, ...]], dict[str, Row]]:
+    """cross_validate, with every case's fold prediction too (those set apart included:
+    a constant its fold cannot refit keeps its value on all its cases)."""
     by_id = {c["id"]: c for c in cases}
     groups = sorted({fitting.group(c) for c in cases})
     full = fitting.fit_all(by_id)
     folds = {g: fitting.fit_all(by_id, leave_out=g) for g in groups}
     rows: list[Row] = []
     needs: dict[str, tuple[str, ...]] = {}
+    every: dict[str, Row] = {}
     for g in groups:
         fold = folds[g]
         missing = [n for n, v in fold.items() if v is None]
         with constants_applied(catalog, fold) as fold_catalog:
             for case in (c for c in cases if fitting.group(c) == g):
                 row = predict(case, fold_catalog)
+                every[case["id"]] = row
                 own = tuple(n for n in missing if _depends(case, catalog, n))
                 if own:
                     needs[case["id"]] = own
@@ -494,13 +636,13 @@ def cross_validate(
                 tuple((g, folds[g][c.name]) for g in groups),
             )
         )
-    return tuple(constants), tuple(rows), needs
+    return tuple(constants), tuple(rows), needs, every
 
 
 def validate(catalog: Catalog) -> Validation:
     cases = load_cases()
     rows = tuple(predict(case, catalog) for case in cases)
-    training = [r for r in rows if r.quantity not in APART]
+    training = [r for r in rows if not _apart(r)]
     groups: dict[str, list[Row]] = {"all": training}
     groups["strong/model"] = _tiers(rows)["strong/model"]
     for tier in TIERS:
@@ -511,8 +653,9 @@ def validate(catalog: Catalog) -> Validation:
         groups[half] = [r for r in training if r.half == half]
     groups["decode"] = [r for r in rows if r.quantity == DECODE]
     groups["decode/memory"] = [r for r in rows if r.quantity == DECODE_MEMORY]
-    groups["dflash-family"] = [r for r in training if r.dflash_family]
-    constants, cv_rows, needs = cross_validate(catalog, cases)
+    groups["dflash-family"] = [r for r in rows if r.dflash_family and r.quantity not in APART]
+    groups[TOPOLOGY] = [r for r in rows if r.compares == TOPOLOGY]
+    constants, cv_rows, needs, fold_rows = _cross_validate(catalog, cases)
     apart = _tiers(r for r in rows if r.id in needs)
     cross = {
         tier: CrossValidated(summarize(kept), tuple(r.id for r in apart[tier]))
@@ -526,4 +669,5 @@ def validate(catalog: Catalog) -> Validation:
         needs,
         {r.id: r for r in cv_rows},
         waiting_cases(),
+        topology_checks(cases, fold_rows, needs),
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..inputs.hardware import Gpu
 from ..inputs.targets import TargetModel
-from . import fitting, roofline
+from . import colocated, fitting, roofline
 from .fitting import CAPTURED_LAYERS, case_drafter, case_model, training_time_flop_per_token
 from .pipeline import flow, pipeline_inputs, tp_efficiency
 from .roofline import (
@@ -29,11 +29,22 @@ Case = Mapping[str, Any]
 
 def precision_speedup(case: Case, gpu: Gpu) -> float:
     """The case's target precision over bf16 on its GPU (roofline.precision_speedup): FP8
-    at FP8_SPEEDUP, FP4 faster again where the GPU has FP4 tensor cores."""
+    at FP8_SPEEDUP, FP4 faster again where the GPU has FP4 tensor cores. FP8 weights
+    through an untuned kernel (`fp8_gemm = "untuned"`: SGLang's Triton block-FP8 fallback
+    with DeepGEMM disabled) gain nothing over bf16: the FP8 speedup is the tuned kernels'."""
     precision = str(case.get("precision", "bf16"))
+    if precision == "fp8" and case.get("fp8_gemm") == "untuned":
+        return 1.0
     return roofline.precision_speedup(
         precision if precision in roofline.PRECISIONS else "bf16", gpu
     )
+
+
+def prefill_speedup(case: Case, gpu: Gpu) -> float:
+    """A capture server's rate over its bf16 physics: the precision, and the software
+    maturity of its engine on the GPU (hardware.toml), as a plan's estimate applies it."""
+    mature = gpu.maturity_of("target", str(case.get("engine", "")))
+    return precision_speedup(case, gpu) * (1.0 if mature is None else mature.factor)
 
 
 def prefill_rate(
@@ -96,7 +107,10 @@ def _inputs(case: Case, target_gpu: Gpu, drafter_gpu: Gpu, t_rate: float, d_rate
         batch_size=case.get("batch", 1),
         sample_tokens=tokens,
         hidden_state_bytes_per_token=tw.hidden_state_bytes_per_token,
-        transport=case.get("transport", "mooncake"),
+        # A colocated case's states stay in process ("in-process"): no transport applies.
+        transport="direct"
+        if case.get("topology") == "colocated"
+        else case.get("transport", "mooncake"),
         receive=case.get("receive", "host"),
     )
 
@@ -118,9 +132,13 @@ def pipeline_tokens_per_s(case: Case, gpu: Gpu) -> float:
     """The whole pipeline's tokens/s: `target_gpus` capture GPUs feeding `drafter_gpus`."""
     model = case_model(case)
     tokens = float(case["sample_tokens"])
-    t_rate = prefill_rate(model, gpu, tokens, int(case.get("tp", 1)), precision_speedup(case, gpu))
+    t_rate = prefill_rate(model, gpu, tokens, int(case.get("tp", 1)), prefill_speedup(case, gpu))
     d_rate = drafter_samples_per_s(case, gpu) * tokens
     inputs = _inputs(case, gpu, gpu, t_rate, d_rate)
+    if case.get("topology") == "colocated":
+        # Every one of the case's GPUs runs both roles (its target and drafter counts
+        # both name all of them): the time-shared rate of that many GPUs.
+        return float(colocated.colocated_flow(inputs, int(case["gpu_count"])).tokens_per_s)
     return float(flow(inputs, case["target_gpus"], case["drafter_gpus"]).tokens_per_s)
 
 
@@ -131,7 +149,7 @@ def job_rate(case: Case, gpu: Gpu) -> float:
         return matmul_tflops(gpu)
     if job == "prefill":
         return prefill_rate(
-            case_model(case), gpu, float(case["sample_tokens"]), 1, precision_speedup(case, gpu)
+            case_model(case), gpu, float(case["sample_tokens"]), 1, prefill_speedup(case, gpu)
         )
     if job == "drafter":
         return drafter_samples_per_s(case, gpu)
@@ -147,7 +165,7 @@ def rate(case: Case, gpus: Mapping[str, Gpu]) -> float:
     tokens = float(case.get("sample_tokens", 1.0))
     if quantity in ("target_tokens_per_s_per_gpu", "capture_samples_per_s_per_gpu"):
         per_token = prefill_rate(
-            case_model(case), gpu, tokens, int(case.get("tp", 1)), precision_speedup(case, gpu)
+            case_model(case), gpu, tokens, int(case.get("tp", 1)), prefill_speedup(case, gpu)
         )
         return per_token if quantity == "target_tokens_per_s_per_gpu" else per_token / tokens
     if quantity == "training_tokens_per_s_per_gpu":

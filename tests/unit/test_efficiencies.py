@@ -97,12 +97,13 @@ def test_waiting_cases_are_recorded_and_not_predicted():
     every = {c["id"] for c in all_cases()}
     assert waiting and set(waiting) <= every and not set(waiting) & predicted
     assert predicted | set(waiting) == every
-    # The recipe's DFlash2 pipeline rows wait for the drafter family, its colocated rows
-    # for the topology too (issue 32 builds both).
-    assert "drafter dflash2" in waiting["specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline"]
+    # Issue 32 built the drafter family, the colocated topology and the FP4 target: the
+    # recipe's topology table is predicted; its flow-control sweep still waits.
+    assert "specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline" in predicted
+    assert "specforge-dflash2-qwen38-27b-b300-colocated-1node-pipeline" in predicted
     assert (
-        "topology colocated"
-        in waiting["specforge-dflash2-qwen38-27b-b300-colocated-1node-pipeline"]
+        "flow-control watermarks"
+        in waiting["specforge-dflash2-qwen38-27b-b300-4srv-dp4-watermark-96-48-pipeline"]
     )
     assert all(capability.strip() for capability in waiting.values())
 
