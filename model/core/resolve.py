@@ -33,6 +33,12 @@ class Resolved:
         return self.target_gpu.key == self.drafter_gpu.key
 
     @property
+    def captured_tensors(self) -> int:
+        """Hidden-state tensors the capture holds per token: the captured layers, and the
+        final hidden state where the family captures it (DFlash2's sixth tensor)."""
+        return len(self.layer_ids) + int(self.shape.final_state)
+
+    @property
     def transferred_layers(self) -> int:
         """Hidden states sent per token: the captured layers, plus the final hidden state
         where the family captures it (DFlash2) or the launch format appends it (the final

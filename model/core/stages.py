@@ -52,7 +52,7 @@ def pipeline_stage(r: Resolved, rt: Rates) -> Pipeline:
     central = plan_inputs(r, rt.target_work, rt.target.tokens_per_s, rt.drafter.tokens_per_s)
     f = flow(central, plan.target.count, plan.drafter.count)
     t_mem = target_memory(
-        r.model, plan.target.tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb
+        r.model, plan.target.tp, w.max_length, r.captured_tensors, r.target_gpu.memory_gb
     )
     # Memory peaks at the longest sample (its context states), not the average one.
     d_mem = drafter_memory(
@@ -80,7 +80,7 @@ def store_sizing(r: Resolved) -> tuple[str, int]:
     plan = r.plan
     fmt = formats.row_of(plan.launch.format).store_sizing
     return fmt, store.sample_feature_bytes(
-        r.model.hidden, len(r.layer_ids), plan.workload.max_length
+        r.model.hidden, r.captured_tensors, plan.workload.max_length
     )
 
 

@@ -411,7 +411,7 @@ def _block_model(
     slow_in = inputs(t_rate.low_tokens_per_s, d_rate.low_tokens_per_s, slow_links)
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
-    t_mem = target_memory(r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb)
+    t_mem = target_memory(r.model, tp, w.max_length, r.captured_tensors, t_gpu.memory_gb)
     fixed, state = _drafter_memory_parts(plan, r, d_gpu)
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)
     role_prices = RolePrices(p_t, p_d, None, None, t_gpu.tdp_w, d_gpu.tdp_w)
