@@ -166,17 +166,8 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
 def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], int, DrafterShape]:
     """A workload's captured layers, block size and drafter shape on its target model, the
     rules between them checked: a plan's workload, or the one a measurement was taken on."""
+    # A family that fixes its layer count (EAGLE-3: one) takes no workload.draft_layers.
     family = FAMILIES[w.drafter]
-    if (
-        family.layers is not None
-        and "draft_layers" in w.model_fields_set
-        and w.draft_layers != family.layers
-    ):
-        raise PlanError.field(
-            "workload.draft_layers",
-            str(w.draft_layers),
-            f"{family.name} trains {family.layers} decoder layer(s); allowed: {family.layers}",
-        )
     if w.draft_layers > model.n_layers:
         raise PlanError.field(
             "workload.draft_layers",
