@@ -94,10 +94,12 @@ def _console(width: int | None = None) -> Console:
 def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
     name = p.plan.name or "plan"
-    said = [] if p.target_model.name in name else [escape(p.target_model.name)]
+    said = [] if p.target_model.name in name else [p.target_model.name]
+    if p.plan.workload.drafter != "dflash":  # the built-in family goes unsaid
+        said.append(f"{p.drafter_family} drafter")
     if p.plan.target.precision != "bf16":
         said.append(f"target in {p.plan.target.precision}")
-    model = f"  ({', '.join(said)})" if said else ""
+    model = f"  ({escape(', '.join(said))})" if said else ""
     console.print(f"[bold]{escape(name)}[/bold]{model}")
     summary = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
     summary.add_column(style="bold", no_wrap=True)

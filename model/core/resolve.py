@@ -33,6 +33,12 @@ class Resolved:
         return self.target_gpu.key == self.drafter_gpu.key
 
     @property
+    def captured_tensors(self) -> int:
+        """Hidden-state tensors the capture holds per token: the captured layers, and the
+        final hidden state where the family captures it (DFlash2's sixth tensor)."""
+        return len(self.layer_ids) + int(self.shape.final_state)
+
+    @property
     def transferred_layers(self) -> int:
         """Hidden states sent per token: the captured layers, plus the final hidden state
         where the family captures it (DFlash2) or the launch format appends it (the final
@@ -174,17 +180,8 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
 def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], int, DrafterShape]:
     """A workload's captured layers, block size and drafter shape on its target model, the
     rules between them checked: a plan's workload, or the one a measurement was taken on."""
+    # A family that fixes its layer count (EAGLE-3: one) takes no workload.draft_layers.
     family = FAMILIES[w.drafter]
-    if (
-        family.layers is not None
-        and "draft_layers" in w.model_fields_set
-        and w.draft_layers != family.layers
-    ):
-        raise PlanError.field(
-            "workload.draft_layers",
-            str(w.draft_layers),
-            f"{family.name} trains {family.layers} decoder layer(s); allowed: {family.layers}",
-        )
     if w.draft_layers > model.n_layers:
         raise PlanError.field(
             "workload.draft_layers",

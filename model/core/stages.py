@@ -69,7 +69,7 @@ def role_memory(r: Resolved, rt: Rates, drafters: int) -> tuple[MemoryFit, Memor
         r.model,
         plan.target.tp,
         w.max_length,
-        len(r.layer_ids),
+        r.captured_tensors,
         r.target_gpu.memory_gb,
         plan.target.precision,
     )
@@ -95,7 +95,7 @@ def store_sizing(r: Resolved) -> tuple[str, int]:
     plan = r.plan
     fmt = formats.row_of(plan.launch.format).store_sizing
     return fmt, store.sample_feature_bytes(
-        r.model.hidden, len(r.layer_ids), plan.workload.max_length
+        r.model.hidden, r.captured_tensors, plan.workload.max_length
     )
 
 

@@ -415,7 +415,7 @@ def _block_model(
     # Memory: the target's does not depend on counts; the drafter's optimizer state is
     # sharded over the drafters, so enough of them make it fit.
     t_mem = target_memory(
-        r.model, tp, w.max_length, len(r.layer_ids), t_gpu.memory_gb, plan.target.precision
+        r.model, tp, w.max_length, r.captured_tensors, t_gpu.memory_gb, plan.target.precision
     )
     fixed, state = _drafter_memory_parts(plan, r, d_gpu)
     units = (view.by_gpu[t_key].unit_gpus, view.by_gpu[d_key].unit_gpus)

@@ -98,7 +98,9 @@ def test_waiting_cases_are_recorded_and_not_predicted():
     assert waiting and set(waiting) <= every and not set(waiting) & predicted
     assert predicted | set(waiting) == every
     # Issue 32 built the drafter family, the colocated topology and the FP4 target: the
-    # recipe's topology table is predicted; its flow-control sweep still waits.
+    # recipe's DFlash2 trainer ranks and its topology table are predicted; its flow-control
+    # sweep still waits.
+    assert "specforge-dflash2-qwen38-27b-h200-trainer-rank" in predicted
     assert "specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline" in predicted
     assert "specforge-dflash2-qwen38-27b-b300-colocated-1node-pipeline" in predicted
     assert (

@@ -152,6 +152,7 @@ def test_eagle3_one_fused_layer_and_a_draft_vocabulary():
     assert shape.frozen_params == 2 * 128_256 * 4096
     # Every position trains, unrolled over 7 steps; four tensors per token (three taps and
     # the final hidden state).
+    # The family fixes its one layer whatever workload.draft_layers says (5 here).
     work = drafter_work(shape, 512, 2000.0, batch_size=1, drafter_gpus=1)
     assert (work.anchors, work.positions) == (2000, 14_000)
     assert shape.state_tensors == 4
@@ -162,8 +163,8 @@ def test_eagle3_one_fused_layer_and_a_draft_vocabulary():
     [
         (["--set", "workload.drafter=medusa"], "must be one of 'dflash', 'dflash2'"),
         (
-            ["--set", "workload.drafter=eagle3", "--set", "workload.draft_layers=2"],
-            "workload.draft_layers = 2: EAGLE-3 trains 1 decoder layer(s); allowed: 1",
+            ["--set", "workload.drafter=eagle3", "--set", "workload.target_layer_ids=[1,9]"],
+            "workload.target_layer_ids = [1, 9]: EAGLE-3 fuses exactly 3 captured layers",
         ),
     ],
 )
