@@ -105,3 +105,18 @@ def test_a_bad_topology_value_is_one_line(capsys):
     assert len(err.splitlines()) == 1
     assert "--topology" in err and "'sideways'" in err
     assert "disaggregated" in err and "colocated" in err and "both" in err
+
+
+def test_the_readmes_topology_search_is_what_search_prints(capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setenv("COLUMNS", "200")
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    argv = ["search", "--topology", "both", "--gpus", "rtx-pro-6000,b200,b300"]
+    argv += ["--max-gpus", "8", "--set", "workload.transport=mooncake"]
+    argv += ["--set", "workload.receive=host"]
+    assert main(argv) == 0
+    wins = [line for line in capsys.readouterr().out.splitlines() if " wins (fastest" in line]
+    assert len(wins) == 3
+    for line in wins:
+        assert f"  {line}\n" in readme, line
