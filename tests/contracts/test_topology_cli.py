@@ -120,3 +120,12 @@ def test_the_readmes_topology_search_is_what_search_prints(capsys, monkeypatch):
     assert len(wins) == 3
     for line in wins:
         assert f"  {line}\n" in readme, line
+
+
+def test_a_colocated_search_offline_only_is_one_line(capsys):
+    assert main(["search", "--topology", "colocated", "--mode", "offline"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "dflash-plan: --topology colocated: a colocated plan runs online only: search "
+        "--mode online (or --topology both)"
+    )
