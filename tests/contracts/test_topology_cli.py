@@ -39,6 +39,8 @@ def test_project_names_the_topology_and_the_winner_on_its_gpus(capsys):
     assert set(block) == TOPOLOGY_KEYS
     assert block["topology"] == "colocated" and block["gpus"] == 8
     assert doc["bottleneck"] == "time-shared"
+    shares = doc["time_shares"]
+    assert shares["target_forward"] + shares["drafter_step"] == pytest.approx(1.0)
     assert doc["tokens_per_s"] == pytest.approx(block["colocated_tokens_per_s"])
     rates = (block["colocated_tokens_per_s"], block["disaggregated_tokens_per_s"])
     assert block["speedup"] == pytest.approx(max(rates) / min(rates))
