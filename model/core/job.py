@@ -117,7 +117,7 @@ def job_stage(
         sum(money.billed),
         online_cost,
         None if econ.total_cost_usd is None else float(econ.total_cost_usd),
-        f"{plan.target.count} x {r.target_gpu.name} + {plan.drafter.count} x {r.drafter_gpu.name}",
+        _train_gpus(r),
         off,
         (money.role_prices.target_usd_per_hour, money.role_prices.drafter_usd_per_hour),
         (r.target_gpu.name, r.drafter_gpu.name),
@@ -166,13 +166,23 @@ def _before(
     return (ends[0].days, ends[1].days), None if fast is None or slow is None else (fast, slow)
 
 
+def _train_gpus(r: Resolved) -> str:
+    """The train phase's GPUs: each role's, or colocated every GPU running both."""
+    t, d = r.plan.target, r.plan.drafter
+    if r.plan.workload.topology == "colocated":
+        return f"{t.count + d.count} x {r.target_gpu.name} colocated"
+    return f"{t.count} x {r.target_gpu.name} + {d.count} x {r.drafter_gpu.name}"
+
+
 def _neighbours(r: Resolved, run_: Run) -> tuple[tuple[float, float], tuple[float, float]]:
     """What one more target replica and one more drafter GPU each do to the job's rate
     and to its run's days (run_at: the run of the plan's own mode at any counts)."""
     plan, own = r.plan, run_.own
     T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
     rate, days = float(own.tokens_per_s), float(own.days)
-    t, d = (run_at(run_.inputs, *counts) for counts in ((T + tp, D), (T, D + 1)))
+    # Colocated, a GPU more is one more of each role: whole replicas (tp GPUs), either way.
+    more_d = tp if plan.workload.topology == "colocated" else 1
+    t, d = (run_at(run_.inputs, *counts) for counts in ((T + tp, D), (T, D + more_d)))
     return (
         (float(t.tokens_per_s) - rate, float(t.days) - days),
         (float(d.tokens_per_s) - rate, float(d.days) - days),
