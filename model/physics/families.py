@@ -93,7 +93,9 @@ FAMILIES: dict[str, Family] = {
     # (PR #772) and z-lab/dflash dflash/model.py @ 07ebd93d (GroupedDynamicCausalConv,
     # CandidateSelector); the fixed values: the published z-lab/Qwen3.8-27B-DFlash2
     # config.json; the sixth tensor: SpecForge docs/recipes/qwen3.8-27b-dflash2-
-    # disaggregated.md (PR #869: 6 BF16 tensors of tokens x 5120 per sample).
+    # disaggregated.md (PR #869: 6 BF16 tensors of tokens x 5120 per sample); speculators'
+    # port (src/speculators/models/dflash2/core.py @ 961aeaa0) has the same defaults and
+    # reads the verifier's last hidden state too.
     "dflash2": Family(
         "dflash2",
         "DFlash2",
