@@ -89,11 +89,13 @@ FAMILIES: dict[str, Family] = {
     # sliding window 2048 in every layer), a grouped dynamic depthwise convolution (2 taps,
     # 16-channel groups) before and after every attention and MLP, and a rank-256 selector
     # that re-ranks the head's top 16; block 8; the target's final hidden state captured
-    # as a sixth tensor. Shapes: SpecForge specforge/modeling/draft/dflash2.py @ 5943b2f6
+    # as a sixth tensor. Shapes: SpecForge specforge/modeling/draft/dflash2.py @ 0dcf8859
     # (PR #772) and z-lab/dflash dflash/model.py @ 07ebd93d (GroupedDynamicCausalConv,
     # CandidateSelector); the fixed values: the published z-lab/Qwen3.8-27B-DFlash2
     # config.json; the sixth tensor: SpecForge docs/recipes/qwen3.8-27b-dflash2-
-    # disaggregated.md (PR #869: 6 BF16 tensors of tokens x 5120 per sample).
+    # disaggregated.md (PR #869: 6 BF16 tensors of tokens x 5120 per sample); speculators'
+    # port (src/speculators/models/dflash2/core.py @ 961aeaa0) has the same defaults and
+    # reads the verifier's last hidden state too.
     "dflash2": Family(
         "dflash2",
         "DFlash2",
@@ -106,7 +108,7 @@ FAMILIES: dict[str, Family] = {
         conv_group=16,
         selector_rank=256,
         final_state=True,
-        source="SpecForge modeling/draft/dflash2.py @ 5943b2f6 (PR #772); "
+        source="SpecForge modeling/draft/dflash2.py @ 0dcf8859 (PR #772); "
         "z-lab/Qwen3.8-27B-DFlash2 config.json",
     ),
     # DSpark (the MoE drafter of SpecForge's Qwen3.8-27B report): the DSpark skeleton

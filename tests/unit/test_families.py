@@ -33,7 +33,7 @@ QWEN38_27B = TargetModel(
 # The DFlash2 drafter upstream builds for it: the published z-lab/Qwen3.8-27B-DFlash2
 # config.json (hidden 5120, intermediate 17408, 5 layers, 32 Q / 8 KV heads of 128, vocab
 # 248,320, conv_kernel_size 2, conv_group_size 16, selector_rank 256, 5 target layers) put
-# through the module shapes of SpecForge specforge/modeling/draft/dflash2.py @ 5943b2f6
+# through the module shapes of SpecForge specforge/modeling/draft/dflash2.py @ 0dcf8859
 # and z-lab/dflash dflash/model.py @ 07ebd93d. Per decoder layer:
 #   q_proj 5120 x 4096 = 20,971,520; k_proj, v_proj 5120 x 1024 = 5,242,880 each;
 #   o_proj 4096 x 5120 = 20,971,520; q_norm, k_norm 128 each          -> 52,429,056
