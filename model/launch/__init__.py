@@ -106,6 +106,11 @@ def generate(
     module = format_module(name)
     row = formats.row_of(name)
     ctx = context(plan, catalog)
+    # What the format cannot run, refused in one line from its registry row.
+    refused = formats.refusal(name, plan.workload.topology, plan.workload.drafter)
+    if refused is not None:
+        key, value, why = refused
+        raise PlanError.said(f"launch.format {name} cannot run {key} {value}: {why}", key)
     if plan.workload.mode == "offline" and not row.own_command:
         # The template runs the user's command whatever the mode; the others write the
         # capture-then-train pair or refuse.
