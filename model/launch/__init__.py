@@ -61,6 +61,14 @@ __all__ = [
 def launch_line(plan: Plan, fmt: str | None = None) -> str:
     """One line: which launch a projection of plan describes."""
     fmt = fmt or plan.launch.format
+    refused = formats.refusal(fmt, plan.workload.topology, plan.workload.drafter)
+    if refused is not None:
+        key, value, why = refused
+        return (
+            f"launch: {fmt} is not what these figures describe: it cannot run {key} {value}: {why}"
+        )
+    if plan.workload.topology == "colocated" and not formats.row_of(fmt).own_command:
+        return f"launch: these figures describe the {fmt} launch (colocated, no hidden-state transport)"
     own, path = own_path(plan), launch_path(plan, fmt)
     if path is None:
         why = formats.row_of(fmt).transport_why
