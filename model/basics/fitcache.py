@@ -46,6 +46,7 @@ SOURCES = (
     "physics/__init__.py",
     "physics/caserates.py",
     "physics/decode.py",
+    "physics/families.py",
     "physics/fitting.py",
     "physics/footprint.py",
     "physics/memory.py",

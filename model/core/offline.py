@@ -21,6 +21,7 @@ from typing import Any
 from ..basics.arrays import minimum
 from ..basics.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..inputs.plan import Plan
+from ..physics.families import FAMILIES
 from ..physics.storage import (
     Format,
     nodes_of,
@@ -171,7 +172,9 @@ class Run:
 def stored(plan: Plan, hidden: int, captured_layers: int) -> tuple[Format, float]:
     """The storage format of the plan and the bytes it stores per token."""
     fmt = storage_format(plan.storage.format, plan.launch.format)
-    return fmt, stored_bytes_per_token(hidden, captured_layers, plan.workload.storage_dtype, fmt)
+    final_state = FAMILIES[plan.workload.drafter].final_state
+    dtype = plan.workload.storage_dtype
+    return fmt, stored_bytes_per_token(hidden, captured_layers, dtype, fmt, final_state)
 
 
 def fits_storage(plan: Plan, bytes_per_token: float, tokens_per_epoch: float) -> bool:

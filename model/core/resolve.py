@@ -13,7 +13,8 @@ from ..inputs.formats import row_of
 from ..inputs.hardware import Gpu
 from ..inputs.plan import GPU_FIELDS, GPU_TABLES, Plan, Workload
 from ..inputs.targets import TargetModel
-from ..physics.work import DrafterShape, drafter_shape
+from ..physics.families import FAMILIES, default_block_size, drafter_shape, eagle3_layer_ids
+from ..physics.work import DrafterShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +34,12 @@ class Resolved:
 
     @property
     def transferred_layers(self) -> int:
-        """Hidden states sent per token: the captured layers, plus the launch format's extra
-        ones (the final layer speculators' launch_vllm.py appends and its trainer reads as
-        the target's output)."""
-        return len(self.layer_ids) + row_of(self.plan.launch.format).extra_layers
+        """Hidden states sent per token: the captured layers, plus the final hidden state
+        where the family captures it (DFlash2) or the launch format appends it (the final
+        layer speculators' launch_vllm.py adds and its trainer reads as the target's
+        output). Both are the same tensor: counted once."""
+        extra = row_of(self.plan.launch.format).extra_layers
+        return len(self.layer_ids) + max(extra, int(self.shape.final_state))
 
 
 def require_same_gpu_type(plan: Plan, why: str) -> None:
@@ -157,18 +160,41 @@ def resolve(plan: Plan, catalog: Catalog) -> Resolved:
 def workload_drafter(w: Workload, model: TargetModel) -> tuple[tuple[int, ...], int, DrafterShape]:
     """A workload's captured layers, block size and drafter shape on its target model, the
     rules between them checked: a plan's workload, or the one a measurement was taken on."""
+    family = FAMILIES[w.drafter]
+    if (
+        family.layers is not None
+        and "draft_layers" in w.model_fields_set
+        and w.draft_layers != family.layers
+    ):
+        raise PlanError.field(
+            "workload.draft_layers",
+            str(w.draft_layers),
+            f"{family.name} trains {family.layers} decoder layer(s); allowed: {family.layers}",
+        )
     if w.draft_layers > model.n_layers:
         raise PlanError.field(
             "workload.draft_layers",
             str(w.draft_layers),
             f"more than the {model.n_layers} layers of {model.name}",
         )
-    layer_ids = w.target_layer_ids or model.default_layer_ids(w.draft_layers)
+    default_ids = (
+        eagle3_layer_ids(model)
+        if w.drafter == "eagle3"
+        else model.default_layer_ids(w.draft_layers)
+    )
+    layer_ids = w.target_layer_ids or default_ids
+    if family.captured_layers is not None and len(layer_ids) != family.captured_layers:
+        raise PlanError.field(
+            "workload.target_layer_ids",
+            str(list(layer_ids)),
+            f"{family.name} fuses exactly {family.captured_layers} captured layers",
+        )
     if max(layer_ids) >= model.n_layers:
         raise PlanError.field(
             "workload.target_layer_ids",
             str(list(layer_ids)),
             f"{model.name} has layers 0-{model.n_layers - 1}",
         )
-    block = w.block_size or model.default_block_size
-    return tuple(layer_ids), block, drafter_shape(model, w.draft_layers, block, len(layer_ids))
+    block = w.block_size or default_block_size(w.drafter, model)
+    shape = drafter_shape(model, w.draft_layers, block, len(layer_ids), w.drafter)
+    return tuple(layer_ids), block, shape

@@ -159,7 +159,7 @@ def _predict_hidden(case: Mapping[str, Any], c: Catalog) -> tuple[float, tuple[f
     if case.get("receive") == "host":  # one trainer rank's blocking receive
         return min(gpu.host_link_bytes_per_s, pipeline.TRAINER_FETCH_BYTES_PER_S), (0.2, 0.2)
     if "drafter_gpus" in case:  # the rate a whole pipeline moved
-        per_token = fitting.hidden_state_bytes_per_token(_model(case))
+        per_token = fitting.case_state_bytes_per_token(case)
         rate = caserates.pipeline_tokens_per_s(case, gpu)
         return rate * per_token, ESTIMATE_SPREAD["target"]
     if "target_gpus" in case:  # the capture server's device -> host copy

@@ -78,7 +78,10 @@ def _inputs(case: Case, target_gpu: Gpu, drafter_gpu: Gpu, t_rate: float, d_rate
     model = case_model(case)
     shape, _ = case_drafter(case, model)
     tokens = float(case["sample_tokens"])
-    tw = target_work(model, model.default_layer_ids(shape.layers), tokens)
+    # The tensors the drafter reads per token: the captured layers, and the final hidden
+    # state where the family captures it (DFlash2).
+    taps = model.default_layer_ids(shape.captured_layers)
+    tw = target_work(model, taps, tokens, shape.state_tensors)
     return pipeline_inputs(
         target_gpu,
         drafter_gpu,

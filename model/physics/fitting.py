@@ -32,8 +32,9 @@ from ..basics.tomlfile import parse_toml
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..inputs.hardware import Gpu, Maturity, parse_gpus
 from ..inputs.targets import PRESETS, TargetModel
+from .families import DEFAULT_FAMILY, default_block_size, drafter_shape
 from .footprint import MemoryFit, drafter_footprint
-from .work import DrafterShape, DrafterWork, drafter_shape, drafter_work, target_work
+from .work import DrafterShape, DrafterWork, drafter_work, target_work
 
 Case = Mapping[str, Any]
 Values = Mapping[str, float | None]
@@ -106,9 +107,11 @@ def case_model(case: Case) -> TargetModel:
 
 
 def case_drafter(case: Case, model: TargetModel) -> tuple[DrafterShape, DrafterWork]:
-    block = case.get("block_size", model.default_block_size)
+    """The drafter of the case's own family (`drafter`, DFlash when it names none)."""
+    key = case.get("drafter", DEFAULT_FAMILY)
+    block = case.get("block_size", default_block_size(key, model))
     layers = case.get("draft_layers", CAPTURED_LAYERS)
-    shape = drafter_shape(model, layers, block, len(model.default_layer_ids(layers)))
+    shape = drafter_shape(model, layers, block, len(model.default_layer_ids(layers)), key)
     if "draft_vocab" in case:  # a reduced draft vocabulary (speculators' option)
         shape = replace(shape, vocab=case["draft_vocab"])
     anchors = case.get("anchors") or max(1, int(case["sample_tokens"]) // block)
@@ -125,6 +128,13 @@ def case_drafter(case: Case, model: TargetModel) -> tuple[DrafterShape, DrafterW
 def hidden_state_bytes_per_token(model: TargetModel) -> float:
     """bf16 hidden states of the captured layers, per token."""
     return CAPTURED_LAYERS * model.hidden * BF16_BYTES
+
+
+def case_state_bytes_per_token(case: Case) -> float:
+    """bf16 hidden states the case's drafter reads per token (its family's tensors)."""
+    model = case_model(case)
+    shape, _ = case_drafter(case, model)
+    return shape.state_tensors * model.hidden * BF16_BYTES
 
 
 def training_time_flop_per_token(model: TargetModel, gpu: Gpu, sample_tokens: float) -> float:

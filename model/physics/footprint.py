@@ -12,7 +12,7 @@ from .work import (
     SHARDED_BYTES_PER_PARAM,
     DrafterShape,
     DrafterWork,
-    layer_io_elements,
+    drafter_layer_io,
 )
 
 # SpecForge computes the LM head and loss in slices of 128 anchor blocks per batch row
@@ -64,19 +64,20 @@ def drafter_footprint(
     reserve_gib: float,
 ) -> MemoryFit:
     """One drafter GPU: bf16 weights, the sharded fp32 master copy, Adam state and
-    gradients (FSDP SHARD_GRAD_OP), the frozen embedding and LM head, activations of a
-    micro-batch, one checkpointed slice of logits, and the runtime reserve."""
+    gradients (FSDP SHARD_GRAD_OP; every expert of an MoE drafter), the frozen embedding
+    and LM head, activations of a micro-batch, one checkpointed slice of logits, and the
+    runtime reserve."""
     multiple = activation_io_multiple
     params = shape.trainable_params
     weights = REPLICATED_BYTES_PER_PARAM * params
     state = SHARDED_BYTES_PER_PARAM * params / drafter_gpus if optimizer else 0.0
     frozen = BF16_BYTES * shape.frozen_params
-    io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
+    io = drafter_layer_io(shape)
     per_sample = (
         multiple * BF16_BYTES * work.positions * shape.layers * io
         + BF16_BYTES
         * sample_tokens
-        * (shape.captured_layers * shape.target_hidden + shape.layers * 2 * shape.kv_dim)
+        * (shape.state_tensors * shape.target_hidden + shape.layers * 2 * shape.kv_dim)
     )
     slice_positions = min(work.positions, OBJECTIVE_CHUNK_BLOCKS * shape.block_size)
     logits = LOGIT_SLICE_BYTES * batch_size * slice_positions * shape.vocab

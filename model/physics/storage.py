@@ -75,14 +75,17 @@ def storage_format(name: str | None, launch_format: str) -> Format:
     return FORMATS[name]
 
 
-def stored_bytes_per_token(hidden: int, captured_layers: int, dtype: str, fmt: Format) -> float:
+def stored_bytes_per_token(
+    hidden: int, captured_layers: int, dtype: str, fmt: Format, final_state: bool = False
+) -> float:
     """Bytes one token occupies on storage: (captured + extra layers) x hidden x dtype bytes,
-    plus the format's ids and masks (and its scales, stored fp8)."""
+    plus the format's ids and masks (and its scales, stored fp8). `final_state`: the
+    drafter family reads the target's final hidden state (DFlash2's sixth tensor); a
+    format's extra layer is that same tensor, so it is stored once."""
     scales = fmt.fp8_scale_bytes_per_token if dtype == "fp8" else 0
+    extra = max(fmt.extra_layers, int(final_state))
     return (
-        (captured_layers + fmt.extra_layers) * hidden * DTYPE_BYTES[dtype]
-        + fmt.other_bytes_per_token
-        + scales
+        (captured_layers + extra) * hidden * DTYPE_BYTES[dtype] + fmt.other_bytes_per_token + scales
     )
 
 

@@ -26,6 +26,11 @@ OPTIMIZER_TRAFFIC_PER_STATE_BYTE = 2
 # Logit traffic per element: written and read in the forward, again in the recomputation,
 # and the gradient written and read (bf16 logits, fp32 inside the loss).
 LOGIT_TRAFFIC_BYTES = 4 * FP32_BYTES
+# A training checkpoint keeps the bf16 weights and, per parameter, the fp32 master copy
+# and Adam's m and v: SpecForge's DSpark MoE report (docs/reports/qwen38-dspark-moe-3ep-
+# report.md @ 6365249f) saves 41.6 GB of weights (20.8 B x 2) and 4 x 62.5 GB of optimizer
+# shards (20.8 B x 12), 272 GiB per checkpoint.
+CHECKPOINT_BYTES_PER_PARAM = BF16_BYTES + 3 * FP32_BYTES
 
 
 def mean_causal_context(tokens: float, window: int | None = None) -> float:
@@ -123,26 +128,53 @@ def target_work(
 
 @dataclass(frozen=True, slots=True)
 class DrafterShape:
-    """The DFlash drafter a target implies: Qwen3-style layers of the target's width."""
+    """A drafter on its target (physics/families.py builds one per family): Qwen3-style
+    layers, the captured hidden states fused into the drafter's width, and the family's
+    extra modules as parameter counts. The defaults are DFlash's: the target's own layer."""
 
     layers: int
     hidden: int
-    intermediate: int
+    intermediate: int  # the FFN width one token runs through (MoE: the active experts)
     q_dim: int
     kv_dim: int
     head_dim: int
-    vocab: int
+    vocab: int  # the logits' vocabulary (a reduced draft vocabulary where the family has one)
     captured_layers: int
     target_hidden: int
     block_size: int
+    family: str = "dflash"
+    attention_input: int = 0  # q/k/v input width; 0: hidden
+    sliding_window: int | None = None  # every layer's window; None: full attention
+    ffn_params_total: int | None = None  # per layer; None: a dense SwiGLU of intermediate
+    ffn_params_active: int | None = None  # per layer and token; None: as total
+    conv_params_per_layer: int = 0  # DFlash2's grouped dynamic convolutions
+    conv_io_per_layer: int = 0  # activation elements they read and write per position
+    head_params: int = 0  # trainable parameters beside the layers (selector, Markov head)
+    head_matmul_params: int = 0  # of them, those a drafted position multiplies through
+    frozen_vocab: int | None = None  # the target's vocabulary; None: vocab
+    final_state: bool = False  # the target's final hidden state captured beside the taps
+    every_token: bool = False  # trains every position (EAGLE-3's test-time training)
+
+    @property
+    def attention_params(self) -> int:
+        width = self.attention_input or self.hidden
+        return width * (self.q_dim + 2 * self.kv_dim) + self.q_dim * self.hidden
 
     @property
     def layer_params(self) -> int:
-        return (
-            2 * self.hidden * self.q_dim
-            + 2 * self.hidden * self.kv_dim
-            + 3 * self.hidden * self.intermediate
-        )
+        """Every parameter of one layer (all experts)."""
+        ffn = self.ffn_params_total
+        if ffn is None:
+            ffn = 3 * self.hidden * self.intermediate
+        return self.attention_params + ffn + self.conv_params_per_layer
+
+    @property
+    def layer_params_active(self) -> int:
+        """The parameters one token multiplies through in one layer (the routed experts)."""
+        ffn = self.ffn_params_active
+        if ffn is None:
+            ffn = 3 * self.hidden * self.intermediate
+        return self.attention_params + ffn + self.conv_params_per_layer
 
     @property
     def projection_params(self) -> int:
@@ -151,29 +183,30 @@ class DrafterShape:
 
     @property
     def trainable_params(self) -> int:
-        return self.layers * self.layer_params + self.projection_params
+        return self.layers * self.layer_params + self.projection_params + self.head_params
+
+    @property
+    def active_params(self) -> int:
+        """Trainable parameters one drafted position runs through (below the total for
+        an MoE drafter)."""
+        return self.layers * self.layer_params_active + self.projection_params + self.head_params
 
     @property
     def frozen_params(self) -> int:
         """The target's embedding and LM head, both needed on every drafter GPU."""
-        return 2 * self.vocab * self.hidden
+        return 2 * (self.frozen_vocab or self.vocab) * self.hidden
 
+    @property
+    def state_tensors(self) -> int:
+        """Hidden-state tensors a drafter reads per token: the captured layers, and the
+        target's final hidden state where the family captures it."""
+        return self.captured_layers + int(self.final_state)
 
-def drafter_shape(
-    model: TargetModel, layers: int, block_size: int, captured_layers: int
-) -> DrafterShape:
-    return DrafterShape(
-        layers=layers,
-        hidden=model.hidden,
-        intermediate=model.intermediate,
-        q_dim=model.q_dim,
-        kv_dim=model.kv_dim,
-        head_dim=model.head_dim,
-        vocab=model.vocab,
-        captured_layers=captured_layers,
-        target_hidden=model.hidden,
-        block_size=block_size,
-    )
+    @property
+    def checkpoint_bytes(self) -> float:
+        """A training checkpoint as saved: bf16 weights, and per parameter the fp32 master
+        copy and Adam's two moments."""
+        return CHECKPOINT_BYTES_PER_PARAM * self.trainable_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +222,14 @@ class DrafterWork:
     projection_flop: float
     head_dim: int
     bytes_per_sample: float
+    head_flop: float = 0.0  # the family's head beside the LM head (selector, Markov)
 
     @property
     def flop_per_sample(self) -> float:
         return (
             self.layer_flop
             + self.lm_head_flop
+            + self.head_flop
             + self.attention_flop
             + self.context_kv_flop
             + self.projection_flop
@@ -208,26 +243,46 @@ class DrafterWork:
         )
 
 
+def drafter_layer_io(shape: DrafterShape) -> int:
+    """Activation elements one drafted position moves through one drafter layer: the
+    linears and attention (layer_io_elements), a wider attention input (EAGLE-3 reads two
+    hidden-wide vectors) and the family's convolutions."""
+    io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
+    if shape.attention_input:
+        io += 3 * (shape.attention_input - shape.hidden)  # q, k and v each read it
+    return io + shape.conv_io_per_layer
+
+
 def drafter_work(
     shape: DrafterShape, num_anchors: int, sample_tokens: float, batch_size: int, drafter_gpus: int
 ) -> DrafterWork:
-    anchors = min(num_anchors, int(sample_tokens))  # a sample cannot hold more anchors
+    # A sample cannot hold more anchors than tokens; EAGLE-3 trains every position,
+    # unrolled over its test-time-training steps (the block).
+    anchors = int(sample_tokens) if shape.every_token else min(num_anchors, int(sample_tokens))
     positions = anchors * shape.block_size
-    # fwd + bwd of a trainable matmul: 3 x 2 FLOPs per weight per position.
-    layer = 6.0 * positions * shape.layers * (shape.layer_params)
+    # fwd + bwd of a trainable matmul: 3 x 2 FLOPs per weight per position (the routed
+    # experts a token runs through, for an MoE drafter).
+    layer = 6.0 * positions * shape.layers * shape.layer_params_active
     # Frozen LM head: forward, its recomputation and the input gradient, 3 x 2 FLOPs per
     # weight per position. SpecForge runs the LM head and cross-entropy in chunks of 128
     # anchor blocks under non-reentrant activation checkpointing, so each chunk's logits
     # are computed twice (dflash_family_model.py, core/chunking.py; docs/model.md).
     lm_head = 6.0 * positions * shape.hidden * shape.vocab
+    # The family's trainable head beside it (DFlash2's selector projection, DSpark's Markov
+    # head), fwd + bwd per drafted position.
+    head = 6.0 * positions * shape.head_matmul_params
     # Each drafted position attends to the target context before its anchor (half the
-    # sample on average) plus its own block; fwd + bwd = 3 x the 4 FLOPs per score element.
-    context = sample_tokens / 2 + shape.block_size
+    # sample on average; a sliding window caps it) plus its own block; fwd + bwd = 3 x the
+    # 4 FLOPs per score element.
+    context = mean_causal_context(sample_tokens, shape.sliding_window) + shape.block_size
     attention = 12.0 * positions * shape.layers * context * shape.q_dim
-    # The fused context is projected to keys and values in every drafter layer.
-    context_kv = 6.0 * sample_tokens * shape.layers * 2 * shape.hidden * shape.kv_dim
+    # The fused context is projected to keys and values in every drafter layer (EAGLE-3's
+    # context is its own positions: in the layer FLOPs already).
+    context_kv = 0.0
+    if not shape.every_token:
+        context_kv = 6.0 * sample_tokens * shape.layers * 2 * shape.hidden * shape.kv_dim
     projection = 6.0 * sample_tokens * shape.projection_params
-    io = layer_io_elements(shape.hidden, shape.q_dim, shape.kv_dim, shape.intermediate)
+    io = drafter_layer_io(shape)
     weights_per_pass = BF16_BYTES * (shape.trainable_params + shape.frozen_params)
     optimizer = (
         OPTIMIZER_TRAFFIC_PER_STATE_BYTE
@@ -240,7 +295,7 @@ def drafter_work(
         + optimizer / batch_size  # one optimizer step per micro-batch
         + positions * shape.vocab * LOGIT_TRAFFIC_BYTES
         + 3 * BF16_BYTES * positions * shape.layers * io  # saved, re-read, gradient written
-        + BF16_BYTES * sample_tokens * shape.captured_layers * shape.target_hidden
+        + BF16_BYTES * sample_tokens * shape.state_tensors * shape.target_hidden
     )
     return DrafterWork(
         anchors=anchors,
@@ -252,4 +307,5 @@ def drafter_work(
         projection_flop=projection,
         head_dim=shape.head_dim,
         bytes_per_sample=bytes_per_sample,
+        head_flop=head,
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from dflash_plan.model.inputs.targets import PRESETS
+from dflash_plan.model.physics.families import drafter_shape
 from dflash_plan.model.physics.work import (
-    drafter_shape,
     drafter_work,
     mean_causal_context,
     target_work,
