@@ -83,8 +83,8 @@ def _specforge(name: str, **facts: Any) -> FormatRow:
 
 _ONLINE_ONLY = "runs SpecForge's online capture servers and trainers"
 _WRITE_OFFLINE_WITH = "write the offline run with --format specforge or slurm"
-# SpecForge trains the DFlash family (strategy dflash with a DFlashDraftModel or, PR #772,
-# DFlash2DraftModel draft config; strategy dspark); its EAGLE-3 run needs what the planner
+# SpecForge trains DFlash and DFlash2 (strategy dflash with a DFlashDraftModel or, PR #772,
+# a DFlash2DraftModel draft config); its EAGLE-3 run needs what the planner
 # does not write: a disaggregated run model.vocab_mapping_path (a t2d/d2t file built from
 # the data, specforge 0.2.0 application/planning.py) and three aux_hidden_state_layer_ids.
 _SPECFORGE_EAGLE3 = (
@@ -93,10 +93,23 @@ _SPECFORGE_EAGLE3 = (
     "model.vocab_mapping_path (a t2d/d2t file built from the data) and three "
     "aux_hidden_state_layer_ids, which it does not write; use --format speculators",
 )
+# The DSpark a plan projects is SpecForge's MoE drafter (physics/families.py: 512 experts of
+# 512 top 10 plus a shared one, 20.8 B parameters); no format's trainer builds it.
+_DSPARK_MOE = (
+    "dspark",
+    "the DSpark projected is SpecForge's mixture-of-experts drafter (20.8 B parameters), "
+    "whose MoE FFN (SpecForge PRs #799/#812) no SpecForge release or pinned commit has; "
+    "specforge 0.2.0's DSparkDraftModel is dense",
+)
+_SPECULATORS_DSPARK = (
+    "dspark",
+    "the DSpark projected is SpecForge's mixture-of-experts drafter (20.8 B parameters), "
+    "and speculators 0.9.0's dspark drafter is dense (it has no MoE draft)",
+)
 # A launcher carrying only run.yaml to its nodes (a ConfigMap, a task's run section)
 # cannot hand SpecForge the draft config file DFlash2 and DSpark are built from.
 _DRAFT_FILE = (
-    "its nodes get SpecForge's run.yaml only, and {family} is built from a draft config "
+    "its nodes get SpecForge's run.yaml only, and DFlash2 is built from a draft config "
     "file it does not carry; use --format specforge or slurm"
 )
 _POD_COLOCATED = (
@@ -109,8 +122,8 @@ def _pod_refusals() -> dict[str, Any]:
     return {
         "colocated_refusal": _POD_COLOCATED,
         "drafter_refusals": (
-            ("dflash2", _DRAFT_FILE.format(family="DFlash2")),
-            ("dspark", _DRAFT_FILE.format(family="DSpark")),
+            ("dflash2", _DRAFT_FILE),
+            _DSPARK_MOE,
             _SPECFORGE_EAGLE3,
         ),
     }
@@ -118,7 +131,7 @@ def _pod_refusals() -> dict[str, Any]:
 
 # The rows, in the order the CLI, the picker and the error messages list them.
 _ROWS: tuple[FormatRow, ...] = (
-    _specforge("specforge", drafter_refusals=(_SPECFORGE_EAGLE3,)),
+    _specforge("specforge", drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
     FormatRow(
         "speculators",
         "speculators",
@@ -136,6 +149,7 @@ _ROWS: tuple[FormatRow, ...] = (
         # serves the target and speculators.train trains, each on GPUs of its own.
         colocated_refusal="it serves the target with vLLM (scripts/launch_vllm.py) and "
         "trains on other GPUs (speculators.train), and has no mode running both on one GPU",
+        drafter_refusals=(_SPECULATORS_DSPARK,),
         # launch_vllm.py appends the final layer, which its trainer reads as the
         # target's output.
         extra_layers=1,
@@ -164,7 +178,7 @@ _ROWS: tuple[FormatRow, ...] = (
             )
         ),
     ),
-    _specforge("slurm", names_nodes=True, drafter_refusals=(_SPECFORGE_EAGLE3,)),
+    _specforge("slurm", names_nodes=True, drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
     _specforge(
         "kubernetes",
         names_nodes=True,

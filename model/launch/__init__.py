@@ -68,7 +68,10 @@ def launch_line(plan: Plan, fmt: str | None = None) -> str:
             f"launch: {fmt} is not what these figures describe: it cannot run {key} {value}: {why}"
         )
     if plan.workload.topology == "colocated" and not formats.row_of(fmt).own_command:
-        return f"launch: these figures describe the {fmt} launch (colocated, no hidden-state transport)"
+        return (
+            f"launch: these figures describe the {fmt} launch (colocated, no hidden-state "
+            f"transport)"
+        )
     own, path = own_path(plan), launch_path(plan, fmt)
     if path is None:
         why = formats.row_of(fmt).transport_why

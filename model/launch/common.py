@@ -17,6 +17,7 @@ from ..inputs.formats import row_of
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.families import FAMILIES
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
 
 # Re-exported: the formats import them from here.
@@ -40,11 +41,14 @@ MEM_FRACTION_MIN = 0.4
 # DFlash2's convolution and candidate selector, as both formats train it: z-lab's released
 # shape (SpecForge PR #772 configs/qwen3.6-27b-dflash2.json at 5943b2f6, the dflash_config
 # SGLang's and vLLM's DFlash2DraftModel load; speculators 0.9.0's DFlash2Args defaults).
+# The convolution and selector shape is the family's (physics/families.py); the candidates
+# the selector keeps, top 16, the released config's.
+DFLASH2_SELECTOR_TOP_K = 16
 DFLASH2_CONFIG = {
-    "conv_group_size": 16,
-    "conv_kernel_size": 2,
-    "selector_rank": 256,
-    "selector_top_k": 16,
+    "conv_group_size": FAMILIES["dflash2"].conv_group,
+    "conv_kernel_size": FAMILIES["dflash2"].conv_kernel,
+    "selector_rank": FAMILIES["dflash2"].selector_rank,
+    "selector_top_k": DFLASH2_SELECTOR_TOP_K,
 }
 
 # Mooncake master ports: the ones SpecForge's managed-local stack and its two-node example

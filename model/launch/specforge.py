@@ -11,6 +11,7 @@ from ..basics import recipe
 from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics import store
+from ..physics.families import FAMILIES
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -116,79 +117,48 @@ def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
 
 # --- the drafter family: SpecForge's strategy and draft config ------------------------------
 
-# The draft config file DFlash2 and DSpark are built from (SpecForge derives a DFlash one
-# from the target, and no other: application/planning.py _validate_draft_options).
+# The draft config file DFlash2 is built from (SpecForge derives a DFlash one from the
+# target, and no other: application/planning.py _validate_draft_options).
 DRAFT_CONFIG = "draft-config.json"
-# DFlash2's sliding-window layers, non-causal within a block (SpecForge
-# configs/qwen3.6-27b-dflash2.json at 5943b2f6).
-DFLASH2_SLIDING_WINDOW = 2048
-# DSpark's heads (SpecForge configs/qwen3-8b-dspark.json at a6b6b023).
-DSPARK_CONFIG = {
-    "attention_mode": "gqa",
-    "confidence_head_alpha": 1.0,
-    "confidence_head_with_markov": True,
-    "enable_confidence_head": True,
-    "markov_head_type": "vanilla",
-    "markov_rank": 256,
-    "projector_type": "dspark",
-}
-
-
-def strategy(ctx: Context) -> str:
-    """SpecForge's training.strategy: DFlash2 is strategy dflash with a DFlash2DraftModel
-    draft config (PR #772, examples/configs/.../qwen3.6-27b-dflash2-disaggregated.yaml)."""
-    return "dspark" if ctx.plan.workload.drafter == "dspark" else "dflash"
-
-
-def capture_method(ctx: Context) -> str:
-    """The capture servers' --spec-capture-method: the strategy's (DSpark's providers
-    capture with "dspark", specforge 0.2.0 algorithms/dspark/providers.py)."""
-    return strategy(ctx)
 
 
 def draft_config(ctx: Context) -> dict[str, Any] | None:
-    """The draft config of a DFlash2 or DSpark drafter over the target, in the fields
-    SpecForge's draft configs set (the target's widths and heads, as the catalog has them;
+    """The draft config of a DFlash2 drafter over the target (the fields SpecForge's
+    configs/qwen3.6-27b-dflash2.json sets: the family's fixed attention shape, window,
+    convolution and selector, physics/families.py; the target's width, FFN and vocabulary;
     what it leaves out takes transformers' Qwen3Config defaults); None: a DFlash drafter,
     which SpecForge derives from the target."""
-    family, m, layers = ctx.plan.workload.drafter, ctx.model, ctx.plan.workload.draft_layers
-    if family not in ("dflash2", "dspark"):
+    w, m = ctx.plan.workload, ctx.model
+    if w.drafter != "dflash2":
         return None
-    doc: dict[str, Any] = {
-        "architectures": ["DFlash2DraftModel" if family == "dflash2" else "DSparkDraftModel"],
+    family, layers = FAMILIES["dflash2"], ctx.resolved.shape.layers
+    return {
+        "architectures": ["DFlash2DraftModel"],
         "model_type": "qwen3",
         "dtype": "bfloat16",
         "hidden_act": "silu",
         "hidden_size": m.hidden,
         "intermediate_size": m.intermediate,
-        "num_attention_heads": m.n_heads,
-        "num_key_value_heads": m.n_kv_heads,
-        "head_dim": m.head_dim,
+        "num_attention_heads": family.n_heads or m.n_heads,
+        "num_key_value_heads": family.n_kv_heads or m.n_kv_heads,
+        "head_dim": family.head_dim or m.head_dim,
         "vocab_size": m.vocab,
         "num_hidden_layers": layers,
         "num_target_layers": m.n_layers,
         "max_window_layers": layers,
         "tie_word_embeddings": False,
         "use_cache": True,
-    }
-    target_layers = {"target_layer_ids": list(ctx.layer_ids)}
-    if family == "dflash2":
-        doc |= {
-            "is_causal": False,
-            "layer_types": ["sliding_attention"] * layers,
-            "sliding_window": DFLASH2_SLIDING_WINDOW,
-            "use_sliding_window": True,
-            "dflash_config": {"block_size": ctx.block, **DFLASH2_CONFIG, **target_layers},
-        }
-    else:
-        doc |= {
+        # Non-causal within a block, every layer a sliding window.
+        "is_causal": False,
+        "layer_types": ["sliding_attention"] * layers,
+        "sliding_window": family.sliding_window,
+        "use_sliding_window": True,
+        "dflash_config": {
             "block_size": ctx.block,
-            "layer_types": ["full_attention"] * layers,
-            "sliding_window": None,
-            "use_sliding_window": False,
-            "dflash_config": {**DSPARK_CONFIG, **target_layers},
-        }
-    return doc
+            **DFLASH2_CONFIG,
+            "target_layer_ids": list(ctx.layer_ids),
+        },
+    }
 
 
 def draft_files(ctx: Context) -> dict[str, str]:
@@ -229,7 +199,8 @@ def model_section(ctx: Context, fraction: float) -> dict[str, Any]:
 def training_section(ctx: Context) -> dict[str, Any]:
     p, w = ctx.plan, ctx.plan.workload
     training: dict[str, Any] = {
-        "strategy": strategy(ctx),
+        # DFlash2 too: its architecture rides the draft config (PR #772's examples).
+        "strategy": "dflash",
         "num_epochs": w.epochs,
         "batch_size": p.drafter.batch_size,
         "learning_rate": recipe.LEARNING_RATE,
@@ -321,7 +292,7 @@ def capture_server(ctx: Context, replica: Replica) -> list[object]:
         -1,
         "--enable-spec-capture",
         "--spec-capture-method",
-        capture_method(ctx),
+        "dflash",
         "--spec-capture-aux-layer-ids",
         *ctx.layer_ids,
         "--host",
@@ -873,8 +844,8 @@ def offline_config(ctx: Context, head: str | None = None) -> dict[str, Any]:
 
 
 def require_offline_family(ctx: Context, fmt: str) -> None:
-    """SpecForge's offline capture (prepare_hidden_states.py --strategy dflash) writes the
-    DFlash family's derived drafter only; the planner writes no offline DFlash2 or DSpark."""
+    """SpecForge's offline capture (prepare_hidden_states.py --strategy dflash) captures for
+    the derived DFlash drafter only; the planner writes no offline DFlash2."""
     family = ctx.plan.workload.drafter
     if draft_config(ctx) is not None:
         raise PlanError.said(

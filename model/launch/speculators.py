@@ -112,6 +112,7 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
     """`-m speculators.train` and its flags; `hidden`: where the hidden states come from."""
     p, w = ctx.plan, ctx.plan.workload
     family = w.drafter  # speculators' --speculator-type names the families as the plan does
+    shape = ctx.resolved.shape
     block: list[object] = []
     if family != "eagle3":  # the DFlash family's block and anchors (DFlashArgs, DataArgs)
         block = ["--block-size", ctx.block, "--max-anchors", w.num_anchors]
@@ -127,7 +128,7 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
         *hidden,
         *block,
         "--num-layers",
-        w.draft_layers,
+        shape.layers,
         "--target-layer-ids",
         *ctx.layer_ids,
         "--epochs",
@@ -153,6 +154,10 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
             "--dflash-decay-gamma",
             recipe.LOSS_DECAY_GAMMA_B16,
         ]
+    if shape.frozen_vocab is not None:
+        # EAGLE-3's own LM head over a reduced vocabulary, mapped from the token
+        # frequencies prepare-data writes (<data-path>/token_freq.pt).
+        train += ["--draft-vocab-size", shape.vocab]
     if family == "dflash2":
         # The shape SpecForge's DFlash2 draft config and z-lab's checkpoints carry.
         for key, value in DFLASH2_CONFIG.items():

@@ -1,4 +1,4 @@
-"""Launches of a colocated plan and of the DFlash2, DSpark and EAGLE-3 drafters, on one node
+"""Launches of a colocated plan and of the DFlash2 and EAGLE-3 drafters (DSpark refused), on one node
 and on two, run against stub commands and checked by upstream's own code where a pinned
 release carries it: specforge 0.2.0's schema, CLI and launch planner, speculators 0.9.0's
 trainer options and model registry. SpecForge's colocated online run and its DFlash2 are in
@@ -106,7 +106,7 @@ def colocated_plans(baseline) -> dict:
             baseline,
             target={**B200, "count": 4, "tp": 2},
             drafter={**B200, "count": 4},
-            workload={"topology": "colocated", "drafter": "dflash2"},
+            workload={"topology": "colocated", "drafter": "dflash2", "block_size": None},
         ),
         # two nodes of 8 B200s: 8 islands of tp 2 (a 10 + 6 plan is the same colocated run)
         "2-nodes-tp2": edit(
@@ -120,7 +120,7 @@ def colocated_plans(baseline) -> dict:
             baseline,
             target={**B200, "count": 8, "tp": 2},
             drafter={**B200, "count": 8},
-            workload={"topology": "colocated", "drafter": "dflash2"},
+            workload={"topology": "colocated", "drafter": "dflash2", "block_size": None},
             launch={"hosts": ["gpu-a", "gpu-b"]},
         ),
     }
@@ -223,15 +223,19 @@ def consumer_workers_all(specforge, call: dict, monkeypatch):
 
 
 def family_plans(baseline, family: str) -> dict:
-    """A disaggregated plan of the family on one node (the measured run's 3 + 1) and on two
-    (8 capture servers on one node, 8 trainers on the other)."""
+    """A disaggregated plan of the family, at the family's own block size and layer count,
+    on one node (the measured run's 3 + 1) and on two (8 capture servers on one node, 8
+    trainers on the other)."""
+    workload = {"drafter": family, "block_size": None}
+    if family == "eagle3":
+        workload["draft_layers"] = 1
     return {
-        "1-node": edit(baseline, workload={"drafter": family}),
+        "1-node": edit(baseline, workload=workload),
         "2-nodes": edit(
             baseline,
             target={**B200, "count": 8},
             drafter={**B200, "count": 8},
-            workload={"drafter": family},
+            workload=workload,
             launch={"hosts": ["gpu-a", "gpu-b"]},
         ),
     }
@@ -262,7 +266,7 @@ def class_defaults(whl, module: str, cls_name: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("family", ["dflash2", "dspark", "eagle3"])
+@pytest.mark.parametrize("family", ["dflash2", "eagle3"])
 @pytest.mark.parametrize("nodes", ["1-node", "2-nodes"])
 def test_speculators_trains_each_family_as_its_trainer_reads_it(
     tmp_path, catalog, baseline, speculators_options, family, nodes
@@ -290,8 +294,14 @@ def test_speculators_trains_each_family_as_its_trainer_reads_it(
             assert kind == family and kind in types
             if family == "eagle3":
                 assert "--block-size" not in words and "--max-anchors" not in words
+                # One layer over three taps, its own 32k head (physics/families.py).
+                assert words[words.index("--num-layers") + 1] == "1"
+                at = words.index("--target-layer-ids") + 1
+                assert len(words[at : words.index("--epochs")]) == 3
+                assert words[words.index("--draft-vocab-size") + 1] == "32000"
             else:
                 assert int(words[words.index("--block-size") + 1]) == block
+                assert family != "dflash2" or block == 8  # the family's own default
             if family == "dflash2":
                 # The shape SpecForge's draft config carries, speculators' defaults too.
                 for key, value in DFLASH2_CONFIG.items():
@@ -301,13 +311,12 @@ def test_speculators_trains_each_family_as_its_trainer_reads_it(
     assert trained == len(script.layout.drafter_nodes)
 
 
-@pytest.mark.parametrize("family", ["dflash2", "dspark"])
 @pytest.mark.parametrize("nodes", ["1-node", "2-nodes"])
 @pytest.mark.parametrize("fmt", ["specforge", "slurm"])
-def test_specforge_trains_dflash2_and_dspark_from_their_draft_config(
-    tmp_path, monkeypatch, catalog, baseline, specforge, family, nodes, fmt
+def test_specforge_trains_dflash2_from_its_draft_config(
+    tmp_path, monkeypatch, catalog, baseline, specforge, nodes, fmt
 ):
-    plan = family_plans(baseline, family)[nodes]
+    plan = family_plans(baseline, "dflash2")[nodes]
     resolved = resolve(plan, catalog)
     script = generate(plan, catalog, fmt)
     doc = yaml.safe_load(script.files["run.yaml"])
@@ -316,37 +325,28 @@ def test_specforge_trains_dflash2_and_dspark_from_their_draft_config(
     # architecture rides the draft config file).
     cfg = specforge.config.Config.model_validate(doc)
     assert cfg.model.draft_model_config == "draft-config.json"
-    assert cfg.training.strategy == ("dspark" if family == "dspark" else "dflash")
+    assert cfg.training.strategy == "dflash"  # PR #772: the architecture is the draft's
     assert draft["num_hidden_layers"] == plan.workload.draft_layers
-    config_keys = set(draft["dflash_config"])
     assert draft["dflash_config"]["target_layer_ids"] == list(resolved.layer_ids)
-    whl = wheel(SPECFORGE)
-    with zipfile.ZipFile(whl) as archive:
-        dspark_model = archive.read("specforge/modeling/draft/dspark.py").decode()
-        dflash_model = archive.read("specforge/modeling/draft/dflash.py").decode()
-        providers = archive.read("specforge/algorithms/dspark/providers.py").decode()
-    if family == "dspark":
-        # 0.2.0's DSpark provider's architecture; every dflash_config key one its
-        # DSpark or DFlash model reads.
-        assert f'DRAFT_ARCHITECTURE = "{draft["architectures"][0]}"' in providers
-        for key in config_keys:
-            assert f'"{key}"' in dspark_model + dflash_model, key
-        assert draft["block_size"] == resolved.block_size
-        assert SPECFORGE_MAIN_COMMIT[:8] not in script.text  # 0.2.0 runs DSpark
-    else:
-        # 0.2.0 knows no DFlash2DraftModel: main's, as recorded, and the script says so.
-        assert "DFlash2DraftModel" not in dflash_model
-        assert draft["architectures"] == [DFLASH2_ARCHITECTURE]
-        assert config_keys <= DFLASH2_CONFIG_KEYS
-        assert draft["dflash_config"]["block_size"] == resolved.block_size
-        assert specforge_requirement(plan) in script.text
+    # 0.2.0 knows no DFlash2DraftModel (its DFlash provider takes DFlashDraftModel only):
+    # main's, as recorded, and the script installs main and says so.
+    with zipfile.ZipFile(wheel(SPECFORGE)) as archive:
+        providers = archive.read("specforge/algorithms/dflash/providers.py").decode()
+    assert 'DRAFT_ARCHITECTURE = "DFlashDraftModel"' in providers
+    assert "DFlash2DraftModel" not in providers
+    assert draft["architectures"] == [DFLASH2_ARCHITECTURE]
+    assert set(draft["dflash_config"]) <= DFLASH2_CONFIG_KEYS
+    assert draft["dflash_config"]["block_size"] == resolved.block_size == 8
+    assert draft["sliding_window"] == resolved.shape.sliding_window
+    assert draft["num_attention_heads"] * draft["head_dim"] == resolved.shape.q_dim
+    assert draft["num_key_value_heads"] * draft["head_dim"] == resolved.shape.kv_dim
+    assert specforge_requirement(plan) in script.text
     servers = 0
     for _node, calls in node_calls(tmp_path, script):
         for call in calls:
             argv = call["argv"]
             if call["cmd"] == "python" and "sglang.launch_server" in argv:
-                method = argv[argv.index("--spec-capture-method") + 1]
-                assert method == cfg.training.strategy
+                assert argv[argv.index("--spec-capture-method") + 1] == "dflash"
                 servers += 1
             if call["cmd"] == "specforge":
                 written = call["cwd"] / "draft-config.json"
@@ -367,10 +367,12 @@ REFUSALS = [
     ("skypilot", {"topology": "colocated"}, "workload.topology colocated"),
     ("specforge-legacy", {"drafter": "dflash2"}, "workload.drafter dflash2"),
     ("specforge-legacy", {"drafter": "dspark"}, "workload.drafter dspark"),
+    ("specforge", {"drafter": "dspark"}, "workload.drafter dspark"),
+    ("speculators", {"drafter": "dspark"}, "workload.drafter dspark"),
     ("kubernetes", {"drafter": "dflash2"}, "workload.drafter dflash2"),
     ("skypilot", {"drafter": "dspark"}, "workload.drafter dspark"),
-    ("specforge", {"drafter": "eagle3"}, "workload.drafter eagle3"),
-    ("slurm", {"drafter": "eagle3"}, "workload.drafter eagle3"),
+    ("specforge", {"drafter": "eagle3", "draft_layers": 1}, "workload.drafter eagle3"),
+    ("slurm", {"drafter": "eagle3", "draft_layers": 1}, "workload.drafter eagle3"),
 ]
 
 
