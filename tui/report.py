@@ -94,7 +94,10 @@ def _console(width: int | None = None) -> Console:
 def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
     name = p.plan.name or "plan"
-    model = "" if p.target_model.name in name else f"  ({escape(p.target_model.name)})"
+    said = [] if p.target_model.name in name else [p.target_model.name]
+    if p.plan.workload.drafter != "dflash":  # the built-in family goes unsaid
+        said.append(f"{p.drafter_family} drafter")
+    model = f"  ({escape(', '.join(said))})" if said else ""
     console.print(f"[bold]{escape(name)}[/bold]{model}")
     summary = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
     summary.add_column(style="bold", no_wrap=True)

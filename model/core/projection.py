@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..basics import recipe
+from ..basics.units import BYTES_PER_GB
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.families import DEFAULT_FAMILY, FAMILIES
 from ..physics.footprint import MemoryFit
 from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
@@ -259,6 +261,11 @@ class Projection:
         return None if self.tokens_per_s is None else self.tokens_per_s / 1e3
 
     @property
+    def drafter_family(self) -> str:
+        """The drafter family's name as people write it (DFlash, DFlash2, DSpark, EAGLE-3)."""
+        return FAMILIES[self.plan.workload.drafter].name
+
+    @property
     def samples_per_s(self) -> float | None:
         if self.tokens_per_s is None:
             return None
@@ -312,6 +319,10 @@ class Projection:
                 **self.drafter.to_json(),
                 "flop_per_sample": self.drafter.flop,
                 "trainable_params": self.drafter_params,
+                "family": self.plan.workload.drafter,
+                "family_name": self.drafter_family,
+                "active_params": self.resolved.shape.active_params,
+                "checkpoint_gb": self.resolved.shape.checkpoint_bytes / BYTES_PER_GB,
                 "anchors": self.drafter_work.anchors,
             },
             "link": {
@@ -432,17 +443,35 @@ def _projection(
 
 def _assumptions(r: Resolved, rt: Rates, money: Money) -> tuple[str, ...]:
     w, model, tw, dw = r.plan.workload, r.model, rt.target_work, rt.drafter_work
+    shape = r.shape
+    if w.drafter == DEFAULT_FAMILY:  # the built-in family's line, as it always read
+        drafter = (
+            f"drafter: {w.draft_layers} layers, {shape.trainable_params / 1e9:.2f} B trainable, "
+            f"block {r.block_size}, {dw.anchors} anchors per sample = {dw.positions:,} drafted "
+            f"positions (recipe: {recipe.NUM_ANCHORS} anchors)"
+        )
+        layers = f"{len(r.layer_ids)} layers"
+    else:
+        active = shape.active_params
+        params = f"{shape.trainable_params / 1e9:.2f} B trainable" + (
+            f" ({active / 1e9:.2f} B active per token)" if active != shape.trainable_params else ""
+        )
+        drafter = (
+            f"drafter {FAMILIES[w.drafter].name}: {shape.layers} layers, {params}, "
+            f"block {r.block_size}, {dw.anchors} anchors per sample = {dw.positions:,} drafted "
+            f"positions; checkpoint {shape.checkpoint_bytes / BYTES_PER_GB:,.1f} GB (bf16 "
+            f"weights, fp32 master and Adam state)"
+        )
+        final = " + the final hidden state" if shape.final_state else ""
+        layers = f"{len(r.layer_ids)} layers{final}"
     return (
         f"target {model.name}: {model.total_params / 1e9:.2f} B parameters; the capture server "
         f"runs all {tw.layers_run} layers (captured {list(r.layer_ids)})",
-        f"drafter: {w.draft_layers} layers, {r.shape.trainable_params / 1e9:.2f} B trainable, "
-        f"block {r.block_size}, {dw.anchors} anchors per sample = {dw.positions:,} drafted "
-        f"positions (recipe: {recipe.NUM_ANCHORS} anchors)",
+        drafter,
         f"samples {w.samples:,} x {w.avg_sample_tokens:,} tokens = "
         f"{money.tokens_per_epoch / 1e9:.3f} G tokens per epoch, {w.epochs} epochs",
         f"hidden states {tw.hidden_state_bytes_per_token / 1e3:.1f} KB per token "
-        f"({len(r.layer_ids)} layers x {model.hidden} x 2 bytes), "
-        + path_name(w.transport, w.receive),
+        f"({layers} x {model.hidden} x 2 bytes), " + path_name(w.transport, w.receive),
     )
 
 

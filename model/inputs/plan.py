@@ -99,7 +99,9 @@ class Workload(_Section):
     max_length: SequenceTokens = recipe.MAX_LENGTH
     num_anchors: AnchorCount = recipe.NUM_ANCHORS
     block_size: BlockSize | None = Field(
-        None, description=f"None: the target's default (16); {v.BLOCK_SIZE.describe()}"
+        None,
+        description="None: the drafter family's default (DFlash: the target's, 16; DFlash2 "
+        f"8; DSpark and EAGLE-3 7); {v.BLOCK_SIZE.describe()}",
     )
     draft_layers: DraftLayers = recipe.DRAFT_LAYERS
     target_layer_ids: tuple[LayerId, ...] | None = Field(

@@ -97,9 +97,11 @@ def test_waiting_cases_are_recorded_and_not_predicted():
     every = {c["id"] for c in all_cases()}
     assert waiting and set(waiting) <= every and not set(waiting) & predicted
     assert predicted | set(waiting) == every
-    # The recipe's DFlash2 pipeline rows wait for the drafter family, its colocated rows
-    # for the topology too (issue 32 builds both).
-    assert "drafter dflash2" in waiting["specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline"]
+    # The recipe's DFlash2 trainer ranks are predicted (the drafter family is built); its
+    # H200 pipeline rows wait for the untuned FP8 capture they ran, its colocated rows for
+    # the topology (issue 32 builds it).
+    assert "specforge-dflash2-qwen38-27b-h200-trainer-rank" in predicted
+    assert "untuned FP8" in waiting["specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline"]
     assert (
         "topology colocated"
         in waiting["specforge-dflash2-qwen38-27b-b300-colocated-1node-pipeline"]
