@@ -1369,3 +1369,26 @@ def test_a_format_refuses_what_it_cannot_run_in_one_line(capsys, fmt, workload):
     key, value = workload.split("=")
     assert len(err) == 1
     assert f"launch.format {fmt} cannot run workload.{key} {value}: " in err[0]
+
+
+def test_every_refusal_names_a_family_and_reaches_generate(catalog, baseline):
+    # A row's refusals name the plan's own values, and generate says exactly the row's.
+    from dflash_plan.model.inputs import formats
+    from dflash_plan.model.inputs.plan import DRAFTERS
+
+    b200 = {"gpu": "b200", "count": 4}
+    for name, row in formats.FORMATS.items():
+        families = [family for family, _ in row.drafter_refusals]
+        assert len(set(families)) == len(families) and set(families) <= set(DRAFTERS)
+        for family, why in row.drafter_refusals:
+            workload = {"drafter": family, "block_size": None}
+            if family == "eagle3":
+                workload["draft_layers"] = 1
+            plan = edit(baseline, target=b200, drafter=b200, workload=workload)
+            with pytest.raises(PlanError, match=re.escape(why)):
+                generate(plan, catalog, name)
+    # The formats a colocated plan can be launched with write it.
+    plan = edit(baseline, target=b200, drafter=b200, workload={"topology": "colocated"})
+    for name in formats.names():
+        if formats.FORMATS[name].colocated_refusal is None:
+            assert generate(plan, catalog, name, template="run {nnodes}").text
