@@ -474,7 +474,7 @@ def colocated_nodes(ctx: Context) -> tuple[int, int]:
     """(nodes, GPUs on each) of a colocated plan: its target.count + drafter.count GPUs
     fill nodes from node 0, the same number on every node (torchrun's nproc_per_node) and
     whole target-TP islands on each (SpecForge's islands are contiguous ranks; HYBRID_SHARD
-    keeps them inside one node: schema.py at SPECFORGE_MAIN_COMMIT)."""
+    keeps them inside one node: schema.py at SPECFORGE_PR_COMMIT)."""
     p = ctx.plan
     total, tp = p.target.count + p.drafter.count, p.target.tp
     nodes = ctx.layout.nodes
@@ -541,38 +541,42 @@ MOONCAKE_PACKAGE = "mooncake-transfer-engine-cuda13"
 MOONCAKE_VERSION = "0.3.13.post1"
 SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
 SPECFORGE_PATCH_COMMIT = "a6b6b023"
-# SpecForge main at this commit (sgl-project/SpecForge, read 2026-12-03 through the code
-# index; it follows PR #772, DFlash2, of 2026-08-19, and PR #783, colocated online
-# training, of 2026-08-25): the colocated online run (deployment.mode local_colocated with
-# train_data_path, training.tp_size target islands, fsdp_sharding HYBRID_SHARD) and DFlash2
-# (a DFlash2DraftModel draft config, training.dflash2_*). No release carries either: PyPI's
-# newest specforge is 0.2.0, whose schema refuses online local_colocated ("colocated online
-# training is no longer supported") and whose fsdp_sharding has no HYBRID_SHARD.
-SPECFORGE_MAIN_COMMIT = "b780087e75e02df7316dd6798d56c293cafdc929"
+# SpecForge at this commit of its colocated-training pull requests (#783/#784, opened
+# 2026-08-25, over a main that has PR #772's DFlash2 of 2026-08-19; read 2026-12-03 through
+# the code index, which dates no commit): the colocated online run (deployment.mode
+# local_colocated with train_data_path, training.tp_size target islands, fsdp_sharding
+# HYBRID_SHARD) and DFlash2 (a DFlash2DraftModel draft config, training.dflash2_*). No
+# release carries the colocated run, and main did not yet either: PyPI's newest specforge
+# is 0.2.0, and it and main at d23761c5 (September 2026, the DFlash2 recipe of PR #869)
+# refuse online local_colocated ("colocated online training is no longer supported"); 0.2.0
+# has no DFlash2DraftModel. One commit for both keeps DFlash2's receive path the one the
+# format's row projects (pageable: the branch predates PR #840's receive_buffers).
+SPECFORGE_PR_COMMIT = "b780087e75e02df7316dd6798d56c293cafdc929"
 
 
-def needs_specforge_main(plan: Plan) -> bool:
-    """The plan's SpecForge run needs SPECFORGE_MAIN_COMMIT rather than the 0.2.0 release."""
+def needs_specforge_pr(plan: Plan) -> bool:
+    """The plan's SpecForge run needs SPECFORGE_PR_COMMIT rather than the 0.2.0 release."""
     return plan.workload.topology == "colocated" or plan.workload.drafter == "dflash2"
 
 
 def specforge_requirement(plan: Plan) -> str:
     """The pip requirement of the SpecForge a launch of plan runs."""
-    if needs_specforge_main(plan):
-        return f"specforge @ git+{SPECFORGE_REPO}@{SPECFORGE_MAIN_COMMIT}"
+    if needs_specforge_pr(plan):
+        return f"specforge @ git+{SPECFORGE_REPO}@{SPECFORGE_PR_COMMIT}"
     return f"specforge=={SPECFORGE_VERSION}"
 
 
-def specforge_main_notes(plan: Plan) -> list[str]:
-    """The header note of a run needing SpecForge main: which commit, why, how to install it
-    (none for a run the 0.2.0 release runs)."""
-    if not needs_specforge_main(plan):
+def specforge_pr_notes(plan: Plan) -> list[str]:
+    """The header note of a run needing SPECFORGE_PR_COMMIT: which commit, why, how to
+    install it (none for a run the 0.2.0 release runs)."""
+    if not needs_specforge_pr(plan):
         return []
     why = "colocated online training" if plan.workload.topology == "colocated" else "DFlash2"
     return [
-        f"runs SpecForge main {SPECFORGE_MAIN_COMMIT[:8]} ({why} is in no release; "
-        f"specforge {SPECFORGE_VERSION} refuses it): on every node, pip install "
-        f"{q(specforge_requirement(plan))}"
+        f"runs SpecForge {SPECFORGE_PR_COMMIT[:8]} of its colocated-training pull requests "
+        f"#783/#784 ({why} is in no release; specforge {SPECFORGE_VERSION} refuses it): on "
+        f"every node, pip install {q(specforge_requirement(plan))} and apply that "
+        f"checkout's SGLang capture patch (scripts/apply_sglang_spec_capture_patch.sh)"
     ]
 
 

@@ -41,7 +41,7 @@ from .common import (
     sample_feature_bytes,
     script,
     segment_gib,
-    specforge_main_notes,
+    specforge_pr_notes,
     until_run_ends,
 )
 from .escape import cmd, env, feed, heredoc, q, to_json, to_yaml
@@ -502,7 +502,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     if ctx.plan.workload.topology == "colocated":
         return render_colocated(ctx)
-    layout, notes = ctx.layout, specforge_main_notes(ctx.plan)
+    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan)
     if layout.nodes == 1:
         doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
         notes.append(
@@ -622,8 +622,8 @@ def colocated_fraction(ctx: Context) -> float:
 
 
 def colocated_config(ctx: Context, head: str) -> dict[str, Any]:
-    """The `specforge train -c` YAML of a colocated online run (SpecForge main
-    SPECFORGE_MAIN_COMMIT: examples/configs/online/colocated/*.yaml): every trainer rank
+    """The `specforge train -c` YAML of a colocated online run (SpecForge at
+    SPECFORGE_PR_COMMIT: examples/configs/online/colocated/*.yaml): every trainer rank
     loads a target shard; training.tp_size is the target-TP island width, and with several
     islands the draft shards HYBRID_SHARD inside each island and replicates across them
     (its schema: tp_size > 1, more than one island, tp_size dividing nproc_per_node)."""
@@ -660,7 +660,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
     yaml_text = to_yaml(doc)
     islands = nodes * per_node // p.target.tp
     notes = [
-        *specforge_main_notes(p),
+        *specforge_pr_notes(p),
         f"colocated: {islands} target replica(s) of tp {p.target.tp}, each GPU a target shard "
         f"and a drafter rank ({doc['training'].get('fsdp_sharding', 'SHARD_GRAD_OP')}); "
         f"sglang_mem_fraction_static {doc['model']['sglang_mem_fraction_static']:.2f}: the "

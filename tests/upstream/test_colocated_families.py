@@ -1,9 +1,9 @@
-"""Launches of a colocated plan and of the DFlash2 and EAGLE-3 drafters (DSpark refused), on one node
-and on two, run against stub commands and checked by upstream's own code where a pinned
+"""Launches of a colocated plan and of the DFlash2 and EAGLE-3 drafters (DSpark refused), on
+one node and on two, run against stub commands and checked by upstream's own code where a pinned
 release carries it: specforge 0.2.0's schema, CLI and launch planner, speculators 0.9.0's
 trainer options and model registry. SpecForge's colocated online run and its DFlash2 are in
 no release (PyPI's newest specforge is 0.2.0, which refuses them), and the commit that has
-them (SPECFORGE_MAIN_COMMIT) cannot be fetched where the tests run (only the package index
+them (SPECFORGE_PR_COMMIT) cannot be fetched where the tests run (only the package index
 is reachable): what it added is recorded below from that commit, as the legacy trainer's
 flags are, and everything else goes through 0.2.0."""
 
@@ -23,7 +23,7 @@ from dflash_plan.model.inputs import formats
 from dflash_plan.model.launch import generate
 from dflash_plan.model.launch.common import (
     DFLASH2_CONFIG,
-    SPECFORGE_MAIN_COMMIT,
+    SPECFORGE_PR_COMMIT,
     output_dir,
     specforge_requirement,
 )
@@ -33,7 +33,7 @@ from upstream import SPECFORGE, SPECULATORS, wheel
 
 B200 = {"gpu": "b200"}
 
-# --- what SpecForge main added, recorded from SPECFORGE_MAIN_COMMIT (b780087e) -------------
+# --- what SpecForge b780087e added, recorded from it (SPECFORGE_PR_COMMIT) ----------------
 # specforge/config/schema.py at that commit: TrainingConfig.fsdp_sharding gained
 # HYBRID_SHARD; Config._validate_run_structure's online local_colocated rules and its
 # HYBRID_SHARD rules; DeploymentConfig, TrainerDeploymentConfig, ModelConfig's keys the
@@ -53,9 +53,9 @@ DFLASH2_CONFIG_KEYS = {
 }
 
 
-def main_colocated_rules(doc: dict, headroom: int) -> None:
-    """SpecForge main's rules for an online local_colocated run (schema.py at
-    SPECFORGE_MAIN_COMMIT, Config._validate_run_structure and validate_world_size)."""
+def pr_colocated_rules(doc: dict, headroom: int) -> None:
+    """SpecForge b780087e's rules for an online local_colocated run (schema.py at
+    SPECFORGE_PR_COMMIT, Config._validate_run_structure and validate_world_size)."""
     model, data, training = doc["model"], doc["data"], doc["training"]
     trainer = doc["deployment"]["trainer"]
     assert doc["deployment"]["mode"] == "local_colocated" and "disaggregated" not in doc
@@ -79,9 +79,9 @@ def main_colocated_rules(doc: dict, headroom: int) -> None:
 
 def offline_twin(doc: dict) -> dict:
     """The colocated document as an offline run of the same trainer deployment: what 0.2.0's
-    CLI plans with the same process launch (role all, `_trainer_command`) as main plans the
+    CLI plans with the same process launch (role all, `_trainer_command`) as b780087e plans the
     colocated online run ("the CLI starts torchrun itself", docs/basic_usage/
-    colocated_training.md at 79d101ab); main's keys 0.2.0 lacks are left out."""
+    colocated_training.md at 79d101ab); its keys 0.2.0 lacks are left out."""
     twin = copy.deepcopy(doc)
     twin["data"] = {
         "hidden_states_path": "hidden-states",
@@ -137,8 +137,8 @@ def test_a_colocated_launch_is_what_specforge_runs(
     script = generate(plan, catalog, fmt)
     gpus = plan.target.count + plan.drafter.count
     doc = yaml.safe_load(script.files["run.yaml"])
-    # main keeps 0.2.0's SGLANG_CAPTURE_CONTEXT_HEADROOM
-    main_colocated_rules(doc, specforge.config.SGLANG_CAPTURE_CONTEXT_HEADROOM)
+    # b780087e keeps 0.2.0's SGLANG_CAPTURE_CONTEXT_HEADROOM
+    pr_colocated_rules(doc, specforge.config.SGLANG_CAPTURE_CONTEXT_HEADROOM)
     trainer = doc["deployment"]["trainer"]
     assert trainer["nnodes"] * trainer["nproc_per_node"] == gpus
     assert doc["training"]["tp_size"] == plan.target.tp
@@ -150,13 +150,13 @@ def test_a_colocated_launch_is_what_specforge_runs(
     schema.TrainingConfig.model_validate(
         {k: v for k, v in doc["training"].items() if k != "fsdp_sharding"}
     )
-    # The whole run (but main's HYBRID_SHARD) 0.2.0 refuses for being colocated online:
-    # hence the script installs main, and says so.
+    # The whole run (but b780087e's HYBRID_SHARD) 0.2.0 refuses for being colocated
+    # online: hence the script installs b780087e, and says so.
     older = copy.deepcopy(doc)
     older["training"].pop("fsdp_sharding", None)
     with pytest.raises(ValueError, match="colocated online training is no longer supported"):
         schema.Config.model_validate(older)
-    assert specforge_requirement(plan) in script.text and SPECFORGE_MAIN_COMMIT[:8] in script.text
+    assert specforge_requirement(plan) in script.text and SPECFORGE_PR_COMMIT[:8] in script.text
     # Nothing of the disaggregated pipeline: no capture server, producer, or Mooncake.
     ranks = 0
     for _node, calls in node_calls(tmp_path, script):
@@ -329,7 +329,7 @@ def test_specforge_trains_dflash2_from_its_draft_config(
     assert draft["num_hidden_layers"] == plan.workload.draft_layers
     assert draft["dflash_config"]["target_layer_ids"] == list(resolved.layer_ids)
     # 0.2.0 knows no DFlash2DraftModel (its DFlash provider takes DFlashDraftModel only):
-    # main's, as recorded, and the script installs main and says so.
+    # b780087e's, as recorded, and the script installs it and says so.
     with zipfile.ZipFile(wheel(SPECFORGE)) as archive:
         providers = archive.read("specforge/algorithms/dflash/providers.py").decode()
     assert 'DRAFT_ARCHITECTURE = "DFlashDraftModel"' in providers
