@@ -48,6 +48,11 @@ class FormatRow:
     extra_layers: int = 0
     # Why it cannot write the offline run (workload.mode = offline); None: it writes it.
     offline_refusal: str | None = None
+    # Why it cannot run workload.topology = colocated (every GPU a target shard and a
+    # drafter rank); None: it writes it.
+    colocated_refusal: str | None = None
+    # (workload.drafter, why it cannot train that family): the families it does not write.
+    drafter_refusals: tuple[tuple[str, str], ...] = ()
     # Its launcher names the nodes (allocation, service, cluster): no host placeholders.
     names_nodes: bool = False
     # Its online launch runs Mooncake over TCP, so it refuses workload.receive = device.
@@ -78,10 +83,55 @@ def _specforge(name: str, **facts: Any) -> FormatRow:
 
 _ONLINE_ONLY = "runs SpecForge's online capture servers and trainers"
 _WRITE_OFFLINE_WITH = "write the offline run with --format specforge or slurm"
+# SpecForge trains DFlash and DFlash2 (strategy dflash with a DFlashDraftModel or, PR #772,
+# a DFlash2DraftModel draft config); its EAGLE-3 run needs what the planner
+# does not write: a disaggregated run model.vocab_mapping_path (a t2d/d2t file built from
+# the data, specforge 0.2.0 application/planning.py) and three aux_hidden_state_layer_ids.
+_SPECFORGE_EAGLE3 = (
+    "eagle3",
+    "the planner writes SpecForge's DFlash-family settings; its EAGLE-3 run needs "
+    "model.vocab_mapping_path (a t2d/d2t file built from the data) and three "
+    "aux_hidden_state_layer_ids, which it does not write; use --format speculators",
+)
+# The DSpark a plan projects is SpecForge's MoE drafter (physics/families.py: 512 experts of
+# 512 top 10 plus a shared one, 20.8 B parameters); no format's trainer builds it.
+_DSPARK_MOE = (
+    "dspark",
+    "the DSpark projected is SpecForge's mixture-of-experts drafter (20.8 B parameters), "
+    "whose MoE FFN (SpecForge PRs #799/#812) no SpecForge release or pinned commit has; "
+    "specforge 0.2.0's DSparkDraftModel is dense",
+)
+_SPECULATORS_DSPARK = (
+    "dspark",
+    "the DSpark projected is SpecForge's mixture-of-experts drafter (20.8 B parameters), "
+    "and speculators 0.9.0's dspark drafter is dense (it has no MoE draft)",
+)
+# A launcher carrying only run.yaml to its nodes (a ConfigMap, a task's run section)
+# cannot hand SpecForge the draft config file DFlash2 and DSpark are built from.
+_DRAFT_FILE = (
+    "its nodes get SpecForge's run.yaml only, and DFlash2 is built from a draft config "
+    "file it does not carry; use --format specforge or slurm"
+)
+_POD_COLOCATED = (
+    "its node shell runs SpecForge's capture servers, producer and trainers apart; "
+    "write the colocated run with --format specforge or slurm"
+)
+
+
+def _pod_refusals() -> dict[str, Any]:
+    return {
+        "colocated_refusal": _POD_COLOCATED,
+        "drafter_refusals": (
+            ("dflash2", _DRAFT_FILE),
+            _DSPARK_MOE,
+            _SPECFORGE_EAGLE3,
+        ),
+    }
+
 
 # The rows, in the order the CLI, the picker and the error messages list them.
 _ROWS: tuple[FormatRow, ...] = (
-    _specforge("specforge"),
+    _specforge("specforge", drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
     FormatRow(
         "speculators",
         "speculators",
@@ -95,6 +145,11 @@ _ROWS: tuple[FormatRow, ...] = (
         "speculators' trainer gets hidden states into host memory",
         engine="vllm",
         store_sizing="speculators",
+        # vllm-project/speculators (0.9.0, and main as of December 2026): launch_vllm.py
+        # serves the target and speculators.train trains, each on GPUs of its own.
+        colocated_refusal="it serves the target with vLLM (scripts/launch_vllm.py) and "
+        "trains on other GPUs (speculators.train), and has no mode running both on one GPU",
+        drafter_refusals=(_SPECULATORS_DSPARK,),
         # launch_vllm.py appends the final layer, which its trainer reads as the
         # target's output.
         extra_layers=1,
@@ -110,14 +165,27 @@ _ROWS: tuple[FormatRow, ...] = (
         "the legacy trainer runs target and drafter colocated",
         offline_refusal="the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
         "reads raw conversations only and has no hidden-state input",
+        drafter_refusals=tuple(
+            (
+                family,
+                f"the legacy trainer (SpecForge 40d8feff scripts/train_dflash.py) "
+                f"builds a DFlash drafter only, not {name}",
+            )
+            for family, name in (
+                ("dflash2", "DFlash2"),
+                ("dspark", "DSpark"),
+                ("eagle3", "EAGLE-3"),
+            )
+        ),
     ),
-    _specforge("slurm", names_nodes=True),
+    _specforge("slurm", names_nodes=True, drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
     _specforge(
         "kubernetes",
         names_nodes=True,
         suffix=".yaml",
         executable=False,
         offline_refusal=f"the JobSet {_ONLINE_ONLY} as pods; {_WRITE_OFFLINE_WITH}",
+        **_pod_refusals(),
     ),
     _specforge(
         "skypilot",
@@ -125,6 +193,7 @@ _ROWS: tuple[FormatRow, ...] = (
         suffix=".yaml",
         executable=False,
         offline_refusal=f"the task {_ONLINE_ONLY} on each node; {_WRITE_OFFLINE_WITH}",
+        **_pod_refusals(),
     ),
     FormatRow(
         "template",
@@ -165,6 +234,18 @@ def names() -> tuple[str, ...]:
 def row_of(name: str) -> FormatRow:
     """The row of a format the plan validated (KeyError: not a registered format)."""
     return FORMATS[name]
+
+
+def refusal(name: str, topology: str, drafter: str) -> tuple[str, str, str] | None:
+    """Why format `name` cannot run a plan's topology or drafter family, as (plan key,
+    value, why); None: it runs both."""
+    row = FORMATS[name]
+    if topology == "colocated" and row.colocated_refusal is not None:
+        return "workload.topology", topology, row.colocated_refusal
+    for family, why in row.drafter_refusals:
+        if family == drafter:
+            return "workload.drafter", drafter, why
+    return None
 
 
 def offline_names() -> tuple[str, ...]:

@@ -61,6 +61,17 @@ __all__ = [
 def launch_line(plan: Plan, fmt: str | None = None) -> str:
     """One line: which launch a projection of plan describes."""
     fmt = fmt or plan.launch.format
+    refused = formats.refusal(fmt, plan.workload.topology, plan.workload.drafter)
+    if refused is not None:
+        key, value, why = refused
+        return (
+            f"launch: {fmt} is not what these figures describe: it cannot run {key} {value}: {why}"
+        )
+    if plan.workload.topology == "colocated" and not formats.row_of(fmt).own_command:
+        return (
+            f"launch: these figures describe the {fmt} launch (colocated, no hidden-state "
+            f"transport)"
+        )
     own, path = own_path(plan), launch_path(plan, fmt)
     if path is None:
         why = formats.row_of(fmt).transport_why
@@ -106,6 +117,11 @@ def generate(
     module = format_module(name)
     row = formats.row_of(name)
     ctx = context(plan, catalog)
+    # What the format cannot run, refused in one line from its registry row.
+    refused = formats.refusal(name, plan.workload.topology, plan.workload.drafter)
+    if refused is not None:
+        key, value, why = refused
+        raise PlanError.said(f"launch.format {name} cannot run {key} {value}: {why}", key)
     if plan.workload.mode == "offline" and not row.own_command:
         # The template runs the user's command whatever the mode; the others write the
         # capture-then-train pair or refuse.

@@ -17,6 +17,7 @@ from ..inputs.formats import row_of
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.families import FAMILIES
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
 
 # Re-exported: the formats import them from here.
@@ -37,6 +38,19 @@ CONTEXT_EXTRA_TOKENS = 7
 MEM_FRACTION_MAX = 0.85
 MEM_FRACTION_MIN = 0.4
 
+# DFlash2's convolution and candidate selector, as both formats train it: z-lab's released
+# shape (SpecForge PR #772 configs/qwen3.6-27b-dflash2.json at 5943b2f6, the dflash_config
+# SGLang's and vLLM's DFlash2DraftModel load; speculators 0.9.0's DFlash2Args defaults).
+# The convolution and selector shape is the family's (physics/families.py); the candidates
+# the selector keeps, top 16, the released config's.
+DFLASH2_SELECTOR_TOP_K = 16
+DFLASH2_CONFIG = {
+    "conv_group_size": FAMILIES["dflash2"].conv_group,
+    "conv_kernel_size": FAMILIES["dflash2"].conv_kernel,
+    "selector_rank": FAMILIES["dflash2"].selector_rank,
+    "selector_top_k": DFLASH2_SELECTOR_TOP_K,
+}
+
 # Mooncake master ports: the ones SpecForge's managed-local stack and its two-node example
 # use (rpc, HTTP metadata, metrics).
 MOONCAKE_RPC_PORT = 35551
@@ -53,12 +67,13 @@ def model_path(plan: Plan, model: TargetModel) -> str:
 
 
 def run_id(plan: Plan) -> str:
-    """The plan's launch.run_id, else one named after the target model (so it follows the
-    model: `<model>-dflash`, the model key reduced to name characters)."""
+    """The plan's launch.run_id, else one named after the target model and the drafter
+    family (so it follows both: `<model>-dflash`, `<model>-dflash2`, the model key reduced
+    to name characters)."""
     if plan.launch.run_id:
         return plan.launch.run_id
     key = re.sub(r"[^A-Za-z0-9._-]+", "-", plan.workload.target_model).strip("-.") or "target"
-    return f"{key}-dflash"
+    return f"{key}-{plan.workload.drafter}"
 
 
 def name_label(text: str, max_chars: int, *, lower: bool = False) -> str:
@@ -362,6 +377,10 @@ def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = No
     plan, row = ctx.plan, row_of(fmt)
     if plan.workload.mode == "offline" and not row.own_command:
         return [offline_figures(project(plan, ctx.catalog, rented))]
+    if plan.workload.topology == "colocated":
+        # Every GPU runs the target and the drafter: no hidden-state path to choose.
+        figures_ = figures(project(plan, ctx.catalog, rented))
+        return [f"projection of this run (colocated, no hidden-state transport): {figures_}"]
     path = launch_path(plan, fmt)
     if path is None:
         return [f"projection: none for this run: {row.transport_why}"]
@@ -395,6 +414,45 @@ def header(
         comment(f"dflash-plan launch: {title}"),
         comment(f"plan: {p.name or 'unnamed'}"),
         *(comment(line) for line in projection_notes(ctx, fmt, rented)),
+    ]
+    if p.workload.topology == "colocated" and not row_of(fmt).own_command:
+        lines += [comment(line) for line in colocated_lines(ctx)]
+    else:
+        lines += split_lines(ctx, ports)
+    if layout.nodes > 1 and not p.launch.hosts and not row_of(fmt).names_nodes:
+        lines.append(
+            comment(
+                f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
+                f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
+                f'--set \'launch.hosts=["gpu-a", "gpu-b"]\'; every node must '
+                f"reach the others by these names"
+            )
+        )
+    lines += [comment(f"note: {n}") for n in notes]
+    return "\n".join(lines)
+
+
+def colocated_lines(ctx: Context) -> list[str]:
+    """The header's GPUs of a colocated plan: every one a target shard and a drafter rank."""
+    p = ctx.plan
+    nodes, per_node = colocated_nodes(ctx)
+    total = nodes * per_node
+    out = [
+        f"{total} GPU(s) ({p.target.gpu}), colocated: each holds a target shard (tp "
+        f"{p.target.tp}, {total // p.target.tp} target replica(s)) and a drafter rank, on "
+        f"{nodes} node(s)"
+    ]
+    out += [
+        f"  node {i} ({ctx.layout.hosts[i]}): GPUs [{devices(tuple(range(per_node)))}]"
+        for i in range(nodes)
+    ]
+    return out
+
+
+def split_lines(ctx: Context, ports: bool) -> list[str]:
+    """The header's GPUs of a disaggregated plan: the target and drafter GPUs per node."""
+    p, layout = ctx.plan, ctx.layout
+    lines = [
         comment(
             f"{p.target.count} target GPU(s) ({p.target.gpu}, tp {p.target.tp}) + "
             f"{p.drafter.count} drafter GPU(s) ({p.drafter.gpu}) on "
@@ -412,17 +470,33 @@ def header(
                 f"drafters [{drafters or '-'}]"
             )
         )
-    if layout.nodes > 1 and not p.launch.hosts and not row_of(fmt).names_nodes:
-        lines.append(
-            comment(
-                f"note: host names {layout.hosts[0]}-{layout.hosts[-1]} are "
-                f"placeholders: set the plan's launch.hosts (node 0 first), e.g. "
-                f'--set \'launch.hosts=["gpu-a", "gpu-b"]\'; every node must '
-                f"reach the others by these names"
-            )
+    return lines
+
+
+def colocated_nodes(ctx: Context) -> tuple[int, int]:
+    """(nodes, GPUs on each) of a colocated plan: its target.count + drafter.count GPUs
+    fill nodes from node 0, the same number on every node (torchrun's nproc_per_node) and
+    whole target-TP islands on each (SpecForge's islands are contiguous ranks; HYBRID_SHARD
+    keeps them inside one node: schema.py at SPECFORGE_PR_COMMIT)."""
+    p = ctx.plan
+    total, tp = p.target.count + p.drafter.count, p.target.tp
+    nodes = ctx.layout.nodes
+    if total % nodes:
+        raise PlanError.field(
+            "drafter.count",
+            str(p.drafter.count),
+            f"colocated, the {total} GPUs land on {nodes} nodes unevenly, and torchrun "
+            f"needs the same number on each; choose a total that fills whole nodes",
         )
-    lines += [comment(f"note: {n}") for n in notes]
-    return "\n".join(lines)
+    per_node = total // nodes
+    if per_node % tp:
+        raise PlanError.field(
+            "target.tp",
+            str(tp),
+            f"colocated, each of the {nodes} nodes holds {per_node} GPUs, which must be "
+            f"whole target-TP islands of {tp}",
+        )
+    return nodes, per_node
 
 
 def script(
@@ -470,6 +544,43 @@ MOONCAKE_PACKAGE = "mooncake-transfer-engine-cuda13"
 MOONCAKE_VERSION = "0.3.13.post1"
 SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
 SPECFORGE_PATCH_COMMIT = "a6b6b023"
+# SpecForge at this commit of its colocated-training pull requests (#783/#784, opened
+# 2026-08-25, over a main that has PR #772's DFlash2 of 2026-08-19; read 2026-12-03 through
+# the code index, which dates no commit): the colocated online run (deployment.mode
+# local_colocated with train_data_path, training.tp_size target islands, fsdp_sharding
+# HYBRID_SHARD) and DFlash2 (a DFlash2DraftModel draft config, training.dflash2_*). No
+# release carries the colocated run, and main did not yet either: PyPI's newest specforge
+# is 0.2.0, and it and main at d23761c5 (September 2026, the DFlash2 recipe of PR #869)
+# refuse online local_colocated ("colocated online training is no longer supported"); 0.2.0
+# has no DFlash2DraftModel. One commit for both keeps DFlash2's receive path the one the
+# format's row projects (pageable: the branch predates PR #840's receive_buffers).
+SPECFORGE_PR_COMMIT = "b780087e75e02df7316dd6798d56c293cafdc929"
+
+
+def needs_specforge_pr(plan: Plan) -> bool:
+    """The plan's SpecForge run needs SPECFORGE_PR_COMMIT rather than the 0.2.0 release."""
+    return plan.workload.topology == "colocated" or plan.workload.drafter == "dflash2"
+
+
+def specforge_requirement(plan: Plan) -> str:
+    """The pip requirement of the SpecForge a launch of plan runs."""
+    if needs_specforge_pr(plan):
+        return f"specforge @ git+{SPECFORGE_REPO}@{SPECFORGE_PR_COMMIT}"
+    return f"specforge=={SPECFORGE_VERSION}"
+
+
+def specforge_pr_notes(plan: Plan) -> list[str]:
+    """The header note of a run needing SPECFORGE_PR_COMMIT: which commit, why, how to
+    install it (none for a run the 0.2.0 release runs)."""
+    if not needs_specforge_pr(plan):
+        return []
+    why = "colocated online training" if plan.workload.topology == "colocated" else "DFlash2"
+    return [
+        f"runs SpecForge {SPECFORGE_PR_COMMIT[:8]} of its colocated-training pull requests "
+        f"#783/#784 ({why} is in no release; specforge {SPECFORGE_VERSION} refuses it): on "
+        f"every node, pip install {q(specforge_requirement(plan))} and apply that "
+        f"checkout's SGLang capture patch (scripts/apply_sglang_spec_capture_patch.sh)"
+    ]
 
 
 def specforge_stack_setup() -> str:

@@ -17,12 +17,14 @@ from .common import (
     MOONCAKE_RPC_PORT,
     Context,
     LaunchScript,
+    colocated_nodes,
     devices,
     offline_storage,
     require_derived_layers,
     run_id,
     sample_feature_bytes,
     script,
+    specforge_pr_notes,
 )
 from .escape import cmd, env, heredoc, q, terminator, to_json, to_yaml
 
@@ -142,6 +144,8 @@ def job_name(plan: Plan) -> str:
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     p, layout = ctx.plan, ctx.layout
     require_same_gpu_type(p, "an sbatch script requests one GPU type for every node")
+    if p.workload.topology == "colocated":
+        return render_colocated(ctx)
     job = job_name(p)
     d_nodes, _ = specforge.trainer_nodes(ctx)
     # Host names are known only inside the allocation: the YAML holds placeholders that
@@ -155,6 +159,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
         f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''}; the "
         f"plan uses {p.target.count + p.drafter.count}",
+        *specforge_pr_notes(p),
         *specforge.memory_notes(ctx),
     ]
     directives = sbatch_directives(
@@ -184,6 +189,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f'export MOONCAKE_METADATA_SERVER="http://$HEAD:{MOONCAKE_METADATA_PORT}/metadata"',
         "export MOONCAKE_PROTOCOL=tcp",
         "",
+        *specforge.write_draft_config(ctx, 1),
         heredoc("run.yaml", yaml_text := to_yaml(doc)),
         "",
         "urls=()",
@@ -250,7 +256,73 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         shebang="\n".join(directives),
         rented=rented(ctx),
     )
-    return LaunchScript(NAME, text, {"run.yaml": yaml_text}, tuple(notes), layout)
+    files = {"run.yaml": yaml_text, **specforge.draft_files(ctx)}
+    return LaunchScript(NAME, text, files, tuple(notes), layout)
+
+
+# --- colocated: one trainer step per node, every GPU a target shard and a drafter rank -----
+
+COLOCATED_TITLE = "Slurm (sbatch) running SpecForge colocated (deployment.mode local_colocated)"
+
+
+def render_colocated(ctx: Context) -> LaunchScript:
+    """SpecForge's colocated run under sbatch: one step per node runs `specforge train`
+    (role all), which starts torchrun over the node's GPUs; the allocation takes whole
+    nodes."""
+    p, layout = ctx.plan, ctx.layout
+    nodes, per_node = colocated_nodes(ctx)
+    job = job_name(p)
+    billed = nodes * layout.gpus_per_node
+    notes = [
+        "host names come from the allocation (scontrol show hostnames); node i of the "
+        "plan is the i-th host",
+        "output_dir must be on a filesystem all nodes share",
+        f"billed: the allocation, {nodes} node(s) x {layout.gpus_per_node} GPU(s) = "
+        f"{billed} GPU(s) (whole nodes, --exclusive); the plan uses {nodes * per_node}",
+        *specforge_pr_notes(p),
+    ]
+    directives = sbatch_directives(job, nodes, layout.gpus_per_node, None, notes)
+    yaml_text = to_yaml(specforge.colocated_config(ctx, "localhost"))
+    gpus = devices(tuple(range(per_node)))
+    lines = [
+        "# The SpecForge CLI rejects a partial torch.distributed environment.",
+        "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT",
+        'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        f'[ "${{#NODES[@]}}" -ge {nodes} ] || {{ echo "need {nodes} nodes" >&2; exit 2; }}',
+        'HEAD="${NODES[0]}"',
+        "",
+        *specforge.write_draft_config(ctx, 1),
+        heredoc("run.yaml", yaml_text),
+        "overrides=()",
+    ]
+    if nodes > 1:
+        lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
+    lines += ["", "# one step per node: SpecForge starts torchrun over its GPUs", "steps=()"]
+    for node in range(nodes):
+        train: list[object] = ["specforge", "train", "-c", "run.yaml"]
+        environ: dict[str, object] = {"NODE_RANK": node, "CUDA_VISIBLE_DEVICES": gpus}
+        if nodes > 1:
+            train += ["--node-rank", node]
+            environ["PET_RDZV_CONF"] = f"timeout={specforge.RENDEZVOUS_TIMEOUT_S}"
+        lines += [
+            f"srun --nodes=1 --ntasks=1 --overlap --gpus-per-node={layout.gpus_per_node} "
+            f'-w "${{NODES[{node}]}}" env {env(**environ)} '
+            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{node}.log")} 2>&1 &',
+            "steps+=($!)",
+        ]
+    lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')
+    text = script(
+        ctx,
+        COLOCATED_TITLE,
+        notes,
+        ["\n".join(lines)],
+        fmt=NAME,
+        shebang="\n".join(directives),
+        ports=False,
+        rented=(billed - p.drafter.count, p.drafter.count),
+    )
+    files = {"run.yaml": yaml_text, **specforge.draft_files(ctx)}
+    return LaunchScript(NAME, text, files, tuple(notes), layout)
 
 
 # --- offline: the capture steps, then the trainer steps ------------------------------------
@@ -294,6 +366,7 @@ def offline_host_needs(ctx: Context) -> tuple[int, int, str]:
 def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
     p, layout = ctx.plan, ctx.layout
     require_same_gpu_type(p, "an sbatch script requests one GPU type for every node")
+    specforge.require_offline_family(ctx, NAME)
     require_derived_layers(ctx, "SpecForge")
     storage = offline_storage(
         ctx,

@@ -4,13 +4,17 @@ cli.py, and examples/disagg/run_qwen3_8b_dflash_disagg_2node.sh)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..basics import recipe
 from ..basics.errors import PlanError
+from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics import store
+from ..physics.families import FAMILIES
 from .common import (
     CONTEXT_EXTRA_TOKENS,
+    DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
     GIB,
     IN_FLIGHT_HIGH_DEFAULT,
@@ -24,6 +28,7 @@ from .common import (
     Context,
     LaunchScript,
     capture_done,
+    colocated_nodes,
     devices,
     export_fabric_ip,
     hidden_states_dir,
@@ -36,6 +41,7 @@ from .common import (
     sample_feature_bytes,
     script,
     segment_gib,
+    specforge_pr_notes,
     until_run_ends,
 )
 from .escape import cmd, env, feed, heredoc, q, to_json, to_yaml
@@ -109,15 +115,91 @@ def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
     return nodes, counts.pop()
 
 
-def config(
-    ctx: Context, *, managed_local: bool, server_urls: list[str], head: str
-) -> dict[str, Any]:
-    """The `specforge train -c` YAML document (keys from SpecForge's schema)."""
-    require_derived_layers(ctx, "SpecForge")
+# --- the drafter family: SpecForge's strategy and draft config ------------------------------
+
+# The draft config file DFlash2 is built from (SpecForge derives a DFlash one from the
+# target, and no other: application/planning.py _validate_draft_options).
+DRAFT_CONFIG = "draft-config.json"
+
+
+def draft_config(ctx: Context) -> dict[str, Any] | None:
+    """The draft config of a DFlash2 drafter over the target (the fields SpecForge's
+    configs/qwen3.6-27b-dflash2.json sets: the family's fixed attention shape, window,
+    convolution and selector, physics/families.py; the target's width, FFN and vocabulary;
+    what it leaves out takes transformers' Qwen3Config defaults); None: a DFlash drafter,
+    which SpecForge derives from the target."""
+    w, m = ctx.plan.workload, ctx.model
+    if w.drafter != "dflash2":
+        return None
+    family, layers = FAMILIES["dflash2"], ctx.resolved.shape.layers
+    return {
+        "architectures": ["DFlash2DraftModel"],
+        "model_type": "qwen3",
+        "dtype": "bfloat16",
+        "hidden_act": "silu",
+        "hidden_size": m.hidden,
+        "intermediate_size": m.intermediate,
+        "num_attention_heads": family.n_heads or m.n_heads,
+        "num_key_value_heads": family.n_kv_heads or m.n_kv_heads,
+        "head_dim": family.head_dim or m.head_dim,
+        "vocab_size": m.vocab,
+        "num_hidden_layers": layers,
+        "num_target_layers": m.n_layers,
+        "max_window_layers": layers,
+        "tie_word_embeddings": False,
+        "use_cache": True,
+        # Non-causal within a block, every layer a sliding window.
+        "is_causal": False,
+        "layer_types": ["sliding_attention"] * layers,
+        "sliding_window": family.sliding_window,
+        "use_sliding_window": True,
+        "dflash_config": {
+            "block_size": ctx.block,
+            **DFLASH2_CONFIG,
+            "target_layer_ids": list(ctx.layer_ids),
+        },
+    }
+
+
+def draft_files(ctx: Context) -> dict[str, str]:
+    """The draft config file a run writes beside run.yaml (none for DFlash)."""
+    doc = draft_config(ctx)
+    return {} if doc is None else {DRAFT_CONFIG: to_json(doc)}
+
+
+def write_draft_config(ctx: Context, nodes: int) -> list[str]:
+    """Shell writing the draft config: at once on one node; on several, each node writes
+    its own copy and renames it into place, so that a node sharing the working directory
+    never reads a half-written file."""
+    files = draft_files(ctx)
+    if not files:
+        return []
+    if nodes == 1:
+        return [heredoc(DRAFT_CONFIG, files[DRAFT_CONFIG])]
+    tmp = f'"{DRAFT_CONFIG}.$node_rank"'
+    return [feed(f"cat > {tmp}", files[DRAFT_CONFIG]) + f"\nmv -f -- {tmp} {DRAFT_CONFIG}"]
+
+
+def model_section(ctx: Context, fraction: float) -> dict[str, Any]:
+    """run.yaml's model keys: the drafter (the derived DFlash's layers and block, or the
+    draft config file) and the target's SGLang memory and context."""
     p, w = ctx.plan, ctx.plan.workload
-    nodes, per_node = trainer_nodes(ctx)
-    fraction = ctx.memory.fraction
+    model: dict[str, Any] = {"target_model_path": ctx.path, "trust_remote_code": True}
+    if draft_config(ctx) is None:
+        require_derived_layers(ctx, "SpecForge")
+        model |= {"draft_num_hidden_layers": w.draft_layers, "draft_block_size": ctx.block}
+    else:
+        model["draft_model_config"] = DRAFT_CONFIG
+    return model | {
+        "sglang_mem_fraction_static": fraction,
+        "sglang_context_length": p.workload.max_length + CONTEXT_EXTRA_TOKENS,
+    }
+
+
+def training_section(ctx: Context) -> dict[str, Any]:
+    p, w = ctx.plan, ctx.plan.workload
     training: dict[str, Any] = {
+        # DFlash2 too: its architecture rides the draft config (PR #772's examples).
         "strategy": "dflash",
         "num_epochs": w.epochs,
         "batch_size": p.drafter.batch_size,
@@ -130,6 +212,18 @@ def config(
     }
     if ctx.block == 16:
         training["loss_decay_gamma"] = recipe.LOSS_DECAY_GAMMA_B16
+    return training
+
+
+def config(
+    ctx: Context, *, managed_local: bool, server_urls: list[str], head: str
+) -> dict[str, Any]:
+    """The `specforge train -c` YAML document (keys from SpecForge's schema)."""
+    p, w = ctx.plan, ctx.plan.workload
+    nodes, per_node = trainer_nodes(ctx)
+    fraction = ctx.memory.fraction
+    model = model_section(ctx, fraction)
+    training = training_section(ctx)
     out = output_dir(p)
     disaggregated: dict[str, Any] = {"control_dir": f"{out}/control", "backend": "mooncake"}
     trainer: dict[str, Any] = {"nnodes": len(nodes), "nproc_per_node": per_node}
@@ -161,14 +255,7 @@ def config(
             trainer["master_addr"] = head
             trainer["master_port"] = p.launch.master_port
     doc: dict[str, Any] = {
-        "model": {
-            "target_model_path": ctx.path,
-            "trust_remote_code": True,
-            "draft_num_hidden_layers": w.draft_layers,
-            "draft_block_size": ctx.block,
-            "sglang_mem_fraction_static": fraction,
-            "sglang_context_length": w.max_length + CONTEXT_EXTRA_TOKENS,
-        },
+        "model": model,
         "data": {
             "train_data_path": p.launch.train_data_path,
             "max_length": w.max_length,
@@ -413,7 +500,9 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
 
 
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
-    layout, notes = ctx.layout, []
+    if ctx.plan.workload.topology == "colocated":
+        return render_colocated(ctx)
+    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan)
     if layout.nodes == 1:
         doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
         notes.append(
@@ -427,13 +516,14 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # the trainer's workers take NODE_RANK as the trainer's node rank: one node is 0.
         body = [
             "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT NODE_RANK",
+            *write_draft_config(ctx, 1),
             heredoc("run.yaml", text),
             f"{env(**receive_env(ctx))} {cmd('specforge', 'train', '-c', 'run.yaml')}",
         ]
         return LaunchScript(
             NAME,
             script(ctx, TITLE, notes, body, fmt=NAME),
-            {"run.yaml": text},
+            {"run.yaml": text, **draft_files(ctx)},
             tuple(notes),
             layout,
         )
@@ -497,12 +587,122 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # One file per node: nodes sharing a working directory do not rewrite each
         # other's (the YAML is the same on every node).
         feed('cat > "run-node$node_rank.yaml"', yaml_text),
+        *write_draft_config(ctx, layout.nodes),
         node_case(sections, layout.nodes, read_rank=False),
     ]
     return LaunchScript(
         NAME,
         script(ctx, TITLE, notes, body, fmt=NAME),
-        {"run.yaml": yaml_text},
+        {"run.yaml": yaml_text, **draft_files(ctx)},
+        tuple(notes),
+        layout,
+    )
+
+
+# --- colocated: every GPU runs a target shard and a drafter rank -----------------------------
+
+COLOCATED_TITLE = (
+    "SpecForge colocated (specforge train -c run.yaml, deployment.mode local_colocated)"
+)
+
+
+def colocated_fraction(ctx: Context) -> float:
+    """model.sglang_mem_fraction_static of a colocated GPU: SGLang's static pool holds the
+    target's weight shard and the KV of its island's capture batch (training.tp_size x
+    batch_size max-length sequences over tp GPUs: one batch per GPU), rounded up to 0.05;
+    the draft, its optimizer and activations share the rest (docs/basic_usage/
+    colocated_training.md: the fraction is SGLang's static budget, not a partition)."""
+    p, m = ctx.plan, ctx.model
+    tokens = p.drafter.batch_size * (p.workload.max_length + CONTEXT_EXTRA_TOKENS)
+    need = (
+        BF16_BYTES * m.total_params / p.target.tp + BF16_BYTES * 2 * m.kv_dim * m.n_layers * tokens
+    )
+    share = need / BYTES_PER_GIB / ctx.resolved.target_gpu.memory_gb
+    return min(0.95, max(0.1, math.ceil(share * 20 - 1e-9) / 20))
+
+
+def colocated_config(ctx: Context, head: str) -> dict[str, Any]:
+    """The `specforge train -c` YAML of a colocated online run (SpecForge at
+    SPECFORGE_PR_COMMIT: examples/configs/online/colocated/*.yaml): every trainer rank
+    loads a target shard; training.tp_size is the target-TP island width, and with several
+    islands the draft shards HYBRID_SHARD inside each island and replicates across them
+    (its schema: tp_size > 1, more than one island, tp_size dividing nproc_per_node)."""
+    p, w = ctx.plan, ctx.plan.workload
+    nodes, per_node = colocated_nodes(ctx)
+    training = training_section(ctx) | {"tp_size": p.target.tp}
+    if p.target.tp > 1 and nodes * per_node > p.target.tp:
+        training["fsdp_sharding"] = "HYBRID_SHARD"
+    trainer: dict[str, Any] = {"nnodes": nodes, "nproc_per_node": per_node}
+    if nodes > 1:
+        trainer |= {"master_addr": head, "master_port": p.launch.master_port}
+    return {
+        "model": model_section(ctx, colocated_fraction(ctx)),
+        "data": {
+            "train_data_path": p.launch.train_data_path,
+            "max_length": w.max_length,
+            "chat_template": ctx.chat_template,
+        },
+        "training": training,
+        "run_id": run_id(p),
+        "output_dir": output_dir(p),
+        "deployment": {"mode": "local_colocated", "trainer": trainer},
+    }
+
+
+def render_colocated(ctx: Context) -> LaunchScript:
+    """One `specforge train` per node, role all: SpecForge starts torchrun over the node's
+    GPUs (--nnodes/--node_rank/--master_addr across nodes, as for its offline run), each
+    rank capturing from its own SGLang target shard and training its drafter shard; no
+    capture server, producer or Mooncake."""
+    p, layout = ctx.plan, ctx.layout
+    nodes, per_node = colocated_nodes(ctx)
+    doc = colocated_config(ctx, layout.hosts[0])
+    yaml_text = to_yaml(doc)
+    islands = nodes * per_node // p.target.tp
+    notes = [
+        *specforge_pr_notes(p),
+        f"colocated: {islands} target replica(s) of tp {p.target.tp}, each GPU a target shard "
+        f"and a drafter rank ({doc['training'].get('fsdp_sharding', 'SHARD_GRAD_OP')}); "
+        f"sglang_mem_fraction_static {doc['model']['sglang_mem_fraction_static']:.2f}: the "
+        f"target's weight shard and the KV of {p.drafter.batch_size} max-length sequence(s) "
+        f"per GPU, the drafter trains in the rest",
+    ]
+    gpus = devices(tuple(range(per_node)))
+    unset = "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT"
+    if nodes == 1:
+        body = [
+            "# The SpecForge CLI rejects a partial torch.distributed environment.\n"
+            + unset
+            + " NODE_RANK",
+            *write_draft_config(ctx, 1),
+            heredoc("run.yaml", yaml_text),
+            f"{env(CUDA_VISIBLE_DEVICES=gpus)} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+        ]
+    else:
+        notes.append(
+            "multi-node: run this script on every node with NODE_RANK set; output_dir must "
+            f"be on a filesystem all nodes share; node 0 ({layout.hosts[0]}) is torchrun's "
+            "master"
+        )
+        rendezvous = f"timeout={RENDEZVOUS_TIMEOUT_S}"
+        sections = {
+            node: [
+                f"{env(NODE_RANK=node, CUDA_VISIBLE_DEVICES=gpus, PET_RDZV_CONF=rendezvous)} "
+                + cmd("specforge", "train", "-c", node_config(node), "--node-rank", node)
+            ]
+            for node in range(nodes)
+        }
+        body = [
+            "# The SpecForge CLI rejects a partial torch.distributed environment.\n" + unset,
+            read_node_rank(nodes),
+            feed('cat > "run-node$node_rank.yaml"', yaml_text),
+            *write_draft_config(ctx, nodes),
+            node_case(sections, nodes, read_rank=False),
+        ]
+    return LaunchScript(
+        NAME,
+        script(ctx, COLOCATED_TITLE, notes, body, fmt=NAME, ports=False),
+        {"run.yaml": yaml_text, **draft_files(ctx)},
         tuple(notes),
         layout,
     )
@@ -643,7 +843,21 @@ def offline_config(ctx: Context, head: str | None = None) -> dict[str, Any]:
     }
 
 
+def require_offline_family(ctx: Context, fmt: str) -> None:
+    """SpecForge's offline capture (prepare_hidden_states.py --strategy dflash) captures for
+    the derived DFlash drafter only; the planner writes no offline DFlash2."""
+    family = ctx.plan.workload.drafter
+    if draft_config(ctx) is not None:
+        raise PlanError.said(
+            f"launch.format {fmt} cannot run workload.drafter {family} offline: its offline "
+            f"run captures for the derived DFlash drafter (prepare_hidden_states.py "
+            f"--strategy dflash); train {family} online",
+            "workload.drafter",
+        )
+
+
 def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
+    require_offline_family(ctx, NAME)
     require_derived_layers(ctx, "SpecForge")
     layout, p = ctx.layout, ctx.plan
     storage = offline_storage(

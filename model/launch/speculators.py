@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..basics import recipe
 from ..physics import store
 from .common import (
+    DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
     MOONCAKE_RPC_PORT,
     RUN_ALIVE_KEY,
@@ -110,22 +111,24 @@ def vllm_segment_gib(ctx: Context) -> int:
 def train_words(ctx: Context, hidden: list[object]) -> list[object]:
     """`-m speculators.train` and its flags; `hidden`: where the hidden states come from."""
     p, w = ctx.plan, ctx.plan.workload
+    family = w.drafter  # speculators' --speculator-type names the families as the plan does
+    shape = ctx.resolved.shape
+    block: list[object] = []
+    if family != "eagle3":  # the DFlash family's block and anchors (DFlashArgs, DataArgs)
+        block = ["--block-size", ctx.block, "--max-anchors", w.num_anchors]
     train: list[object] = [
         "-m",
         "speculators.train",
         "--verifier-name-or-path",
         ctx.path,
         "--speculator-type",
-        "dflash",
+        family,
         "--data-path",
         data_dir(ctx),
         *hidden,
-        "--block-size",
-        ctx.block,
-        "--max-anchors",
-        w.num_anchors,
+        *block,
         "--num-layers",
-        w.draft_layers,
+        shape.layers,
         "--target-layer-ids",
         *ctx.layer_ids,
         "--epochs",
@@ -143,7 +146,7 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
         "--save-path",
         f"{output_dir(p)}/checkpoints",
     ]
-    if ctx.block == 16:
+    if ctx.block == 16 and family != "eagle3":
         # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
         train += [
             "--per-position-loss-weight",
@@ -151,6 +154,14 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
             "--dflash-decay-gamma",
             recipe.LOSS_DECAY_GAMMA_B16,
         ]
+    if shape.frozen_vocab is not None:
+        # EAGLE-3's own LM head over a reduced vocabulary, mapped from the token
+        # frequencies prepare-data writes (<data-path>/token_freq.pt).
+        train += ["--draft-vocab-size", shape.vocab]
+    if family == "dflash2":
+        # The shape SpecForge's DFlash2 draft config and z-lab's checkpoints carry.
+        for key, value in DFLASH2_CONFIG.items():
+            train += [f"--{key.replace('_', '-')}", value]
     return train
 
 

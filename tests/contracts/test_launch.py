@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -1323,3 +1324,71 @@ def test_the_skypilot_task_is_written_as_a_document(tmp_path):
     task = yaml.safe_load(out.read_text())
     assert task["resources"] == {"accelerators": "RTXPRO6000:4"}
     assert not os.access(out, os.X_OK)  # a task YAML for `sky launch`, not a script
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "slurm"])
+def test_hostile_strings_stay_inert_in_a_colocated_dflash2_launch(tmp_path, catalog, baseline, fmt):
+    # Two nodes of 8 B200s, every GPU a target shard and a drafter rank, DFlash2's draft
+    # config written beside the run: every user string still one inert word or value.
+    plan = hostile_plan(
+        baseline,
+        target={"gpu": "b200", "count": 8, "tp": 2},
+        drafter={"gpu": "b200", "count": 8},
+        workload={"topology": "colocated", "drafter": "dflash2"},
+    )
+    script = generate(plan, catalog, fmt)
+    trainers = []
+    for node in (0, 1) if fmt == "specforge" else (None,):
+        calls = run_script(tmp_path, script.text, node_rank=node)
+        assert set(calls) <= {"specforge", "srun"}  # no capture server, producer, Mooncake
+        trainers += calls["specforge"] if fmt == "specforge" else calls["srun"]
+    work = tmp_path / "work"
+    doc = yaml.safe_load(
+        (work / ("run-node1.yaml" if fmt == "specforge" else "run.yaml")).read_text()
+    )
+    assert doc["run_id"] == HOSTILE_LINE and doc["model"]["target_model_path"] == HOSTILE
+    assert doc["data"]["train_data_path"] == HOSTILE
+    assert doc["deployment"]["mode"] == "local_colocated"
+    assert json.loads((work / "draft-config.json").read_text())["architectures"] == [
+        "DFlash2DraftModel"
+    ]
+    assert len(trainers) == 2
+    if fmt == "specforge":
+        assert doc["deployment"]["trainer"]["master_addr"] == HOSTILE_LINE
+        assert ["train", "-c", "run-node1.yaml", "--node-rank", "1"] in trainers
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "workload"),
+    [("speculators", "topology=colocated"), ("specforge-legacy", "drafter=dspark")],
+)
+def test_a_format_refuses_what_it_cannot_run_in_one_line(capsys, fmt, workload):
+    assert main(["launch", "--format", fmt, "--set", f"workload.{workload}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    key, value = workload.split("=")
+    assert len(err) == 1
+    assert f"launch.format {fmt} cannot run workload.{key} {value}: " in err[0]
+
+
+def test_every_refusal_names_a_family_and_reaches_generate(catalog, baseline):
+    # A row's refusals name the plan's own values, and generate says exactly the row's.
+    from dflash_plan.model.inputs import formats
+    from dflash_plan.model.inputs.plan import DRAFTERS
+
+    b200 = {"gpu": "b200", "count": 4}
+    for name, row in formats.FORMATS.items():
+        families = [family for family, _ in row.drafter_refusals]
+        assert len(set(families)) == len(families) and set(families) <= set(DRAFTERS)
+        for family, why in row.drafter_refusals:
+            workload = {"drafter": family, "block_size": None}
+            if family == "eagle3":
+                workload["draft_layers"] = 1
+            plan = edit(baseline, target=b200, drafter=b200, workload=workload)
+            with pytest.raises(PlanError, match=re.escape(why)):
+                generate(plan, catalog, name)
+    # The formats a colocated plan can be launched with write it.
+    plan = edit(baseline, target=b200, drafter=b200, workload={"topology": "colocated"})
+    for name in formats.names():
+        if formats.FORMATS[name].colocated_refusal is None:
+            assert generate(plan, catalog, name, template="run {nnodes}").text

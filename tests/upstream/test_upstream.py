@@ -15,7 +15,6 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 import types
 import zipfile
 from pathlib import Path
@@ -31,16 +30,10 @@ from launch_shapes import shapes
 from upstream import (
     HS_CONNECTORS,
     SPECFORGE,
-    SPECULATORS,
-    backend_options,
     cuda_majors_required,
     cudart_majors_needed,
     load_skypilot,
-    load_specforge,
-    prepare_data_options,
     requirement_pins,
-    train_config_options,
-    typer_options,
     wheel,
     wheel_facts,
     wheel_name,
@@ -142,22 +135,6 @@ def test_a_wheel_not_fetched_fails_in_one_line_naming_the_fetch(monkeypatch, tmp
 
 
 @pytest.fixture(scope="session")
-def cache(pytestconfig) -> Path:
-    """Where the wheels' modules are extracted: the pytest cache (shared by the workers),
-    or a temporary folder without it. The wheels themselves: upstream.wheel_cache()."""
-    if getattr(pytestconfig, "cache", None) is not None:
-        return Path(pytestconfig.cache.mkdir("upstream"))
-    folder = Path(tempfile.gettempdir()) / "dflash-plan-upstream"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
-@pytest.fixture(scope="session")
-def specforge(cache):
-    return load_specforge(cache)
-
-
-@pytest.fixture(scope="session")
 def build_target_layer_ids():
     """SpecForge's own layer derivation, the one function taken out of
     specforge/modeling/draft/dflash.py (the module imports torch)."""
@@ -172,19 +149,6 @@ def build_target_layer_ids():
     namespace: dict = {}
     exec(compile(ast.Module(body=[fn], type_ignores=[]), "dflash.py", "exec"), namespace)
     return namespace["build_target_layer_ids"]
-
-
-@pytest.fixture(scope="session")
-def speculators_options():
-    spec, hs = wheel(SPECULATORS), wheel(HS_CONNECTORS)
-    return {
-        "train": {**train_config_options(spec), **backend_options(hs, "add_train_args")},
-        "launch": backend_options(hs, "add_launch_args"),
-        "prepare": prepare_data_options(spec),
-        "generate": typer_options(
-            spec, "speculators/cli/generate_offline_data.py", "generate_offline_data"
-        ),
-    }
 
 
 # --- running a script against stubs -----------------------------------------------------------
