@@ -19,7 +19,7 @@ from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
 from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
-from dflash_plan.tui.planner.inputs import FieldRow
+from dflash_plan.tui.planner.inputs import FieldRow, InputsPanel
 from dflash_plan.tui.planner.results import figure_rows
 from dflash_plan.tui.tabs import TabBar, TabbedView
 from textual import events
@@ -812,3 +812,95 @@ async def test_the_launch_tab_offers_skypilot_and_exports_its_yaml(tmp_path):
         await pilot.press("enter")
         await settle(pilot)
     assert out.read_text() == shown and not os.access(out, os.X_OK)
+
+
+# --- topology and drafter family (issue 32) ------------------------------------------
+
+
+def _messages(app) -> list[str]:
+    return [toast.message for toast in app._notifications]
+
+
+async def test_the_topology_picker_shows_a_colocated_plans_gpus_and_disables_the_split_keys():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        rows = app.screen.query_one(InputsPanel).rows
+        footer = app.screen.query_one(KeysFooter)
+        await choose(pilot, "workload.topology", "colocated")
+        assert app.state.plan.workload.topology == "colocated"
+        # 3 + 1 GPUs: 4, each running the target and the drafter; no drafter count.
+        assert text(app, "target-count") == "4" and rows["target.count"].unit == "each runs both"
+        assert rows["target.gpu"].title == "Colocated pool" and not rows["drafter.count"].display
+        await pilot.pause()
+        split = {key.shown: key.enabled for key in footer.keys if key.shown in "<>"}
+        assert split == {"<": False, ">": False}  # shown disabled
+        app.screen.query_one("#target-count").focus()
+        await pilot.press("<", ">")  # from the GPUs field: not typed, and said why
+        assert text(app, "target-count") == "4"
+        assert _messages(app)[-2:] == [app.state.move(True)] * 2
+        assert app.state.move(True).startswith("Colocated: every GPU runs")
+        await put(pilot, "target.count", "8")  # the total
+        assert app.state.plan.target.count + app.state.plan.drafter.count == 8
+        await choose(pilot, "workload.topology", "disaggregated")
+        assert text(app, "target-count") == "7" and rows["drafter.count"].display
+        assert rows["target.gpu"].title == "Target pool" and rows["target.count"].unit == ""
+        await pilot.pause()
+        assert all(key.enabled for key in footer.keys)
+        await pilot.press("<")  # enabled again: a GPU moves
+        assert (app.state.plan.target.count, app.state.plan.drafter.count) == (6, 2)
+
+
+async def test_f8_switches_the_topology_and_f9_the_drafter_family():
+    from dflash_plan.model.inputs.plan import DRAFTERS
+    from dflash_plan.tui.fields import DRAFTER_LABELS
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        topology = app.screen.query_one("#workload-topology", Picker)
+        drafter = app.screen.query_one("#workload-drafter", Picker)
+        assert (topology.label, drafter.label) == ("disaggregated", "DFlash")
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.state.plan.workload.topology == "colocated" and topology.value == "colocated"
+        assert _messages(app)[-1] == "Topology: colocated"
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.state.plan.workload.topology == "disaggregated"
+        for family in (*DRAFTERS[1:], DRAFTERS[0]):  # around the four, back to DFlash
+            await pilot.press("f9")
+            await pilot.pause()
+            assert app.state.plan.workload.drafter == family == drafter.value
+            assert drafter.label == DRAFTER_LABELS[family]
+            assert _messages(app)[-1] == f"Drafter: {DRAFTER_LABELS[family]}"
+        assert not app.state.dirty  # back where it started
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert "colocated" in commands["Topology"] and "EAGLE-3" in commands["Drafter"]
+
+
+@pytest.mark.parametrize("family", ["dflash", "dflash2", "dspark", "eagle3"])
+async def test_the_drafter_picker_picks_each_family(family):
+    from dflash_plan.tui.fields import DRAFTER_LABELS
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        picker = app.screen.query_one("#workload-drafter", Picker)
+        await pilot.click(picker)  # as a user: open the list, type, enter
+        await pilot.pause()
+        await pilot.press(*DRAFTER_LABELS[family].lower(), "enter")
+        await pilot.pause()
+        assert picker.label == DRAFTER_LABELS[family] and not picker.is_open
+        assert app.state.plan.workload.drafter == family
+        assert app.state.dirty == (family != "dflash")
+
+
+async def test_a_colocated_plan_on_two_gpu_types_shows_the_models_error():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot, "drafter.gpu", "b200")
+        await choose(pilot, "workload.topology", "colocated")
+        banner = text(app, "banner")
+        assert banner.startswith("STALE: ") and "same GPU type" in banner and "\n" not in banner
+        assert "same GPU type" in error(app, "drafter.gpu")
+        await choose(pilot, "drafter.gpu", "rtx-pro-6000")  # one type: both roles'
+        assert not app.state.stale and app.state.plan.workload.topology == "colocated"
+        assert error(app, "drafter.gpu") == "" and not app.screen.query_one("#banner").display
