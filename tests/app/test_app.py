@@ -829,16 +829,21 @@ async def test_the_topology_picker_shows_a_colocated_plans_gpus_and_disables_the
         await choose(pilot, "workload.topology", "colocated")
         assert app.state.plan.workload.topology == "colocated"
         # 3 + 1 GPUs: 4, each running the target and the drafter; no drafter count.
-        assert text(app, "target-count") == "4" and rows["target.count"].unit == "each runs both"
+        assert text(app, "target-count") == "4" and rows["target.count"].unit == "both roles"
         assert rows["target.gpu"].title == "Colocated pool" and not rows["drafter.count"].display
         await pilot.pause()
-        split = {key.shown: key.enabled for key in footer.keys if key.shown in "<>"}
-        assert split == {"<": False, ">": False}  # shown disabled
+        split = {key.shown: key.enabled for key in footer.keys if key.shown in ("<", ">", "^b")}
+        assert split == {"<": False, ">": False, "^b": False}  # shown disabled
         app.screen.query_one("#target-count").focus()
-        await pilot.press("<", ">")  # from the GPUs field: not typed, and said why
+        await pilot.press("<", ">", "ctrl+b")  # from the GPUs field: not typed, and said why
+        await settle(pilot)
         assert text(app, "target-count") == "4"
-        assert _messages(app)[-2:] == [app.state.move(True)] * 2
+        assert _messages(app)[-3:] == [app.state.move(True)] * 2 + [
+            "Colocated: every GPU runs the target and the drafter, no split to balance; "
+            "the projection says whether a split of the same GPUs would win"
+        ]
         assert app.state.move(True).startswith("Colocated: every GPU runs")
+        assert (app.state.plan.target.count, app.state.plan.drafter.count) == (3, 1)
         await put(pilot, "target.count", "8")  # the total
         assert app.state.plan.target.count + app.state.plan.drafter.count == 8
         await choose(pilot, "workload.topology", "disaggregated")

@@ -334,12 +334,14 @@ def test_colocated_gpus_the_file_cannot_hold_or_the_model_refuses_land_on_the_gp
     assert state.plan.target.count + state.plan.drafter.count == 6
 
 
-def test_the_split_keys_say_why_they_do_nothing_colocated(state):
+def test_the_split_keys_and_balance_say_why_they_do_nothing_colocated(state):
     state.edit("workload.topology", "colocated")
     state.recompute()
     reason = state.move(to_drafters=True)
     assert reason is not None and reason.startswith("Colocated: every GPU runs")
     assert state.move(to_drafters=False) == reason
+    with pytest.raises(PlanError, match="no split to balance"):
+        state.balance_input()
     assert (state.plan.target.count, state.plan.drafter.count) == (3, 1)  # unchanged
 
 

@@ -30,7 +30,7 @@ POOL_TITLES = {
     False: {"target.gpu": "Target pool", "drafter.gpu": "Drafter pool"},
     True: {"target.gpu": "Colocated pool", "drafter.gpu": "Drafter (same GPUs)"},
 }
-GPUS_UNIT = {False: "", True: "each runs both"}
+GPUS_UNIT = {False: "", True: "both roles"}
 
 
 class FieldInput(TextInput):

@@ -29,12 +29,15 @@ from ..fields import DRAFTER_LABELS, FIELDS
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
 from ..tabs import TabbedView
-from .inputs import FIRST_FOCUS, SPLIT_KEYS, InputsPanel
+from .inputs import FIRST_FOCUS, InputsPanel
 from .launch import LaunchPanel
 from .messages import FieldEdited, FieldInvalid
 from .results import ResultsPanel
 
 LaunchKey = tuple[Plan, Catalog, str, "str | None"]
+
+# What moves GPUs between the roles: disabled colocated, where every GPU runs both.
+SPLIT_ACTIONS = frozenset({"to_drafter", "to_target", "balance"})
 
 # The longest a keystroke holds the screen's frames while its figures are computed (a
 # projection takes a few milliseconds; this only bounds a keystroke that changes nothing).
@@ -397,17 +400,22 @@ class PlannerScreen(Screen[None]):
             self.publish()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Colocated, every GPU runs both roles: the split keys show disabled (None), and
-        # pressed, say why (on_key).
-        if action in ("to_drafter", "to_target") and self.view.colocated:
+        # Colocated, every GPU runs both roles: the keys that split them show disabled
+        # (None), and pressed, say why (on_key).
+        if action in SPLIT_ACTIONS and self.view.colocated:
             return None
         return True
 
     def on_key(self, event: events.Key) -> None:
-        """A split key while the split keys are disabled (colocated): why, not silence."""
-        if event.key in SPLIT_KEYS and self.view.colocated:
-            event.stop()
-            self._move(to_drafters=event.key == "less_than_sign")
+        """A key of a disabled split action (colocated): the action says why, not silence
+        (the key reaches the screen: its binding did not take it)."""
+        if not self.view.colocated:
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if binding.action in SPLIT_ACTIONS:
+                event.stop()
+                getattr(self, f"action_{binding.action}")()
+                return
 
     def _pick(self, key: str, value: str, said: str) -> None:
         """Choose a picker's value by its key, as picking it does."""
