@@ -314,7 +314,7 @@ class Planner:
     @property
     def colocated(self) -> bool:
         """The edited plan runs both roles on every GPU (workload.topology)."""
-        return self.doc["workload"].get("topology") == "colocated"
+        return bool(self.doc["workload"].get("topology") == "colocated")
 
     @property
     def launch_format(self) -> str:
