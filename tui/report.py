@@ -115,7 +115,9 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             summary.add_row(
                 F.TOKENS_PER_S.name,
                 f"{_figure(F.TOKENS_PER_S, p)}{samples}, {F.BOTTLENECK.name}: "
-                f"[bold]{escape(_figure(F.BOTTLENECK, p))}[/bold]" + _range(p, F.TOKENS_PER_S),
+                f"[bold]{escape(_figure(F.BOTTLENECK, p))}[/bold]"
+                + escape(time_shared(p))
+                + _range(p, F.TOKENS_PER_S),
             )
         if p.job.phased:
             # The plan's own job leads (its offline run, regeneration first when on); the
@@ -151,6 +153,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     else:
         summary.add_row(F.TOKENS_PER_S.name, f"[bold red]does not fit[/bold red]: {escape(unfit)}")
     console.print(summary)
+    if line := topology_line(p):
+        console.print(escape(line))
     # Where the prices behind the cost come from, beside it, as compare and search say it.
     for label, q in (("", p), ("baseline: ", baseline)):
         if q is not None and (text := fmt.plan_prices_not_set(q)):
@@ -189,12 +193,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f", {p.hidden_state_bytes_per_s / 1e9:,.2f} GB/s = "
             f"{fmt.pct(p.link_utilization)} of the link"
         )
-    console.print(
-        escape(
-            f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f}"
-            f" KB/token{link_load} ({p.link.description})"
-        )
-    )
+    console.print(escape(hidden_state_line(p, link_load)))
     for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if unfit is None and (more := more_gpus(p)):
@@ -254,6 +253,52 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     for d in p.diagnostics:
         label = "[bold red]error:[/bold red]" if d.level == "error" else "[yellow]warning:[/yellow]"
         console.print(f"{label} {escape(d.message)}")
+
+
+def hidden_state_line(p: Projection, link_load: str) -> str:
+    """The hidden states' line: their bytes and the link they cross (colocated: none)."""
+    per_token = f"hidden states: {p.target_work.hidden_state_bytes_per_token / 1e3:,.1f} KB/token"
+    if p.topology == "colocated":
+        return f"{per_token}, captured and trained on the same GPU (colocated: no link)"
+    return f"{per_token}{link_load} ({p.link.description})"
+
+
+def time_shared(p: Projection) -> str:
+    """What a colocated plan's GPUs spend their time on, after its bound ("time-shared");
+    empty for a disaggregated plan or one that does not fit."""
+    shares = p.time_shares
+    if shares is None or p.bottleneck is None:
+        return ""
+    return (
+        f" (target forward {fmt.pct(shares[0])}, drafter step {fmt.pct(shares[1])} "
+        f"of each GPU's time)"
+    )
+
+
+def topology_line(p: Projection) -> str | None:
+    """Which topology the figures belong to and which would win on the plan's GPUs: the
+    plan's against the other (colocated, or the best disaggregated split of the same
+    GPUs); None when the plan cannot run both ways."""
+    v = p.topology_verdict
+    if v is None:
+        return None
+    gpu = p.target.gpu_name
+    split = f"{v.disaggregated_split[0]} + {v.disaggregated_split[1]}"
+    colocated = fmt.ktok(v.colocated_tokens_per_s)
+    disaggregated = fmt.ktok(v.disaggregated_tokens_per_s)
+    if v.topology == "colocated":
+        said = (
+            f"colocated on {v.gpus} {gpu}: {colocated}; the best disaggregated split, "
+            f"{split}, would make {disaggregated}"
+        )
+    else:
+        said = (
+            f"disaggregated on {v.gpus} {gpu}: {disaggregated} at the best split, {split}; "
+            f"colocated would make {colocated}"
+        )
+    gain = fmt.figure(F.SPEEDUP, v.speedup)  # the winner over the other
+    unfit = "" if v.colocated_fits else ", but colocated does not fit GPU memory"
+    return f"topology: {said} ({v.winner} wins, {gain}{unfit})"
 
 
 def _job_days(p: Projection) -> str:

@@ -45,6 +45,7 @@ SOURCES = (
     "inputs/targets.py",
     "physics/__init__.py",
     "physics/caserates.py",
+    "physics/colocated.py",
     "physics/decode.py",
     "physics/fitting.py",
     "physics/footprint.py",

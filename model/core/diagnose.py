@@ -16,6 +16,7 @@ from ..physics.roofline import MOE_EFFICIENCY_FACTOR, default_efficiency
 from .diagnostics import (
     Diagnostic,
     anchors_check,
+    colocated_memory_check,
     decode_maturity_checks,
     idle_check,
     link_check,
@@ -48,11 +49,18 @@ def diagnose(
         moe = role_name == "target" and r.model.is_moe
         defaults = {k: default_efficiency(role_name, r.gpus[k], moe) for k in measured}
         out += measurement_checks(role_name, dict(measured), r.gpus, defaults)
-    out += memory_checks((r.target_gpu, pipe.target_memory), (r.drafter_gpu, pipe.drafter_memory))
-    out += anchors_check(plan.workload.num_anchors, recipe.NUM_ANCHORS)
-    out += _store_check(pipe, plan.workload.max_length)
-    out += _transport_check(plan)
-    out += _receive_check(plan)
+    if plan.workload.topology == "colocated":
+        # One GPU holds both roles; no hidden states leave it (no store, no transport).
+        out += colocated_memory_check(r.target_gpu, pipe.target_memory)
+        out += anchors_check(plan.workload.num_anchors, recipe.NUM_ANCHORS)
+    else:
+        out += memory_checks(
+            (r.target_gpu, pipe.target_memory), (r.drafter_gpu, pipe.drafter_memory)
+        )
+        out += anchors_check(plan.workload.num_anchors, recipe.NUM_ANCHORS)
+        out += _store_check(pipe, plan.workload.max_length)
+        out += _transport_check(plan)
+        out += _receive_check(plan)
     out += _mode_check(plan)
     if run is not None:
         out += _run_checks(r, rt, pipe, money, run)
@@ -152,7 +160,11 @@ def _run_checks(r: Resolved, rt: Rates, pipe: Pipeline, money: Money, run: Run) 
     out = link_check(throughput, float(f.link_tokens_per_s), pipe.central.hidden.description)
     capacities = (float(f.target_tokens_per_s), float(f.drafter_tokens_per_s))
     roles = (("target", plan.target.count, plan.target.tp), ("drafter", plan.drafter.count, 1))
+    # Colocated, no role waits on the other: each GPU's time is shared (no idle check).
+    colocated = plan.workload.topology == "colocated"
     for (role, count, tp), capacity in zip(roles, capacities, strict=True):
+        if colocated:
+            break
         out += idle_check(
             role, count, tp, throughput / capacity, throughput, capacity, run.bottleneck
         )

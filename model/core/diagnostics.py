@@ -88,22 +88,37 @@ def measurement_checks(
     return out
 
 
+# What to change when a role (or a colocated GPU, holding both) does not fit: (hint, key).
+_MEMORY_HINTS = {
+    "target": (" (raise target.tp or pick a GPU with more memory)", "target.tp"),
+    "drafter": (
+        " (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
+        "drafter.batch_size",
+    ),
+    "colocated GPU (target shard + drafter rank)": (
+        " (raise target.tp, lower drafter.batch_size, pick a GPU with more memory, or "
+        'set workload.topology = "disaggregated")',
+        "workload.topology",
+    ),
+}
+
+
+def colocated_memory_check(gpu: Gpu, mem: MemoryFit) -> list[Diagnostic]:
+    """A colocated GPU holds the target's shard and the drafter's rank: one check."""
+    return memory_checks((gpu, mem), roles=("colocated GPU (target shard + drafter rank)",))
+
+
 def memory_checks(
-    target: tuple[Gpu, MemoryFit], drafter: tuple[Gpu, MemoryFit]
+    target: tuple[Gpu, MemoryFit],
+    drafter: tuple[Gpu, MemoryFit] | None = None,
+    roles: tuple[str, ...] = ("target", "drafter"),
 ) -> list[Diagnostic]:
     out = []
-    for role, (gpu, mem) in (("target", target), ("drafter", drafter)):
+    for role, (gpu, mem) in zip(roles, (target, drafter) if drafter else (target,), strict=True):
         if mem.fits:
             continue
         biggest = max(mem.items_gb, key=lambda item: item[1])
-        hint, key = (
-            (" (raise target.tp or pick a GPU with more memory)", "target.tp")
-            if role == "target"
-            else (
-                " (lower drafter.batch_size or num_anchors, or pick a larger GPU)",
-                "drafter.batch_size",
-            )
-        )
+        hint, key = _MEMORY_HINTS[role]
         if mem.fits_central:
             low, high = mem.needed_range_gb
             out.append(

@@ -8,13 +8,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs.hardware import Gpu
+from ..physics.colocated import plan_flow
 from ..physics.pipeline import Flow, PipelineInputs, flow, pipeline_inputs
 from ..physics.work import TargetWork
 from .economics import Economics, RolePrices, economics
 from .offline import run
 from .rates import RateModel
 from .resolve import Resolved
-from .scenarios import HIGH, LINK_SHARE, LOW, Dim, Scenario, label
+from .scenarios import (
+    COLOCATION,
+    HIGH,
+    LINK_SHARE,
+    LOW,
+    Dim,
+    Scenario,
+    colocation_efficiency,
+    label,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +156,13 @@ class PlanScenarios:
 
     def flow(self, s: Scenario) -> Flow:
         plan = self.resolved.plan
-        return flow(self.inputs(s), plan.target.count, plan.drafter.count)
+        return plan_flow(
+            self.inputs(s),
+            plan.workload.topology,
+            plan.target.count,
+            plan.drafter.count,
+            colocation_efficiency(s.get(COLOCATION)),
+        )
 
     def tokens_per_s(self, s: Scenario) -> float:
         key = tuple(s.get(k) for k in self.dims)  # this plan's part of the scenario
@@ -184,6 +200,7 @@ class PlanScenarios:
             **self.target.extreme(slow),
             **self.drafter.extreme(slow),
             **{key: end for key in self.links},
+            **{key: end for key in self.dims if key == COLOCATION},
         }
 
     def binding(self, s: Scenario, value: Any) -> tuple[str, ...]:

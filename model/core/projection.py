@@ -9,7 +9,7 @@ once: job.py) -> diagnostics (diagnose.py) -> Projection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics import recipe
@@ -18,6 +18,7 @@ from ..inputs.hardware import Gpu
 from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
+from ..physics.colocated import time_shares
 from ..physics.footprint import MemoryFit
 from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
@@ -45,6 +46,7 @@ from .stages import (
     spread_stage,
     store_sizing,
 )
+from .topology import TopologyVerdict, topology_stage
 
 __all__ = [
     "Link",
@@ -175,6 +177,20 @@ class Projection:
     # What the run of the plan's own mode is at any counts (stages.run_at): the split
     # curve's and search's one evaluation. None when the plan does not fit.
     run_inputs: RunInputs | None = field(default=None, kw_only=True)
+    # Colocated against the best disaggregated split of the same GPUs (topology.py); None
+    # when the plan cannot run both ways (two GPU types, offline).
+    topology_verdict: TopologyVerdict | None = field(default=None, kw_only=True)
+
+    @property
+    def topology(self) -> str:
+        return self.plan.workload.topology
+
+    @property
+    def time_shares(self) -> tuple[float, float] | None:
+        """A colocated plan's share of each GPU's time on the target forward and on the
+        drafter step; None disaggregated."""
+        shares = time_shares(self.flow)
+        return None if shares is None else (float(shares[0]), float(shares[1]))
 
     @property
     def total(self) -> Total | None:
@@ -347,6 +363,7 @@ class Projection:
             "regeneration": self.regeneration.to_json() if self.regeneration else None,
             "phases": [p.to_json() for p in self.phases],
             "total": (t := self.total) and t.to_json(self.cost_unit),
+            "topology": self.topology_verdict.to_json() if self.topology_verdict else None,
         }
 
 
@@ -369,7 +386,8 @@ def project_resolved(
     regen = regeneration(r.plan, r.model, r.gpus)
     job = job_stage(r, pipe, money, run, regen)
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
-    return _projection(r, rt, pipe, money, spread, run, regen, job, diagnostics)
+    p = _projection(r, rt, pipe, money, spread, run, regen, job, diagnostics)
+    return replace(p, topology_verdict=topology_stage(r, rt, pipe.central))
 
 
 def _projection(
@@ -422,7 +440,8 @@ def _projection(
         assumptions=_assumptions(r, rt, money),
         scenarios=spread.scenarios if run else None,
         offline=run.offline if run else None,
-        store_memory=pipe.store_memory,
+        # Colocated, no hidden states leave their GPU: no Mooncake store.
+        store_memory=None if plan.workload.topology == "colocated" else pipe.store_memory,
         regeneration=regen,
         phases=job.phases,
         job=job,
@@ -453,12 +472,17 @@ def _number(value: object) -> float | None:
 def _role(name: str, r: Resolved, rt: Rates, pipe: Pipeline, spread: Spread) -> RoleProjection:
     plan, f = r.plan, pipe.flow
     capacity = float(getattr(f, f"{name}_tokens_per_s"))
+    # Colocated, every GPU of the plan runs both roles.
+    everyone = plan.target.count + plan.drafter.count
+    colocated = plan.workload.topology == "colocated"
     if name == "target":
-        gpu, count, tp, rate = r.target_gpu, plan.target.count, plan.target.tp, rt.target
+        gpu, tp, rate = r.target_gpu, plan.target.tp, rt.target
+        count = everyone if colocated else plan.target.count
         scaling = pipe.central.replica_tokens_per_s / (rate.tokens_per_s * tp)
         memory, flop = pipe.target_memory, rt.target_work.flop_per_token
     else:
-        gpu, count, tp, rate = r.drafter_gpu, plan.drafter.count, 1, rt.drafter
+        gpu, tp, rate = r.drafter_gpu, 1, rt.drafter
+        count = everyone if colocated else plan.drafter.count
         scaling, memory = float(f.drafter_scaling), pipe.drafter_memory
         flop = rt.drafter_work.flop_per_sample
     return RoleProjection(

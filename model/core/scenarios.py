@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..basics import fitcache
-from ..physics import fitting
+from ..physics import colocated, fitting
 
 # Value names of a two-ended dimension. A dimension left out of a scenario is at its
 # central value.
@@ -130,6 +130,32 @@ def link_dim(kind: str) -> Dim:
         ),
         ((LOW, f"{low:.0%}"), (HIGH, f"{high:.0%}")),
     )
+
+
+# The colocation efficiency's dimension (colocated plans only): the ends of its fitted
+# range (physics/colocated.py).
+COLOCATION = "colocation"
+
+
+def colocation_dim() -> Dim:
+    low, high = colocated.COLOCATION_EFFICIENCY_RANGE
+    return Dim(
+        COLOCATION,
+        "colocation efficiency",
+        (LOW, HIGH),
+        (
+            (LOW, f"colocated GPUs at {low:.0%} of the time-shared rate"),
+            (HIGH, f"colocated GPUs at {high:.0%} of the time-shared rate"),
+        ),
+        ((LOW, f"{low:.0%}"), (HIGH, f"{high:.0%}")),
+        chart_name="colocation",
+    )
+
+
+def colocation_efficiency(value: str | None) -> float:
+    """The colocation efficiency under a scenario's value of its dimension."""
+    low, high = colocated.COLOCATION_EFFICIENCY_RANGE
+    return low if value == LOW else high if value == HIGH else colocated.COLOCATION_EFFICIENCY
 
 
 def label(scenario: Scenario, dims: Mapping[str, Dim], keys: tuple[str, ...] | None = None) -> str:

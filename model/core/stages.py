@@ -14,8 +14,9 @@ from ..inputs import formats
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..physics import store
+from ..physics.colocated import plan_flow
 from ..physics.footprint import MemoryFit
-from ..physics.memory import drafter_memory, target_memory
+from ..physics.memory import colocated_memory, drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, bottleneck, flow
 from .cost import Prices, prices, probe_gpu_hours
 from .economics import Economics, RolePrices, billed, economics
@@ -24,7 +25,7 @@ from .offline import Run as OfflineRun
 from .plan_scenarios import PlanScenarios, Ranges, plan_inputs
 from .rates import Rates
 from .resolve import Resolved
-from .scenarios import Scenario, link_dim, memory_band
+from .scenarios import COLOCATION, Scenario, colocation_dim, link_dim, memory_band
 
 # A probe's length: what measuring a role's rate costs (the narrowing note names it).
 PROBE_MINUTES = 10
@@ -50,7 +51,20 @@ class Pipeline:
 def pipeline_stage(r: Resolved, rt: Rates) -> Pipeline:
     plan, w = r.plan, r.plan.workload
     central = plan_inputs(r, rt.target_work, rt.target.tokens_per_s, rt.drafter.tokens_per_s)
-    f = flow(central, plan.target.count, plan.drafter.count)
+    T, D = plan.target.count, plan.drafter.count
+    colocated = w.topology == "colocated"
+    f = plan_flow(central, w.topology, T, D)
+    t_mem, d_mem = role_memory(r, rt, T + D if colocated else D)
+    if colocated:
+        # One GPU holds both: each role's row shows what the GPU holds.
+        t_mem = d_mem = colocated_memory(t_mem, d_mem)
+    return Pipeline(central, f, float(f.tokens_per_s), t_mem, d_mem, store_memory(r))
+
+
+def role_memory(r: Resolved, rt: Rates, drafters: int) -> tuple[MemoryFit, MemoryFit]:
+    """One target GPU's and one drafter GPU's memory, each with its band, the drafters'
+    optimizer state sharded over `drafters` (colocated: every GPU of the plan)."""
+    plan, w = r.plan, r.plan.workload
     t_mem = target_memory(
         r.model, plan.target.tp, w.max_length, len(r.layer_ids), r.target_gpu.memory_gb
     )
@@ -60,16 +74,12 @@ def pipeline_stage(r: Resolved, rt: Rates) -> Pipeline:
         rt.drafter_work,
         float(w.max_length),
         plan.drafter.batch_size,
-        plan.drafter.count,
+        drafters,
         r.drafter_gpu.memory_gb,
     )
-    return Pipeline(
-        central,
-        f,
-        float(f.tokens_per_s),
+    return (
         replace(t_mem, band=memory_band("target")),
         replace(d_mem, band=memory_band("drafter")),
-        store_memory(r),
     )
 
 
@@ -154,6 +164,8 @@ def spread_stage(r: Resolved, rt: Rates, pipe: Pipeline, money: Money) -> Spread
     kinds = (r.target_gpu.link.kind, r.drafter_gpu.link.kind)
     links = {f"link:{kind}": link_dim(kind) for kind in dict.fromkeys(kinds)}
     dims = {dim.key: dim for dim in (*t.dims, *d.dims, *links.values())}
+    if r.plan.workload.topology == "colocated":
+        dims[COLOCATION] = colocation_dim()
     scen = PlanScenarios(
         dims,
         t,
@@ -192,6 +204,9 @@ class RunInputs:
     in_usd: bool
     units: tuple[int, int]
     same_type: bool
+    # Colocated plans: the share of the time-shared rate their GPUs reach (None: the
+    # fitted one, physics/colocated.py).
+    colocation_efficiency: float | None = None
 
 
 def run_inputs(
@@ -248,12 +263,15 @@ def run_at(
     f: Flow | None = None,
     paid: tuple[Count, Count] | None = None,
 ) -> RunFigures:
-    """The run of the plan's own mode (decided here, once for every caller) at these
-    counts: the online pipeline's days and cost, or the offline run's (capture at the
-    targets' capacity, then every epoch from storage). `f`: the pipeline's flow at these
-    counts when known; `paid`: the GPUs billed per role (whole rental units by default)."""
+    """The run of the plan's own mode and topology (decided here, once for every caller)
+    at these counts: the online pipeline's days and cost (colocated: targets + drafters
+    GPUs each running both), or the offline run's (capture at the targets' capacity, then
+    every epoch from storage). `f`: the pipeline's flow at these counts when known; `paid`:
+    the GPUs billed per role (whole rental units by default)."""
     plan = ri.plan
-    f = flow(ri.pipeline, targets, drafters) if f is None else f
+    if f is None:
+        topology = plan.workload.topology
+        f = plan_flow(ri.pipeline, topology, targets, drafters, ri.colocation_efficiency)
     paid = billed(targets, drafters, ri.same_type, *ri.units) if paid is None else paid
     if plan.workload.mode == "offline":
         disk = f if ri.disk is ri.pipeline else flow(ri.disk, targets, drafters)
@@ -303,7 +321,7 @@ def run_stage(r: Resolved, rt: Rates, pipe: Pipeline, money: Money, spread: Spre
     # Offline, the drafters read from storage, not through the Mooncake store: their
     # capacity without its fetch wait (storage's own bound is applied in offline()).
     ri = run_inputs(r, rt, money, pipe.central)
-    disk = f if ri.disk is pipe.central else flow(ri.disk, T, D)
+    disk = f if ri.disk is pipe.central else plan_flow(ri.disk, plan.workload.topology, T, D)
     off = offline(
         plan,
         r.model.hidden,

@@ -23,7 +23,7 @@ from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BYTES_PER_GIB
 from ..inputs.catalog import Catalog
-from ..physics import caserates, decode, fitting, memory, pipeline, roofline
+from ..physics import caserates, colocated, decode, fitting, memory, pipeline, roofline
 from ..physics.fitting import case_model as _model
 from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
@@ -383,7 +383,13 @@ def constants_applied(catalog: Catalog, values: Mapping[str, float | None]) -> I
     """The model with these fitted constants (None: left as they are) for the duration:
     module constants set and restored, a GPU field on a copy of the catalog. Validation
     only (it swaps module globals: not for threads)."""
-    homes = {"memory": memory, "pipeline": pipeline, "roofline": roofline, "decode": decode}
+    homes = {
+        "memory": memory,
+        "pipeline": pipeline,
+        "roofline": roofline,
+        "decode": decode,
+        "colocated": colocated,
+    }
     saved: list[tuple[Any, str, float]] = []
     gpus = dict(catalog.gpus)
     # Efficiencies follow their family's share and the GPU's ceiling: recomputed for every
@@ -461,7 +467,8 @@ def cross_validate(
         value = full[c.name]
         assert value is not None
         low, high = fitting.span(c, by_id, full, (folds[g][c.name] for g in groups))
-        fitted_groups = tuple(dict.fromkeys(fitting.group(by_id[i]) for i in c.fitted_on))
+        mine = fitting.given_cases(by_id, c.fitted_on)
+        fitted_groups = tuple(dict.fromkeys(fitting.group(mine[i]) for i in c.fitted_on))
         constants.append(
             FittedConstant(
                 c.name,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.projection import project_resolved
 from ..core.resolve import require_same_gpu_type, resolve
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics.pipeline import splits
+from ..physics.pipeline import best_split
 
 
 def balance(plan: Plan, catalog: Catalog) -> Plan:
@@ -20,15 +18,13 @@ def balance(plan: Plan, catalog: Catalog) -> Plan:
     r = resolve(plan, catalog)
     inputs = project_resolved(r, catalog).inputs
     total = plan.target.count + plan.drafter.count
-    sweep = splits(inputs, total, plan.target.tp)
-    if sweep is None:
+    best = best_split(inputs, total, plan.target.tp)
+    if best is None:
         return plan
-    targets, f = sweep
-    tokens = np.asarray(f.tokens_per_s, dtype=float)
-    best = int(targets[::-1][np.argmax(tokens[::-1] >= tokens.max() * (1 - 1e-9))])
+    targets = best[0]
     return plan.model_copy(
         update={
-            "target": plan.target.model_copy(update={"count": best}),
-            "drafter": plan.drafter.model_copy(update={"count": total - best}),
+            "target": plan.target.model_copy(update={"count": targets}),
+            "drafter": plan.drafter.model_copy(update={"count": total - targets}),
         }
     )

@@ -198,7 +198,8 @@ class Constant:
     """One fitted constant: where it lives, what it is fitted on, what it applies to."""
 
     name: str  # the module constant's name
-    home: str  # "memory", "pipeline", "roofline", "decode", "hardware.toml" or "fits"
+    home: str  # "memory", "pipeline", "colocated", "roofline", "decode", "hardware.toml"
+    # or "fits"
     # ("fits": read only by the fits of other constants)
     unit: str
     fitted_on: tuple[str, ...]  # case ids the value is fitted on
@@ -826,6 +827,49 @@ _DENSE: tuple[Constant, ...] = (
     ),
 )
 
+# Colocated runs and the disaggregated splits of the same GPUs, data, software and table
+# (SpecForge's DFlash2 recipe, PR #869). A split runs at most min(T t, D d) (targets T at t
+# per GPU, drafters D at d), so each split bounds the per-GPU rates from below: t >= rate / T
+# and d >= rate / D. The colocated run's efficiency is its rate over N GPUs each spending
+# 1/t + 1/d per token at those rates: rates above the bounds would make it lower. The
+# recipe's B300 two-node colocated row (34.5) has only a host-receive 8 + 8 split beside it
+# (trainer-bound on its fetch, not on the drafter), so it bounds neither rate: not used.
+COLOCATED_SPLITS: dict[str, tuple[str, ...]] = {
+    "specforge-dflash2-qwen38-27b-h200-colocated-1node-pipeline": (
+        "specforge-dflash2-qwen38-27b-h200-4srv-dp4-1node-pipeline",
+        "specforge-dflash2-qwen38-27b-h200-5srv-dp3-1node-pipeline",
+        "specforge-dflash2-qwen38-27b-h200-3srv-dp5-1node-pipeline",
+    ),
+    "specforge-dflash2-qwen38-27b-b300-colocated-1node-pipeline": (
+        "specforge-dflash2-qwen38-27b-b300-4srv-dp4-1node-pipeline",
+        "specforge-dflash2-qwen38-27b-b300-5srv-dp3-1node-pipeline",
+        "specforge-dflash2-qwen38-27b-b300-3srv-dp5-1node-pipeline",
+        "specforge-dflash2-qwen38-27b-b300-4srv-dp4-device-receive-pipeline",
+        "specforge-dflash2-qwen38-27b-b300-3srv-dp5-device-receive-pipeline",
+    ),
+    "specforge-dflash2-qwen38-27b-h200-colocated-2node-pipeline": (
+        "specforge-dflash2-qwen38-27b-h200-8srv-dp8-tcp-host-2node-pipeline",
+        "specforge-dflash2-qwen38-27b-h200-8srv-dp8-rdma-device-2node-pipeline",
+        "specforge-dflash2-qwen38-27b-h200-10srv-dp6-device-2node-pipeline",
+    ),
+}
+
+
+def split_rates(splits: Sequence[Case]) -> tuple[float, float]:
+    """The per-GPU target and drafter rates a set of splits of one rig bounds from below
+    (each split's rate over its targets, and over its drafters; the largest of each)."""
+    target = max(float(c["value"]) / int(c["target_gpus"]) for c in splits)
+    drafter = max(float(c["value"]) / int(c["drafter_gpus"]) for c in splits)
+    return target, drafter
+
+
+def _colocation(case: Case, _: Values) -> Span:
+    target, drafter = split_rates(list(cases_by_id(COLOCATED_SPLITS[case["id"]]).values()))
+    gpus = int(case["gpu_count"])
+    time_shared = gpus / (1 / target + 1 / drafter)
+    return _point(float(case["value"]) / time_shared)
+
+
 SPECFORGE_PIPELINE = (
     "SpecForge's disaggregated Domino pipeline on one 8 x H200 node (Qwen3-8B, Mooncake over RDMA)"
 )
@@ -1053,6 +1097,19 @@ CONSTANTS: tuple[Constant, ...] = (
     ),
     *_DENSE,
     *(_family(f) for f in FAMILY_EFFICIENCIES),
+    Constant(
+        "COLOCATION_EFFICIENCY",
+        "colocated",
+        "x the time-shared rate",
+        fitted_on=tuple(COLOCATED_SPLITS),
+        range_on=tuple(COLOCATED_SPLITS),
+        applies_when="SpecForge's in-process colocated trainer (#783; the DFlash2 recipe, "
+        "PR #869: Qwen3.8-27B on 8 H200, 8 B300 and 16 H200): each GPU running the target "
+        "forward and the drafter step in one process, against the rates the same table's "
+        "disaggregated splits bound; applied to every colocated plan",
+        fit=_mean_of(_colocation),
+        implied=_colocation,
+    ),
 )
 BY_NAME = {c.name: c for c in CONSTANTS}
 _EFFICIENCY_INPUTS.update(c.name for c in CONSTANTS if c.home == "efficiency" or c.gpu_fields)
@@ -1063,7 +1120,8 @@ def fit_all(cases: Mapping[str, Case], leave_out: str | None = None) -> dict[str
     whose fit cases are all in that group (or that needs such a constant)."""
     values: dict[str, float | None] = {}
     for c in CONSTANTS:
-        kept = [cases[i] for i in c.fitted_on if group(cases[i]) != leave_out]
+        mine = given_cases(cases, c.fitted_on)
+        kept = [mine[i] for i in c.fitted_on if group(mine[i]) != leave_out]
         # A matmul ceiling left out falls back as ceiling_of says: not a missing input.
         missing = any(values[n] is None for n in c.needs if n not in CEILING_NAMES)
         if missing:
@@ -1075,11 +1133,20 @@ def fit_all(cases: Mapping[str, Case], leave_out: str | None = None) -> dict[str
     return values
 
 
+def given_cases(cases: Mapping[str, Case], ids: Iterable[str]) -> Mapping[str, Case]:
+    """The cases of these ids: the ones given, and the file's for the others (a constant
+    may be fitted on a measurement the model cannot predict yet, a case waiting for a
+    capability: validation hands over only the predicted ones)."""
+    missing = [i for i in ids if i not in cases]
+    return {**cases, **cases_by_id(missing)} if missing else cases
+
+
 def span(
     c: Constant, cases: Mapping[str, Case], values: Values, folds: Iterable[float | None] = ()
 ) -> Span:
     """The constant's range: what each case of its kind implies, its fold values, and the
     alternatives where it is applied outside its runs."""
+    cases = given_cases(cases, c.range_on)
     points = [x for case_id in c.range_on for x in c.implied(cases[case_id], values)]
     points += [x for x in folds if x is not None]
     points += list(c.alternatives(values))

@@ -116,3 +116,17 @@ ACTIVATION_IO_MULTIPLE: float = fitting.value("ACTIVATION_IO_MULTIPLE")
 # caching allocator's held blocks. Fitted on SpecForge's in-pipeline trainer at batch 2
 # (45 GB).
 TRAINER_RUNTIME_RESERVE_GIB: float = fitting.value("TRAINER_RUNTIME_RESERVE_GIB")
+
+
+def colocated_memory(target: MemoryFit, drafter: MemoryFit) -> MemoryFit:
+    """One colocated GPU (physics/colocated.py): the target's shard, its KV, activations
+    and captured states, and the drafter rank's weights, optimizer state (sharded over
+    every GPU of the plan: `drafter` is sized so), activations and logit slice, in one
+    process: one runtime reserve, the trainer's (the larger). Its band is the wider of the
+    two roles'."""
+    reserve = "runtime reserve"
+    items = tuple((f"target {n}", gb) for n, gb in target.items_gb if n != reserve) + tuple(
+        (n if n == reserve else f"drafter {n}", gb) for n, gb in drafter.items_gb
+    )
+    band = (min(target.band[0], drafter.band[0]), max(target.band[1], drafter.band[1]))
+    return MemoryFit(items_gb=items, available_gb=target.available_gb, band=band)

@@ -103,6 +103,9 @@ class Flow:
     crossing_share: Number  # share of hidden-state traffic leaving its node
     nodes: Count
     drafters_span_nodes: Any
+    # Colocated (physics/colocated.py): the share of each GPU's time the target forward
+    # takes (the drafter step the rest); None for a disaggregated split.
+    target_share: Any = None
 
 
 def placement(
@@ -153,19 +156,13 @@ def splits(inputs: PipelineInputs, total: int, tp: int) -> tuple[Any, Flow] | No
     return targets, flow(inputs, targets, total - targets)
 
 
-def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
-    """Throughput of `targets` target GPUs and `drafters` drafter GPUs."""
-    crossing, nodes, drafter_nodes, span = placement(inputs, targets, drafters)
-    replicas = targets // inputs.tp
-    target_cap = replicas * inputs.replica_tokens_per_s
-
-    # Drafters: compute per step, plus the all-reduce time the backward pass cannot hide.
-    # Inside one fast domain the ring runs over the GPU link; across nodes the reduction
-    # is hierarchical and the inter-node ring runs over each node's network.
-    h = inputs.hidden
-    # A fetch the drafter waits for adds to its time per token (SpecForge's trainer waited
-    # about 40 ms per two-sample step for its Mooncake get, docs/model.md).
-    serial_s_per_token = h.receive_s_per_token() if h.receive_blocks_training else 0.0
+def drafter_capacity(
+    inputs: PipelineInputs, drafters: Count, drafter_nodes: Count, serial_s_per_token: float
+) -> tuple[Number, Number]:
+    """The drafters' capacity and their data-parallel scaling: compute per step (plus a
+    fetch they wait for, `serial_s_per_token`), and the all-reduce time the backward pass
+    cannot hide. Inside one fast domain the ring runs over the GPU link; across nodes the
+    reduction is hierarchical and the inter-node ring runs over each node's network."""
     drafter_rate = 1.0 / (1.0 / inputs.drafter_tokens_per_s + serial_s_per_token)
     step_s = inputs.drafter_step_tokens / drafter_rate
     inside = allreduce_seconds(
@@ -181,7 +178,33 @@ def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
     comm_s = inside + _where(spans_domain, across, 0.0)
     exposed_s = _maximum(0.0, comm_s - BACKWARD_SHARE_OF_STEP * step_s)
     scaling = step_s / (step_s + exposed_s)
-    drafter_cap = drafters * drafter_rate * scaling
+    return drafters * drafter_rate * scaling, scaling
+
+
+def best_split(inputs: PipelineInputs, total: int, tp: int) -> tuple[int, float] | None:
+    """The split of `total` GPUs of one type with the highest throughput (the fewest
+    drafters on a tie): (its targets, its tokens/s); None when no split has room for a
+    replica and a drafter. Balance and the topology verdict pick with this: one split at
+    a time (a projection's verdict loads no numpy; a plan has at most a few hundred)."""
+    rates = {t: float(flow(inputs, t, total - t).tokens_per_s) for t in range(tp, total, tp)}
+    if not rates:
+        return None
+    best = max(rates.values())
+    targets = max(t for t, rate in rates.items() if rate >= best * (1 - 1e-9))
+    return targets, rates[targets]
+
+
+def flow(inputs: PipelineInputs, targets: Count, drafters: Count) -> Flow:
+    """Throughput of `targets` target GPUs and `drafters` drafter GPUs."""
+    crossing, nodes, drafter_nodes, span = placement(inputs, targets, drafters)
+    replicas = targets // inputs.tp
+    target_cap = replicas * inputs.replica_tokens_per_s
+
+    # A fetch the drafter waits for adds to its time per token (SpecForge's trainer waited
+    # about 40 ms per two-sample step for its Mooncake get, docs/model.md).
+    h = inputs.hidden
+    serial_s_per_token = h.receive_s_per_token() if h.receive_blocks_training else 0.0
+    drafter_cap, scaling = drafter_capacity(inputs, drafters, drafter_nodes, serial_s_per_token)
 
     send = replicas / (
         h.bytes_per_token / h.sender_bytes_per_s + h.sender_s_per_sample / h.sample_tokens
@@ -209,8 +232,16 @@ def below(a: Number, b: Number) -> Any:
     return a * (1 + TIE_RELATIVE) < b
 
 
+# A colocated flow's bound: each GPU's time, shared between the target forward and the
+# drafter step (Flow.target_share).
+TIME_SHARED = "time-shared"
+
+
 def bottleneck(f: Flow) -> str:
-    """The role whose capacity sets a scalar flow's throughput (first on a tie)."""
+    """The role whose capacity sets a scalar flow's throughput (first on a tie);
+    "time-shared" for a colocated flow (every GPU runs both roles: none waits on another)."""
+    if f.target_share is not None:
+        return TIME_SHARED
     caps = (
         ("target", f.target_tokens_per_s),
         ("drafter", f.drafter_tokens_per_s),
