@@ -506,6 +506,13 @@ def _add_search(p: argparse.ArgumentParser) -> None:
         "(default: the plan's workload.mode)",
     )
     p.add_argument(
+        "--topology",
+        choices=("disaggregated", "colocated", "both"),
+        help="search disaggregated splits, colocated GPU counts (every GPU runs the target "
+        "and the drafter; one GPU type, online) or both, each row naming its topology "
+        "(default: the plan's workload.topology)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print JSON: the front and the winners, each a plan and its projection",
@@ -517,7 +524,7 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 def _run_search(args: argparse.Namespace) -> int:
     from ..model.explore.search import Constraints, default_space, search
-    from ..model.inputs.plan import MODES
+    from ..model.inputs.plan import MODES, TOPOLOGIES
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
@@ -536,6 +543,9 @@ def _run_search(args: argparse.Namespace) -> int:
         mixed=args.mixed,
         one_node=args.one_node,
         modes=MODES if args.mode == "both" else (args.mode,) if args.mode else None,
+        topologies=(
+            TOPOLOGIES if args.topology == "both" else (args.topology,) if args.topology else None
+        ),
     )
     result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget, at=args.at))
     if args.output is not None:

@@ -24,7 +24,7 @@ from ..model.core.projection import Projection
 from ..model.evidence.evidence import Validation
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
-from ..model.explore.search import TIE_RULE
+from ..model.explore.search import TIE_RULE, Candidate
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
 from ..model.inputs.offers import PRICE_MAX_AGE_DAYS
@@ -275,6 +275,15 @@ def time_shared(p: Projection) -> str:
     )
 
 
+def topology_cell(p: Projection) -> str:
+    """A plan's topology, and which wins on its GPUs where it can run both ways."""
+    v = p.topology_verdict
+    if v is None:
+        return p.topology
+    gain = fmt.figure(F.SPEEDUP, v.speedup)
+    return f"{p.topology} ({v.winner} wins on these {v.gpus} GPUs, {gain})"
+
+
 def topology_line(p: Projection) -> str | None:
     """Which topology the figures belong to and which would win on the plan's GPUs: the
     plan's against the other (colocated, or the best disaggregated split of the same
@@ -324,9 +333,12 @@ def more_gpus(p: Projection) -> list[tuple[str, str]]:
         return []
     assert j.more_target_tokens_per_s is not None and j.more_target_days is not None
     assert j.more_drafter_tokens_per_s is not None and j.more_drafter_days is not None
+    replica = "replica" if p.plan.target.tp > 1 else "GPU"
+    if p.topology == "colocated":  # one more GPU runs both roles: one row
+        return [(f"colocated {replica}", fmt.more(j.more_target_tokens_per_s, j.more_target_days))]
     return [
         (
-            f"target {'replica' if p.plan.target.tp > 1 else 'GPU'}",
+            f"target {replica}",
             fmt.more(j.more_target_tokens_per_s, j.more_target_days),
         ),
         ("drafter GPU", fmt.more(j.more_drafter_tokens_per_s, j.more_drafter_days)),
@@ -855,9 +867,14 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     # A mode column when the search evaluated offline runs: their days and cost are the
     # offline run's (capture, then training), their Ktok/s the training rate.
     by_mode = result.modes != ("online",)
+    # A topology column when both were searched; the winner on each GPU type marked.
+    by_topology = len(result.topologies) > 1
+    won = {w.gpu: w.winner for w in result.topology_wins}
+    marked: set[str] = set()
     columns = [
         _Column("targets + drafters"),
         *([_Column("mode")] if by_mode else []),
+        *([_Column("topology")] if by_topology else []),
         _Column(F.TOKENS_PER_S.head, True),
         _Column(F.DAYS.head, True),
         _Column("at worst", True, drop=2),
@@ -875,6 +892,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             [
                 escape(_plan_cell(candidate.plan, names)),
                 *([p.job.mode] if by_mode else []),
+                *([_topology_cell(candidate, won, marked)] if by_topology else []),
                 fmt.cell(F.TOKENS_PER_S, rate or 0, unit),
                 fmt.figure(F.DAYS, candidate.days),
                 fmt.figure(F.DAYS, candidate.pessimistic_days),
@@ -920,6 +938,8 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             f"{fmt.figure(F.DAYS, c.days)}, "
             f"{escape(fmt.figure(F.TOTAL_COST, c.cost, unit))}{_verdict(c, unit)}"
         )
+    for line in topology_win_lines(result, names):
+        console.print(escape(line))
     if "offline" in result.modes:
         console.print(escape(_offline_note(result)))
     if stopped := result.rejected.get("store memory", 0):
@@ -932,6 +952,40 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"
     )
     _borrowed_prices(console, result, names)
+
+
+def _topology_cell(candidate: Candidate, won: dict[str, str], marked: set[str]) -> str:
+    """A front row's topology; '(wins)' on the fastest row of the winning topology of its
+    GPU type (the front is fastest first)."""
+    plan, topology = candidate.plan, candidate.topology
+    gpu = plan.target.gpu
+    if plan.drafter.gpu != gpu or won.get(gpu) != topology or gpu in marked:
+        return topology
+    marked.add(gpu)
+    return f"{topology} (wins)"
+
+
+def topology_win_lines(result: SearchResult, names: dict[str, str]) -> list[str]:
+    """Both topologies searched: which wins on each GPU type, by its fastest feasible plan
+    in each."""
+    lines = []
+    for w in result.topology_wins:
+        parts = []
+        for topology in ("disaggregated", "colocated"):
+            f = w.fastest.get(topology)
+            if f is None:
+                parts.append(f"{topology}: no plan that fits and meets the constraints")
+                continue
+            gpus = (
+                f"{f.targets + f.drafters} GPUs"
+                if topology == "colocated"
+                else f"{f.targets} + {f.drafters}"
+            )
+            tp = f" tp{f.tp}" if f.tp > 1 else ""
+            parts.append(f"{topology} {gpus}{tp} in {fmt.figure(F.DAYS, f.days)}")
+        gpu = names.get(w.gpu, w.gpu)
+        lines.append(f"{gpu}: {w.winner} wins (fastest plans: {'; '.join(parts)})")
+    return lines
 
 
 def _offline_note(result: SearchResult) -> str:
@@ -1050,6 +1104,13 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
                     _with_range(text, c.range, one(f, unit), sep) if f.ranged else text
                 )
         body.append([str(path), *(cells[key, is_range] for key, is_range, _ in columns)])
+    # Each plan's topology and which would win on its GPUs (a column only when some plan
+    # is colocated, so all-disaggregated comparisons read as before).
+    if any(x.projection.topology == "colocated" for _, x in rows):
+        headers.append("topology")
+        columns.append(("topology", False, 0))
+        for row, (_, x) in zip(body, rows, strict=True):
+            row.append(topology_cell(x.projection))
     # Offline plans: their storage, days and cost beside the online figures (a column only
     # when some plan runs offline, so all-online comparisons read as before).
     if any(x.projection.job.stored is not None for _, x in rows):

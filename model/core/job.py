@@ -172,7 +172,9 @@ def _neighbours(r: Resolved, run_: Run) -> tuple[tuple[float, float], tuple[floa
     plan, own = r.plan, run_.own
     T, D, tp = plan.target.count, plan.drafter.count, plan.target.tp
     rate, days = float(own.tokens_per_s), float(own.days)
-    t, d = (run_at(run_.inputs, *counts) for counts in ((T + tp, D), (T, D + 1)))
+    # Colocated, a GPU more is one more of each role: whole replicas (tp GPUs), either way.
+    more_d = tp if plan.workload.topology == "colocated" else 1
+    t, d = (run_at(run_.inputs, *counts) for counts in ((T + tp, D), (T, D + more_d)))
     return (
         (float(t.tokens_per_s) - rate, float(t.days) - days),
         (float(d.tokens_per_s) - rate, float(d.days) - days),

@@ -20,7 +20,11 @@ def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
         return f"{count} {what}{'s' * (count != 1)}"
 
     t, d = doc["target"], doc["drafter"]
-    if t.get("gpu") == d.get("gpu"):
+    colocated = doc["workload"].get("topology") == "colocated"
+    if colocated and isinstance(t.get("count"), int) and isinstance(d.get("count"), int):
+        # Every GPU runs both roles: the plan is its GPUs.
+        pools = f"{n(t['count'] + d['count'], 'GPU')} colocated, {gpu(t.get('gpu'))}"
+    elif t.get("gpu") == d.get("gpu"):
         pools = (
             f"{n(t.get('count'), 'target')} + {n(d.get('count'), 'drafter')}, {gpu(t.get('gpu'))}"
         )
@@ -34,10 +38,12 @@ def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
 
 
 def split_label(plan: Plan, names: Mapping[str, str], plus: str = "+") -> str:
-    """A plan's GPUs in a few characters: '29+12 B200', '4+2 H200 tp2', '45 B300+19 H200'
-    (names: GPU key -> name; a key not in it is shown as it is)."""
+    """A plan's GPUs in a few characters: '29+12 B200', '4+2 H200 tp2', '45 B300+19 H200',
+    '8 B300 colocated' (names: GPU key -> name; a key not in it is shown as it is)."""
     t, d = plan.target, plan.drafter
     tp = f" tp{t.tp}" if t.tp > 1 else ""
+    if plan.workload.topology == "colocated":  # every GPU runs both roles
+        return f"{t.count + d.count} {names.get(t.gpu, t.gpu)}{tp} colocated"
     if t.gpu == d.gpu:
         return f"{t.count}{plus}{d.count} {names.get(t.gpu, t.gpu)}{tp}"
     return f"{t.count} {names.get(t.gpu, t.gpu)}{tp}{plus}{d.count} {names.get(d.gpu, d.gpu)}"

@@ -295,7 +295,7 @@ def _even_spread(
 
 def _why(new: Projection, base: Projection) -> tuple[str, ...]:
     """What differs between the plans, in words: GPUs (their hardware ratios and prices),
-    counts, mode and bottleneck."""
+    counts, mode, topology and bottleneck."""
     why: list[str] = []
     for role in ("target", "drafter"):
         a, b = getattr(new, role), getattr(base, role)
@@ -325,6 +325,8 @@ def _why(new: Projection, base: Projection) -> tuple[str, ...]:
             why.append(f"{role} GPUs {b.count} -> {a.count}")
     if new.mode != base.mode:
         why.append(f"mode {base.mode} -> {new.mode}")
+    if new.topology != base.topology:
+        why.append(f"topology {base.topology} -> {new.topology}")
     if new.bottleneck != base.bottleneck:
         why.append(
             f"bottleneck {base.bottleneck or 'none (does not fit)'} -> "

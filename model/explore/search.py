@@ -52,7 +52,8 @@ from ..core.scenarios import LOW, memory_band
 from ..core.stages import RunInputs, run_at
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Mode, Plan
+from ..inputs.plan import Mode, Plan, Topology
+from ..physics.colocated import COLOCATION_EFFICIENCY_RANGE
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, flow
@@ -87,6 +88,9 @@ class Space:
     one_node: bool = False  # the pipeline needs both roles on one node
     # The modes each split is evaluated in (workload.mode): online, offline or both.
     modes: tuple[Mode, ...] = ("online",)
+    # The topologies searched (workload.topology): disaggregated splits, colocated GPU
+    # counts (one GPU type, online: every GPU runs both roles), or both.
+    topologies: tuple[Topology, ...] = ("disaggregated",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,10 @@ class Candidate:
         return self.plan.workload.mode
 
     @property
+    def topology(self) -> str:
+        return self.plan.workload.topology
+
+    @property
     def days(self) -> float:
         """The whole job's days in the plan's own mode: the offline run's (capture, then
         training) when it runs offline, after the regeneration phase when it has one."""
@@ -156,6 +164,44 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Fastest:
+    """The fastest feasible plan of one GPU type in one topology (both roles on it)."""
+
+    targets: int
+    drafters: int
+    tp: int
+    days: float
+    cost: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "targets": self.targets,
+            "drafters": self.drafters,
+            "gpus": self.targets + self.drafters,
+            "tp": self.tp,
+            "days": self.days,
+            "cost": self.cost,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyWin:
+    """Which topology wins on one GPU type: its fastest feasible plan in each (a
+    topology with no feasible plan is absent), the faster one's topology."""
+
+    gpu: str
+    winner: str
+    fastest: dict[str, Fastest]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "winner": self.winner,
+            **{topology: f.to_json() for topology, f in self.fastest.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     evaluated: int  # configurations covered (evaluated + proved dominated)
     feasible: int  # of those evaluated, that fit and meet every constraint
@@ -172,6 +218,10 @@ class Result:
     borrowed_prices: tuple[Price, ...] = ()
     evaluated_after_pruning: int | None = None  # None: every covered one was evaluated
     modes: tuple[Mode, ...] = ("online",)  # the modes each split was evaluated in
+    topologies: tuple[Topology, ...] = ("disaggregated",)  # the topologies searched
+    # Both topologies searched: the winner on each GPU type (its fastest feasible plan in
+    # each topology, the faster's), in the space's order.
+    topology_wins: tuple[TopologyWin, ...] = ()
 
     @property
     def covered(self) -> int:
@@ -195,6 +245,7 @@ class Result:
             days, cost = c.judged(at)
             return {
                 "mode": c.mode,
+                "topology": c.topology,
                 "days": c.days,
                 "cost": c.cost,
                 "plan": plan_to_dict(c.plan),
@@ -218,6 +269,8 @@ class Result:
             "rejected": self.rejected,
             "constraints": self.constraints.to_json(),
             "modes": list(self.modes),
+            "topologies": list(self.topologies),
+            "topology_wins": [w.to_json() for w in self.topology_wins],
             "prices_not_from_plan": [p.to_json() for p in self.borrowed_prices],
             "front": [one(c) for c in self.front],
             "cheapest_within_deadline": one(self.cheapest_within_deadline),
@@ -234,14 +287,37 @@ def _variant(
     targets: int,
     drafters: int,
     mode: Mode | None = None,
+    topology: Topology | None = None,
 ) -> Plan:
     update: dict[str, Any] = {
         "target": plan.target.model_copy(update={"gpu": t_gpu, "tp": tp, "count": targets}),
         "drafter": plan.drafter.model_copy(update={"gpu": d_gpu, "count": drafters}),
     }
+    workload: dict[str, Any] = {}
     if mode is not None and mode != plan.workload.mode:
-        update["workload"] = plan.workload.model_copy(update={"mode": mode})
+        workload["mode"] = mode
+    if topology is not None and topology != plan.workload.topology:
+        workload["topology"] = topology
+    if workload:
+        update["workload"] = plan.workload.model_copy(update=workload)
     return plan.model_copy(update=update)
+
+
+def in_topology(plan: Plan, topology: Topology) -> Plan:
+    """The plan in this topology (itself when it is in it already)."""
+    if plan.workload.topology == topology:
+        return plan
+    return plan.model_copy(
+        update={"workload": plan.workload.model_copy(update={"topology": topology})}
+    )
+
+
+def colocated_split(gpus: Any, tp: int) -> tuple[Any, Any]:
+    """The (targets, drafters) a colocated plan of `gpus` GPUs is written with: half the
+    replicas as targets, the rest drafters (any split of the same GPUs is the same
+    colocated plan; whole replicas keep target.count a multiple of target.tp)."""
+    targets = tp * (gpus // tp // 2)
+    return targets, gpus - targets
 
 
 def _splits(max_gpus: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
@@ -275,6 +351,7 @@ class _Block:
     storage_tb: float = 0.0  # offline: the captured data, TB
     # By split: the Mooncake store fits every node's host memory (None: every split's does).
     store_fits: np.ndarray | None = None
+    topology: Topology = "disaggregated"  # colocated: each split is targets + drafters GPUs
 
     def fitting(self) -> _Block:
         """The block with its fitting splits only (what ranking needs), counts in 32 bits:
@@ -566,7 +643,7 @@ def _evaluated(
 
 
 def _run_figures(
-    ri: RunInputs, targets: np.ndarray, drafters: np.ndarray, f: Flow
+    ri: RunInputs, targets: np.ndarray, drafters: np.ndarray, f: Flow | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Days and cost of each split as project() computes them (stages.run_at, the same
     code), so that a plan judged within a limit here is within it in its projection."""
@@ -641,6 +718,51 @@ def _block(
         storage_fits=storage_fits,
         storage_tb=storage_tb,
         store_fits=None if over is None else ~over,
+    )
+
+
+def _colocated_block(
+    plan: Plan, catalog: Catalog, shared: _Shared, key: str, tp: int, space: Space
+) -> _Block | None:
+    """Every colocated GPU count of one type and TP (whole replicas, at least two, as a
+    plan writes it: colocated_split), its figures by stages.run_at as the projection's."""
+    m = _block_model(plan, catalog, shared, key, key, tp, "online")
+    gpus = np.arange(2 * tp, space.max_gpus + 1, tp)
+    if m is None or gpus.size == 0:
+        return None
+    targets, drafters = colocated_split(gpus, tp)
+    days, cost = _run_figures(m.central_run_in, targets, drafters)
+    # The pessimistic end: the slow rates and links, and the colocation efficiency's low end.
+    slow_in = replace(m.slow_run_in, colocation_efficiency=COLOCATION_EFFICIENCY_RANGE[0])
+    slow_days, slow_cost = _run_figures(slow_in, targets, drafters)
+    if plan.workload.regenerate:
+        regen_days, regen_cost, regen_slow_days, regen_slow_cost = _regeneration(
+            plan, catalog, shared, key, key, tp, targets, drafters
+        )
+        days, cost = regen_days + days, regen_cost + cost
+        slow_days, slow_cost = regen_slow_days + slow_days, regen_slow_cost + slow_cost
+    # Each GPU holds the target's shard and a drafter rank (memory.colocated_memory: one
+    # runtime reserve, the trainer's), the optimizer state sharded over every GPU.
+    t_items = dict(m.t_mem.items_gb)
+    target_gb = m.t_mem.needed_gb - t_items["runtime reserve"]
+    needed = target_gb + m.drafter_fixed_gb + m.drafter_state_gb / gpus
+    high = max(memory_band("target")[1], memory_band("drafter")[1])
+    fits = np.asarray(needed * high <= m.t_gpu.memory_gb)
+    nodes = -(-gpus // m.t_gpu.gpus_per_node)
+    return _Block(
+        key,
+        key,
+        tp,
+        targets,
+        drafters,
+        days,
+        cost,
+        slow_days,
+        slow_cost,
+        fits,
+        nodes,
+        int(gpus.size),
+        topology="colocated",
     )
 
 
@@ -1286,10 +1408,23 @@ def _blocks(
     for i, (t_key, d_key) in enumerate(pairs):
         node = catalog.gpus[t_key].gpus_per_node
         for tp in (n for n in range(1, node + 1) if node % n == 0 and n <= space.max_gpus - 1):
-            for mode in space.modes:
-                block = _block(plan, catalog, shared, t_key, d_key, tp, space, brute, mode)
-                if block is not None:
-                    yield block
+            for topology in space.topologies:
+                if topology == "colocated":
+                    # One GPU type, online only: every GPU runs both roles.
+                    if t_key == d_key and "online" in space.modes:
+                        block = _colocated_block(
+                            in_topology(plan, topology), catalog, shared, t_key, tp, space
+                        )
+                        if block is not None:
+                            yield block
+                    continue
+                split_plan = in_topology(plan, topology)
+                for mode in space.modes:
+                    block = _block(
+                        split_plan, catalog, shared, t_key, d_key, tp, space, brute, mode
+                    )
+                    if block is not None:
+                        yield block
         if progress is not None and progress((i + 1) / len(pairs)) is False:
             yield None
             return
@@ -1371,10 +1506,13 @@ class _Ranking:
         self.covered = 0
         self.evaluated = 0
         self.blocks = 0
-        self.kinds: list[tuple[str, str, int, Mode]] = []  # (t_gpu, d_gpu, tp, mode) by index
+        # (t_gpu, d_gpu, tp, mode, topology) by index
+        self.kinds: list[tuple[str, str, int, Mode, Topology]] = []
         self.parts: list[dict[str, np.ndarray]] = []
         self.waiting = 0
         self.storage_tb: float | None = None  # offline data that did not fit storage.tb
+        # The fastest feasible plan per (GPU type, topology), both roles on the type.
+        self.fastest: dict[tuple[str, str], Fastest] = {}
 
     def add(self, b: _Block) -> None:
         space, constraints = self.space, self.constraints
@@ -1421,9 +1559,11 @@ class _Ranking:
         self.feasible += rows.size
         if rows.size == 0:
             return
+        if b.t_gpu == b.d_gpu:
+            self._fastest(b, rows)
         gpus = b.targets[rows] + b.drafters[rows]
         rows = rows[np.sort(_pareto(b.days[rows], b.cost[rows], gpus))]
-        self.kinds.append((b.t_gpu, b.d_gpu, b.tp, b.mode))
+        self.kinds.append((b.t_gpu, b.d_gpu, b.tp, b.mode, b.topology))
         self.parts.append(
             {
                 "days": b.days[rows],
@@ -1438,6 +1578,30 @@ class _Ranking:
         self.waiting += rows.size
         if self.waiting > _MERGE_AT:
             self._merge()
+
+    def _fastest(self, b: _Block, rows: np.ndarray) -> None:
+        """Keep the block's fastest feasible split if it beats its (type, topology)'s
+        (days, then cost, then GPUs: the TIE_RULE's order)."""
+        gpus = b.targets[rows] + b.drafters[rows]
+        i = rows[np.lexsort((gpus, b.cost[rows], b.days[rows]))[0]]
+        mine = Fastest(
+            int(b.targets[i]), int(b.drafters[i]), b.tp, float(b.days[i]), float(b.cost[i])
+        )
+        key = (b.t_gpu, b.topology)
+        old = self.fastest.get(key)
+        rank = (mine.days, mine.cost, mine.targets + mine.drafters)
+        if old is None or rank < (old.days, old.cost, old.targets + old.drafters):
+            self.fastest[key] = mine
+
+    def _wins(self) -> tuple[TopologyWin, ...]:
+        if len(self.space.topologies) < 2:
+            return ()
+        wins = []
+        for gpu in dict.fromkeys(key for key, _ in self.fastest):
+            mine = {t: f for (g, t), f in self.fastest.items() if g == gpu}
+            winner = min(mine, key=lambda t: (mine[t].days, mine[t].cost))
+            wins.append(TopologyWin(gpu, winner, mine))
+        return tuple(wins)
 
     def _merge(self) -> dict[str, np.ndarray]:
         """The running front as one set of columns (in block order, then split order)."""
@@ -1495,6 +1659,7 @@ class _Ranking:
                 borrowed_prices=borrowed,
                 evaluated_after_pruning=computed,
                 modes=space.modes,
+                topologies=space.topologies,
             )
 
         if not self.blocks:
@@ -1514,9 +1679,16 @@ class _Ranking:
         f = self._merge()
 
         def candidate(k: int) -> Candidate:
-            t_gpu, d_gpu, tp, mode = self.kinds[int(f["kind"][k])]
+            t_gpu, d_gpu, tp, mode, topology = self.kinds[int(f["kind"][k])]
             chosen = _variant(
-                plan, t_gpu, d_gpu, tp, int(f["targets"][k]), int(f["drafters"][k]), mode
+                plan,
+                t_gpu,
+                d_gpu,
+                tp,
+                int(f["targets"][k]),
+                int(f["drafters"][k]),
+                mode,
+                topology,
             )
             p = project(chosen, catalog)
             # The projection's own pessimistic figures (the sweep's equal them; tested).
@@ -1563,6 +1735,8 @@ class _Ranking:
             borrowed_prices=borrowed,
             evaluated_after_pruning=computed,
             modes=space.modes,
+            topologies=space.topologies,
+            topology_wins=self._wins(),
         )
 
 
@@ -1576,4 +1750,6 @@ def default_space(
     gpus = tuple(catalog.key(name, "search.gpus") for name in gpus)  # 'B200' is b200
     # The plan's own mode unless the search is told which modes to evaluate.
     limits["modes"] = tuple(limits.get("modes") or (plan.workload.mode,))
+    # Its own topology likewise.
+    limits["topologies"] = tuple(limits.get("topologies") or (plan.workload.topology,))
     return Space(target_gpus=gpus, drafter_gpus=gpus, **limits)

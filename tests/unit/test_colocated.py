@@ -5,8 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dflash_plan.model.core.labels import split_label
 from dflash_plan.model.core.projection import project
 from dflash_plan.model.core.stages import run_at
+from dflash_plan.model.explore.balance import balance, balance_note
+from dflash_plan.model.explore.compare import compare
+from dflash_plan.model.explore.search import (
+    Constraints,
+    _variant,
+    colocated_split,
+    default_space,
+    search,
+    sweep,
+)
 from dflash_plan.model.physics import colocated, fitting
 from dflash_plan.model.physics.colocated import colocated_flow
 from dflash_plan.model.physics.pipeline import flow
@@ -140,3 +151,81 @@ def test_a_colocated_gpu_that_cannot_hold_both_roles_does_not_fit(catalog, basel
     assert p.target.memory.needed_gb > 48
     v = p.topology_verdict
     assert v is not None and not v.colocated_fits
+
+
+def test_search_both_topologies_lists_each_kind_and_names_the_winner_per_gpu(catalog, baseline):
+    space = default_space(
+        baseline, catalog, ("b200", "b300"), max_gpus=8, topologies=("disaggregated", "colocated")
+    )
+    swept = sweep(baseline, catalog, space)
+    # Colocated: one configuration per GPU count, whole replicas, at least two of them:
+    # tp 1: 2..8 (7), tp 2: 4, 6, 8 (3), tp 4: 8 (1), tp 8: none; per GPU type.
+    colocated_blocks = [b for b in swept.blocks if b.topology == "colocated"]
+    assert sum(b.covered for b in colocated_blocks) == 2 * (7 + 3 + 1)
+    result = search(baseline, catalog, space, Constraints())
+    assert result.topologies == ("disaggregated", "colocated")
+    # Each GPU type's winner is the faster of its two fastest plans, each the minimum of
+    # its topology's projected days over every plan of that kind (enumerated here).
+    for win in result.topology_wins:
+        for topology, fastest in win.fastest.items():
+            days = []
+            for tp in (1, 2, 4):
+                for gpus in range(2 * tp, 9, tp):
+                    if topology == "colocated":
+                        pairs = [colocated_split(gpus, tp)] if gpus % tp == 0 else []
+                    else:
+                        pairs = [(t, gpus - t) for t in range(tp, gpus, tp)]
+                    for t, d in pairs:
+                        plan = _variant(baseline, win.gpu, win.gpu, tp, t, d, None, topology)
+                        p = project(plan, catalog)
+                        if p.job_days is not None:
+                            days.append(p.job_days)
+            assert fastest.days == pytest.approx(min(days), rel=1e-12)
+        faster = min(win.fastest, key=lambda t: win.fastest[t].days)
+        assert win.winner == faster
+    assert {w.gpu for w in result.topology_wins} == {"b200", "b300"}
+    # A colocated candidate's plan is colocated and projects to the sweep's figures.
+    for c in result.front:
+        assert c.projection.topology == c.topology
+    doc = result.to_json()
+    assert doc["topologies"] == ["disaggregated", "colocated"]
+    assert [w["gpu"] for w in doc["topology_wins"]] == ["b200", "b300"]
+
+
+def test_search_of_a_colocated_plan_searches_colocated_plans_by_default(catalog, baseline):
+    plan = _colocated(baseline, "b300", 4, 4)
+    space = default_space(plan, catalog, ("b300",), max_gpus=8)
+    assert space.topologies == ("colocated",)
+    result = search(plan, catalog, space, Constraints())
+    assert result.front and all(c.topology == "colocated" for c in result.front)
+    assert result.topology_wins == ()  # one topology searched: nothing to name
+    for c in result.front:
+        p = c.projection
+        assert c.days == pytest.approx(p.job_days)
+        assert (p.plan.target.count + p.plan.drafter.count) % p.plan.target.tp == 0
+
+
+def test_balance_of_a_colocated_plan_leaves_it_and_names_the_best_split(catalog, baseline):
+    plan = _colocated(baseline, "b300", 5, 3)
+    assert balance(plan, catalog) is plan
+    note = balance_note(plan, catalog)
+    v = project(plan, catalog).topology_verdict
+    assert v is not None and note is not None
+    targets, drafters = v.disaggregated_split
+    assert note.startswith("colocated: each of the 8 GPUs runs both roles, no split to balance")
+    assert f"{targets} + {drafters}" in note
+    # The split balance picks on the same GPUs disaggregated is the verdict's.
+    disaggregated = edit(plan, workload={"topology": "disaggregated"})
+    assert balance(disaggregated, catalog).target.count == targets
+    assert balance_note(disaggregated, catalog) is None
+
+
+def test_compare_says_each_plans_topology(catalog, baseline):
+    a = edit(baseline, target={"gpu": "b300", "count": 5}, drafter={"gpu": "b300", "count": 3})
+    b = _colocated(baseline, "b300", 5, 3)
+    pa, pb = project(a, catalog), project(b, catalog)
+    c = compare(pb, pa)
+    assert "topology disaggregated -> colocated" in c.why
+    # Same GPUs, same verdict; the speed is the colocated rate over the split's.
+    assert c.speedup == pytest.approx(pb.tokens_per_s / pa.tokens_per_s)
+    assert split_label(b, {"b300": "B300"}) == "8 B300 colocated"

@@ -1,0 +1,107 @@
+"""The colocated topology at the command line: project's verdict line and JSON block,
+search --topology, compare's topology column, and a bad --topology value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dflash_plan.tui.cli import main
+
+COLOCATED_B300 = [
+    "--set",
+    "target.gpu=b300",
+    "--set",
+    "drafter.gpu=b300",
+    "--set",
+    "target.count=5",
+    "--set",
+    "drafter.count=3",
+    "--set",
+    "workload.topology=colocated",
+]
+TOPOLOGY_KEYS = {
+    "topology",
+    "gpus",
+    "colocated_tokens_per_s",
+    "disaggregated_tokens_per_s",
+    "disaggregated_split",
+    "winner",
+    "speedup",
+    "colocated_fits",
+}
+
+
+def test_project_names_the_topology_and_the_winner_on_its_gpus(capsys):
+    assert main(["project", "--json", *COLOCATED_B300]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    block = doc["topology"]
+    assert set(block) == TOPOLOGY_KEYS
+    assert block["topology"] == "colocated" and block["gpus"] == 8
+    assert doc["bottleneck"] == "time-shared"
+    assert doc["tokens_per_s"] == pytest.approx(block["colocated_tokens_per_s"])
+    rates = (block["colocated_tokens_per_s"], block["disaggregated_tokens_per_s"])
+    assert block["speedup"] == pytest.approx(max(rates) / min(rates))
+    assert main(["project", *COLOCATED_B300]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    targets, drafters = block["disaggregated_split"]
+    assert (
+        f"topology: colocated on 8 B300: {block['colocated_tokens_per_s'] / 1e3:,.1f} Ktok/s; "
+        f"the best disaggregated split, {targets} + {drafters}, would make "
+        f"{block['disaggregated_tokens_per_s'] / 1e3:,.1f} Ktok/s "
+        f"({block['winner']} wins, {block['speedup']:.2f}x)"
+    ) in text
+    assert "bottleneck: time-shared (target forward" in text
+    assert "of each GPU's time)" in text
+    assert "one more colocated GPU:" in text
+
+
+def test_the_builtin_plan_adds_only_the_verdict_line(capsys):
+    assert main(["project"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    verdict = [i for i, line in enumerate(lines) if line.startswith("topology: ")]
+    assert len(verdict) == 1
+    said = " ".join(lines[verdict[0] : verdict[0] + 2])
+    # 4 RTX PRO 6000: the built-in 3 + 1 is the best split (14.8 Ktok/s, target-bound);
+    # colocated, 4 x 0.78 / (1/4,933.3 + 1/14,799.9) = 11.6 Ktok/s.
+    assert said.startswith(
+        "topology: disaggregated on 4 RTX PRO 6000: 14.8 Ktok/s at the best split, 3 + 1; "
+        "colocated would make 11.6 Ktok/s (disaggregated wins, 1.28x)"
+    )
+
+
+def test_search_both_topologies_names_the_winner_per_gpu_type(capsys):
+    argv = ["search", "--topology", "both", "--gpus", "b200,b300", "--max-gpus", "8"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    wins = {w["gpu"]: w for w in doc["topology_wins"]}
+    assert set(wins) == {"b200", "b300"}
+    assert all(c["topology"] in ("disaggregated", "colocated") for c in doc["front"])
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for name, key in (("B200", "b200"), ("B300", "b300")):
+        assert f"{name}: {wins[key]['winner']} wins (fastest plans: disaggregated " in text
+    assert "topology" in text
+
+
+def test_compare_shows_each_plans_topology(tmp_path, capsys):
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    split = COLOCATED_B300[:-2]
+    assert main(["new", str(a), *split]) == 0
+    assert main(["new", str(b), *COLOCATED_B300]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].endswith(",topology")
+    assert '"disaggregated (' in rows[1] and '"colocated (' in rows[2]
+    # All-disaggregated comparisons read as before: no topology column.
+    assert main(["compare", str(a), str(a), "--csv"]) == 0
+    assert "topology" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_bad_topology_value_is_one_line(capsys):
+    assert main(["search", "--topology", "sideways"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--topology" in err and "'sideways'" in err
+    assert "disaggregated" in err and "colocated" in err and "both" in err
