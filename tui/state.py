@@ -595,11 +595,10 @@ class Planner:
         if self.broken:
             said = "Fix the marked field first"
             raise PlanError(said, where="plan", reason=said)
-        if self.colocated:
-            said = (
-                "Colocated: every GPU runs the target and the drafter, no split to balance; "
-                "the projection says whether a split of the same GPUs would win"
-            )
+        if self.colocated:  # no split to balance: why, and the best split beside
+            from ..model.explore.balance import balance_note
+
+            said = balance_note(self.plan, self.catalog) or "colocated: no split to balance"
             raise PlanError(said, where="plan", reason=said)
         require_same_gpu_type(self.plan, "balance moves GPUs between roles")
         return self.plan

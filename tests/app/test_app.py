@@ -20,7 +20,7 @@ from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
 from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
 from dflash_plan.tui.planner.inputs import FieldRow, InputsPanel
-from dflash_plan.tui.planner.results import figure_rows
+from dflash_plan.tui.planner.results import figure_rows, memory
 from dflash_plan.tui.tabs import TabBar, TabbedView
 from textual import events
 from textual.widgets import Input
@@ -838,10 +838,9 @@ async def test_the_topology_picker_shows_a_colocated_plans_gpus_and_disables_the
         await pilot.press("<", ">", "ctrl+b")  # from the GPUs field: not typed, and said why
         await settle(pilot)
         assert text(app, "target-count") == "4"
-        assert _messages(app)[-3:] == [app.state.move(True)] * 2 + [
-            "Colocated: every GPU runs the target and the drafter, no split to balance; "
-            "the projection says whether a split of the same GPUs would win"
-        ]
+        said = _messages(app)[-3:]
+        assert said[:2] == [app.state.move(True)] * 2
+        assert said[2].startswith("colocated: each of the 4 GPUs runs both roles, no split")
         assert app.state.move(True).startswith("Colocated: every GPU runs")
         assert (app.state.plan.target.count, app.state.plan.drafter.count) == (3, 1)
         await put(pilot, "target.count", "8")  # the total
@@ -909,3 +908,35 @@ async def test_a_colocated_plan_on_two_gpu_types_shows_the_models_error():
         await choose(pilot, "drafter.gpu", "rtx-pro-6000")  # one type: both roles'
         assert not app.state.stale and app.state.plan.workload.topology == "colocated"
         assert error(app, "drafter.gpu") == "" and not app.screen.query_one("#banner").display
+
+
+async def test_the_results_say_which_topology_the_figures_are_and_which_wins():
+    from dflash_plan.tui.report import topology_line
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        # The measured run's 4 GPUs: its split is the best; colocated would be slower.
+        shown = text(app, "topology")
+        assert " ".join(shown.split()) == topology_line(app.state.projection)  # the CLI's
+        assert shown.startswith("topology: disaggregated on 4 RTX PRO 6000")
+        assert "(disaggregated wins" in shown
+        assert "link    ░" in text(app, "side")
+        await choose(pilot, "workload.topology", "colocated")
+        await choose(pilot, "target.gpu", "b300")
+        await put(pilot, "target.count", "8")
+        p = app.state.projection
+        assert p.topology == "colocated" and p.plan.target.count + p.plan.drafter.count == 8
+        shown = " ".join(text(app, "topology").split())
+        assert shown == topology_line(p) and shown.startswith("topology: colocated on 8 B300")
+        target, drafter = (fmt.pct(share) for share in p.time_shares)
+        figures = text(app, "figures")
+        assert f"time-shared  each GPU {target} target, {drafter} drafter" in figures
+        side = text(app, "side")
+        assert "link    none: colocated" in side and "+1 colocated GPU" in side
+        rows = memory(p).plain.splitlines()  # one row: every GPU holds both roles
+        assert len(rows) == 1 and rows[0].startswith("both    ") and rows[0] in side
+        # Two GPU types: no verdict (colocated cannot run them), no line.
+        await choose(pilot, "workload.topology", "disaggregated")
+        await choose(pilot, "drafter.gpu", "h200")
+        assert app.state.projection.topology_verdict is None
+        assert not app.screen.query_one("#topology").display

@@ -287,8 +287,6 @@ def side(p: Projection) -> Content:
         ("memory per GPU (needed / usable)", memory(p)),
     ]
     if p.does_not_fit is None and (more := more_gpus(p)):
-        if p.topology == "colocated":  # one more GPU (replica) runs both roles: one row
-            more = [(name.removeprefix("target "), value) for name, value in more[:1]]
         lines = (f"{'+1 ' + name:<16}{value}" for name, value in more)
         sections.append(("one more GPU", Text("\n".join(lines))))
     parts: list[Content | tuple[str, str]] = []
