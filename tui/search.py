@@ -152,6 +152,11 @@ class SearchScreen(Screen[None]):
     SearchScreen.-narrow #search-switches > Checkbox:first-child,
     SearchScreen.-tiny #search-switches > Checkbox:first-child { margin-left: 0; }
     SearchScreen Checkbox { margin-left: 1; }
+    /* Below 74 columns the five switches take two rows (a grid of three columns). */
+    SearchScreen.-tiny #search-choices { height: 3; }
+    SearchScreen.-tiny #search-switches { layout: grid; grid-size: 3; grid-columns: auto;
+        grid-gutter: 0 1; height: 2; }
+    SearchScreen.-tiny #search-switches > Checkbox { margin: 0; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }

@@ -38,15 +38,14 @@ from ..state import View
 BAR_WIDTH = 6
 NAME_WIDTH = 11
 
-BUSY = {"target": "100 % busy", "drafter": "100 % busy", "link": "full"}
-
-
-def busy(p: Projection) -> str:
-    """The bottleneck's note: how busy it is; colocated, each GPU's time on each role."""
-    shares = p.time_shares
-    if shares is not None and p.bottleneck is not None:
-        return f"each GPU {fmt.pct(shares[0])} target, {fmt.pct(shares[1])} drafter"
-    return BUSY.get(p.bottleneck or "", "does not fit")
+# Colocated ("time-shared"), every GPU runs one role or the other all the time (the
+# utilisation says how its time divides).
+BUSY = {
+    "target": "100 % busy",
+    "drafter": "100 % busy",
+    "link": "full",
+    "time-shared": "100 % busy",
+}
 
 
 def bar(share: float | None, width: int = BAR_WIDTH) -> Text:
@@ -118,7 +117,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ("", span(F.TOTAL_COST), ""),
         ("", ", ".join(cost_note), ""),
         (F.COST_PER_EPOCH.name, figure(F.COST_PER_EPOCH), ""),
-        (F.BOTTLENECK.name, figure(F.BOTTLENECK), busy(p)),
+        (F.BOTTLENECK.name, figure(F.BOTTLENECK), BUSY.get(p.bottleneck or "", "does not fit")),
     )
     # The figures the rows above do not compose: a row each, from the registry (the job's
     # figures: they lead with the job's days and cost when the job is more than the online
@@ -307,8 +306,10 @@ def utilisation(p: Projection) -> Text:
         capacity = fmt.ktok(role.capacity_tokens_per_s)
         text.append(f" {fmt.percent(role.utilization):>5} {capacity}\n")
     text.append(f"{'link':<8}")
-    if p.topology == "colocated":
+    if (shares := p.time_shares) is not None:
         text.append("none: colocated, the states stay on their GPU\n", style="dim")
+        text.append(f"{'time':<8}{fmt.pct(shares[0])} target, {fmt.pct(shares[1])} drafter")
+        text.append(" on each GPU\n", style="dim")
     else:
         text.append_text(bar(p.link_utilization))
         link = fmt.figure(F.TOKENS_PER_S, p.link.tokens_per_s)
