@@ -117,7 +117,7 @@ def job_stage(
         sum(money.billed),
         online_cost,
         None if econ.total_cost_usd is None else float(econ.total_cost_usd),
-        f"{plan.target.count} x {r.target_gpu.name} + {plan.drafter.count} x {r.drafter_gpu.name}",
+        _train_gpus(r),
         off,
         (money.role_prices.target_usd_per_hour, money.role_prices.drafter_usd_per_hour),
         (r.target_gpu.name, r.drafter_gpu.name),
@@ -164,6 +164,14 @@ def _before(
     ends = [regenerate_phase(regen, money.prices, end) for end in (0, 1)]
     fast, slow = ends[0].cost, ends[1].cost
     return (ends[0].days, ends[1].days), None if fast is None or slow is None else (fast, slow)
+
+
+def _train_gpus(r: Resolved) -> str:
+    """The train phase's GPUs: each role's, or colocated every GPU running both."""
+    t, d = r.plan.target, r.plan.drafter
+    if r.plan.workload.topology == "colocated":
+        return f"{t.count + d.count} x {r.target_gpu.name} colocated"
+    return f"{t.count} x {r.target_gpu.name} + {d.count} x {r.drafter_gpu.name}"
 
 
 def _neighbours(r: Resolved, run_: Run) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..inputs.hardware import Gpu
 from ..physics.colocated import plan_flow
-from ..physics.pipeline import Flow, PipelineInputs, flow, pipeline_inputs
+from ..physics.pipeline import Flow, PipelineInputs, pipeline_inputs
 from ..physics.work import TargetWork
 from .economics import Economics, RolePrices, economics
 from .offline import run
@@ -115,7 +115,9 @@ class PlanScenarios:
         plan = self.resolved.plan
         T, D = plan.target.count, plan.drafter.count
         f = self.flow(s)
-        disk = f if plan.workload.transport == "direct" else flow(self.inputs(s, "direct"), T, D)
+        w = plan.workload
+        direct = self.inputs(s, "direct")
+        disk = f if w.transport == "direct" else plan_flow(direct, w.topology, T, D)
         return float(f.target_tokens_per_s), float(disk.drafter_tokens_per_s)
 
     def offline_run(self, s: Scenario) -> tuple[float, float | None]:

@@ -364,6 +364,12 @@ class Projection:
             "phases": [p.to_json() for p in self.phases],
             "total": (t := self.total) and t.to_json(self.cost_unit),
             "topology": self.topology_verdict.to_json() if self.topology_verdict else None,
+            # Colocated: each GPU's time on each role (null disaggregated).
+            "time_shares": (
+                None
+                if (shares := self.time_shares) is None
+                else {"target_forward": shares[0], "drafter_step": shares[1]}
+            ),
         }
 
 
@@ -461,7 +467,11 @@ def _assumptions(r: Resolved, rt: Rates, money: Money) -> tuple[str, ...]:
         f"{money.tokens_per_epoch / 1e9:.3f} G tokens per epoch, {w.epochs} epochs",
         f"hidden states {tw.hidden_state_bytes_per_token / 1e3:.1f} KB per token "
         f"({len(r.layer_ids)} layers x {model.hidden} x 2 bytes), "
-        + path_name(w.transport, w.receive),
+        + (
+            "in process (colocated: captured and trained on the same GPU)"
+            if w.topology == "colocated"
+            else path_name(w.transport, w.receive)
+        ),
     )
 
 

@@ -1400,6 +1400,13 @@ def _blocks(
             f"a search covers 2 to {MAX_SEARCH_GPUS} GPUs",
             "search.max_gpus",
         )
+    if space.topologies == ("colocated",) and "online" not in space.modes:
+        raise PlanError.flag(
+            "--topology",
+            "colocated",
+            "a colocated plan runs online only: search --mode online (or --topology both)",
+            "search.topology",
+        )
     pairs = [(t, d) for t in space.target_gpus for d in space.drafter_gpus if space.mixed or t == d]
     regen = (plan.regenerate.gpu,) if plan.workload.regenerate and plan.regenerate.gpu else ()
     shared = _shared(

@@ -39,6 +39,8 @@ def test_project_names_the_topology_and_the_winner_on_its_gpus(capsys):
     assert set(block) == TOPOLOGY_KEYS
     assert block["topology"] == "colocated" and block["gpus"] == 8
     assert doc["bottleneck"] == "time-shared"
+    shares = doc["time_shares"]
+    assert shares["target_forward"] + shares["drafter_step"] == pytest.approx(1.0)
     assert doc["tokens_per_s"] == pytest.approx(block["colocated_tokens_per_s"])
     rates = (block["colocated_tokens_per_s"], block["disaggregated_tokens_per_s"])
     assert block["speedup"] == pytest.approx(max(rates) / min(rates))
@@ -105,3 +107,27 @@ def test_a_bad_topology_value_is_one_line(capsys):
     assert len(err.splitlines()) == 1
     assert "--topology" in err and "'sideways'" in err
     assert "disaggregated" in err and "colocated" in err and "both" in err
+
+
+def test_the_readmes_topology_search_is_what_search_prints(capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setenv("COLUMNS", "200")
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    argv = ["search", "--topology", "both", "--gpus", "rtx-pro-6000,b200,b300"]
+    argv += ["--max-gpus", "8", "--set", "workload.transport=mooncake"]
+    argv += ["--set", "workload.receive=host"]
+    assert main(argv) == 0
+    wins = [line for line in capsys.readouterr().out.splitlines() if " wins (fastest" in line]
+    assert len(wins) == 3
+    for line in wins:
+        assert f"  {line}\n" in readme, line
+
+
+def test_a_colocated_search_offline_only_is_one_line(capsys):
+    assert main(["search", "--topology", "colocated", "--mode", "offline"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "dflash-plan: --topology colocated: a colocated plan runs online only: search "
+        "--mode online (or --topology both)"
+    )
