@@ -931,7 +931,7 @@ async def test_the_results_say_which_topology_the_figures_are_and_which_wins():
         target, drafter = (fmt.pct(share) for share in p.time_shares)
         assert "bottleneck time-shared  100 % busy" in text(app, "figures")
         side = text(app, "side")
-        assert f"time    {target} target, {drafter} drafter on each GPU" in side
+        assert f"shares  {target} target, {drafter} drafter on each GPU" in side
         assert "link    none: colocated" in side and "+1 colocated GPU" in side
         rows = memory(p).plain.splitlines()  # one row: every GPU holds both roles
         assert len(rows) == 1 and rows[0].startswith("both    ") and rows[0] in side

@@ -308,7 +308,7 @@ def utilisation(p: Projection) -> Text:
     text.append(f"{'link':<8}")
     if (shares := p.time_shares) is not None:
         text.append("none: colocated, the states stay on their GPU\n", style="dim")
-        text.append(f"{'time':<8}{fmt.pct(shares[0])} target, {fmt.pct(shares[1])} drafter")
+        text.append(f"{'shares':<8}{fmt.pct(shares[0])} target, {fmt.pct(shares[1])} drafter")
         text.append(" on each GPU\n", style="dim")
     else:
         text.append_text(bar(p.link_utilization))
