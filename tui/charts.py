@@ -22,10 +22,12 @@ from textual_plotext.plot import Plot
 from textual_plotext.plotext import colorize
 
 from ..model.basics.errors import PlanError
+from ..model.core import figures as F
 from ..model.core.projection import Projection
 from ..model.explore.search import Candidate
 from ..model.explore.sensitivity import Bar, SplitCurve, split_curve, tornado
 from ..model.inputs.catalog import Catalog
+from . import format as fmt
 from .footer import KeysFooter
 from .tabs import TabbedView
 
@@ -284,12 +286,16 @@ def _split_lines(
     return k, target, drafter, link, top * 1.6
 
 
-def split_note(curve: SplitCurve) -> str:
+def split_note(curve: SplitCurve, colocated: float | None = None) -> str:
     """What to show with the split curve (a plotext title longer than the chart is
     dropped): where the drafters bind, the link's line when it is left out, and each
-    capacity that runs above the chart (drawn flat along its top, cut)."""
+    capacity that runs above the chart (drawn flat along its top, cut). `colocated`: the
+    plan's own rate when it runs its GPUs colocated (the curve is the same GPUs split)."""
     _, target, drafter, link, ceiling = _split_lines(curve)
     notes = []
+    if colocated is not None:
+        shown = fmt.figure(F.TOKENS_PER_S, colocated)
+        notes.append(f"the plan runs them colocated, {shown} (flat line)")
     if curve.switch is not None:
         notes.append(f"the drafters bind from {curve.switch} target GPUs (red line)")
     else:
@@ -308,22 +314,20 @@ def split_note(curve: SplitCurve) -> str:
             f"the {names} capacit{'ies are' if len(clipped) > 1 else 'y is'} cut at the top "
             f"(up to {peaks} Ktok/s)"
         )
-    return (
-        f"{curve.rate_name.capitalize()} against target GPUs for the same total: "
-        + "; ".join(notes)
-        + "."
-    )
+    split = "split disaggregated" if colocated is not None else "for the same total"
+    return f"{curve.rate_name.capitalize()} against target GPUs {split}: " + "; ".join(notes) + "."
 
 
 # A line's mark in a legend.
 LINE = "──"
 
 
-def draw_split(plt: Any, curve: SplitCurve) -> Legend:
+def draw_split(plt: Any, curve: SplitCurve, colocated: float | None = None) -> Legend:
     """Throughput of every split of the same GPUs, with each part's capacity; the link's
     line is left out when it is far above the rest (it would flatten them; split_note
-    says so, and which capacities are cut at the top). Returns the legend
-    (drawn under the chart: plotext's own sits over the curves)."""
+    says so, and which capacities are cut at the top). `colocated`: the plan's own rate,
+    running the same GPUs colocated, as a flat line (no split is the plan's). Returns the
+    legend (drawn under the chart: plotext's own sits over the curves)."""
     plt.clear_data()
     k, target, drafter, link, ceiling = _split_lines(curve)
     x = list(curve.targets)
@@ -339,7 +343,10 @@ def draw_split(plt: Any, curve: SplitCurve) -> Legend:
     for values, colour, name in lines:
         plt.plot(x, clip(values), color=colour, marker="braille")
         legend.append((LINE, colour, name))
-    if curve.current in curve.targets:
+    if colocated is not None:
+        plt.hline(min(colocated / 1e3, ceiling), color=CURRENT_SPLIT)
+        legend.append((LINE, CURRENT_SPLIT, "colocated: the plan"))
+    elif curve.current in curve.targets:
         plt.scatter(
             [curve.current],
             [k[curve.targets.index(curve.current)]],
@@ -541,15 +548,19 @@ class ChartsScreen(Screen[None]):
     def on_mount(self) -> None:
         p = self.projection
         why = self.query_one("#split-why", Static)
+        # A colocated plan: the curve is its GPUs split, its own rate a line across it.
+        colocated = p.tokens_per_s if p.topology == "colocated" else None
         try:
             curve = split_curve(p)
-            note = split_note(curve)
+            note = split_note(curve, colocated)
         except (PlanError, CannotDraw) as err:
             why.update(str(err))
             self.query_one("#split-chart", Chart).display = False
         else:
             why.update(note)
-            self.query_one("#split-chart", Chart).draw(lambda plt: draw_split(plt, curve))
+            self.query_one("#split-chart", Chart).draw(
+                lambda plt: draw_split(plt, curve, colocated)
+            )
         bars = tornado(p, self.catalog)
         self.query_one("#tornado-chart", Chart).draw(lambda plt: draw_tornado(plt, bars, p))
 

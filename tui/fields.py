@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.basics.numbers import NumberError, parse_number, parse_whole
+from ..model.inputs.plan import DRAFTERS, MODES, TOPOLOGIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,12 @@ class FieldSpec:
     kind: str
     unit: str = ""
     choices: tuple[str, ...] = ()  # a "choice" field's values
+    labels: tuple[str, ...] = ()  # how its picker names them (empty: as the values)
+
+    @property
+    def options(self) -> list[tuple[str, str]]:
+        """A choice field's picker entries: (label, value)."""
+        return list(zip(self.labels or self.choices, self.choices, strict=True))
 
     @property
     def widget_id(self) -> str:
@@ -31,8 +38,19 @@ class FieldSpec:
 # A true/false key's choices, as a field shows them.
 SWITCH = ("no", "yes")
 
+# The drafter families as upstream spells them (SpecForge, speculators, z-lab/dflash).
+DRAFTER_LABELS = {"dflash": "DFlash", "dflash2": "DFlash2", "dspark": "DSpark", "eagle3": "EAGLE-3"}
+
 SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
-    ("", (FieldSpec("name", "plan", "text"),)),
+    (
+        "",
+        (
+            FieldSpec("name", "plan", "text"),
+            # Which GPUs run which role: the first choice of a plan (issue 32), and what the
+            # pools below mean (colocated, every GPU runs both).
+            FieldSpec("workload.topology", "topology", "choice", choices=TOPOLOGIES),
+        ),
+    ),
     (
         "Target pool",
         (
@@ -53,6 +71,13 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
         "Workload",
         (
             FieldSpec("workload.target_model", "target", "model"),
+            FieldSpec(
+                "workload.drafter",
+                "drafter",
+                "choice",
+                choices=DRAFTERS,
+                labels=tuple(DRAFTER_LABELS[d] for d in DRAFTERS),
+            ),
             # Anchors first after the model: the drafter's work scales with them, and the
             # answer to a GPU question can turn on them (the recipe uses 512).
             FieldSpec("workload.num_anchors", "anchors", "int", "recipe 512"),
@@ -60,7 +85,7 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("workload.avg_sample_tokens", "avg tokens", "int", "per sample"),
             FieldSpec("workload.epochs", "epochs", "int"),
             FieldSpec("workload.max_length", "max length", "int", "tokens"),
-            FieldSpec("workload.mode", "mode", "choice", choices=("online", "offline")),
+            FieldSpec("workload.mode", "mode", "choice", choices=MODES),
         ),
     ),
     (

@@ -42,11 +42,11 @@ from ..model.explore.search import (
     sweep,
 )
 from ..model.inputs.catalog import Catalog
-from ..model.inputs.plan import MODES, Plan
+from ..model.inputs.plan import MODES, TOPOLOGIES, Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter
-from .report import fitting
+from .report import fitting, topology_win_lines
 from .state import PlannerHost
 from .textinput import TextInput
 
@@ -90,6 +90,22 @@ def rows(result: Result) -> list[tuple[str, Candidate]]:
             picks.append((tag, c))
     shown = [c.plan for _, c in picks]
     return picks + [("front", c) for c in result.front if c.plan not in shown]
+
+
+# Up to this many GPU types, the topology each wins on is said a line each, with the
+# fastest plans (as the CLI says it); more, a line for each winning topology (the status
+# would take the table's rows).
+WIN_LINES = 3
+
+
+def topology_wins(result: Result, names: dict[str, str]) -> list[str]:
+    """Both topologies searched: which wins on each GPU type."""
+    if len(result.topology_wins) <= WIN_LINES:
+        return topology_win_lines(result, names)
+    by_winner: dict[str, list[str]] = {}
+    for w in result.topology_wins:
+        by_winner.setdefault(w.winner, []).append(names.get(w.gpu, w.gpu))
+    return [f"{winner} wins on {', '.join(gpus)}" for winner, gpus in by_winner.items()]
 
 
 class SearchScreen(Screen[None]):
@@ -136,6 +152,11 @@ class SearchScreen(Screen[None]):
     SearchScreen.-narrow #search-switches > Checkbox:first-child,
     SearchScreen.-tiny #search-switches > Checkbox:first-child { margin-left: 0; }
     SearchScreen Checkbox { margin-left: 1; }
+    /* Below 74 columns the five switches take two rows (a grid of three columns). */
+    SearchScreen.-tiny #search-choices { height: 3; }
+    SearchScreen.-tiny #search-switches { layout: grid; grid-size: 3; grid-columns: auto;
+        grid-gutter: 0 1; height: 2; }
+    SearchScreen.-tiny #search-switches > Checkbox { margin: 0; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }
@@ -224,6 +245,14 @@ class SearchScreen(Screen[None]):
             compact=True,
             tooltip="Evaluate each split online and offline (capture to storage, then "
             "train; storage.tb bounds it); off: in the plan's own mode",
+        )
+        yield Checkbox(
+            "both topologies",
+            id="search-both-topologies",
+            compact=True,
+            tooltip="Search disaggregated splits and colocated GPU counts (every GPU runs "
+            "both roles), each row naming its topology, and say which wins on each GPU type; "
+            "off: in the plan's own topology (f8 on the planner switches it)",
         )
         yield Checkbox(
             "at worst",
@@ -346,6 +375,9 @@ class SearchScreen(Screen[None]):
             mixed=self.query_one("#search-mixed", Checkbox).value,
             one_node=self.query_one("#search-one-node", Checkbox).value,
             modes=MODES if self.query_one("#search-both-modes", Checkbox).value else None,
+            topologies=(
+                TOPOLOGIES if self.query_one("#search-both-topologies", Checkbox).value else None
+            ),
         )
         at_worst = self.query_one("#search-at-worst", Checkbox).value
         return Query(
@@ -519,6 +551,8 @@ class SearchScreen(Screen[None]):
             if judged == " (central)":
                 text += "; ✓: at worst too"
             names = {k: g.name for k, g in query.catalog.gpus.items()}
+            if result.topology_wins:
+                text += "\n" + "\n".join(topology_wins(result, names))
             if borrowed := fmt.borrowed_prices(result, names):
                 text += f"\nprices not set in the plan: {borrowed}"
             self._status(text)

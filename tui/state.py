@@ -36,6 +36,22 @@ WORKLOAD_KEYS = frozenset(
     }
 )
 
+# The fields that edit a colocated plan's GPUs (Planner._edit_colocated).
+COLOCATED_KEYS = frozenset({"target.count", "target.tp", "target.gpu", "drafter.gpu"})
+
+
+def colocated_counts(total: int, drafters: int, tp: int) -> tuple[int, int] | None:
+    """The plan file's (target.count, drafter.count) for a colocated plan of `total`
+    GPUs: whole target replicas of `tp`, the drafters' count kept while that leaves at
+    least one replica; None when the file cannot hold it (each count is at least 1 and
+    the targets a multiple of tp). Whether the total holds whole replicas is the model's
+    rule (resolve.check_colocated), said on the GPUs field."""
+    targets = max(tp, (total - drafters) // tp * tp)
+    if total - targets < 1 or tp < 1:
+        return None
+    return targets, total - targets
+
+
 # What reading a user's file (a plan, or the config.json it names) can raise besides
 # PlanError, when the file is hostile or broken: reported as an error, never a crash.
 FILE_ERRORS = (
@@ -95,6 +111,7 @@ class View:
     stale: bool  # the figures are not the edited plan's
     gpu_names: dict[str, str]  # role -> GPU name
     same_gpu: bool
+    colocated: bool  # every GPU runs both roles: target.count shows the plan's GPUs
     model_options: tuple[tuple[str, str], ...]
     launch_format: str
     launch_formats: tuple[str, ...]  # the picker's entries: the registry's
@@ -295,6 +312,11 @@ class Planner:
         return terminal_safe(computed.name or derived_name(plan_to_dict(computed), self.catalog))
 
     @property
+    def colocated(self) -> bool:
+        """The edited plan runs both roles on every GPU (workload.topology)."""
+        return bool(self.doc["workload"].get("topology") == "colocated")
+
+    @property
     def launch_format(self) -> str:
         return str(self.doc["launch"].get("format", formats.DEFAULT))
 
@@ -353,6 +375,8 @@ class Planner:
             if spec.kind == "switch":
                 values[key] = show(bool(values[key]))
         values["name"] = terminal_safe(self.given_name)  # shown, not saved: see shown_name
+        if self.colocated:  # the GPUs field holds the plan's GPUs, each running both roles
+            values["target.count"] = self.doc["target"]["count"] + self.doc["drafter"]["count"]
         for role in ("target", "drafter"):
             values[f"measured.{role}"] = measured_rate(values[f"measured.{role}"])
         if values["launch.template"] is None:
@@ -394,6 +418,7 @@ class Planner:
                 role: self.gpu_name(self.doc[role]["gpu"]) for role in ("target", "drafter")
             },
             same_gpu=self.doc["target"]["gpu"] == self.doc["drafter"]["gpu"],
+            colocated=self.colocated,
             model_options=models,
             launch_format=self.launch_format,
             launch_formats=formats.names(),
@@ -415,6 +440,8 @@ class Planner:
             changed = name != self._user_name
             self._user_name = name
             return changed or was_invalid
+        if self.colocated and key in COLOCATED_KEYS:
+            return self._edit_colocated(key, value) or was_invalid
         path = plan_path(key, self.doc)
         changed = get(self.doc, path) != value
         if changed and key in WORKLOAD_KEYS and not self.broken:
@@ -439,6 +466,36 @@ class Planner:
                 put(self.doc, ("cost", other, path[2]), None)
             put(self.doc, path, value)
         return changed or was_invalid
+
+    def _edit_colocated(self, key: str, value: Any) -> bool:
+        """An edit of the GPUs a colocated plan runs on. Its GPUs field is the plan's
+        GPUs (target.count + drafter.count, each running both roles), kept in the file as
+        the two counts: whole target replicas, the drafters' count kept while that leaves
+        one (toggled back to disaggregated, the split is the one it had). Either role's
+        GPU type sets both (one GPU type runs both). True when the plan changed."""
+        target, drafter = self.doc["target"], self.doc["drafter"]
+        if key in ("target.gpu", "drafter.gpu"):
+            changed = (target["gpu"], drafter["gpu"]) != (value, value)
+            target["gpu"] = drafter["gpu"] = value
+            return changed
+        total, tp = target["count"] + drafter["count"], target["tp"]
+        if key == "target.count":
+            total = value
+        else:  # target.tp: the same GPUs in replicas of another size
+            tp = value
+        counts = colocated_counts(total, drafter["count"], tp)
+        if counts is None and key == "target.count":
+            self.mark_invalid(
+                key,
+                f"must be at least {2 * tp} (a colocated plan's file keeps target.count and "
+                f"drafter.count, each at least {tp})",
+            )
+            return False
+        before = (target["count"], drafter["count"], target["tp"])
+        if counts is not None:
+            target["count"], drafter["count"] = counts
+        target["tp"] = tp  # GPUs too few for replicas of tp: the model says so
+        return before != (target["count"], drafter["count"], target["tp"])
 
     def mark_invalid(self, key: str, reason: str) -> None:
         """Text in a field that is not a value of its kind: nothing to compute until fixed."""
@@ -465,9 +522,7 @@ class Planner:
         try:
             plan, catalog, projection = self._projected(doc, "plan")
         except PlanError as err:
-            self.problem = Problem(
-                field_for(err.key, self.doc) or self.last_key, reason_of(err), False
-            )
+            self.problem = Problem(self._field_of(err.key), reason_of(err), False)
             self.current = False
             return
         self.plan, self.catalog = plan, catalog
@@ -479,6 +534,13 @@ class Planner:
                 self.current = False
                 return
         self.projection, self.current = projection, True
+
+    def _field_of(self, plan_key: str | None) -> str:
+        """The field that shows an error about a plan key: the field that edits it, the
+        GPUs field for the drafters' count of a colocated plan (its own row is hidden:
+        both counts are the GPUs field's), else the field last edited."""
+        field = field_for(plan_key, self.doc) or self.last_key
+        return "target.count" if self.colocated and field == "drafter.count" else field
 
     def _projected(self, doc: dict[str, Any], where: str) -> tuple[Plan, Catalog, Projection]:
         """A plan document read as a plan file is (a table left out has its defaults) and
@@ -509,6 +571,11 @@ class Planner:
         it cannot."""
         if self.broken:
             return "Fix the marked field first"
+        if self.colocated:
+            return (
+                "Colocated: every GPU runs the target and the drafter, no GPU to move; "
+                "change GPUs to change how many"
+            )
         plan = self.plan
         try:
             require_same_gpu_type(plan, "< and > move a GPU from one role to the other")
@@ -527,6 +594,11 @@ class Planner:
         """The plan to balance (raises PlanError when it cannot be)."""
         if self.broken:
             said = "Fix the marked field first"
+            raise PlanError(said, where="plan", reason=said)
+        if self.colocated:  # no split to balance: why, and the best split beside
+            from ..model.explore.balance import balance_note
+
+            said = balance_note(self.plan, self.catalog) or "colocated: no split to balance"
             raise PlanError(said, where="plan", reason=said)
         require_same_gpu_type(self.plan, "balance moves GPUs between roles")
         return self.plan

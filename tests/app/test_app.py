@@ -19,8 +19,8 @@ from dflash_plan.tui.app import DEBOUNCE_S, PlannerApp
 from dflash_plan.tui.dialogs import ConfirmDialog, HelpScreen, PathDialog
 from dflash_plan.tui.footer import KeysFooter
 from dflash_plan.tui.picker import Picker, PickerList
-from dflash_plan.tui.planner.inputs import FieldRow
-from dflash_plan.tui.planner.results import figure_rows
+from dflash_plan.tui.planner.inputs import FieldRow, InputsPanel
+from dflash_plan.tui.planner.results import figure_rows, memory
 from dflash_plan.tui.tabs import TabBar, TabbedView
 from textual import events
 from textual.widgets import Input
@@ -812,3 +812,131 @@ async def test_the_launch_tab_offers_skypilot_and_exports_its_yaml(tmp_path):
         await pilot.press("enter")
         await settle(pilot)
     assert out.read_text() == shown and not os.access(out, os.X_OK)
+
+
+# --- topology and drafter family (issue 32) ------------------------------------------
+
+
+def _messages(app) -> list[str]:
+    return [toast.message for toast in app._notifications]
+
+
+async def test_the_topology_picker_shows_a_colocated_plans_gpus_and_disables_the_split_keys():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        rows = app.screen.query_one(InputsPanel).rows
+        footer = app.screen.query_one(KeysFooter)
+        await choose(pilot, "workload.topology", "colocated")
+        assert app.state.plan.workload.topology == "colocated"
+        # 3 + 1 GPUs: 4, each running the target and the drafter; no drafter count.
+        assert text(app, "target-count") == "4" and rows["target.count"].unit == "both roles"
+        assert rows["target.gpu"].title == "Colocated pool" and not rows["drafter.count"].display
+        await pilot.pause()
+        split = {key.shown: key.enabled for key in footer.keys if key.shown in ("<", ">", "^b")}
+        assert split == {"<": False, ">": False, "^b": False}  # shown disabled
+        app.screen.query_one("#target-count").focus()
+        await pilot.press("<", ">", "ctrl+b")  # from the GPUs field: not typed, and said why
+        await settle(pilot)
+        assert text(app, "target-count") == "4"
+        said = _messages(app)[-3:]
+        assert said[:2] == [app.state.move(True)] * 2
+        assert said[2].startswith("colocated: each of the 4 GPUs runs both roles, no split")
+        assert app.state.move(True).startswith("Colocated: every GPU runs")
+        assert (app.state.plan.target.count, app.state.plan.drafter.count) == (3, 1)
+        await put(pilot, "target.count", "8")  # the total
+        assert app.state.plan.target.count + app.state.plan.drafter.count == 8
+        await choose(pilot, "workload.topology", "disaggregated")
+        assert text(app, "target-count") == "7" and rows["drafter.count"].display
+        assert rows["target.gpu"].title == "Target pool" and rows["target.count"].unit == ""
+        await pilot.pause()
+        assert all(key.enabled for key in footer.keys)
+        await pilot.press("<")  # enabled again: a GPU moves
+        assert (app.state.plan.target.count, app.state.plan.drafter.count) == (6, 2)
+
+
+async def test_f8_switches_the_topology_and_f9_the_drafter_family():
+    from dflash_plan.model.inputs.plan import DRAFTERS
+    from dflash_plan.tui.fields import DRAFTER_LABELS
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        topology = app.screen.query_one("#workload-topology", Picker)
+        drafter = app.screen.query_one("#workload-drafter", Picker)
+        assert (topology.label, drafter.label) == ("disaggregated", "DFlash")
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.state.plan.workload.topology == "colocated" and topology.value == "colocated"
+        assert _messages(app)[-1] == "Topology: colocated"
+        await pilot.press("f8")
+        await pilot.pause()
+        assert app.state.plan.workload.topology == "disaggregated"
+        for family in (*DRAFTERS[1:], DRAFTERS[0]):  # around the four, back to DFlash
+            await pilot.press("f9")
+            await pilot.pause()
+            assert app.state.plan.workload.drafter == family == drafter.value
+            assert drafter.label == DRAFTER_LABELS[family]
+            assert _messages(app)[-1] == f"Drafter: {DRAFTER_LABELS[family]}"
+        assert not app.state.dirty  # back where it started
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert "colocated" in commands["Topology"] and "EAGLE-3" in commands["Drafter"]
+
+
+@pytest.mark.parametrize("family", ["dflash", "dflash2", "dspark", "eagle3"])
+async def test_the_drafter_picker_picks_each_family(family):
+    from dflash_plan.tui.fields import DRAFTER_LABELS
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        picker = app.screen.query_one("#workload-drafter", Picker)
+        await pilot.click(picker)  # as a user: open the list, type, enter
+        await pilot.pause()
+        await pilot.press(*DRAFTER_LABELS[family].lower(), "enter")
+        await pilot.pause()
+        assert picker.label == DRAFTER_LABELS[family] and not picker.is_open
+        assert app.state.plan.workload.drafter == family
+        assert app.state.dirty == (family != "dflash")
+
+
+async def test_a_colocated_plan_on_two_gpu_types_shows_the_models_error():
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot, "drafter.gpu", "b200")
+        await choose(pilot, "workload.topology", "colocated")
+        banner = text(app, "banner")
+        assert banner.startswith("STALE: ") and "same GPU type" in banner and "\n" not in banner
+        assert "same GPU type" in error(app, "drafter.gpu")
+        await choose(pilot, "drafter.gpu", "rtx-pro-6000")  # one type: both roles'
+        assert not app.state.stale and app.state.plan.workload.topology == "colocated"
+        assert error(app, "drafter.gpu") == "" and not app.screen.query_one("#banner").display
+
+
+async def test_the_results_say_which_topology_the_figures_are_and_which_wins():
+    from dflash_plan.tui.report import topology_line
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        # The measured run's 4 GPUs: its split is the best; colocated would be slower.
+        shown = text(app, "topology")
+        assert " ".join(shown.split()) == topology_line(app.state.projection)  # the CLI's
+        assert shown.startswith("topology: disaggregated on 4 RTX PRO 6000")
+        assert "(disaggregated wins" in shown
+        assert "link    ░" in text(app, "side")
+        await choose(pilot, "workload.topology", "colocated")
+        await choose(pilot, "target.gpu", "b300")
+        await put(pilot, "target.count", "8")
+        p = app.state.projection
+        assert p.topology == "colocated" and p.plan.target.count + p.plan.drafter.count == 8
+        shown = " ".join(text(app, "topology").split())
+        assert shown == topology_line(p) and shown.startswith("topology: colocated on 8 B300")
+        target, drafter = (fmt.pct(share) for share in p.time_shares)
+        assert "bottleneck time-shared  100 % busy" in text(app, "figures")
+        side = text(app, "side")
+        assert f"shares  {target} target, {drafter} drafter on each GPU" in side
+        assert "link    none: colocated" in side and "+1 colocated GPU" in side
+        rows = memory(p).plain.splitlines()  # one row: every GPU holds both roles
+        assert len(rows) == 1 and rows[0].startswith("both    ") and rows[0] in side
+        # Two GPU types: no verdict (colocated cannot run them), no line.
+        await choose(pilot, "workload.topology", "disaggregated")
+        await choose(pilot, "drafter.gpu", "h200")
+        assert app.state.projection.topology_verdict is None
+        assert not app.screen.query_one("#topology").display

@@ -323,3 +323,57 @@ async def test_the_table_fits_again_once_the_status_above_it_wraps():
         assert table.virtual_size.width <= table.scrollable_content_region.width
         heads = [str(c.label) for c in table.columns.values()]
         assert heads[:2] == ["best for", "plan"] and "cost" in heads
+
+
+async def test_search_in_the_plans_topology_or_both_naming_the_winner_per_gpu_type():
+    from dflash_plan.tui.report import topology_win_lines
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f8")  # a colocated plan: the search is in its topology
+        await pilot.pause()
+        await pilot.press("f5")
+        screen = app.screen
+        await set_values(pilot, search_gpus="b200,b300", search_max_gpus="8")
+        result = screen.result
+        assert result.topologies == ("colocated",) and result.front
+        assert "wins" not in str(screen.query_one("#search-status").content)
+        table = screen.query_one("#search-table", DataTable)
+        for i, (_, c) in enumerate(rows(result)):  # each row says it is colocated
+            assert c.topology == "colocated"
+            assert str(table.get_row_at(i)[1]).endswith(" colocated")
+        screen.query_one("#search-both-topologies").value = True
+        await settle(pilot)
+        result = screen.result
+        assert result.topologies == ("disaggregated", "colocated")
+        assert [w.gpu for w in result.topology_wins] == ["b200", "b300"]
+        status = str(screen.query_one("#search-status").content)
+        names = {k: g.name for k, g in app.state.catalog.gpus.items()}
+        lines = topology_win_lines(result, names)  # the CLI's lines, two GPU types
+        assert len(lines) == 2 and all(line in status for line in lines)
+        assert lines[0].startswith("B200: ") and " wins (fastest plans: " in lines[0]
+        table.move_cursor(row=0)
+        chosen = rows(result)[0][1]
+        await pilot.press("ctrl+o")  # opens in its own topology
+        await pilot.pause()
+        assert app.state.plan.workload.topology == chosen.topology
+        assert app.planner.view.colocated == (chosen.topology == "colocated")
+
+
+def test_many_gpu_types_say_the_winning_topology_a_line_each():
+    from types import SimpleNamespace
+
+    from dflash_plan.model.explore.search import Fastest, TopologyWin
+    from dflash_plan.tui.search import WIN_LINES, topology_wins
+
+    fast = {"disaggregated": Fastest(3, 1, 1, 2.0, 10.0), "colocated": Fastest(2, 2, 1, 1.5, 9.0)}
+    wins = tuple(
+        TopologyWin(gpu, "colocated" if gpu.startswith("b3") else "disaggregated", fast)
+        for gpu in ("b200", "b300", "h200", "b300x")
+    )
+    assert len(wins) > WIN_LINES
+    names = {"b200": "B200", "b300": "B300", "h200": "H200", "b300x": "B300X"}
+    assert topology_wins(SimpleNamespace(topology_wins=wins), names) == [
+        "disaggregated wins on B200, H200",
+        "colocated wins on B300, B300X",
+    ]

@@ -56,6 +56,18 @@ async def regenerate(pilot):
     await pilot.pause()
 
 
+async def colocated(pilot):
+    # SpecForge's DFlash2 recipe topology (issue 32): 8 B300s, each running both roles;
+    # the results say which topology wins on them.
+    await choose(pilot, "workload.topology", "colocated")
+    await choose(pilot, "target.gpu", "b300")  # colocated: both roles' GPU type
+    await put(pilot, "target.count", "8")  # the plan's GPUs, not the targets'
+
+
+async def dflash2(pilot):
+    await choose(pilot, "workload.drafter", "dflash2")
+
+
 async def help_screen(pilot):
     await pilot.press("f1")
 
@@ -79,6 +91,8 @@ SCENES = {
     "invalid_input": invalid_input,
     "offline": offline,
     "regenerate": regenerate,
+    "colocated": colocated,
+    "dflash2": dflash2,
     "help": help_screen,
     "save_dialog": save_dialog,
     "launch_panel": launch_panel,

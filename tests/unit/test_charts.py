@@ -297,3 +297,17 @@ def test_the_split_legend_sits_under_the_plot_and_a_clipped_curve_is_noted(catal
     assert 3 * kept / 1e3 > 1.6 * 3 * 4.9333  # the top: 3 targets' 14.8 Ktok/s x 1.6
     assert f"; the drafter capacity is cut at the top (up to {3 * kept / 1e3:,.0f} Ktok/s)." in note
     assert "target capacity" not in note  # 3 x 4.9 = 14.8 Ktok/s: under the top
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_colocated_plans_split_curve_is_its_gpus_split_with_its_own_rate_across(
+    catalog, baseline, size
+):
+    p = project(edit(baseline, workload={"topology": "colocated"}), catalog)
+    curve = split_curve(p)  # the plan's 4 GPUs split disaggregated
+    assert curve.targets == (1, 2, 3)
+    text = "\n".join(drawn(lambda plt: draw_split(plt, curve, p.tokens_per_s), size))
+    assert "colocated: the plan" in text and "current:" not in text  # no split is the plan's
+    note = split_note(curve, p.tokens_per_s)
+    assert note.startswith("Throughput against target GPUs split disaggregated: the plan runs")
+    assert "colocated, 11.6 Ktok/s (flat line)" in note  # the verdict line's colocated rate

@@ -290,3 +290,108 @@ def test_adopting_a_plan_pins_the_current_one_and_scenarios_can_be_managed(catal
     assert state.unpin(state.baseline) is None
     assert state.baseline.projection.plan == opened
     assert state.unpin(state.baseline) == "The last scenario is the baseline: it stays"
+
+
+# --- topology and drafter family (issue 32) ------------------------------------------
+
+
+def test_colocated_shows_the_plans_gpus_and_their_total_is_edited(state):
+    assert state.edit("workload.topology", "colocated")
+    state.recompute()
+    view = state.view()
+    # The measured run's 3 + 1 GPUs, each running a target shard and a drafter rank.
+    assert view.colocated and view.values["target.count"] == 4
+    assert state.plan.workload.topology == "colocated" and state.dirty
+    assert state.edit("target.count", 8)  # the total: the drafters' count is kept
+    state.recompute()
+    assert (state.plan.target.count, state.plan.drafter.count) == (7, 1)
+    assert not state.edit("target.count", 8)  # the same total: nothing changed
+    assert state.edit("target.tp", 2)  # whole replicas of 2 over the same 8 GPUs
+    state.recompute()
+    assert (state.plan.target.count, state.plan.drafter.count, state.plan.target.tp) == (6, 2, 2)
+    assert state.view().values["target.count"] == 8
+    # Back to disaggregated: the split the file keeps, the split field shown again.
+    state.edit("workload.topology", "disaggregated")
+    state.recompute()
+    assert not state.view().colocated and state.view().values["target.count"] == 6
+
+
+def test_colocated_gpus_the_file_cannot_hold_or_the_model_refuses_land_on_the_gpus_field(state):
+    state.edit("workload.topology", "colocated")
+    state.edit("target.tp", 2)
+    state.recompute()
+    assert (state.plan.target.count, state.plan.drafter.count) == (2, 2)
+    state.edit("target.count", 3)  # not whole replicas of 2: the model's rule
+    state.recompute()
+    assert state.stale and set(state.errors) == {"target.count"}  # not the hidden drafters'
+    assert "multiple of target.tp 2" in state.errors["target.count"]
+    state.edit("target.count", 2)  # one replica: no drafter count is left for the file
+    assert state.errors["target.count"].startswith("must be at least 4")
+    assert state.banner is not None and "\n" not in state.banner
+    state.edit("target.count", 6)
+    state.recompute()
+    assert not state.stale and state.errors == {}
+    assert state.plan.target.count + state.plan.drafter.count == 6
+
+
+def test_the_split_keys_and_balance_say_why_they_do_nothing_colocated(state):
+    state.edit("workload.topology", "colocated")
+    state.recompute()
+    reason = state.move(to_drafters=True)
+    assert reason is not None and reason.startswith("Colocated: every GPU runs")
+    assert state.move(to_drafters=False) == reason
+    with pytest.raises(PlanError, match="no split to balance"):
+        state.balance_input()
+    assert (state.plan.target.count, state.plan.drafter.count) == (3, 1)  # unchanged
+
+
+def test_colocated_needs_one_gpu_type_said_in_one_line_on_the_drafters_gpu(state):
+    state.edit("drafter.gpu", "b200")
+    state.recompute()
+    assert not state.stale
+    state.edit("workload.topology", "colocated")
+    state.recompute()
+    assert state.stale and state.plan.workload.topology == "disaggregated"  # the last valid
+    banner = state.banner
+    assert banner is not None and "\n" not in banner and "same GPU type" in banner
+    assert "same GPU type" in state.errors["drafter.gpu"]
+    # Colocated, either role's GPU type is both roles': one pick puts the plan right.
+    state.edit("target.gpu", "h200")
+    state.recompute()
+    assert not state.stale and state.plan.workload.topology == "colocated"
+    assert state.plan.target.gpu == state.plan.drafter.gpu == "h200"
+
+
+def test_picking_a_drafter_family_changes_the_plan(state):
+    from dflash_plan.model.inputs.plan import DRAFTERS
+    from dflash_plan.tui.fields import DRAFTER_LABELS, FIELDS
+
+    assert tuple(DRAFTER_LABELS) == DRAFTERS  # a label for each family, in the model's order
+    options = FIELDS["workload.drafter"].options
+    assert options == [("DFlash", "dflash"), ("DFlash2", "dflash2"), ("DSpark", "dspark"),
+                       ("EAGLE-3", "eagle3")]  # fmt: skip
+    assert state.view().values["workload.drafter"] == "dflash"
+    assert state.edit("workload.drafter", "dflash2")
+    state.recompute()
+    assert state.plan.workload.drafter == "dflash2" and state.dirty and state.current
+    assert state.view().values["workload.drafter"] == "dflash2"
+    state.edit("workload.drafter", "dflash")
+    state.recompute()
+    assert not state.dirty
+
+
+@pytest.mark.parametrize(
+    ("total", "drafters", "tp", "counts"),
+    [
+        (8, 1, 1, (7, 1)),  # the drafters' count kept
+        (8, 3, 2, (4, 4)),  # whole replicas of 2: the targets round down
+        (2, 5, 1, (1, 1)),  # fewer GPUs than drafters: one target, the rest drafters
+        (9, 2, 4, (4, 5)),  # not whole replicas: the model says so (check_colocated)
+        (4, 1, 4, None),  # one replica and no GPU left for a drafter count
+        (1, 1, 1, None),
+    ],
+)
+def test_colocated_counts(total, drafters, tp, counts):
+    from dflash_plan.tui.state import colocated_counts
+
+    assert colocated_counts(total, drafters, tp) == counts

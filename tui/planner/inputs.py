@@ -24,10 +24,18 @@ from .messages import FieldEdited, FieldInvalid
 # Keys that move GPUs between the roles anywhere in the planner, even in a number field.
 SPLIT_KEYS = frozenset({"less_than_sign", "greater_than_sign"})
 
+# What the pools are called, and the GPUs field's unit, by topology: colocated, the GPUs
+# field is the plan's GPUs, each running a target shard and a drafter rank (tui/state.py).
+POOL_TITLES = {
+    False: {"target.gpu": "Target pool", "drafter.gpu": "Drafter pool"},
+    True: {"target.gpu": "Colocated pool", "drafter.gpu": "Drafter (same GPUs)"},
+}
+GPUS_UNIT = {False: "", True: "both roles"}
+
 
 class FieldInput(TextInput):
-    """A field's text input. `<` and `>` are not typed into it: they move a GPU; nor is
-    `?` into a number, where it opens help as everywhere else."""
+    """A field's text input. `<` and `>` are not typed into it: they move a GPU (or say
+    why not); nor is `?` into a number, where it opens help as everywhere else."""
 
     def __init__(self, spec: FieldSpec, value: str) -> None:
         # No validation by the Input: the panel parses every change (on_input_changed) and
@@ -57,6 +65,9 @@ class FieldInput(TextInput):
             self.cursor_position = len(self.value)
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key in SPLIT_KEYS:  # its binding is disabled (colocated): the screen says why
+            event.prevent_default()
+            return
         if self.spec.numeric and event.key == "question_mark":
             event.prevent_default()  # not typed (Input's handler): help, as elsewhere
             event.stop()
@@ -178,7 +189,7 @@ class FieldRow(Widget):
 
     def on_key(self, event: events.Key) -> None:
         """A key typed before the editor took the focus (right after a tab) is its."""
-        if self.editor is not None and event.is_printable:
+        if self.editor is not None and event.is_printable and event.key not in SPLIT_KEYS:
             event.stop()
             event.prevent_default()
             self.editor.post_message(events.Key(event.key, event.character))
@@ -232,6 +243,12 @@ class FieldRow(Widget):
             return Content.assemble("\n", (self.title, "bold $accent"), "\n", line)
         return line
 
+    def set_title(self, title: str) -> None:
+        """A new title for the row's section (the row is a section's first)."""
+        if title != self.title:
+            self.title = title
+            self.refresh()
+
     def set_unit(self, unit: str) -> None:
         if unit != self.unit:
             self.unit = unit
@@ -271,6 +288,7 @@ class InputsPanel(VerticalScroll):
         self._models = first.model_options
         self.rows: dict[str, FieldRow] = {}
         self._units: dict[str, str] = {}
+        self._colocated: bool | None = None  # the topology the rows show
 
     def compose(self) -> ComposeResult:
         for title, fields in SECTIONS:
@@ -280,7 +298,7 @@ class InputsPanel(VerticalScroll):
                     if spec.kind == "gpu"
                     else list(self._models)
                     if spec.kind == "model"
-                    else [(c, c) for c in spec.choices]
+                    else spec.options
                     if spec.kind in ("choice", "switch")
                     else None
                 )
@@ -343,6 +361,12 @@ class InputsPanel(VerticalScroll):
                 self.rows[f"measured.{role}"].set_unit(view.gpu_names[role])
         for key in ("price.drafter.ratio", "price.drafter.usd"):
             self.rows[key].show_row(not view.same_gpu)
+        if self._colocated != view.colocated:
+            self._colocated = colocated = view.colocated
+            for key, title in POOL_TITLES[colocated].items():
+                self.rows[key].set_title(title)
+            self.rows["target.count"].set_unit(GPUS_UNIT[colocated])
+            self.rows["drafter.count"].show_row(not colocated)  # its GPUs are the targets'
 
     def _show_name(self, name: str) -> None:
         self.rows["name"].show_placeholder(name)

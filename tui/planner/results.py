@@ -24,13 +24,28 @@ from ...model.core.calibration import measurements as calibration_measurements
 from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
-from ..report import job_name, job_parts, more_gpus, offline_lines, offline_rates, store_lines
+from ..report import (
+    job_name,
+    job_parts,
+    more_gpus,
+    offline_lines,
+    offline_rates,
+    store_lines,
+    topology_line,
+)
 from ..state import View
 
 BAR_WIDTH = 6
 NAME_WIDTH = 11
 
-BUSY = {"target": "100 % busy", "drafter": "100 % busy", "link": "full"}
+# Colocated ("time-shared"), every GPU runs one role or the other all the time (the
+# utilisation says how its time divides).
+BUSY = {
+    "target": "100 % busy",
+    "drafter": "100 % busy",
+    "link": "full",
+    "time-shared": "100 % busy",
+}
 
 
 def bar(share: float | None, width: int = BAR_WIDTH) -> Text:
@@ -102,11 +117,7 @@ def figure_rows(p: Projection) -> tuple[FigureRow, ...]:
         ("", span(F.TOTAL_COST), ""),
         ("", ", ".join(cost_note), ""),
         (F.COST_PER_EPOCH.name, figure(F.COST_PER_EPOCH), ""),
-        (
-            F.BOTTLENECK.name,
-            figure(F.BOTTLENECK),
-            BUSY.get(p.bottleneck or "", "does not fit"),
-        ),
+        (F.BOTTLENECK.name, figure(F.BOTTLENECK), BUSY.get(p.bottleneck or "", "does not fit")),
     )
     # The figures the rows above do not compose: a row each, from the registry (the job's
     # figures: they lead with the job's days and cost when the job is more than the online
@@ -295,10 +306,15 @@ def utilisation(p: Projection) -> Text:
         capacity = fmt.ktok(role.capacity_tokens_per_s)
         text.append(f" {fmt.percent(role.utilization):>5} {capacity}\n")
     text.append(f"{'link':<8}")
-    text.append_text(bar(p.link_utilization))
-    link = fmt.figure(F.TOKENS_PER_S, p.link.tokens_per_s)
-    text.append(f" {fmt.percent(p.link_utilization):>5} {link}\n")
-    text.append(f"        {p.link.description}\n", style="dim")
+    if (shares := p.time_shares) is not None:
+        text.append("none: colocated, the states stay on their GPU\n", style="dim")
+        text.append(f"{'shares':<8}{fmt.pct(shares[0])} target, {fmt.pct(shares[1])} drafter")
+        text.append(" on each GPU\n", style="dim")
+    else:
+        text.append_text(bar(p.link_utilization))
+        link = fmt.figure(F.TOKENS_PER_S, p.link.tokens_per_s)
+        text.append(f" {fmt.percent(p.link_utilization):>5} {link}\n")
+        text.append(f"        {p.link.description}\n", style="dim")
     for role in (p.target, p.drafter):
         text.append(f"{role.role:<8}")
         text.append(role.source, style="bold cyan" if role.source == "measured" else "italic")
@@ -309,10 +325,12 @@ def utilisation(p: Projection) -> Text:
 
 def memory(p: Projection) -> Text:
     text = Text()
-    for role in (p.target, p.drafter):
+    # Colocated, every GPU holds both roles: one fit, both roles' memory (the model's).
+    roles = [("both", p.target)] if p.topology == "colocated" else []
+    for name, role in roles or [(r.role, r) for r in (p.target, p.drafter)]:
         fits = role.memory.fits
         memory = role.memory
-        text.append(f"{role.role:<8}{memory.needed_gb:,.1f} / {memory.available_gb:g} GB ")
+        text.append(f"{name:<8}{memory.needed_gb:,.1f} / {memory.available_gb:g} GB ")
         text.append("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red")
         text.append("\n")
     text.rstrip()
@@ -378,6 +396,15 @@ def phases_part(p: Projection) -> Part:
         return Group(Text(head, style="bold"), bar, table, Text(note, style="dim"))
 
     return Part((rows, head, note), plain, content)
+
+
+def topology_text(line: str | None) -> Text:
+    """The topology the figures are and which would win on the plan's GPUs: the line
+    the command line prints (report.topology_line), its head bold."""
+    text = Text(line or "")
+    head = text.plain.split(":", 1)[0]
+    text.stylize("bold", 0, len(head))
+    return text
 
 
 def warnings(p: Projection) -> Text:
@@ -496,6 +523,7 @@ class ResultsPanel(VerticalScroll):
         with Vertical(id="result-columns"):
             with Vertical(id="col-main"):
                 yield static("figures")
+                yield static("topology")
                 yield static("versus")
             yield static("side")
         yield static("measurements")
@@ -539,8 +567,10 @@ class ResultsPanel(VerticalScroll):
             return parts
         known = measurements(p)
         stored = storage(p)
+        verdict = topology_line(p)
         parts.update(
             figures=figures_part(figure_rows(p), view.stale),
+            topology=text_part(topology_text(verdict), verdict is not None),
             versus=text_part(versus(view.comparison, view.baseline_name, p)),
             side=text_part(side(p)),
             measurements=text_part(known, bool(known.plain)),

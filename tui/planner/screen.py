@@ -25,7 +25,7 @@ from ...model.basics.tomlfile import write_atomic
 from ...model.inputs.catalog import Catalog
 from ...model.inputs.plan import Plan
 from ..dialogs import PathDialog, not_written, overwrite_question, unsaved_question, writable
-from ..fields import FIELDS
+from ..fields import DRAFTER_LABELS, FIELDS
 from ..footer import KeysFooter
 from ..state import Opened, Planner, View
 from ..tabs import TabbedView
@@ -35,6 +35,9 @@ from .messages import FieldEdited, FieldInvalid
 from .results import ResultsPanel
 
 LaunchKey = tuple[Plan, Catalog, str, "str | None"]
+
+# What moves GPUs between the roles: disabled colocated, where every GPU runs both.
+SPLIT_ACTIONS = frozenset({"to_drafter", "to_target", "balance"})
 
 # The longest a keystroke holds the screen's frames while its figures are computed (a
 # projection takes a few milliseconds; this only bounds a keystroke that changes nothing).
@@ -136,6 +139,22 @@ class PlannerScreen(Screen[None]):
             id="split-to-target",
             priority=True,
             tooltip="Move one GPU (one TP replica) from the drafters to the targets",
+        ),
+        Binding(
+            "f8",
+            "topology",
+            "Topology",
+            id="topology",
+            tooltip="Switch between disaggregated (target and drafter GPUs apart) and "
+            "colocated (every GPU runs both)",
+        ),
+        Binding(
+            "f9",
+            "drafter",
+            "Drafter",
+            id="drafter",
+            show=False,
+            tooltip="The next drafter family: DFlash, DFlash2, DSpark, EAGLE-3",
         ),
         Binding(
             "ctrl+b",
@@ -254,6 +273,7 @@ class PlannerScreen(Screen[None]):
         self._hold_timer: Timer | None = None
         self._launch: tuple[LaunchKey, str] | None = None
         self.set_reactive(PlannerScreen.view, state.view())
+        self._colocated = self.view.colocated  # the topology the keys were checked for
 
     def compose(self) -> ComposeResult:
         # The breakpoint class for the size the app starts at, before anything is styled:
@@ -313,6 +333,9 @@ class PlannerScreen(Screen[None]):
         # and after the figures have been painted: it changes with every count, and one
         # update spanning the title row and the figures repaints every line in between.
         self.call_after_refresh(self.query_one(TitleBar).show, view)
+        if view.colocated != self._colocated:
+            self._colocated = view.colocated
+            self.refresh_bindings()  # the split keys: enabled disaggregated only
         if self._launch_shown:
             self.refresh_launch()
 
@@ -375,6 +398,42 @@ class PlannerScreen(Screen[None]):
             self.notify(refusal, severity="warning")
         else:
             self.publish()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Colocated, every GPU runs both roles: the keys that split them show disabled
+        # (None), and pressed, say why (on_key).
+        if action in SPLIT_ACTIONS and self.view.colocated:
+            return None
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key of a disabled split action (colocated): the action says why, not silence
+        (the key reaches the screen: its binding did not take it)."""
+        if not self.view.colocated:
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if binding.action in SPLIT_ACTIONS:
+                event.stop()
+                getattr(self, f"action_{binding.action}")()
+                return
+
+    def _pick(self, key: str, value: str, said: str) -> None:
+        """Choose a picker's value by its key, as picking it does."""
+        self.flush()
+        if self.state.edit(key, value):
+            self.recompute()
+        self.notify(said)
+
+    def action_topology(self) -> None:
+        value = "disaggregated" if self.state.colocated else "colocated"
+        self._pick("workload.topology", value, f"Topology: {value}")
+
+    def action_drafter(self) -> None:
+        from ...model.inputs.plan import DRAFTERS
+
+        now = self.state.doc["workload"].get("drafter", DRAFTERS[0])
+        value = DRAFTERS[(DRAFTERS.index(now) + 1) % len(DRAFTERS)]
+        self._pick("workload.drafter", value, f"Drafter: {DRAFTER_LABELS[value]}")
 
     def action_to_drafter(self) -> None:
         self._move(to_drafters=True)
