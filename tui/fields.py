@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.basics.numbers import NumberError, parse_number, parse_whole
-from ..model.inputs.plan import DRAFTERS, MODES, TOPOLOGIES
+from ..model.inputs.plan import DRAFTERS, MODES, PRECISIONS, TOPOLOGIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,15 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("target.gpu", "GPU", "gpu"),
             FieldSpec("target.count", "GPUs", "int"),
             FieldSpec("target.tp", "TP size", "int"),
+            # The target's weights: an FP8 or NVFP4 export prefills faster (the recipe's
+            # B300 servers run NVFP4); a GPU without those tensor cores refuses it.
+            FieldSpec(
+                "target.precision",
+                "weights",
+                "choice",
+                choices=PRECISIONS,
+                labels=("bf16", "FP8", "NVFP4"),
+            ),
         ),
     ),
     (

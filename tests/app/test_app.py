@@ -57,7 +57,7 @@ async def test_typing_updates_the_numbers():
     app = planner()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")  # into the focused target count
-        await pilot.press("tab", "tab", "tab")  # tp, the drafter GPU, its count
+        await pilot.press("tab", "tab", "tab", "tab")  # tp, weights, the drafter GPU, its count
         await pilot.press("2")  # typed as the field opens
         await pilot.pause()
         # 6 measured targets x 4,933.3 tok/s; two drafters keep up with them.
@@ -940,3 +940,19 @@ async def test_the_results_say_which_topology_the_figures_are_and_which_wins():
         await choose(pilot, "drafter.gpu", "h200")
         assert app.state.projection.topology_verdict is None
         assert not app.screen.query_one("#topology").display
+
+
+async def test_the_targets_weights_picker_sets_the_precision_and_refuses_it_where_absent():
+    """target.precision from the app: NVFP4 on the built-in RTX PRO 6000 (it has FP4 tensor
+    cores, hardware.toml fp4_tflops) is the plan's; on an H200, which has none, the model's
+    one-line refusal shows under the field and the last good figures stay."""
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot, "target.precision", "fp4")
+        await settle(pilot)
+        assert app.state.plan.target.precision == "fp4"
+        assert not error(app, "target.precision")
+        await choose(pilot, "target.gpu", "h200")
+        await settle(pilot)
+        assert "no FP4 tensor cores" in error(app, "target.precision")
+        assert text(app, "banner").startswith("STALE")
