@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from dflash_plan.model.core.labels import split_label
 from dflash_plan.model.core.projection import project
+from dflash_plan.model.core.scenarios import COLOCATION, HIGH, LOW
 from dflash_plan.model.core.stages import run_at
 from dflash_plan.model.explore.balance import balance, balance_note
 from dflash_plan.model.explore.compare import compare
@@ -18,9 +19,9 @@ from dflash_plan.model.explore.search import (
     search,
     sweep,
 )
+from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.model.physics import colocated, fitting
 from dflash_plan.model.physics.colocated import colocated_flow
-from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.model.physics.pipeline import flow
 from support import edit
 
@@ -268,8 +269,6 @@ def test_outside_its_runs_conditions_the_band_reaches_the_physical_bound(catalog
 
 
 def test_a_colocated_plan_outside_the_conditions_spans_the_widened_band(catalog, baseline):
-    from dflash_plan.model.core.scenarios import COLOCATION, HIGH, LOW
-
     p = project(_colocated(baseline), catalog)
     s = p.scenarios
     assert s is not None
