@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs.hardware import Gpu
-from ..physics.colocated import plan_flow
+from ..physics.colocated import COLOCATION_EFFICIENCY_RANGE, plan_flow
 from ..physics.pipeline import Flow, PipelineInputs, pipeline_inputs
 from ..physics.work import TargetWork
 from .economics import Economics, RolePrices, economics
@@ -89,6 +89,8 @@ class PlanScenarios:
     stored_bytes_per_token: float = 0.0
     in_usd: bool = False
     units: tuple[int, int] = (1, 1)
+    # The colocation efficiency's band for this plan (physics/colocated.efficiency_range).
+    colocation_range: tuple[float, float] = COLOCATION_EFFICIENCY_RANGE
     memo: dict[tuple[str | None, ...], float] = field(default_factory=dict)
     offline_memo: dict[tuple[str | None, ...], tuple[float, float | None]] = field(
         default_factory=dict
@@ -163,7 +165,7 @@ class PlanScenarios:
             plan.workload.topology,
             plan.target.count,
             plan.drafter.count,
-            colocation_efficiency(s.get(COLOCATION)),
+            colocation_efficiency(s.get(COLOCATION), self.colocation_range),
         )
 
     def tokens_per_s(self, s: Scenario) -> float:

@@ -132,13 +132,15 @@ def link_dim(kind: str) -> Dim:
     )
 
 
-# The colocation efficiency's dimension (colocated plans only): the ends of its fitted
-# range (physics/colocated.py).
+# The colocation efficiency's dimension (colocated plans only): the ends of its band for the
+# plan (physics/colocated.py: the fitted range where its runs' conditions hold, else wider).
 COLOCATION = "colocation"
 
 
-def colocation_dim() -> Dim:
-    low, high = colocated.COLOCATION_EFFICIENCY_RANGE
+def colocation_dim(
+    span: tuple[float, float] = colocated.COLOCATION_EFFICIENCY_RANGE,
+) -> Dim:
+    low, high = span
     return Dim(
         COLOCATION,
         "colocation efficiency",
@@ -152,9 +154,12 @@ def colocation_dim() -> Dim:
     )
 
 
-def colocation_efficiency(value: str | None) -> float:
-    """The colocation efficiency under a scenario's value of its dimension."""
-    low, high = colocated.COLOCATION_EFFICIENCY_RANGE
+def colocation_efficiency(
+    value: str | None, span: tuple[float, float] = colocated.COLOCATION_EFFICIENCY_RANGE
+) -> float:
+    """The colocation efficiency under a scenario's value of its dimension (the ends of
+    the plan's band)."""
+    low, high = span
     return low if value == LOW else high if value == HIGH else colocated.COLOCATION_EFFICIENCY
 
 

@@ -13,7 +13,7 @@ from ..basics.arrays import Count, Number
 from ..inputs import formats
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
-from ..physics import store
+from ..physics import colocated, store
 from ..physics.colocated import plan_flow
 from ..physics.footprint import MemoryFit
 from ..physics.memory import colocated_memory, drafter_memory, target_memory
@@ -163,14 +163,23 @@ class Spread:
         return float(getattr(self.slow, key)), float(getattr(self.fast, key))
 
 
+def colocation_range(r: Resolved) -> tuple[float, float]:
+    """The colocation efficiency's band for a resolved plan (physics/colocated.py)."""
+    w = r.plan.workload
+    return colocated.efficiency_range(
+        r.target_gpu.arch, r.plan.target.tp, r.model, w.avg_sample_tokens
+    )
+
+
 def spread_stage(r: Resolved, rt: Rates, pipe: Pipeline, money: Money) -> Spread:
     t, d = rt.target.model, rt.drafter.model
     assert t is not None and d is not None
     kinds = (r.target_gpu.link.kind, r.drafter_gpu.link.kind)
     links = {f"link:{kind}": link_dim(kind) for kind in dict.fromkeys(kinds)}
     dims = {dim.key: dim for dim in (*t.dims, *d.dims, *links.values())}
+    span = colocation_range(r)
     if r.plan.workload.topology == "colocated":
-        dims[COLOCATION] = colocation_dim()
+        dims[COLOCATION] = colocation_dim(span)
     scen = PlanScenarios(
         dims,
         t,
@@ -186,6 +195,7 @@ def spread_stage(r: Resolved, rt: Rates, pipe: Pipeline, money: Money) -> Spread
         stored(r.plan, r.model.hidden, len(r.layer_ids))[1],
         money.prices.in_usd,
         money.units,
+        span,
     )
     slow_at, fast_at = scen.extreme(slow=True), scen.extreme(slow=False)
     return Spread(scen, slow_at, fast_at, scen.flow(slow_at), scen.flow(fast_at))

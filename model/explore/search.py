@@ -53,7 +53,7 @@ from ..core.stages import RunInputs, run_at
 from ..inputs.catalog import Catalog
 from ..inputs.hardware import Gpu
 from ..inputs.plan import Mode, Plan, Topology
-from ..physics.colocated import COLOCATION_EFFICIENCY_RANGE
+from ..physics.colocated import efficiency_range
 from ..physics.footprint import MemoryFit
 from ..physics.memory import drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, flow
@@ -737,8 +737,12 @@ def _colocated_block(
         return None
     targets, drafters = colocated_split(gpus, tp)
     days, cost = _run_figures(m.central_run_in, targets, drafters)
-    # The pessimistic end: the slow rates and links, and the colocation efficiency's low end.
-    slow_in = replace(m.slow_run_in, colocation_efficiency=COLOCATION_EFFICIENCY_RANGE[0])
+    # The pessimistic end: the slow rates and links, and the low end of the colocation
+    # efficiency's band for this GPU type, TP and target (wider outside its runs' conditions).
+    low = efficiency_range(
+        m.t_gpu.arch, tp, shared.resolved.model, plan.workload.avg_sample_tokens
+    )[0]
+    slow_in = replace(m.slow_run_in, colocation_efficiency=low)
     slow_days, slow_cost = _run_figures(slow_in, targets, drafters)
     if plan.workload.regenerate:
         regen_days, regen_cost, regen_slow_days, regen_slow_cost = _regeneration(

@@ -13,9 +13,12 @@ Counts may be ints or numpy integer arrays, as `pipeline.flow`'s.
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 from ..basics.arrays import Count, Number
+from ..inputs.targets import TargetModel
 from . import fitting
 from .pipeline import Flow, PipelineInputs, drafter_capacity, flow
 
@@ -24,6 +27,74 @@ from .pipeline import Flow, PipelineInputs, drafter_capacity, flow
 # per-GPU rates the same table's disaggregated splits bound), fitting.py.
 COLOCATION_EFFICIENCY: float = fitting.value("COLOCATION_EFFICIENCY")
 COLOCATION_EFFICIENCY_RANGE: tuple[float, float] = fitting.value_range("COLOCATION_EFFICIENCY")
+
+# No interference: colocated GPUs cannot beat the time-shared rate (the physical bound).
+NO_INTERFERENCE = 1.0
+# How far a plan's target size and sample length may sit from the fitted runs' and still
+# share their interference: within this factor both ways (the target's memory, which sets
+# the drafter's headroom, and the time shares move with them).
+CONDITION_FACTOR = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """What the runs COLOCATION_EFFICIENCY is fitted on share: GPU kernel families, target
+    TP, target parameters and mean sample tokens (each a span over the runs)."""
+
+    archs: frozenset[str]
+    tps: frozenset[int]
+    moe: frozenset[bool]  # whether the targets are mixtures of experts
+    target_params: tuple[float, float]
+    sample_tokens: tuple[float, float]
+
+    def hold(
+        self, arch: str, tp: int, moe: bool, target_params: float, sample_tokens: float
+    ) -> bool:
+        def near(value: float, span: tuple[float, float]) -> bool:
+            return span[0] / CONDITION_FACTOR <= value <= span[1] * CONDITION_FACTOR
+
+        return (
+            arch in self.archs
+            and tp in self.tps
+            and moe in self.moe
+            and near(target_params, self.target_params)
+            and near(sample_tokens, self.sample_tokens)
+        )
+
+
+@functools.cache
+def fitted_conditions() -> Conditions:
+    """The conditions of the colocated runs the efficiency is fitted on (fitting.py's
+    COLOCATED_SPLITS: SpecForge's in-process capture, TP1 servers, Qwen3.8-27B at 4.5k
+    tokens on H200 and B300)."""
+    cases = fitting.cases_by_id(fitting.COLOCATED_SPLITS).values()
+    models = [fitting.case_model(c) for c in cases]
+    params = [float(m.total_params) for m in models]
+    tokens = [float(c["sample_tokens"]) for c in cases]
+    return Conditions(
+        frozenset(fitting.gpu_arch(str(c["gpu"])) for c in cases),
+        frozenset(int(c.get("tp", 1)) for c in cases),
+        frozenset(m.is_moe for m in models),
+        (min(params), max(params)),
+        (min(tokens), max(tokens)),
+    )
+
+
+def efficiency_range(
+    arch: str, tp: int, target: TargetModel, sample_tokens: float
+) -> tuple[float, float]:
+    """The colocation efficiency's band for a plan: the fitted range where its runs'
+    conditions hold; elsewhere (another GPU family such as sm120, another TP, an MoE target,
+    a target size or sample length far from theirs) no run says which way interference
+    moves, so the band reaches the physical bound above and as far below the central value
+    in ratio."""
+    held = fitted_conditions().hold(
+        arch, tp, target.is_moe, float(target.total_params), sample_tokens
+    )
+    if held:
+        return COLOCATION_EFFICIENCY_RANGE
+    low = min(COLOCATION_EFFICIENCY_RANGE[0], COLOCATION_EFFICIENCY**2 / NO_INTERFERENCE)
+    return low, NO_INTERFERENCE
 
 
 def colocated_flow(inputs: PipelineInputs, gpus: Count, efficiency: float | None = None) -> Flow:

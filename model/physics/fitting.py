@@ -180,6 +180,11 @@ def _spec_gpu(key: str) -> Gpu:
     return parse_gpus({key: table}, "hardware.toml")[key]
 
 
+def gpu_arch(key: str) -> str:
+    """A built-in GPU's kernel family (hardware.toml's `arch`)."""
+    return str(_catalog_doc()[key].get("arch", ""))
+
+
 # --- fits on plain numbers ----------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from dflash_plan.model.core.labels import split_label
 from dflash_plan.model.core.projection import project
+from dflash_plan.model.core.scenarios import COLOCATION, HIGH, LOW
 from dflash_plan.model.core.stages import run_at
 from dflash_plan.model.explore.balance import balance, balance_note
 from dflash_plan.model.explore.compare import compare
@@ -18,6 +19,7 @@ from dflash_plan.model.explore.search import (
     search,
     sweep,
 )
+from dflash_plan.model.inputs.targets import PRESETS
 from dflash_plan.model.physics import colocated, fitting
 from dflash_plan.model.physics.colocated import colocated_flow
 from dflash_plan.model.physics.pipeline import flow
@@ -229,3 +231,53 @@ def test_compare_says_each_plans_topology(catalog, baseline):
     # Same GPUs, same verdict; the speed is the colocated rate over the split's.
     assert c.speedup == pytest.approx(pb.tokens_per_s / pa.tokens_per_s)
     assert split_label(b, {"b300": "B300"}) == "8 B300 colocated"
+
+
+def _recipe_model():
+    case = next(iter(fitting.cases_by_id(fitting.COLOCATED_SPLITS).values()))
+    return fitting.case_model(case)
+
+
+def test_the_colocation_band_is_the_fitted_range_where_its_runs_conditions_hold():
+    # The efficiency's runs: SpecForge's in-process capture of Qwen3.8-27B (dense, TP1
+    # servers, 4.5k-token samples) on H200 (sm90) and B300 (sm100).
+    model = _recipe_model()
+    for arch in ("sm90", "sm100"):
+        band = colocated.efficiency_range(arch, 1, model, 4500)
+        assert band == colocated.COLOCATION_EFFICIENCY_RANGE
+    # Within a factor of two of their target size and sample length, still theirs.
+    assert colocated.efficiency_range("sm100", 1, model, 2300) == (
+        colocated.COLOCATION_EFFICIENCY_RANGE
+    )
+
+
+def test_outside_its_runs_conditions_the_band_reaches_the_physical_bound(catalog):
+    model, central = _recipe_model(), colocated.COLOCATION_EFFICIENCY
+    fitted_low, fitted_high = colocated.COLOCATION_EFFICIENCY_RANGE
+    widened = (min(fitted_low, central**2), colocated.NO_INTERFERENCE)
+    assert widened[0] < fitted_low and widened[1] > fitted_high
+    moe = PRESETS["qwen3-30b-a3b"]
+    small = PRESETS["qwen3-8b"]
+    for arch, tp, target, tokens in (
+        ("sm120", 1, model, 4500),  # RTX PRO 6000: no colocated run on its family
+        ("sm90", 2, model, 4500),  # a TP island of two
+        ("sm90", 1, moe, 4500),  # an MoE target
+        ("sm90", 1, small, 4500),  # a third of the runs' target
+        ("sm90", 1, model, 1000),  # samples a fifth as long
+    ):
+        assert colocated.efficiency_range(arch, tp, target, tokens) == widened, (arch, target)
+
+
+def test_a_colocated_plan_outside_the_conditions_spans_the_widened_band(catalog, baseline):
+    p = project(_colocated(baseline), catalog)
+    s = p.scenarios
+    assert s is not None
+    low, high = s.colocation_range
+    assert (low, high) == colocated.efficiency_range(
+        "sm120", 1, PRESETS["qwen3-8b"], baseline.workload.avg_sample_tokens
+    )
+    assert high == colocated.NO_INTERFERENCE
+    # The rate at each end of the band is that efficiency x the time-shared rate.
+    time_shared = float(p.tokens_per_s) / colocated.COLOCATION_EFFICIENCY
+    assert float(s.flow({COLOCATION: HIGH}).tokens_per_s) == pytest.approx(time_shared)
+    assert float(s.flow({COLOCATION: LOW}).tokens_per_s) == pytest.approx(low * time_shared)
