@@ -95,7 +95,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
     name = p.plan.name or "plan"
     said = [] if p.target_model.name in name else [p.target_model.name]
-    if p.plan.workload.drafter != "dflash":  # the built-in family goes unsaid
+    # The built-in family goes unsaid, and so does one the name says (a derived name does).
+    if p.plan.workload.drafter != "dflash" and p.drafter_family not in name:
         said.append(f"{p.drafter_family} drafter")
     if p.plan.target.precision != "bf16":
         said.append(f"target in {p.plan.target.precision}")
