@@ -639,7 +639,8 @@ def offline_storage(
     """The on-disk format this launch writes, checked against the plan's storage keys (so
     that the projection's storage.tb is what the capture writes); one note line with its
     bytes per token (physics/storage.py)."""
-    from ..physics.storage import FORMATS, storage_format, stored_bytes_per_token
+    from ..core.offline import stored
+    from ..physics.storage import FORMATS, storage_format
 
     p, w = ctx.plan, ctx.plan.workload
     written, launch = FORMATS[fmt], launch or fmt
@@ -664,12 +665,14 @@ def offline_storage(
             w.storage_dtype,
             f"the {launch} launch cannot store it: {why}; use {' or '.join(dtypes)}",
         )
-    per_token = stored_bytes_per_token(
-        ctx.model.hidden, len(ctx.layer_ids), w.storage_dtype, written
-    )
+    # The projection's own figure (core/offline.py stored: the family's final hidden
+    # state, DFlash2's sixth tensor, included), for the format just checked to be this one.
+    per_token = stored(p, ctx.model.hidden, len(ctx.layer_ids))[1]
+    final_state = ctx.resolved.captured_tensors - len(ctx.layer_ids)
     return (
         f"offline: the capture writes {per_token:,.0f} bytes per token "
-        f"({len(ctx.layer_ids)} captured + {written.extra_layers} more layer(s) x "
+        f"({len(ctx.layer_ids)} captured + {max(written.extra_layers, final_state)} more "
+        f"layer(s) x "
         f"{ctx.model.hidden:,} x {w.storage_dtype}, plus ids and masks: {written.source}) "
         f"to {hidden_states_dir(p)}, read by every epoch of the training"
     )
