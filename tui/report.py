@@ -294,11 +294,11 @@ def topology_line(p: Projection) -> str | None:
     """Which topology wins on the plan's GPUs, by how much, and both figures: colocated on
     the plan's GPUs against the best disaggregated split of the same GPUs, that split said
     with its figure; None when the plan cannot run both ways. One line of the results
-    panel at 120 columns (76 characters) where colocated fits."""
+    panel at 120 columns (73 characters) where colocated fits."""
     v = p.topology_verdict
     if v is None:
         return None
-    split = f"{v.disaggregated_split[0]} + {v.disaggregated_split[1]}"
+    split = f"{v.disaggregated_split[0]}+{v.disaggregated_split[1]}"
     # The winner's figure with its unit, the other's as a bare number beside it.
     disaggregated, colocated = (
         fmt.ktok(v.disaggregated_tokens_per_s),
@@ -306,9 +306,9 @@ def topology_line(p: Projection) -> str | None:
     )
     if v.winner == "colocated":
         bare = disaggregated.removesuffix(" Ktok/s")
-        said = f"{colocated} vs {bare} disaggregated at {split}"
+        said = f"{colocated}, disaggregated {bare} at {split}"
     else:
-        said = f"{disaggregated} at {split} vs {colocated.removesuffix(' Ktok/s')} colocated"
+        said = f"{disaggregated} at {split}, colocated {colocated.removesuffix(' Ktok/s')}"
     gain = fmt.figure(F.SPEEDUP, v.speedup)  # the winner over the other
     unfit = "" if v.colocated_fits else ", but colocated does not fit GPU memory"
     return f"topology: {v.winner} wins {gain}: {said}{unfit}"

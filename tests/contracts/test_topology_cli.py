@@ -50,8 +50,8 @@ def test_project_names_the_topology_and_the_winner_on_its_gpus(capsys):
     assert block["winner"] == "disaggregated"
     assert (
         f"topology: disaggregated wins {block['speedup']:.2f}x: "
-        f"{block['disaggregated_tokens_per_s'] / 1e3:,.1f} Ktok/s at {targets} + {drafters} vs "
-        f"{block['colocated_tokens_per_s'] / 1e3:,.1f} colocated"
+        f"{block['disaggregated_tokens_per_s'] / 1e3:,.1f} Ktok/s at {targets}+{drafters}, "
+        f"colocated {block['colocated_tokens_per_s'] / 1e3:,.1f}"
     ) in text
     assert "bottleneck: time-shared (target forward" in text
     assert "of each GPU's time)" in text
@@ -67,7 +67,7 @@ def test_the_builtin_plan_adds_only_the_verdict_line(capsys):
     # colocated, 4 x 0.78 / (1/4,933.3 + 1/14,799.9) = 11.6 Ktok/s; 14.8 / 11.6 = 1.28.
     # One line at 80 columns, and so in the results panel at 120.
     assert lines[verdict[0]] == (
-        "topology: disaggregated wins 1.28x: 14.8 Ktok/s at 3 + 1 vs 11.6 colocated"
+        "topology: disaggregated wins 1.28x: 14.8 Ktok/s at 3+1, colocated 11.6"
     )
 
 
@@ -141,5 +141,5 @@ def test_a_colocated_winner_is_said_first_with_the_split_it_beats():
     # The recipe's 8 B300 (PR #869): 18.9 against 11.5 samples/s, 18.9 / 11.5 = 1.64.
     verdict = TopologyVerdict("colocated", 8, 18_900.0, 11_500.0, (5, 3), "colocated", 1.64)
     assert topology_line(SimpleNamespace(topology_verdict=verdict)) == (  # type: ignore[arg-type]
-        "topology: colocated wins 1.64x: 18.9 Ktok/s vs 11.5 disaggregated at 5 + 3"
+        "topology: colocated wins 1.64x: 18.9 Ktok/s, disaggregated 11.5 at 5+3"
     )
