@@ -935,7 +935,9 @@ async def test_the_results_say_which_topology_the_figures_are_and_which_wins():
         shown = text(app, "topology")
         assert " ".join(shown.split()) == topology_line(app.state.projection)  # the CLI's
         # One line of the panel (73 columns at 120).
-        assert shown == "topology: disaggregated wins 1.28x: 14.8 Ktok/s at 3+1, colocated 11.6"
+        assert shown.rstrip("\n") == (
+            "topology: disaggregated wins 1.28x: 14.8 Ktok/s at 3+1, colocated 11.6"
+        )
         assert "link    ░" in text(app, "side")
         await choose(pilot, "workload.topology", "colocated")
         await choose(pilot, "target.gpu", "b300")
