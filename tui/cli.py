@@ -394,6 +394,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         batch_size=plan.drafter.batch_size,
         num_anchors=plan.workload.num_anchors,
         target_model=plan.workload.target_model,
+        drafter=plan.workload.drafter,
     )
     points: list[Point] = []
     for path in args.results:

@@ -15,6 +15,11 @@ from textual.widget import Widget
 
 SEPARATOR = "▏"
 
+# When the keys do not all fit (the planner at 80 columns), these leave the footer first,
+# in this order, so that the ones after them (Quit last) stay: each has another way in
+# (the topology picker, the GPUs fields) and every key stays in the command palette.
+LEFT_OUT_FIRST = ("topology", "split-to-target", "split-to-drafter")
+
 
 class Key(NamedTuple):
     key: str  # what is pressed when the key is clicked
@@ -23,6 +28,7 @@ class Key(NamedTuple):
     enabled: bool
     tooltip: str
     palette: bool  # the command palette's key, drawn on the right
+    id: str | None = None  # the binding's id
 
 
 class KeysFooter(Widget):
@@ -70,6 +76,7 @@ class KeysFooter(Widget):
                     enabled,
                     tooltip or binding.tooltip or binding.description,
                     key == palette_key,
+                    binding.id,
                 )
         return tuple(keys.values())
 
@@ -86,9 +93,7 @@ class KeysFooter(Widget):
         parts: list[Content] = []
         self._spans = []
         column = 0
-        for key in self.keys:
-            if key.palette:
-                continue
+        for key in self._fitting(width - right_width):
             drawn = self._drawn(key)
             if column + drawn.cell_length > width - right_width:
                 break  # no room: the palette lists every action
@@ -105,6 +110,21 @@ class KeysFooter(Widget):
                 self._spans.append((column, column + drawn.cell_length, key))
                 column += drawn.cell_length
         return Content("").join(parts)
+
+    def _fitting(self, room: int) -> list[Key]:
+        """The keys drawn left of the palette's: all of them, else without the ones
+        LEFT_OUT_FIRST names, one at a time, until the rest fit (the draw stops at the
+        edge if they still do not)."""
+        keys = [key for key in self.keys if not key.palette]
+
+        def width(shown: list[Key]) -> int:
+            return sum(self._drawn(key).cell_length + 1 for key in shown)
+
+        for name in LEFT_OUT_FIRST:
+            if width(keys) - 1 <= room:
+                break
+            keys = [key for key in keys if key.id != name]
+        return keys
 
     def _drawn(self, key: Key) -> Content:
         hover = " on $block-hover-background" if key == self._hover else ""

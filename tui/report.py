@@ -6,7 +6,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, cast
 
@@ -95,7 +95,8 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
     console = _console()
     name = p.plan.name or "plan"
     said = [] if p.target_model.name in name else [p.target_model.name]
-    if p.plan.workload.drafter != "dflash":  # the built-in family goes unsaid
+    # The built-in family goes unsaid, and so does one the name says (a derived name does).
+    if p.plan.workload.drafter != "dflash" and p.drafter_family not in name:
         said.append(f"{p.drafter_family} drafter")
     if p.plan.target.precision != "bf16":
         said.append(f"target in {p.plan.target.precision}")
@@ -290,29 +291,27 @@ def topology_cell(p: Projection) -> str:
 
 
 def topology_line(p: Projection) -> str | None:
-    """Which topology the figures belong to and which would win on the plan's GPUs: the
-    plan's against the other (colocated, or the best disaggregated split of the same
-    GPUs); None when the plan cannot run both ways."""
+    """Which topology wins on the plan's GPUs, by how much, and both figures: colocated on
+    the plan's GPUs against the best disaggregated split of the same GPUs, that split said
+    with its figure; None when the plan cannot run both ways. One line of the results
+    panel at 120 columns (73 characters) where colocated fits."""
     v = p.topology_verdict
     if v is None:
         return None
-    gpu = p.target.gpu_name
-    split = f"{v.disaggregated_split[0]} + {v.disaggregated_split[1]}"
-    colocated = fmt.ktok(v.colocated_tokens_per_s)
-    disaggregated = fmt.ktok(v.disaggregated_tokens_per_s)
-    if v.topology == "colocated":
-        said = (
-            f"colocated on {v.gpus} {gpu}: {colocated}; the best disaggregated split, "
-            f"{split}, would make {disaggregated}"
-        )
+    split = f"{v.disaggregated_split[0]}+{v.disaggregated_split[1]}"
+    # The winner's figure with its unit, the other's as a bare number beside it.
+    disaggregated, colocated = (
+        fmt.ktok(v.disaggregated_tokens_per_s),
+        fmt.ktok(v.colocated_tokens_per_s),
+    )
+    if v.winner == "colocated":
+        bare = disaggregated.removesuffix(" Ktok/s")
+        said = f"{colocated}, disaggregated {bare} at {split}"
     else:
-        said = (
-            f"disaggregated on {v.gpus} {gpu}: {disaggregated} at the best split, {split}; "
-            f"colocated would make {colocated}"
-        )
+        said = f"{disaggregated} at {split}, colocated {colocated.removesuffix(' Ktok/s')}"
     gain = fmt.figure(F.SPEEDUP, v.speedup)  # the winner over the other
     unfit = "" if v.colocated_fits else ", but colocated does not fit GPU memory"
-    return f"topology: {said} ({v.winner} wins, {gain}{unfit})"
+    return f"topology: {v.winner} wins {gain}: {said}{unfit}"
 
 
 def _job_days(p: Projection) -> str:
@@ -890,6 +889,14 @@ def _print_fitted(title: str, columns: Sequence[_Column], rows: Sequence[Sequenc
         )
 
 
+def precision_left_out(precision: str, keys: tuple[str, ...], names: Mapping[str, str]) -> str:
+    """The one line saying which target GPU types a search left out for the precision."""
+    return (
+        f"left out as targets, without {precision} tensor cores (target.precision = "
+        f"{precision}): {', '.join(names.get(k, k) for k in keys)}"
+    )
+
+
 def search(result: SearchResult, catalog: Catalog) -> None:
     """The Pareto front and the winners of a search, the rule that picked them and the
     prices the plan did not set."""
@@ -908,6 +915,8 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         f"constraints{escape(judged)}"
     )
     names = {key: g.name for key, g in catalog.gpus.items()}
+    if lacking := result.targets_lacking_precision:
+        console.print(escape(precision_left_out(result.precision, lacking, names)))
     if result.why_none:
         console.print(f"[bold red]no plan[/bold red]: {escape(result.why_none)}")
         _borrowed_prices(console, result, names)

@@ -40,6 +40,8 @@ def _bound(m: Measurement, plan: Plan, role: str) -> Measurement:
             update["num_anchors"] = w.num_anchors
         if m.batch_size is None:
             update["batch_size"] = plan.drafter.batch_size
+        if m.drafter is None:
+            update["drafter"] = w.drafter
     return m.model_copy(update=update) if update else m
 
 
@@ -80,6 +82,11 @@ def rebound(before: Plan, after: Plan) -> list[str]:
                     before.drafter.batch_size if role == "drafter" else None,
                     after.drafter.batch_size if role == "drafter" else None,
                 ),
+                (
+                    "drafter family",
+                    w0.drafter if role == "drafter" else None,
+                    w1.drafter if role == "drafter" else None,
+                ),
             )
             if a != b
         ]
@@ -113,8 +120,22 @@ def add_points(plan: Plan, points: Sequence[Point], gpu: str | None = None) -> P
         kept = [
             m
             for m in measurements(update[point.role].get(key, ()))
-            if (m.target_model, m.avg_sample_tokens, m.num_anchors, m.batch_size, m.bound)
-            != (new.target_model, new.avg_sample_tokens, new.num_anchors, new.batch_size, new.bound)
+            if (
+                m.target_model,
+                m.avg_sample_tokens,
+                m.num_anchors,
+                m.batch_size,
+                m.drafter,
+                m.bound,
+            )
+            != (
+                new.target_model,
+                new.avg_sample_tokens,
+                new.num_anchors,
+                new.batch_size,
+                new.drafter,
+                new.bound,
+            )
             and m.target_model is not None
         ]
         entries = (*kept, new)

@@ -7,10 +7,12 @@ from typing import Any
 
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan, plan_to_dict
+from ..physics.families import DEFAULT_FAMILY, FAMILIES
 
 
 def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
-    """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B'."""
+    """A name that says what the plan is: '3 targets + 1 drafter, B200, Qwen3-8B', with
+    the drafter family when it is not DFlash ('..., Qwen3-8B, DFlash2')."""
 
     def gpu(key: Any) -> str:
         spec = catalog.gpus.get(key) if isinstance(key, str) else None
@@ -34,7 +36,12 @@ def derived_name(doc: dict[str, Any], catalog: Catalog) -> str:
             f"{n(d.get('count'), gpu(d.get('gpu')) + ' drafter')}"
         )
     model = catalog.models.get(doc["workload"].get("target_model", ""))
-    return f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
+    name = f"{pools}, {model.name if model else doc['workload'].get('target_model')}"
+    # The built-in family goes unsaid, as in the report's header.
+    drafter = FAMILIES.get(doc["workload"].get("drafter", DEFAULT_FAMILY))
+    if drafter is not None and drafter.key != DEFAULT_FAMILY:
+        name += f", {drafter.name}"
+    return name
 
 
 def split_label(plan: Plan, names: Mapping[str, str], plus: str = "+") -> str:

@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 from ..inputs.catalog import Catalog
 from ..inputs.formats import row_of
 from ..inputs.hardware import Gpu
-from ..inputs.plan import Workload
+from ..inputs.plan import Measurement, Workload
+from ..physics.families import FAMILIES
 from ..physics.fitting import efficiency_basis
 from ..physics.roofline import (
     Roofline,
@@ -176,6 +177,27 @@ def _pct(x: float) -> str:
 RooflineOf = Callable[[Gpu, Workload, bool], Roofline]
 
 
+def measured_workload(role: str, m: Measurement, w: Workload) -> Workload:
+    """The workload a measurement was taken on: the plan's, with the fields it records.
+    The drafter family counts for drafter measurements only: the target's capture runs
+    the whole forward whatever the drafter keeps of it (physics/work.py target_work)."""
+    changes: dict[str, object] = {
+        k: v
+        for k, v in (
+            ("target_model", m.target_model),
+            ("avg_sample_tokens", m.avg_sample_tokens),
+            ("num_anchors", m.num_anchors),
+            ("drafter", m.drafter if role == "drafter" else None),
+        )
+        if v is not None
+    }
+    if changes.get("drafter", w.drafter) != w.drafter:
+        # Another family captures its own layers (EAGLE-3: three): the plan's explicit
+        # list may not fit it, and the measured run tapped its family's default.
+        changes["target_layer_ids"] = None
+    return w.model_copy(update=changes) if changes else w
+
+
 def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> list[Point]:
     plan = r.plan
     entries = getattr(plan.calibration, role)
@@ -185,16 +207,7 @@ def _points(role: str, r: Resolved, catalog: Catalog, roof_of: RooflineOf) -> li
         for m in measurements(entry):
             if m.bound != "exact":
                 continue
-            changes = {
-                k: v
-                for k, v in (
-                    ("target_model", m.target_model),
-                    ("avg_sample_tokens", m.avg_sample_tokens),
-                    ("num_anchors", m.num_anchors),
-                )
-                if v is not None
-            }
-            workload = plan.workload.model_copy(update=changes) if changes else plan.workload
+            workload = measured_workload(role, m, plan.workload)
             same = workload == plan.workload and (m.batch_size in (None, plan.drafter.batch_size))
             roof = roof_of(gpu, workload, True)
             moe = role == "target" and catalog.model(workload.target_model).is_moe
@@ -219,22 +232,50 @@ def _fit(points: list[Point]) -> tuple[float, float] | None:
     return a, h
 
 
-def _lower_bound(role: str, r: Resolved, gpu: Gpu) -> float:
-    """The highest rate this GPU is known to reach on the plan's own workload."""
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """The highest rate a GPU is known to reach on the plan's workload, and how it is known."""
+
+    tokens_per_s: float
+    said: str  # "at least 14,800 tok/s (it kept up)": the rate's basis
+    why: str  # the "kept up" reading's explanation
+
+
+def _lower_bound(role: str, r: Resolved, gpu: Gpu, roof_of: RooflineOf) -> _Bound | None:
+    """The highest rate this GPU is known to reach on the plan's own workload. A bound
+    taken on another drafter family (same workload otherwise) carries by the ratio of the
+    two families' work on this GPU, as a measured rate does (the efficiency kept)."""
     entry = getattr(r.plan.calibration, role).get(gpu.key)
     if entry is None:
-        return 0.0
-    return max(
-        (
-            m.tokens_per_s
-            for m in measurements(entry)
-            if m.bound == "at_least"
-            and m.target_model in (None, r.plan.workload.target_model)
-            and m.avg_sample_tokens in (None, r.plan.workload.avg_sample_tokens)
-            and m.num_anchors in (None, r.plan.workload.num_anchors)
-        ),
-        default=0.0,
-    )
+        return None
+    w = r.plan.workload
+    best: _Bound | None = None
+    for m in measurements(entry):
+        if not (
+            m.bound == "at_least"
+            and m.target_model in (None, w.target_model)
+            and m.avg_sample_tokens in (None, w.avg_sample_tokens)
+            and m.num_anchors in (None, w.num_anchors)
+        ):
+            continue
+        rate, said = m.tokens_per_s, f"at least {m.tokens_per_s:,.0f} tok/s (it kept up)"
+        why = f"the {role} kept up at {rate:,.0f} tok/s per GPU"
+        theirs = measured_workload(role, m, w)
+        if theirs.drafter != w.drafter:
+            ratio = roof_of(gpu, w, True).tokens_per_s / roof_of(gpu, theirs, True).tokens_per_s
+            rate *= ratio
+            said = (
+                f"at least {rate:,.0f} tok/s (it kept up at {m.tokens_per_s:,.0f} training "
+                f"{FAMILIES[theirs.drafter].name}, x{ratio:.3f} for "
+                f"{FAMILIES[w.drafter].name}'s work)"
+            )
+            why = (
+                f"the {role} kept up at {m.tokens_per_s:,.0f} tok/s per GPU training "
+                f"{FAMILIES[theirs.drafter].name}: {rate:,.0f} on {FAMILIES[w.drafter].name}'s work"
+            )
+        if best is None or rate > best.tokens_per_s:
+            best = _Bound(rate, said, why)
+    return best
 
 
 def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: RooflineOf) -> RoleRate:
@@ -274,15 +315,16 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roofl
             basis=f"{rate.basis}; x{mature.factor:.2f} for {stack}'s maturity "
             f"({mature.low:.2f}-{mature.high:.2f})",
         )
-    bound = _lower_bound(role, r, gpu)
+    known = _lower_bound(role, r, gpu, roof_of)
     low = model.rate(model.extreme(slow=True))
     high = model.rate(model.extreme(slow=False))
     rate = replace(rate, model=model, low_tokens_per_s=low, high_tokens_per_s=high)
-    if bound <= low or rate.measured:
+    if known is None or known.tokens_per_s <= low or rate.measured:
         return rate
+    bound = known.tokens_per_s
     model = replace(model, floor=bound)
     central = max(rate.tokens_per_s, bound)
-    reading = Reading("kept up", bound, f"the {role} kept up at {bound:,.0f} tok/s per GPU")
+    reading = Reading("kept up", bound, known.why)
     return replace(
         rate,
         model=model,
@@ -292,7 +334,7 @@ def role_rate(role: str, r: Resolved, catalog: Catalog, gpu: Gpu, roof_of: Roofl
         efficiency=rate.efficiency * central / rate.tokens_per_s,
         readings=(*rate.readings, reading),
         low_reading="kept up",
-        basis=f"{rate.basis}; at least {bound:,.0f} tok/s (it kept up)",
+        basis=f"{rate.basis}; {known.said}",
     )
 
 
@@ -637,9 +679,13 @@ def _works(r: Resolved, catalog: Catalog) -> tuple[RooflineOf, RooflineOf]:
         count = 1 if measured else plan.drafter.count
         key = (f"d{count}", w)
         if key not in cache:
-            shape = r.shape if w.target_model == plan.workload.target_model else None
+            same = (w.target_model, w.drafter) == (
+                plan.workload.target_model,
+                plan.workload.drafter,
+            )
+            shape = r.shape if same else None
             if shape is None:
-                # the measurement's own workload, on its own target model
+                # the measurement's own workload: its target model, its drafter family
                 shape = workload_drafter(w, catalog.model(w.target_model))[2]
             cache[key] = drafter_work(
                 shape,

@@ -222,6 +222,10 @@ class Result:
     # Both topologies searched: the winner on each GPU type (its fastest feasible plan in
     # each topology, the faster's), in the space's order.
     topology_wins: tuple[TopologyWin, ...] = ()
+    # The searched target GPU types without tensor cores of the plan's target precision
+    # (target.precision fp8 or fp4): left out as targets (_block_model), said in one line.
+    precision: str = "bf16"
+    targets_lacking_precision: tuple[str, ...] = ()
 
     @property
     def covered(self) -> int:
@@ -1657,6 +1661,10 @@ class _Ranking:
         # Counts of the evaluated splits (a proved-dominated one is judged by its
         # dominator).
         evaluated, computed = self.covered, self.evaluated
+        lacking = tuple(
+            k for k in space.target_gpus if not catalog.gpus[k].supports(plan.target.precision)
+        )
+        precision = plan.target.precision
 
         def nothing(why: str) -> Result:
             """No plan to show, and why."""
@@ -1676,6 +1684,8 @@ class _Ranking:
                 evaluated_after_pruning=computed,
                 modes=space.modes,
                 topologies=space.topologies,
+                precision=precision,
+                targets_lacking_precision=lacking,
             )
 
         if not self.blocks:
@@ -1753,6 +1763,8 @@ class _Ranking:
             modes=space.modes,
             topologies=space.topologies,
             topology_wins=self._wins(),
+            precision=precision,
+            targets_lacking_precision=lacking,
         )
 
 

@@ -284,6 +284,11 @@ class Measurement(_Section):
     avg_sample_tokens: SequenceTokens | None = None
     num_anchors: AnchorCount | None = Field(None, description="drafter measurements")
     batch_size: BatchSize | None = Field(None, description="drafter measurements")
+    drafter: Drafter | None = Field(
+        None,
+        description="the drafter family trained (drafter measurements; a target's rate "
+        "does not depend on it: the capture runs the whole forward whatever it keeps)",
+    )
     gpu_busy: v.Flag | None = None
     bound: Literal["exact", "at_least"] = Field(
         "exact",

@@ -69,6 +69,7 @@ class RunContext:
     accumulation_steps: int = 1
     num_anchors: int | None = None
     target_model: str | None = None
+    drafter: str | None = None  # the drafter family trained (workload.drafter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +198,11 @@ def _point(
         "gpu_busy": gpu_busy,
     }
     if role == "drafter":
-        fields |= {"num_anchors": ctx.num_anchors, "batch_size": ctx.batch_size}
+        fields |= {
+            "num_anchors": ctx.num_anchors,
+            "batch_size": ctx.batch_size,
+            "drafter": ctx.drafter,
+        }
     try:
         measurement = Measurement(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as err:

@@ -67,7 +67,7 @@ def launch_line(plan: Plan, fmt: str | None = None) -> str:
         return (
             f"launch: {fmt} is not what these figures describe: it cannot run {key} {value}: {why}"
         )
-    if plan.workload.topology == "colocated" and not formats.row_of(fmt).own_command:
+    if plan.workload.topology == "colocated":  # the template's command too: nothing sent
         return (
             f"launch: these figures describe the {fmt} launch (colocated, no hidden-state "
             f"transport)"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..basics.errors import PlanError
 from ..basics.units import cost, duration, ktok, spread
 from ..core.projection import Projection
+from ..core.rates import ENGINE_NAMES
 from ..core.resolve import Resolved, resolve
 from ..inputs.catalog import Catalog
 from ..inputs.formats import row_of
@@ -428,8 +429,38 @@ def header(
                 f"reach the others by these names"
             )
         )
-    lines += [comment(f"note: {n}") for n in notes]
+    quantized = precision_note(ctx, fmt)
+    lines += [comment(f"note: {n}") for n in (*notes, *([quantized] if quantized else []))]
     return "\n".join(lines)
+
+
+# The checkpoint a quantized target needs. SGLang and vLLM read a pre-quantized
+# checkpoint's method from its config (ModelOpt's hf_quant_config.json, a
+# quantization_config) and want no --quantization flag with it: "If you use a pre-quantized
+# model, do not add --quantization" (docs.sglang.io, advanced_features/quantization).
+CHECKPOINT_KIND = {"fp8": "an FP8", "fp4": "an NVFP4"}
+
+
+def precision_note(ctx: Context, fmt: str) -> str | None:
+    """For an fp8 or fp4 target: the capture servers need the quantized checkpoint."""
+    p = ctx.plan
+    precision = p.target.precision
+    kind = CHECKPOINT_KIND.get(precision)
+    if kind is None:
+        return None
+    engine = ENGINE_NAMES.get(row_of(fmt).engine, row_of(fmt).engine)
+    note = (
+        f"target.precision = {precision}: the capture servers load target_model_path as it "
+        f"is, so it must be {kind} export of {ctx.model.name} (e.g. NVIDIA ModelOpt's, with "
+        f"its hf_quant_config.json); {engine} reads the quantization from the checkpoint, "
+        f"no --quantization flag"
+    )
+    if p.launch.target_model_path is None:
+        note += (
+            f"; launch.target_model_path is unset, so this script loads the preset's "
+            f"{ctx.path}: set it to the export"
+        )
+    return note
 
 
 def colocated_lines(ctx: Context) -> list[str]:
@@ -639,7 +670,8 @@ def offline_storage(
     """The on-disk format this launch writes, checked against the plan's storage keys (so
     that the projection's storage.tb is what the capture writes); one note line with its
     bytes per token (physics/storage.py)."""
-    from ..physics.storage import FORMATS, storage_format, stored_bytes_per_token
+    from ..core.offline import stored
+    from ..physics.storage import FORMATS, storage_format
 
     p, w = ctx.plan, ctx.plan.workload
     written, launch = FORMATS[fmt], launch or fmt
@@ -664,12 +696,14 @@ def offline_storage(
             w.storage_dtype,
             f"the {launch} launch cannot store it: {why}; use {' or '.join(dtypes)}",
         )
-    per_token = stored_bytes_per_token(
-        ctx.model.hidden, len(ctx.layer_ids), w.storage_dtype, written
-    )
+    # The projection's own figure (core/offline.py stored: the family's final hidden
+    # state, DFlash2's sixth tensor, included), for the format just checked to be this one.
+    per_token = stored(p, ctx.model.hidden, len(ctx.layer_ids))[1]
+    final_state = ctx.resolved.captured_tensors - len(ctx.layer_ids)
     return (
         f"offline: the capture writes {per_token:,.0f} bytes per token "
-        f"({len(ctx.layer_ids)} captured + {written.extra_layers} more layer(s) x "
+        f"({len(ctx.layer_ids)} captured + {max(written.extra_layers, final_state)} more "
+        f"layer(s) x "
         f"{ctx.model.hidden:,} x {w.storage_dtype}, plus ids and masks: {written.source}) "
         f"to {hidden_states_dir(p)}, read by every epoch of the training"
     )

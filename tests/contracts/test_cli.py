@@ -337,6 +337,18 @@ def test_pydantic_plugins_are_not_looked_for_unless_the_user_says(monkeypatch, c
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
 
 
+def test_a_derived_name_says_a_drafter_family_other_than_dflash(capsys):
+    # The name is the title: it says the family, and the header does not repeat it.
+    doc = run_json(capsys, ["project", "--json", "--set", "workload.drafter=dflash2"])
+    assert doc["name"] == "3 targets + 1 drafter, RTX PRO 6000, Qwen3-8B, DFlash2"
+    assert main(["project", "--set", "workload.drafter=eagle3"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "3 targets + 1 drafter, RTX PRO 6000, Qwen3-8B, EAGLE-3"
+    # A name the user gave does not say it: the header does.
+    assert main(["project", "--set", "workload.drafter=dspark", "--set", "name=mine"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "mine  (Qwen3-8B, DSpark drafter)"
+
+
 def test_a_plan_changed_by_set_is_named_for_what_it_is(capsys, tmp_path):
     doc = run_json(capsys, FOUR_B200_VS_MEASURED)
     assert doc["name"] == "3 targets + 1 drafter, B200, Qwen3-8B"

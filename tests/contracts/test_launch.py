@@ -1392,3 +1392,30 @@ def test_every_refusal_names_a_family_and_reaches_generate(catalog, baseline):
     for name in formats.names():
         if formats.FORMATS[name].colocated_refusal is None:
             assert generate(plan, catalog, name, template="run {nnodes}").text
+
+
+def test_an_offline_header_states_the_projections_bytes_per_token(catalog, baseline):
+    # DFlash2 offline through speculators: 5 captured layers and the final hidden state
+    # (DFlash2's sixth tensor, which speculators' last layer already is: stored once) x
+    # 4,096 x 2 bytes = 49,152, plus 9 bytes of ids and mask = 49,161: the projection's
+    # own figure, not a second count.
+    from dflash_plan.model.core.projection import project
+
+    plan = edit(
+        baseline,
+        workload={"mode": "offline", "drafter": "dflash2"},
+        launch={"format": "speculators"},
+    )
+    o = project(plan, catalog).offline
+    assert o is not None and o.bytes_per_token == 6 * 4096 * 2 + 9
+    text = generate(plan, catalog, "speculators").text
+    assert "offline: the capture writes 49,161 bytes per token (5 captured + 1 more " in text
+
+
+def test_a_colocated_plans_launch_line_names_no_transport(capsys):
+    # The template runs the user's command: on a colocated plan nothing is sent either.
+    sets = ["--set", "workload.topology=colocated", "--set", "launch.format=template"]
+    assert main(["project", *sets]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "launch: these figures describe the template launch (colocated, no hidden-state " in out
+    assert "device to device" not in out.split("launch:")[1].split(".")[0]

@@ -47,11 +47,11 @@ def test_project_names_the_topology_and_the_winner_on_its_gpus(capsys):
     assert main(["project", *COLOCATED_B300]) == 0
     text = " ".join(capsys.readouterr().out.split())
     targets, drafters = block["disaggregated_split"]
+    assert block["winner"] == "disaggregated"
     assert (
-        f"topology: colocated on 8 B300: {block['colocated_tokens_per_s'] / 1e3:,.1f} Ktok/s; "
-        f"the best disaggregated split, {targets} + {drafters}, would make "
-        f"{block['disaggregated_tokens_per_s'] / 1e3:,.1f} Ktok/s "
-        f"({block['winner']} wins, {block['speedup']:.2f}x)"
+        f"topology: disaggregated wins {block['speedup']:.2f}x: "
+        f"{block['disaggregated_tokens_per_s'] / 1e3:,.1f} Ktok/s at {targets}+{drafters}, "
+        f"colocated {block['colocated_tokens_per_s'] / 1e3:,.1f}"
     ) in text
     assert "bottleneck: time-shared (target forward" in text
     assert "of each GPU's time)" in text
@@ -63,12 +63,11 @@ def test_the_builtin_plan_adds_only_the_verdict_line(capsys):
     lines = capsys.readouterr().out.splitlines()
     verdict = [i for i, line in enumerate(lines) if line.startswith("topology: ")]
     assert len(verdict) == 1
-    said = " ".join(lines[verdict[0] : verdict[0] + 2])
     # 4 RTX PRO 6000: the built-in 3 + 1 is the best split (14.8 Ktok/s, target-bound);
-    # colocated, 4 x 0.78 / (1/4,933.3 + 1/14,799.9) = 11.6 Ktok/s.
-    assert said.startswith(
-        "topology: disaggregated on 4 RTX PRO 6000: 14.8 Ktok/s at the best split, 3 + 1; "
-        "colocated would make 11.6 Ktok/s (disaggregated wins, 1.28x)"
+    # colocated, 4 x 0.78 / (1/4,933.3 + 1/14,799.9) = 11.6 Ktok/s; 14.8 / 11.6 = 1.28.
+    # One line at 80 columns, and so in the results panel at 120.
+    assert lines[verdict[0]] == (
+        "topology: disaggregated wins 1.28x: 14.8 Ktok/s at 3+1, colocated 11.6"
     )
 
 
@@ -130,4 +129,17 @@ def test_a_colocated_search_offline_only_is_one_line(capsys):
     assert err == (
         "dflash-plan: --topology colocated: a colocated plan runs online only: search "
         "--mode online (or --topology both)"
+    )
+
+
+def test_a_colocated_winner_is_said_first_with_the_split_it_beats():
+    from types import SimpleNamespace
+
+    from dflash_plan.model.core.topology import TopologyVerdict
+    from dflash_plan.tui.report import topology_line
+
+    # The recipe's 8 B300 (PR #869): 18.9 against 11.5 samples/s, 18.9 / 11.5 = 1.64.
+    verdict = TopologyVerdict("colocated", 8, 18_900.0, 11_500.0, (5, 3), "colocated", 1.64)
+    assert topology_line(SimpleNamespace(topology_verdict=verdict)) == (  # type: ignore[arg-type]
+        "topology: colocated wins 1.64x: 18.9 Ktok/s, disaggregated 11.5 at 5+3"
     )

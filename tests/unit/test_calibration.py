@@ -113,3 +113,60 @@ def test_measurements_read_the_same_whatever_the_plans_drafter_count(catalog, ba
         )
         rates.append(project(plan, catalog).drafter.per_gpu_tokens_per_s)
     assert max(rates) == pytest.approx(min(rates), rel=1e-9), rates
+
+
+def _drafter_roof(p, catalog):
+    from dflash_plan.model.physics.roofline import drafter_roofline
+
+    rtx = catalog.gpus["rtx-pro-6000"]
+    return drafter_roofline(p.drafter_work, rtx, 2344.0).tokens_per_s
+
+
+def test_a_bound_kept_up_on_dflash_carries_to_another_family_by_its_work(catalog, baseline):
+    # The built-in drafter kept up at 14,799.9 tok/s training DFlash (its measurement says
+    # so). On DFlash2 or EAGLE-3 the same GPU at the same efficiency keeps up at that rate
+    # times the ratio of the two families' drafter rooflines (one GPU, the plan's sample).
+    m = baseline.calibration.drafter["rtx-pro-6000"]
+    assert isinstance(m, Measurement) and m.drafter == "dflash"
+    dflash = project(baseline, catalog)
+    assert dflash.drafter.rate.low_tokens_per_s == pytest.approx(14_799.9)
+    for family, low in (("dflash2", 14_470), ("eagle3", 3_974)):
+        other = project(edit(baseline, workload={"drafter": family}), catalog)
+        ratio = _drafter_roof(other, catalog) / _drafter_roof(dflash, catalog)
+        assert other.drafter.rate.low_tokens_per_s == pytest.approx(14_799.9 * ratio, rel=1e-9)
+        assert other.drafter.rate.low_tokens_per_s == pytest.approx(low, abs=0.5)
+        assert other.drafter.rate.low_reading == "kept up"
+        assert "training DFlash" in other.drafter.rate.basis
+        # The capture runs the whole forward whatever the drafter keeps: the target's
+        # measurement stands as measured.
+        assert other.target.source == "measured"
+        assert other.target.per_gpu_tokens_per_s == pytest.approx(4933.3)
+
+
+def test_an_exact_drafter_rate_carries_to_another_family_by_its_work(catalog, baseline):
+    measured = {"rtx-pro-6000": {"tokens_per_s": 12_000.0, "drafter": "dflash"}}
+    plan = edit(baseline, calibration={"target": baseline.calibration.target, "drafter": measured})
+    dflash = project(plan, catalog)
+    assert dflash.drafter.source == "measured"
+    assert dflash.drafter.per_gpu_tokens_per_s == pytest.approx(12_000.0)
+    dflash2 = project(edit(plan, workload={"drafter": "dflash2"}), catalog)
+    ratio = _drafter_roof(dflash2, catalog) / _drafter_roof(dflash, catalog)
+    assert ratio == pytest.approx(14_470 / 14_799.9, abs=1e-4)  # the ratio shown above
+    assert dflash2.drafter.source == "estimated" and "rescaled" in dflash2.drafter.basis
+    assert dflash2.drafter.per_gpu_tokens_per_s == pytest.approx(12_000.0 * ratio, rel=1e-9)
+
+
+def test_binding_records_the_drafter_family_of_drafter_measurements_only(baseline):
+    plan = edit(
+        baseline,
+        calibration={"target": baseline.calibration.target, "drafter": {"rtx-pro-6000": 9000.0}},
+    )
+    bound = bind_to_workload(plan)
+    assert bound.calibration.drafter["rtx-pro-6000"].drafter == "dflash"
+    assert bound.calibration.target["rtx-pro-6000"].drafter is None
+    eagle = edit(bound, workload={"drafter": "eagle3"})
+    notes = rebound(plan, eagle)
+    assert notes == [
+        "the measured drafter rate was taken on another drafter family: it is rescaled "
+        "to this workload by its FLOP count (estimated)"
+    ]

@@ -120,3 +120,37 @@ def test_project_says_the_precision_when_not_bf16(capsys):
     assert "target in" not in capsys.readouterr().out.splitlines()[0]
     assert main(["project", "--json", "--set", "target.precision=fp8"]) == 0
     assert '"target_precision": "fp8"' in capsys.readouterr().out
+
+
+def test_search_says_which_target_gpus_it_leaves_out_for_the_precision(capsys):
+    # NVFP4 tensor cores: B200 yes, H200 and A100 no. The two are left out as targets
+    # (still searched as drafters), in one line.
+    sets = ["--set", "target.precision=fp4", "--gpus", "b200,h200,a100-80g", "--max-gpus", "4"]
+    assert main(["search", *sets]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert (
+        "left out as targets, without fp4 tensor cores (target.precision = fp4): H200 SXM, "
+        "A100 80GB " in out
+    )
+    assert main(["search", "--gpus", "b200,h200", "--max-gpus", "4"]) == 0
+    assert "left out as targets" not in capsys.readouterr().out  # bf16 runs everywhere
+
+
+def test_a_quantized_targets_launch_says_it_needs_the_quantized_checkpoint(catalog, baseline):
+    from dflash_plan.model.launch import generate
+
+    b200 = edit(baseline, target={"gpu": "b200", "precision": "fp4"}, drafter={"gpu": "b200"})
+    text = generate(b200, catalog, "specforge").text
+    assert (
+        "# note: target.precision = fp4: the capture servers load target_model_path as it "
+        "is, so it must be an NVFP4 export of Qwen3-8B (e.g. NVIDIA ModelOpt's, with its "
+        "hf_quant_config.json); SGLang reads the quantization from the checkpoint, no "
+        "--quantization flag; launch.target_model_path is unset, so this script loads the "
+        "preset's Qwen/Qwen3-8B: set it to the export\n"
+    ) in text
+    assert "--quantization" not in text.replace("no --quantization flag", "")
+    exported = edit(b200, launch={"target_model_path": "/models/qwen3-8b-nvfp4"})
+    assert "is unset" not in generate(exported, catalog, "specforge").text
+    fp8 = edit(baseline, target={"precision": "fp8"}, launch={"format": "speculators"})
+    assert "must be an FP8 export of Qwen3-8B" in generate(fp8, catalog, "speculators").text
+    assert "target.precision" not in generate(baseline, catalog, "specforge").text
