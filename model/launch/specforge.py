@@ -196,6 +196,16 @@ def model_section(ctx: Context, fraction: float) -> dict[str, Any]:
     }
 
 
+def data_section(ctx: Context) -> dict[str, Any]:
+    """The run's data, the same for every deployment mode."""
+    p = ctx.plan
+    return {
+        "train_data_path": p.launch.train_data_path,
+        "max_length": p.workload.max_length,
+        "chat_template": ctx.chat_template,
+    }
+
+
 def training_section(ctx: Context) -> dict[str, Any]:
     p, w = ctx.plan, ctx.plan.workload
     training: dict[str, Any] = {
@@ -219,7 +229,7 @@ def config(
     ctx: Context, *, managed_local: bool, server_urls: list[str], head: str
 ) -> dict[str, Any]:
     """The `specforge train -c` YAML document (keys from SpecForge's schema)."""
-    p, w = ctx.plan, ctx.plan.workload
+    p = ctx.plan
     nodes, per_node = trainer_nodes(ctx)
     fraction = ctx.memory.fraction
     model = model_section(ctx, fraction)
@@ -256,11 +266,7 @@ def config(
             trainer["master_port"] = p.launch.master_port
     doc: dict[str, Any] = {
         "model": model,
-        "data": {
-            "train_data_path": p.launch.train_data_path,
-            "max_length": w.max_length,
-            "chat_template": ctx.chat_template,
-        },
+        "data": data_section(ctx),
         "training": training,
         "run_id": run_id(p),
         "output_dir": out,
@@ -627,7 +633,7 @@ def colocated_config(ctx: Context, head: str) -> dict[str, Any]:
     loads a target shard; training.tp_size is the target-TP island width, and with several
     islands the draft shards HYBRID_SHARD inside each island and replicates across them
     (its schema: tp_size > 1, more than one island, tp_size dividing nproc_per_node)."""
-    p, w = ctx.plan, ctx.plan.workload
+    p = ctx.plan
     nodes, per_node = colocated_nodes(ctx)
     training = training_section(ctx) | {"tp_size": p.target.tp}
     if p.target.tp > 1 and nodes * per_node > p.target.tp:
@@ -637,11 +643,7 @@ def colocated_config(ctx: Context, head: str) -> dict[str, Any]:
         trainer |= {"master_addr": head, "master_port": p.launch.master_port}
     return {
         "model": model_section(ctx, colocated_fraction(ctx)),
-        "data": {
-            "train_data_path": p.launch.train_data_path,
-            "max_length": w.max_length,
-            "chat_template": ctx.chat_template,
-        },
+        "data": data_section(ctx),
         "training": training,
         "run_id": run_id(p),
         "output_dir": output_dir(p),
