@@ -286,7 +286,11 @@ def side(p: Projection) -> Content:
         ("memory per GPU (needed / usable)", memory(p)),
     ]
     if p.does_not_fit is None and (more := more_gpus(p)):
-        lines = (f"{'+1 ' + name:<16}{value}" for name, value in more)
+        # The widest label sets the column ("+1 colocated GPU", "+1 target replica" ran
+        # into their figure at a fixed 16).
+        labels = [f"+1 {name}" for name, _ in more]
+        width = max(map(len, labels)) + 2
+        lines = (f"{label:<{width}}{value}" for label, (_, value) in zip(labels, more, strict=True))
         sections.append(("one more GPU", Text("\n".join(lines))))
     parts: list[Content | tuple[str, str]] = []
     for i, (title, body) in enumerate(sections):
