@@ -15,10 +15,12 @@ from ..model.basics.units import spread as spread
 from ..model.core import figures as F
 
 if TYPE_CHECKING:
+    from ..model.core.acceptance import Acceptance
     from ..model.core.cost import Price, Prices
     from ..model.core.figures import Figure
     from ..model.core.phases import Regeneration
     from ..model.core.projection import Projection
+    from ..model.evidence.evidence import Validation
     from ..model.explore.search import Result as SearchResult
 
 DASH = "—"
@@ -345,3 +347,72 @@ def narrow_range(f: Figure, pair: tuple[float, float] | None, value: Any, unit: 
     """The range of a figure beside its narrow cell (its digits follow the value's)."""
     bare = NARROW_RANGES.get(f.format)
     return bare(pair, value) if bare else spread(pair, lambda v: cell(f, v, unit))
+
+
+# The serving engines as their projects spell them.
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "transformers": "Transformers"}
+
+
+def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
+    """What the training buys, in two lines: tau after the plan's sample passes, the
+    serving speedup and break-even; then what one more epoch adds and costs."""
+
+    def tau(value: float) -> str:
+        return f"{value:.1f}"
+
+    def times(value: float) -> str:
+        return f"{value:.1f}x"
+
+    def hours(value: float) -> str:
+        return f"{value:,.0f}"
+
+    def around(pair: tuple[float, float] | None, one: Callable[[float], str]) -> str:
+        said = spread(pair, one)
+        return f" ({said})" if said else ""
+
+    regime = a.regime.replace("-", " ")
+    first = (
+        f"acceptance: tau {tau(a.tau)}{around(a.tau_range, tau)} after "
+        f"{a.sample_passes / 1e6:,.1f} M sample passes; serving {times(a.speedup)}"
+        f"{around(a.speedup_range, times)} on {ENGINE_NAMES.get(a.engine, a.engine)} at {regime}"
+    )
+    gpus = f"{a.serving_gpus:,} {gpu_name}" + ("" if a.serving_gpus == 1 else "s")
+    if a.break_even_hours is None:
+        first += "; no break-even (the drafter does not speed serving up or the job does not run)"
+    else:
+        first += (
+            f"; break-even after {hours(a.break_even_hours)}"
+            f"{around(a.break_even_range, hours)} serving hours of {gpus}"
+        )
+    calibrated = " (calibrated on your measured tau)" if a.calibrated else ""
+    more = f"one more epoch: {a.one_more_epoch_tau:+.2f} tau{calibrated}" + (
+        "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"
+    )
+    return [first, more]
+
+
+def acceptance_tier_lines(result: Validation) -> list[str]:
+    """validate's closing note: the acceptance tiers' errors, each source group left out
+    (and in sample, where no other group can refit the curve or the engine factor)."""
+    lines = []
+    for key, words in (
+        ("acceptance", "acceptance tier (tau against sample passes)"),
+        ("acceptance/serving", "serving tier (speedup against tau)"),
+    ):
+        cv, own = result.cross_validated.get(key), result.summary.get(key)
+        if cv is None or own is None or not own.cases:
+            continue
+        s = cv.summary
+        left_out = (
+            f"{s.cases} cross-validated by source group: median {percent(s.median_abs_error)}, "
+            f"worst {percent(s.worst_abs_error)}"
+            if s.cases
+            else "none cross-validatable"
+        )
+        apart = len(cv.not_cross_validatable)
+        lines.append(
+            f"{words}: {left_out}; {apart} need their own group (the only one that "
+            f"measured them); in sample {own.cases} cases, median "
+            f"{percent(own.median_abs_error)}, worst {percent(own.worst_abs_error)}"
+        )
+    return lines
