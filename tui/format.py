@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..model.core.phases import Regeneration
     from ..model.core.projection import Projection
     from ..model.explore.search import Result as SearchResult
+    from ..model.inputs.acceptancelogs import AcceptanceReading
 
 DASH = "—"
 
@@ -345,3 +346,35 @@ def narrow_range(f: Figure, pair: tuple[float, float] | None, value: Any, unit: 
     """The range of a figure beside its narrow cell (its digits follow the value's)."""
     bare = NARROW_RANGES.get(f.format)
     return bare(pair, value) if bare else spread(pair, lambda v: cell(f, v, unit))
+
+
+def tau(value: float) -> str:
+    """An acceptance length, tokens per verification step, to two decimals ('3.80')."""
+    return f"{value:.2f}"
+
+
+def sample_passes(value: float | None) -> str:
+    """Samples x epochs seen, whole ('96,000'), or a dash when unknown."""
+    return DASH if value is None else f"{value:,.0f}"
+
+
+def logged_tau(reading: AcceptanceReading) -> str:
+    """A log's acceptance figure: 'tau 2.58 (quartiles 2.57-2.60) at step 900, 28,800
+    sample passes'."""
+    scatter = (
+        f" (quartiles {units.span(reading.tau_low, reading.tau_high, tau)})"
+        if reading.tau_high > reading.tau_low
+        else ""
+    )
+    return (
+        f"tau {tau(reading.tau)}{scatter} at step {reading.step:,}, "
+        f"{sample_passes(reading.sample_passes)} sample passes"
+    )
+
+
+def tau_points(reading: AcceptanceReading, most: int = 10) -> str:
+    """The series the figure came from, as 'step: tau' pairs in run order: the last
+    `most` of them, and how many earlier ones are left out."""
+    used = reading.used
+    shown = ", ".join(f"{p.step:,}: {tau(p.tau)}" for p in used[-most:])
+    return shown + (f" (and {len(used) - most:,} earlier)" if len(used) > most else "")

@@ -262,6 +262,30 @@ def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
     assert "range" not in captured.out.splitlines()[-1]
 
 
+def test_calibrate_reports_the_logged_acceptance(capsys):
+    runlogs = Path(__file__).parents[1] / "data" / "runlogs"
+    # A speculators log has no throughput lines the planner reads, only acceptance.
+    assert main(["calibrate", str(runlogs / "speculators_dflash.log")]) == 0
+    captured = capsys.readouterr()
+    # val/eal_epoch 2.802 + 1 at step 3,000; the built-in plan's batch 2 x 1 drafter GPU
+    # = 2 samples per step (the log says no batch): 6,000 sample passes.
+    assert (
+        "acceptance: tau 3.80 at step 3,000, 6,000 sample passes (speculators_dflash.log: "
+        "speculators log 'val/eal_epoch' + 1, the last eval report to step 3,000)"
+    ) in captured.out
+    assert "eval reports (step: tau): 1,000: 3.33, 3,000: 3.80" in captured.out
+    assert "samples per step assumed from the plan" in captured.err
+
+
+def test_calibrate_refuses_a_log_with_neither_rates_nor_acceptance(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("loading the model\n")
+    assert main(["calibrate", str(log)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dflash-plan: {log}: no SpecForge or TorchSpec throughput lines")
+    assert "and no logged acceptance length" in err and "\n" not in err
+
+
 def test_check_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
