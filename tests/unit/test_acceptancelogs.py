@@ -4,8 +4,8 @@ The fixtures in tests/data/runlogs/ are written in the upstream print formats:
 - specforge_domino.log: sgl-project/SpecForge a6b6b02, `print(f"step {step}: {printable}")`
   of specforge/training/assembly.py:291 with the Domino strategy's metrics
   (specforge/algorithms/common/dflash_family_model.py:700-708: accept_len, base_accept_len,
-  lambda_base), the perf/* keys of specforge/training/controller.py:697-721 (16 global
-  samples/s x 2.0 s = 32 samples per step) and eval lines every 500 steps whose
+  lambda_base), the perf/* keys of specforge/training/controller.py:697-721 (32 global
+  samples/s x 2.0 s = 64 samples per step) and eval lines every 10,000 steps whose
   eval/simulated_acc_len is the scalar accuracy fallback of specforge/eval/evaluator.py:159.
 - speculators_dflash.log: vllm-project/speculators c05b95b3, the metric records of
   src/speculators/train/trainer.py:498-507 (train, every log_freq steps) and :576-578 (val,
@@ -31,24 +31,25 @@ CTX = RunContext(avg_sample_tokens=2000, batch_size=4, drafter_gpus=8)
 def test_specforge_domino_accept_len_with_samples_from_the_log():
     reading = read_acceptance(DATA / "specforge_domino.log", CTX)
     assert (reading.format, reading.split) == ("SpecForge log", "train")
-    # Ten training reports, steps 100-1000; accept_len already counts the bonus token.
-    assert [p.step for p in reading.points] == list(range(100, 1001, 100))
-    assert reading.points[0].tau == pytest.approx(1.80)
-    # 16 samples/s x 2.0 s per step = 32 samples per step, from the log's perf keys.
-    assert reading.samples_per_step == pytest.approx(32)
+    # Ten training reports, steps 2,000-20,000; accept_len already counts the bonus token.
+    assert [p.step for p in reading.points] == list(range(2000, 20001, 2000))
+    assert reading.points[0].tau == pytest.approx(2.60)
+    # 32 samples/s x 2.0 s per step = 64 samples per step, from the log's perf keys (the
+    # plan's 4 x 8 = 32 is not used).
+    assert reading.samples_per_step == pytest.approx(64)
     assert "from the log" in reading.samples_basis
-    assert reading.points[-1].sample_passes == pytest.approx(32_000)
-    # The run's figure: ten reports, so the last max(3, ceil(10 x 0.1)) = 3 (2.55, 2.61,
-    # 2.58): median 2.58, inclusive quartiles 2.565 and 2.595, at their median step 900
-    # = 28,800 sample passes.
-    assert reading.tau == pytest.approx(2.58)
-    assert (reading.tau_low, reading.tau_high) == pytest.approx((2.565, 2.595))
-    assert (reading.step, reading.sample_passes) == (900, pytest.approx(28_800))
+    assert reading.points[-1].sample_passes == pytest.approx(1_280_000)
+    # The run's figure: ten reports, so the last max(3, ceil(10 x 0.1)) = 3 (3.46, 3.44,
+    # 3.47): median 3.46, inclusive quartiles 3.45 and 3.465, at their median step 18,000
+    # = 1,152,000 sample passes.
+    assert reading.tau == pytest.approx(3.46)
+    assert (reading.tau_low, reading.tau_high) == pytest.approx((3.45, 3.465))
+    assert (reading.step, reading.sample_passes) == (18_000, pytest.approx(1_152_000))
     # Its two eval lines carry the accuracy under the length's name: left out, said.
     assert any("2 'eval/simulated_acc_len' lines" in note for note in reading.notes)
     assert reading.source == (
         "specforge_domino.log: SpecForge log 'accept_len' (tau as logged), median of the "
-        "last 3 train reports to step 1,000"
+        "last 3 train reports to step 20,000"
     )
 
 
