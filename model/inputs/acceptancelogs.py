@@ -42,7 +42,7 @@ from typing import Literal
 
 from ..basics.errors import PlanError
 from ..basics.lines import Progress, records
-from .runlogs import MAX_LOG_LINE_BYTES, RunContext
+from .runlogs import MAX_LOG_LINE_BYTES, RunContext, file_date
 
 Split = Literal["train", "eval"]
 
@@ -97,6 +97,7 @@ class AcceptanceReading:
     final_reports: int
     samples_per_step: float | None
     samples_basis: str  # where samples_per_step came from
+    date: str  # the log's modification date (UTC): when its last line was written
     notes: tuple[str, ...] = ()
 
     @property
@@ -253,5 +254,6 @@ def read_acceptance(
         final_reports=count,
         samples_per_step=samples_per_step,
         samples_basis=basis,
+        date=file_date(path),
         notes=tuple(notes),
     )
