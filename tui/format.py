@@ -15,6 +15,7 @@ from ..model.basics.units import spread as spread
 from ..model.core import figures as F
 
 if TYPE_CHECKING:
+    from ..model.core.acceptance import Acceptance
     from ..model.core.cost import Price, Prices
     from ..model.core.figures import Figure
     from ..model.core.phases import Regeneration
@@ -378,3 +379,45 @@ def tau_points(reading: AcceptanceReading, most: int = 10) -> str:
     used = reading.used
     shown = ", ".join(f"{p.step:,}: {tau(p.tau)}" for p in used[-most:])
     return shown + (f" (and {len(used) - most:,} earlier)" if len(used) > most else "")
+
+
+# The serving engines as their projects spell them.
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "transformers": "Transformers"}
+
+
+def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
+    """What the training buys, in two lines: tau after the plan's sample passes, the
+    serving speedup and break-even; then what one more epoch adds and costs."""
+
+    def tau(value: float) -> str:
+        return f"{value:.1f}"
+
+    def times(value: float) -> str:
+        return f"{value:.1f}x"
+
+    def hours(value: float) -> str:
+        return f"{value:,.0f}"
+
+    def around(pair: tuple[float, float] | None, one: Callable[[float], str]) -> str:
+        said = spread(pair, one)
+        return f" ({said})" if said else ""
+
+    regime = a.regime.replace("-", " ")
+    first = (
+        f"acceptance: tau {tau(a.tau)}{around(a.tau_range, tau)} after "
+        f"{a.sample_passes / 1e6:,.1f} M sample passes; serving {times(a.speedup)}"
+        f"{around(a.speedup_range, times)} on {ENGINE_NAMES.get(a.engine, a.engine)} at {regime}"
+    )
+    gpus = f"{a.serving_gpus:,} {gpu_name}" + ("" if a.serving_gpus == 1 else "s")
+    if a.break_even_hours is None:
+        first += "; no break-even (the drafter does not speed serving up or the job does not run)"
+    else:
+        first += (
+            f"; break-even after {hours(a.break_even_hours)}"
+            f"{around(a.break_even_range, hours)} serving hours of {gpus}"
+        )
+    calibrated = " (calibrated on your measured tau)" if a.calibrated else ""
+    more = f"one more epoch: {a.one_more_epoch_tau:+.2f} tau{calibrated}" + (
+        "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"
+    )
+    return [first, more]

@@ -206,6 +206,9 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
         width = max(len(name) for name, _ in more)
         for name, value in more:
             console.print(f"one more {name + ':':<{width + 1}} {value}")
+    serving = p.resolved.gpus[p.acceptance.serving_gpu].name
+    for line in fmt.acceptance_lines(p.acceptance, p.cost_unit, serving):
+        console.print(escape(line))
     for role in (p.target, p.drafter):
         console.print(
             f"[dim]{escape(f'{role.role}: {role.basis}; efficiency')} "

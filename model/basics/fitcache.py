@@ -44,6 +44,7 @@ SOURCES = (
     "inputs/hardware.py",
     "inputs/targets.py",
     "physics/__init__.py",
+    "physics/acceptance.py",
     "physics/caserates.py",
     "physics/colocated.py",
     "physics/decode.py",

@@ -26,6 +26,7 @@ from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
+from .acceptance import Acceptance, acceptance_stage
 from .cost import Prices
 from .diagnose import diagnose
 from .diagnostics import Diagnostic
@@ -176,6 +177,8 @@ class Projection:
     phases: tuple[Phase, ...] = ()
     # The plan's own job (job.py), decided once from its mode: what every view headlines.
     job: Job = field(kw_only=True)
+    # What the training buys: tau, the serving speedup, the break-even (acceptance.py).
+    acceptance: Acceptance = field(kw_only=True)
     # What the run of the plan's own mode is at any counts (stages.run_at): the split
     # curve's and search's one evaluation. None when the plan does not fit.
     run_inputs: RunInputs | None = field(default=None, kw_only=True)
@@ -387,6 +390,8 @@ class Projection:
                 if (shares := self.time_shares) is None
                 else {"target_forward": shares[0], "drafter_step": shares[1]}
             ),
+            # What the training buys: tau, serving speedup, break-even (core/acceptance.py).
+            "acceptance": self.acceptance.to_json(),
         }
 
 
@@ -409,7 +414,8 @@ def project_resolved(
     regen = regeneration(r.plan, r.model, r.gpus)
     job = job_stage(r, pipe, money, run, regen)
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
-    p = _projection(r, rt, pipe, money, spread, run, regen, job, diagnostics)
+    accepted = acceptance_stage(r, catalog, job)
+    p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics)
     return replace(p, topology_verdict=topology_stage(r, rt, pipe.central))
 
 
@@ -422,6 +428,7 @@ def _projection(
     run: Run | None,
     regen: Regeneration | None,
     job: Job,
+    accepted: Acceptance,
     diagnostics: tuple[Diagnostic, ...],
 ) -> Projection:
     plan, f, econ = r.plan, pipe.flow, run.economics if run else None
@@ -468,6 +475,7 @@ def _projection(
         regeneration=regen,
         phases=job.phases,
         job=job,
+        acceptance=accepted,
         run_inputs=run.inputs if run else None,
     )
 

@@ -120,6 +120,8 @@ def named_gpus(plan: Plan) -> list[tuple[str, str]]:
     named += [(f"calibration.drafter.{k}", k) for k in plan.calibration.drafter]
     if plan.workload.regenerate and plan.regenerate.gpu is not None:
         named.append(("regenerate.gpu", plan.regenerate.gpu))
+    if plan.serving.gpu is not None:
+        named.append(("serving.gpu", plan.serving.gpu))
     return named
 
 

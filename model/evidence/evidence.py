@@ -16,14 +16,23 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BYTES_PER_GIB
 from ..inputs.catalog import Catalog
-from ..physics import caserates, colocated, decode, fitting, memory, pipeline, roofline
+from ..physics import (
+    acceptance,
+    caserates,
+    colocated,
+    decode,
+    fitting,
+    memory,
+    pipeline,
+    roofline,
+)
 from ..physics.fitting import case_model as _model
 from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
@@ -199,6 +208,46 @@ def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tu
     return decode.DECODE_RUNTIME_HELD_GIB, MEMORY_SPREAD
 
 
+def case_curve_inputs(case: Mapping[str, Any]) -> acceptance.CurveInputs:
+    """A learning-curve case's conditions, as a plan's would be read (curve_inputs)."""
+    return acceptance.CurveInputs(
+        family=case.get("drafter", "dflash"),
+        block_size=int(case.get("block_size", 16)),
+        anchors=int(case.get("anchors", 0)),
+        on_policy=bool(case.get("on_policy", False)),
+        target_params=0.0,
+    )
+
+
+def _predict_tau(
+    case: Mapping[str, Any], fitted: acceptance.Curve | None = None
+) -> tuple[float, tuple[float, float]]:
+    central, low, high = acceptance.tau_at(case_curve_inputs(case), case["sample_passes"], fitted)
+    c = float(central)
+    return c, (1 - float(low) / c, float(high) / c - 1)
+
+
+def _predict_speedup(
+    case: Mapping[str, Any],
+    fitted: Mapping[tuple[str, str], acceptance.EngineFactor] | None = None,
+) -> tuple[float, tuple[float, float]]:
+    engine, regime = acceptance.case_engine(case)
+    factors = acceptance.engine_factors(case["quantity"]) if fitted is None else fitted
+    central, low, high = (
+        float(x)
+        for x in acceptance.speedup_at(case["acceptance_length"], engine, regime, fitted=factors)
+    )
+    return central, (1 - low / central, high / central - 1)
+
+
+def _acceptance_predictor(case: Mapping[str, Any], _: Catalog) -> tuple[float, tuple[float, float]]:
+    return _predict_tau(case)
+
+
+def _speedup_predictor(case: Mapping[str, Any], _: Catalog) -> tuple[float, tuple[float, float]]:
+    return _predict_speedup(case)
+
+
 PREDICTORS: dict[str, Predictor] = {
     "target_tokens_per_s_per_gpu": _rate("target"),
     "capture_samples_per_s_per_gpu": _rate("target"),
@@ -214,6 +263,9 @@ PREDICTORS: dict[str, Predictor] = {
     "decode_tokens_per_s_per_gpu": _predict_decode,
     "engine_held_gib": _predict_engine_held,
     "precision_speedup": _predict_precision,
+    acceptance.CURVE_QUANTITY: _acceptance_predictor,
+    "serving_speedup": _speedup_predictor,
+    "serving_speedup_decode": _speedup_predictor,
 }
 
 
@@ -222,7 +274,7 @@ def predict(case: Mapping[str, Any], catalog: Catalog) -> Row:
     return Row(
         id=case["id"],
         source=case["source"],
-        gpu=case["gpu"],
+        gpu=case.get("gpu", ""),  # a learning-curve case's training GPUs may go unsaid
         quantity=case["quantity"],
         measured=float(case["value"]),
         predicted=value,
@@ -490,7 +542,11 @@ class Validation:
 # as they were before it.
 DECODE = "decode_tokens_per_s_per_gpu"
 DECODE_MEMORY = "engine_held_gib"
-APART = (DECODE, DECODE_MEMORY)
+# The acceptance model (tau against the training budget, speedup against tau) is validated
+# apart too: its own tier, cross-validated by source group (acceptance_rows).
+ACCEPTANCE = acceptance.CURVE_QUANTITY
+SERVING = ("serving_speedup", "serving_speedup_decode")
+APART = (DECODE, DECODE_MEMORY, ACCEPTANCE, *SERVING)
 # The runs of a topology table are validated apart too, by the issue's own test of them
 # (TopologyCheck: the winner per GPU type and count, each figure within 25 %), and in the
 # DFlash-family tier; the tiers are as they were before them.
@@ -513,6 +569,8 @@ def _tiers(rows: Iterable[Row]) -> dict[str, list[Row]]:
         "all": rows,
         "decode": [r for r in every if r.quantity == DECODE],
         "decode/memory": [r for r in every if r.quantity == DECODE_MEMORY],
+        "acceptance": [r for r in every if r.quantity == ACCEPTANCE],
+        "acceptance/serving": [r for r in every if r.quantity in SERVING],
         # Every tier of the runs of the drafter the plan trains: the part of the model the
         # answer rests on.
         "dflash-family": [r for r in every if r.dflash_family and r.quantity not in APART],
@@ -580,6 +638,45 @@ def _depends(case: Mapping[str, Any], catalog: Catalog, name: str) -> bool:
     return abs(moved / base - 1) > 1e-9
 
 
+@functools.cache
+def _fold_curve(left_out: str) -> acceptance.Curve | None:
+    """The acceptance curve fitted without one source group; None where the others hold
+    no series at two budgets (the shape is the left-out group's alone)."""
+    try:
+        return acceptance.fit_curve([p for p in acceptance.curve_points() if p.group != left_out])
+    except ValueError:
+        return None
+
+
+def _acceptance_fold(case: Mapping[str, Any]) -> tuple[float, tuple[float, float]] | None:
+    """An acceptance-model case predicted without its own source group: the curve or the
+    engine factors refitted on the other groups; None where they cannot be (its group is
+    the only one that measured it)."""
+    g = fitting.group(case)
+    if case["quantity"] == ACCEPTANCE:
+        fold = _fold_curve(g)
+        return None if fold is None else _predict_tau(case, fold)
+    others = [c for c in acceptance.speedup_pairs(case["quantity"]) if c["source_group"] != g]
+    factors = acceptance.fit_factors(others)
+    if acceptance.case_engine(case) not in factors:
+        return None
+    return _predict_speedup(case, factors)
+
+
+# What an acceptance-model case needs fitted on its own group when no other group can
+# refit it (validate lists it apart, as a constant's).
+ACCEPTANCE_FITS = {ACCEPTANCE: "acceptance curve shape", **dict.fromkeys(SERVING, "engine factor")}
+
+
+def _acceptance_row(case: Mapping[str, Any]) -> Row | None:
+    fold = _acceptance_fold(case)
+    if fold is None:
+        return None
+    value, (lo, hi) = fold
+    row = predict(case, Catalog(gpus={}))
+    return replace(row, predicted=value, low=value * (1 - lo), high=value * (1 + hi))
+
+
 def cross_validate(
     catalog: Catalog, cases: list[dict[str, Any]]
 ) -> tuple[tuple[FittedConstant, ...], tuple[Row, ...], dict[str, tuple[str, ...]]]:
@@ -608,6 +705,14 @@ def _cross_validate(
         missing = [n for n, v in fold.items() if v is None]
         with constants_applied(catalog, fold) as fold_catalog:
             for case in (c for c in cases if fitting.group(c) == g):
+                if case["quantity"] in ACCEPTANCE_FITS:
+                    fold_row = _acceptance_row(case)
+                    every[case["id"]] = fold_row or predict(case, catalog)
+                    if fold_row is None:
+                        needs[case["id"]] = (ACCEPTANCE_FITS[case["quantity"]],)
+                    else:
+                        rows.append(fold_row)
+                    continue
                 row = predict(case, fold_catalog)
                 every[case["id"]] = row
                 own = tuple(n for n in missing if _depends(case, catalog, n))
@@ -653,6 +758,8 @@ def validate(catalog: Catalog) -> Validation:
         groups[half] = [r for r in training if r.half == half]
     groups["decode"] = [r for r in rows if r.quantity == DECODE]
     groups["decode/memory"] = [r for r in rows if r.quantity == DECODE_MEMORY]
+    groups["acceptance"] = [r for r in rows if r.quantity == ACCEPTANCE]
+    groups["acceptance/serving"] = [r for r in rows if r.quantity in SERVING]
     groups["dflash-family"] = [r for r in rows if r.dflash_family and r.quantity not in APART]
     groups[TOPOLOGY] = [r for r in rows if r.compares == TOPOLOGY]
     constants, cv_rows, needs, fold_rows = _cross_validate(catalog, cases)

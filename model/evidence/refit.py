@@ -13,7 +13,7 @@ from typing import Any
 
 from ..basics import fitcache
 from ..inputs.catalog import Catalog
-from ..physics import fitting
+from ..physics import acceptance, fitting
 from .evidence import load_cases, predict
 
 # Rate quantities of the validation set, by role, whose measured / predicted ratio is an
@@ -71,6 +71,14 @@ def fresh_results() -> dict[str, Any]:
         "ratios": {
             "rate": [list(r) for r in case_ratios()],
             "memory": [list(r) for r in case_ratios(True)],
+        },
+        # The acceptance curve and the engine factors (physics/acceptance.py).
+        "acceptance": {
+            "curve": acceptance.fit_curve(acceptance.curve_points()).to_json(),
+            **{
+                q: acceptance.factors_json(acceptance.fit_factors(acceptance.speedup_pairs(q)))
+                for q in ("serving_speedup", "serving_speedup_decode")
+            },
         },
     }
 

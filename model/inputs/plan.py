@@ -316,9 +316,45 @@ CalibrationEntry = Annotated[
 ]
 
 
+class AcceptanceMeasurement(_Section):
+    """A measured acceptance length (tau) of the user's own drafter after a number of
+    sample passes (samples x epochs): it sets the acceptance curve's level for this plan
+    (physics/acceptance.py); `calibrate` writes it from a run's logs."""
+
+    tau: Annotated[float, Field(gt=1.0, le=64.0, description="mean accepted tokens per step")]
+    sample_passes: Annotated[float, Field(gt=0, description="samples x epochs trained")]
+    source: str = ""
+    date: str | None = None
+
+
 class Calibration(_Section):
     target: dict[str, CalibrationEntry] = Field(default_factory=dict)
     drafter: dict[str, CalibrationEntry] = Field(default_factory=dict)
+    # name (a run, a checkpoint) -> a measured tau at a number of sample passes
+    acceptance: dict[str, AcceptanceMeasurement] = Field(default_factory=dict)
+
+
+# serving.engine: the serving engine the drafter is served on (the engine factor's key).
+ServingEngine = Literal["sglang", "vllm", "transformers"]
+SERVING_ENGINES: tuple[ServingEngine, ...] = ("sglang", "vllm", "transformers")
+# serving.regime: requests in flight per engine; low-batch = one at a time (concurrency 1).
+ServingRegime = Literal["low-batch", "high-batch"]
+SERVING_REGIMES: tuple[ServingRegime, ...] = ("low-batch", "high-batch")
+
+
+class Serving(_Section):
+    """Where the trained drafter serves: the engine and batch regime set its speedup from
+    the acceptance length, the serving GPUs its break-even (the serving GPUs it saves)."""
+
+    engine: ServingEngine = "sglang"
+    regime: ServingRegime = "low-batch"
+    gpu: Name | None = Field(None, description="None: the target's GPU type")
+    # The user's choice: the break-even is in serving hours of this many GPUs (1: per GPU).
+    count: GpuCount = 1
+    engine_factor: Annotated[
+        float | None,
+        Field(gt=0, le=2.0, description="speedup per unit of tau; None: fitted per engine"),
+    ] = None
 
 
 # The launch formats' names, and what each one's launch runs, are the registry's
@@ -425,6 +461,7 @@ GPU_FIELDS: tuple[tuple[str, str], ...] = (
     ("drafter", "gpu"),
     ("cost", "reference_gpu"),
     ("regenerate", "gpu"),
+    ("serving", "gpu"),
 )
 GPU_TABLES: tuple[tuple[str, str], ...] = (
     ("cost", "ratio"),
@@ -447,6 +484,7 @@ class Plan(_Section):
     launch: Launch = Launch()
     storage: Storage = Storage()
     regenerate: Regenerate = Regenerate()
+    serving: Serving = Serving()
 
     def gpus_in_use(self) -> tuple[str, ...]:
         keys: tuple[str, ...] = (self.target.gpu, self.drafter.gpu)
@@ -469,6 +507,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("launch",): list(Launch.model_fields),
     ("storage",): list(Storage.model_fields),
     ("regenerate",): list(Regenerate.model_fields),
+    ("serving",): list(Serving.model_fields),
 }
 
 
@@ -493,6 +532,12 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     if "target_layer_ids" in doc["workload"]:
         doc["workload"]["target_layer_ids"] = list(doc["workload"]["target_layer_ids"])
     doc["launch"]["hosts"] = list(doc["launch"]["hosts"])
+    # Plans written before the acceptance model stay as they were: the serving table and
+    # the acceptance calibration are written only when set.
+    if plan.serving == Serving():
+        del doc["serving"]
+    if not doc["calibration"]["acceptance"]:
+        del doc["calibration"]["acceptance"]
     return doc
 
 
