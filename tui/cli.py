@@ -410,7 +410,7 @@ def _calibration_reading(
 
 def _run_calibrate(args: argparse.Namespace) -> int:
     from ..model.core import figures as F
-    from ..model.core.calibration import add_points
+    from ..model.core.calibration import add_acceptance, add_points
     from ..model.core.projection import project
     from ..model.inputs.plan import save_plan
     from ..model.inputs.runlogs import Point, RunContext
@@ -450,7 +450,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
             taus.append(logged)
     before = project(plan, catalog)
     gpu = catalog.key(args.gpu, "--gpu") if args.gpu else None  # 'B200' is b200
-    calibrated = add_points(plan, points, gpu)
+    calibrated = add_acceptance(add_points(plan, points, gpu), taus)
     after = project(calibrated, catalog)
     for point in points:
         m = point.measurement
@@ -463,6 +463,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     for logged in taus:
         print(terminal_safe(f"acceptance: {fmt.logged_tau(logged)} ({logged.source})"))
         print(terminal_safe(f"  {logged.split} reports (step: tau): {fmt.tau_points(logged)}"))
+    for label, p in (("before", before), ("after", after)) if taus else ():
+        print(terminal_safe(f"{label}: {fmt.projected_tau(p.acceptance)}"))
     for label, p in (("before", before), ("after", after)):
         pair = p.ranges.tokens_per_s if p.ranges else None
         spread = fmt.spread(pair, fmt.figure_of(F.TOKENS_PER_S))

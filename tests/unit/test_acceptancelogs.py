@@ -33,17 +33,17 @@ def test_specforge_domino_accept_len_with_samples_from_the_log():
     assert (reading.format, reading.split) == ("SpecForge log", "train")
     # Ten training reports, steps 2,000-20,000; accept_len already counts the bonus token.
     assert [p.step for p in reading.points] == list(range(2000, 20001, 2000))
-    assert reading.points[0].tau == pytest.approx(2.60)
+    assert reading.points[0].tau == pytest.approx(2.30)
     # 32 samples/s x 2.0 s per step = 64 samples per step, from the log's perf keys (the
     # plan's 4 x 8 = 32 is not used).
     assert reading.samples_per_step == pytest.approx(64)
     assert "from the log" in reading.samples_basis
     assert reading.points[-1].sample_passes == pytest.approx(1_280_000)
-    # The run's figure: ten reports, so the last max(3, ceil(10 x 0.1)) = 3 (3.46, 3.44,
-    # 3.47): median 3.46, inclusive quartiles 3.45 and 3.465, at their median step 18,000
+    # The run's figure: ten reports, so the last max(3, ceil(10 x 0.1)) = 3 (3.10, 3.08,
+    # 3.11): median 3.10, inclusive quartiles 3.09 and 3.105, at their median step 18,000
     # = 1,152,000 sample passes.
-    assert reading.tau == pytest.approx(3.46)
-    assert (reading.tau_low, reading.tau_high) == pytest.approx((3.45, 3.465))
+    assert reading.tau == pytest.approx(3.10)
+    assert (reading.tau_low, reading.tau_high) == pytest.approx((3.09, 3.105))
     assert (reading.step, reading.sample_passes) == (18_000, pytest.approx(1_152_000))
     # Its two eval lines carry the accuracy under the length's name: left out, said.
     assert any("2 'eval/simulated_acc_len' lines" in note for note in reading.notes)
