@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -128,17 +128,26 @@ def _plan_samples_per_step(ctx: RunContext) -> tuple[float | None, str]:
     return None, "unknown: the log does not say and the plan gives no batch size or GPU count"
 
 
-def read_acceptance(
-    path: Path, ctx: RunContext, progress: Progress | None = None
-) -> AcceptanceReading:
-    """The acceptance points of a SpecForge or speculators training log (module doc).
-    PlanError, one line naming the file, when it logs no acceptance."""
-    path = Path(path)
-    sf: dict[Split, list[tuple[int, float]]] = {"train": [], "eval": []}
-    sf_metric: dict[Split, str] = {}
-    spec: dict[Split, list[tuple[int, float]]] = {"train": [], "eval": []}
-    per_step: list[float] = []
-    accuracy_fallback = 0
+@dataclass
+class _Scan:
+    """What a pass over a log collected: each trainer's (step, tau) series, the SpecForge
+    keys they came from, the global samples per step the perf lines give, and how many
+    eval lines carried the accuracy under the length's name."""
+
+    sf: dict[Split, list[tuple[int, float]]] = field(
+        default_factory=lambda: {"train": [], "eval": []}
+    )
+    sf_metric: dict[Split, str] = field(default_factory=dict)
+    spec: dict[Split, list[tuple[int, float]]] = field(
+        default_factory=lambda: {"train": [], "eval": []}
+    )
+    per_step: list[float] = field(default_factory=list)
+    accuracy_fallback: int = 0
+
+
+def _scan(path: Path, progress: Progress | None) -> _Scan:
+    scan = _Scan()
+    sf, sf_metric, spec, per_step = scan.sf, scan.sf_metric, scan.spec, scan.per_step
     pending: float | None = None  # a speculators train/eal waiting for its global_step
     last_step = 0
     for record in records(
@@ -168,7 +177,7 @@ def read_acceptance(
                     sf["eval"].append((step, values[_SF_EVAL_KEY] + 1.0))
                     sf_metric["eval"] = f"'{_SF_EVAL_KEY}' + 1 (the bonus token)"
                 else:
-                    accuracy_fallback += 1
+                    scan.accuracy_fallback += 1
             continue
         for key, raw in _SPEC_FIELD.findall(text):
             value = float(raw)
@@ -181,6 +190,18 @@ def read_acceptance(
                     pending = None
             elif key == "val/eal_epoch":
                 spec["eval"].append((last_step, value + 1.0))
+    return scan
+
+
+def read_acceptance(
+    path: Path, ctx: RunContext, progress: Progress | None = None
+) -> AcceptanceReading:
+    """The acceptance points of a SpecForge or speculators training log (module doc).
+    PlanError, one line naming the file, when it logs no acceptance."""
+    path = Path(path)
+    scan = _scan(path, progress)
+    sf, sf_metric, spec, per_step = scan.sf, scan.sf_metric, scan.spec, scan.per_step
+    accuracy_fallback = scan.accuracy_fallback
     notes: list[str] = []
     if accuracy_fallback:
         notes.append(
