@@ -21,6 +21,8 @@ from ..model.basics.errors import PlanError
 from ..model.basics.terminal import terminal_safe
 
 if TYPE_CHECKING:
+    from ..model.inputs.acceptancelogs import AcceptanceReading
+    from ..model.inputs.runlogs import LogReading, RunContext
     from .app import PlannerApp
 
 # Exit codes (also in `dflash-plan --help` and the README).
@@ -374,13 +376,44 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
     _common(p)
 
 
+def _calibration_reading(
+    path: Path, ctx: RunContext
+) -> tuple[LogReading | None, AcceptanceReading | None]:
+    """What one calibrate argument gives: a probe folder or result, or an own-format file,
+    its rates; a training log, its rates and its logged acceptance length, either of which
+    may be missing but not both (one line naming the file, saying what was looked for)."""
+    from ..model.inputs.acceptancelogs import read_acceptance
+    from ..model.inputs.runlogs import read_throughput
+    from ..model.launch.probe import read_probe_dir
+
+    if path.is_dir():
+        return read_probe_dir(path), None
+    if path.suffix.lower() in (".toml", ".csv", ".jsonl"):
+        return read_throughput(path, ctx), None
+    rates: LogReading | None = None
+    missing: PlanError | None = None
+    try:
+        rates = read_throughput(path, ctx)
+    except PlanError as err:
+        if err.where != str(path) or "throughput lines" not in err.reason:
+            raise  # not a missing-lines verdict (an unreadable file, a bad context)
+        missing = err
+    if rates is not None and rates.format == "own pipeline":
+        return rates, None
+    try:
+        return rates, read_acceptance(path, ctx)
+    except PlanError as err:
+        if missing is not None:
+            raise PlanError.at(str(path), f"{missing.reason}; and {err.reason}") from None
+        return rates, None
+
+
 def _run_calibrate(args: argparse.Namespace) -> int:
     from ..model.core import figures as F
-    from ..model.core.calibration import add_points
+    from ..model.core.calibration import add_acceptance, add_points
     from ..model.core.projection import project
     from ..model.inputs.plan import save_plan
-    from ..model.inputs.runlogs import Point, RunContext, read_throughput
-    from ..model.launch.probe import read_probe_dir
+    from ..model.inputs.runlogs import Point, RunContext
     from . import format as fmt
     from .config import load_catalog, open_plan
 
@@ -397,15 +430,27 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         drafter=plan.workload.drafter,
     )
     points: list[Point] = []
+    taus: list[AcceptanceReading] = []
     for path in args.results:
-        reading = read_probe_dir(path) if path.is_dir() else read_throughput(path, ctx)
-        print(terminal_safe(reading.summary()), file=sys.stderr)  # names the user's files
-        for note in reading.notes:
-            print(terminal_safe(f"  note: {note}"), file=sys.stderr)
-        points += reading.points
+        reading, logged = _calibration_reading(path, ctx)
+        if reading is not None:
+            print(terminal_safe(reading.summary()), file=sys.stderr)  # names the user's files
+            for note in reading.notes:
+                print(terminal_safe(f"  note: {note}"), file=sys.stderr)
+            points += reading.points
+        if logged is not None:
+            print(
+                terminal_safe(
+                    f"{logged.path}: {logged.format}, {len(logged.points):,} acceptance reports"
+                ),
+                file=sys.stderr,
+            )
+            for note in (f"samples per step {logged.samples_basis}", *logged.notes):
+                print(terminal_safe(f"  note: {note}"), file=sys.stderr)
+            taus.append(logged)
     before = project(plan, catalog)
     gpu = catalog.key(args.gpu, "--gpu") if args.gpu else None  # 'B200' is b200
-    calibrated = add_points(plan, points, gpu)
+    calibrated = add_acceptance(add_points(plan, points, gpu), taus)
     after = project(calibrated, catalog)
     for point in points:
         m = point.measurement
@@ -415,6 +460,11 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                 f"{' (at least)' if m.bound == 'at_least' else ''} ({m.source})"
             )
         )
+    for logged in taus:
+        print(terminal_safe(f"acceptance: {fmt.logged_tau(logged)} ({logged.source})"))
+        print(terminal_safe(f"  {logged.split} reports (step: tau): {fmt.tau_points(logged)}"))
+    for label, p in (("before", before), ("after", after)) if taus else ():
+        print(terminal_safe(f"{label}: {fmt.projected_tau(p.acceptance)}"))
     for label, p in (("before", before), ("after", after)):
         pair = p.ranges.tokens_per_s if p.ranges else None
         spread = fmt.spread(pair, fmt.figure_of(F.TOKENS_PER_S))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..model.core.projection import Projection
     from ..model.evidence.evidence import Validation
     from ..model.explore.search import Result as SearchResult
+    from ..model.inputs.acceptancelogs import AcceptanceReading
 
 DASH = "—"
 
@@ -349,6 +350,38 @@ def narrow_range(f: Figure, pair: tuple[float, float] | None, value: Any, unit: 
     return bare(pair, value) if bare else spread(pair, lambda v: cell(f, v, unit))
 
 
+def tau(value: float) -> str:
+    """An acceptance length, tokens per verification step, to two decimals ('3.80')."""
+    return f"{value:.2f}"
+
+
+def sample_passes(value: float | None) -> str:
+    """Samples x epochs seen, whole ('96,000'), or a dash when unknown."""
+    return DASH if value is None else f"{value:,.0f}"
+
+
+def logged_tau(reading: AcceptanceReading) -> str:
+    """A log's acceptance figure: 'tau 2.58 (quartiles 2.57-2.60) at step 900, 28,800
+    sample passes'."""
+    scatter = (
+        f" (quartiles {units.span(reading.tau_low, reading.tau_high, tau)})"
+        if reading.tau_high > reading.tau_low
+        else ""
+    )
+    return (
+        f"tau {tau(reading.tau)}{scatter} at step {reading.step:,}, "
+        f"{sample_passes(reading.sample_passes)} sample passes"
+    )
+
+
+def tau_points(reading: AcceptanceReading, most: int = 10) -> str:
+    """The series the figure came from, as 'step: tau' pairs in run order: the last
+    `most` of them, and how many earlier ones are left out."""
+    used = reading.used
+    shown = ", ".join(f"{p.step:,}: {tau(p.tau)}" for p in used[-most:])
+    return shown + (f" (and {len(used) - most:,} earlier)" if len(used) > most else "")
+
+
 # The serving engines as their projects spell them.
 ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "transformers": "Transformers"}
 
@@ -389,6 +422,17 @@ def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
         "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"
     )
     return [first, more]
+
+
+def projected_tau(a: Acceptance) -> str:
+    """The projection's tau for calibrate's before/after: 'tau 4.11 (3.93-4.31) after
+    4,800,000 sample passes'."""
+    said = spread(a.tau_range, tau)
+    return (
+        f"tau {tau(a.tau)}{f' ({said})' if said else ''} after "
+        f"{sample_passes(a.sample_passes)} sample passes"
+        + (" (calibrated)" if a.calibrated else "")
+    )
 
 
 def acceptance_tier_lines(result: Validation) -> list[str]:

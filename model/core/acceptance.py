@@ -67,10 +67,12 @@ def curve_inputs(r: Resolved) -> CurveInputs:
     measurement at the most sample passes sets the level (the latest of a run)."""
     w = r.plan.workload
     measured = r.plan.calibration.acceptance
-    point = None
+    point = scatter = None
     if measured:
         last = max(measured.values(), key=lambda m: m.sample_passes)
         point = (last.sample_passes, last.tau)
+        if last.tau_low is not None and last.tau_high is not None:
+            scatter = (last.tau_low, last.tau_high)
     return CurveInputs(
         family=w.drafter,
         block_size=r.block_size,
@@ -78,6 +80,7 @@ def curve_inputs(r: Resolved) -> CurveInputs:
         on_policy=bool(w.regenerate),
         target_params=float(r.model.total_params),
         measured=point,
+        measured_range=scatter,
     )
 
 

@@ -10,12 +10,14 @@ instead of applying a Qwen3-8B rate to a 70B target.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..basics.errors import PlanError
-from ..inputs.plan import CalibrationEntry, Measurement, Plan
+from ..inputs.plan import AcceptanceMeasurement, CalibrationEntry, Measurement, Plan
 
 if TYPE_CHECKING:
+    from ..inputs.acceptancelogs import AcceptanceReading
     from ..inputs.runlogs import Point
 
 
@@ -141,3 +143,27 @@ def add_points(plan: Plan, points: Sequence[Point], gpu: str | None = None) -> P
         entries = (*kept, new)
         update[point.role][key] = entries[0] if len(entries) == 1 else tuple(entries)
     return plan.model_copy(update={"calibration": calibration.model_copy(update=update)})
+
+
+def add_acceptance(plan: Plan, readings: Sequence[AcceptanceReading]) -> Plan:
+    """The plan with each log's measured tau in `[calibration.acceptance.<log name>]`: its
+    tau, quartiles, sample passes, source and date (a log read again replaces its entry).
+    The projection's curve then passes through the one at the most sample passes."""
+    entries = dict(plan.calibration.acceptance)
+    for r in readings:
+        if r.sample_passes is None or r.sample_passes <= 0:
+            raise PlanError.at(
+                r.path,
+                f"the logged acceptance is at no known number of sample passes (samples per "
+                f"step {r.samples_basis}): set drafter.batch_size and drafter.count to the run's",
+            )
+        entries[Path(r.path).stem] = AcceptanceMeasurement(
+            tau=r.tau,
+            sample_passes=r.sample_passes,
+            tau_low=r.tau_low,
+            tau_high=r.tau_high,
+            source=r.source,
+            date=r.date,
+        )
+    calibration = plan.calibration.model_copy(update={"acceptance": entries})
+    return plan.model_copy(update={"calibration": calibration})

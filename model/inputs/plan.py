@@ -323,6 +323,10 @@ class AcceptanceMeasurement(_Section):
 
     tau: Annotated[float, Field(gt=1.0, le=64.0, description="mean accepted tokens per step")]
     sample_passes: Annotated[float, Field(gt=0, description="samples x epochs trained")]
+    # The measurement's own scatter (a log's last reports' quartiles): the calibrated
+    # range where it was measured. None: not known.
+    tau_low: Annotated[float | None, Field(gt=1.0, le=64.0)] = None
+    tau_high: Annotated[float | None, Field(gt=1.0, le=64.0)] = None
     source: str = ""
     date: str | None = None
 

@@ -169,7 +169,7 @@ def _text(record: Record, skips: _Skips) -> str | None:
     return record.data.decode("utf-8", errors="replace")
 
 
-def _file_date(path: Path) -> str:
+def file_date(path: Path) -> str:
     """The log file's modification date (UTC): when its last line was written."""
     return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).date().isoformat()
 
@@ -318,7 +318,7 @@ def read_training_log(path: Path, ctx: RunContext, progress: Progress | None = N
                 skips.add(record.line, f"{why} tqdm bar {short_repr(text.strip())}")
         else:
             _torchspec_line(text, record, torch, ts_shape, skips)
-    date = _file_date(path)
+    date = file_date(path)
     if spec.values.get("step_s"):
         return _specforge_reading(path, ctx, spec, skips, date)
     if torch.values:

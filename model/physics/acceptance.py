@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..basics import fitcache
-from ..basics.arrays import Number, numpy_in, where
+from ..basics.arrays import Number, maximum, minimum, numpy_in, where
 from .fitting import case_blocks
 
 CURVE_QUANTITY = "acceptance_length"
@@ -44,6 +44,10 @@ LOW_BATCH = "low-batch"
 # (0.2 to 2.0 by 0.025).
 _SCALES = tuple(10 ** (4.0 + i / 40) for i in range(161))
 _EXPONENTS = tuple(0.2 + 0.025 * i for i in range(73))
+
+
+# The least share a calibrated range divides by (share(0) is 0).
+_TINY_SHARE = 1e-12
 
 
 def _exp(value: Number) -> Number:
@@ -65,6 +69,8 @@ class CurveInputs:
     level: float = 1.0
     # A measured tau (its sample passes, its tau): the calibrated curve passes through it.
     measured: tuple[float, float] | None = None
+    # The measurement's scatter (low, high tau at the same passes), when known.
+    measured_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,15 +196,31 @@ def tau_at(
     inputs: CurveInputs, sample_passes: Number, fitted: Curve | None = None
 ) -> tuple[Any, Any, Any]:
     """(central, low, high) tau after these sample passes. Uncalibrated: the mean and the
-    lowest and highest of the series' levels. Calibrated (a measured tau): the curve
-    through the measurement, its range the fit's worst residual either side. `fitted`:
-    another fit of the curve (validate's folds); the shipped fit by default."""
+    lowest and highest of the series' levels. Calibrated (a measured tau): the level is
+    refit so that the curve passes through the measurement (the shape, scale and exponent,
+    stays the public fit's: a run's own earlier reports are not runs of a smaller budget,
+    their learning rate not yet decayed, so they do not measure the scale). Its range: the
+    curves through the measurement's scatter, widened by the fit's worst residual in
+    proportion to the share of the gain extrapolated (none where it was measured, all of
+    it far from there). `fitted`: another fit of the curve (validate's folds); the
+    shipped fit by default."""
     c = fitted or curve()
     if inputs.measured is not None:
         at, tau = inputs.measured
-        level = 1.0 + (tau - 1.0) / float(c.share(at))
-        central = _tau(c, level, sample_passes)
-        return central, central * (1 - c.worst_residual), central * (1 + c.worst_residual)
+        low, high = inputs.measured_range or (tau, tau)
+        share_at = float(c.share(at))
+
+        def through(measured_tau: float) -> Any:
+            return _tau(c, 1.0 + (measured_tau - 1.0) / share_at, sample_passes)
+
+        # A budget of no passes has a share of 0: all of its gain would be extrapolated.
+        share = maximum(c.share(sample_passes), _TINY_SHARE)
+        widen = c.worst_residual * minimum(abs(1.0 - share_at / share), 1.0)
+        return (
+            through(tau),
+            through(min(low, tau)) * (1 - widen),
+            through(max(high, tau)) * (1 + widen),
+        )
     lo, hi = c.level_range
     scaled = inputs.level
     return (

@@ -262,6 +262,77 @@ def test_calibrate_without_write_says_it_wrote_nothing(tmp_path, capsys):
     assert "range" not in captured.out.splitlines()[-1]
 
 
+def test_calibrate_reports_the_logged_acceptance(capsys):
+    runlogs = Path(__file__).parents[1] / "data" / "runlogs"
+    # A speculators log has no throughput lines the planner reads, only acceptance.
+    assert main(["calibrate", str(runlogs / "speculators_dflash.log")]) == 0
+    captured = capsys.readouterr()
+    # val/eal_epoch 2.802 + 1 at step 3,000; the built-in plan's batch 2 x 1 drafter GPU
+    # = 2 samples per step (the log says no batch): 6,000 sample passes.
+    assert (
+        "acceptance: tau 3.80 at step 3,000, 6,000 sample passes (speculators_dflash.log: "
+        "speculators log 'val/eal_epoch' + 1, the last eval report to step 3,000)"
+    ) in captured.out
+    assert "eval reports (step: tau): 1,000: 3.33, 3,000: 3.80" in captured.out
+    assert "samples per step assumed from the plan" in captured.err
+
+
+def test_calibrate_moves_the_acceptance_curve_through_the_logged_tau(tmp_path, capsys):
+    from dflash_plan.model.physics.acceptance import curve
+
+    log = Path(__file__).parents[1] / "data" / "runlogs" / "specforge_domino.log"
+    plan = tmp_path / "plan.toml"
+    assert main(["new", str(plan)]) == 0
+    plan.write_text("# my run\n" + plan.read_text())
+    capsys.readouterr()
+
+    def acceptance() -> dict:
+        assert main(["project", str(plan), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["acceptance"]
+
+    before = acceptance()
+    assert main(["calibrate", str(log), "--plan", str(plan), "--write"]) == 0
+    out = capsys.readouterr().out
+    after = acceptance()
+    # The log: tau 3.10 (quartiles 3.09-3.105) at step 18,000 x 64 samples per step =
+    # 1,152,000 sample passes. The curve's level is refit through it, its shape kept:
+    # tau(P) = 1 + (3.10 - 1) x share(P) / share(1,152,000), at the plan's 4.8 M passes.
+    c, passes = curve(), before["sample_passes"]
+    share = float(c.share(passes)) / float(c.share(1_152_000))
+    assert not before["calibrated"] and after["calibrated"]
+    assert after["tau"] == pytest.approx(1 + 2.10 * share)
+    # The built-in curve says 4.11 there; the run lags it, so the plan's tau comes down,
+    # toward the logged value, by the computed amount.
+    assert before["tau"] == pytest.approx(4.114, abs=1e-3)
+    assert after["tau"] == pytest.approx(3.658, abs=1e-3)
+    # The range: the curves through the quartiles, widened by the fit's worst residual x
+    # the share of the gain extrapolated (1 - share(1.152 M) / share(4.8 M)).
+    widen = c.worst_residual * (1 - 1 / share)
+    assert after["tau_range"] == pytest.approx(
+        [(1 + 2.09 * share) * (1 - widen), (1 + 2.105 * share) * (1 + widen)]
+    )
+    assert after["tau_range"][1] - after["tau_range"][0] < (
+        before["tau_range"][1] - before["tau_range"][0]
+    )
+    assert "after: tau 3.66 (3.64 - 3.67) after 4,800,000 sample passes (calibrated)" in out
+    # The measurement is in the plan, the user's comment kept.
+    text = plan.read_text()
+    assert text.startswith("# my run\n")
+    entry = tomllib.loads(text)["calibration"]["acceptance"]["specforge_domino"]
+    assert entry["tau"] == pytest.approx(3.10) and entry["sample_passes"] == 1_152_000
+    assert (entry["tau_low"], entry["tau_high"]) == pytest.approx((3.09, 3.105))
+    assert entry["source"].startswith("specforge_domino.log: SpecForge log 'accept_len'")
+
+
+def test_calibrate_refuses_a_log_with_neither_rates_nor_acceptance(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("loading the model\n")
+    assert main(["calibrate", str(log)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dflash-plan: {log}: no SpecForge or TorchSpec throughput lines")
+    assert "and no logged acceptance length" in err and "\n" not in err
+
+
 def test_check_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
