@@ -24,7 +24,7 @@ from ..model.core.projection import Projection
 from ..model.evidence.evidence import TOPOLOGY_TOLERANCE, Validation
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
-from ..model.explore.objective import ObjectiveResult
+from ..model.explore.objective import ObjectiveResult, Outcome
 from ..model.explore.search import TIE_RULE, Candidate
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -951,11 +951,13 @@ def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None
         # The registry's other search figures give way as the registry says.
         *(_Column(f.head, True, drop=f.drop) for f in extra),
         # An objective's epochs (the same for every row) and the tau they buy.
-        *([_Column("epochs", True), _Column("tau (range)", True)] if outcome else []),
+        *([_Column(F.EPOCHS.head, True), _Column("tau (range)", True)] if outcome else []),
     ]
     rows = []
     outcome_cells = (
-        [f"{outcome.epochs:,}", fmt.tau(outcome.tau, *outcome.tau_range)] if outcome else []
+        [fmt.figure(F.EPOCHS, outcome.epochs), fmt.tau(outcome.tau, *outcome.tau_range)]
+        if outcome
+        else []
     )
     for candidate in result.front:
         p = candidate.projection
@@ -1014,7 +1016,7 @@ def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None
     if found is not None:
         for label, c in _objective_winners(found):
             bought = (
-                f"{_epochs_words(outcome.epochs)}, tau {fmt.tau(outcome.tau, *outcome.tau_range)}, "
+                f"{_epochs_words(outcome)}, tau {fmt.tau(outcome.tau, *outcome.tau_range)}, "
                 if outcome
                 else ""
             )
@@ -1050,7 +1052,7 @@ def _objective_line(found: ObjectiveResult) -> str:
     if o is None:
         return f"--objective {g.objective}: no epochs count from 1 to {g.max_epochs:,} qualifies"
     buys = (
-        f"{_epochs_words(o.epochs)} of {o.sample_passes / o.epochs:,.0f} samples "
+        f"{_epochs_words(o)} of {_samples(o)} samples "
         f"({o.sample_passes / 1e6:,.2f} M sample passes): tau {fmt.tau(o.tau, *o.tau_range)}, "
         f"serving speedup {fmt.speedup(o.speedup, *o.speedup_range)}"
     )
@@ -1062,8 +1064,16 @@ def _objective_line(found: ObjectiveResult) -> str:
     return f"the most speedup gained per unit of training cost{target}: {buys}"
 
 
-def _epochs_words(epochs: int) -> str:
-    return "1 epoch" if epochs == 1 else f"{epochs:,} epochs"
+def _epochs_words(o: Outcome) -> str:
+    """'5 epochs', '1 epoch' (the registry writes the count)."""
+    count = fmt.figure(F.EPOCHS, o.epochs)
+    return f"{count} epoch" if o.epochs == 1 else f"{count} {F.EPOCHS.name}"
+
+
+def _samples(o: Outcome) -> str:
+    """The samples per epoch the sample passes are made of (workload.samples)."""
+    samples = round(o.sample_passes / o.epochs)
+    return f"{samples:,}"
 
 
 def _objective_winners(found: ObjectiveResult) -> list[tuple[str, Candidate]]:
@@ -1082,7 +1092,9 @@ def _objective_winners(found: ObjectiveResult) -> list[tuple[str, Candidate]]:
 def _tried_line(found: ObjectiveResult, unit: str) -> str:
     """speedup-per-cost: the value of each epochs count tried, at its cheapest plan."""
     per = 1000.0
-    cells = ", ".join(f"{t.outcome.epochs}: {t.value * per:.2f}" for t in found.tried)
+    cells = ", ".join(
+        f"{fmt.figure(F.EPOCHS, t.outcome.epochs)}: {t.value * per:.2f}" for t in found.tried
+    )
     return f"speedup gained per {per:,.0f} {unit} of training, by epochs: {cells}"
 
 
