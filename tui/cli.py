@@ -612,6 +612,9 @@ def _search_objective(
     )
     if args.output is not None:
         _write_winners(args.output, found.result)
+        if found.winner is not None:
+            # The objective's own plan, its epochs chosen (time-to-tau.toml, ...).
+            _write_plan(args.output, args.objective, found.winner.plan)
     if args.json:
         json.dump(found.to_json(), sys.stdout, indent=2)
         print()
@@ -624,15 +627,21 @@ def _search_objective(
 
 def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
     from ..model.basics.tomlfile import make_folder
-    from ..model.inputs.plan import save_plan
 
     make_folder(folder)
     for name in ("cheapest_within_deadline", "fastest_within_budget", "most_tokens_per_cost"):
         candidate = getattr(result, name)
         if candidate is not None:
-            plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
-            save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
-            print(terminal_safe(f"wrote {folder / name}.toml"), file=sys.stderr)
+            _write_plan(folder, name, candidate.plan)
+
+
+def _write_plan(folder: Path, name: str, plan: Plan) -> None:
+    """One winner as a plan file, DIR/NAME.toml, named for what it won."""
+    from ..model.inputs.plan import save_plan
+
+    plan = plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
+    save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
+    print(terminal_safe(f"wrote {folder / name}.toml"), file=sys.stderr)
 
 
 def _add_compare(p: argparse.ArgumentParser) -> None:

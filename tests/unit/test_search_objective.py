@@ -180,10 +180,15 @@ OBJECTIVE_KEYS = {
 OUTCOME_KEYS = {"epochs", "sample_passes", "tau", "tau_range", "speedup", "speedup_range"}
 
 
-def test_objective_json_keys(capsys):
-    argv = ["search", "--gpus", "b200", "--max-gpus", "8", "--json"]
+def test_objective_json_keys(capsys, tmp_path):
+    argv = ["search", "--gpus", "b200", "--max-gpus", "8", "--json", "-o", str(tmp_path)]
     assert main([*argv, "--objective", "time-to-tau", "--min-tau", "3.5"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    # The objective's plan is written too, its epochs chosen, and it projects the same tau.
+    written = tmp_path / "time-to-tau.toml"
+    assert main(["project", str(written), "--json"]) == 0
+    projected = json.loads(capsys.readouterr().out)
+    assert projected["acceptance"]["tau"] == doc["objective"]["outcome"]["tau"]
     block = doc["objective"]
     assert set(block) == OBJECTIVE_KEYS
     assert set(block["outcome"]) == OUTCOME_KEYS
@@ -192,6 +197,9 @@ def test_objective_json_keys(capsys):
     for row in doc["front"]:
         assert row["epochs"] == block["outcome"]["epochs"] == row["plan"]["workload"]["epochs"]
         assert row["tau"] == block["outcome"]["tau"]
+        # One model: each row's own projection says the same tau and range.
+        assert row["projection"]["acceptance"]["tau"] == row["tau"]
+        assert row["projection"]["acceptance"]["tau_range"] == row["tau_range"]
     assert block["winner"]["judged_days"] == doc["front"][0]["judged_days"]
 
 
