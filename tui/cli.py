@@ -21,7 +21,10 @@ from ..model.basics.errors import PlanError
 from ..model.basics.terminal import terminal_safe
 
 if TYPE_CHECKING:
+    from ..model.explore.search import Constraints, Space
     from ..model.inputs.acceptancelogs import AcceptanceReading
+    from ..model.inputs.catalog import Catalog
+    from ..model.inputs.plan import Plan
     from ..model.inputs.runlogs import LogReading, RunContext
     from .app import PlannerApp
 
@@ -513,6 +516,7 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 
 def _add_search(p: argparse.ArgumentParser) -> None:
+    from ..model.explore.objective import DEFAULT_MAX_EPOCHS, OBJECTIVES
     from ..model.explore.search import AT_CHOICES
 
     _plan_args(p)
@@ -564,9 +568,32 @@ def _add_search(p: argparse.ArgumentParser) -> None:
         "(default: the plan's workload.topology)",
     )
     p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        help="search by outcome, epochs chosen: time-to-tau (the fastest plan reaching "
+        "--min-tau; the cheapest is said too), tau (the highest tau within --budget or "
+        "--deadline-days) or speedup-per-cost (the most serving speedup gained per unit of "
+        "training cost, at --min-tau or above if given); tau is judged where --at says",
+    )
+    p.add_argument(
+        "--min-tau",
+        type=float,
+        metavar="TAU",
+        help="the acceptance length to reach (with --objective time-to-tau or speedup-per-cost)",
+    )
+    p.add_argument(
+        "--max-epochs",
+        type=int,
+        default=DEFAULT_MAX_EPOCHS,
+        metavar="N",
+        help=f"epochs an objective may choose, 1 to N (default {DEFAULT_MAX_EPOCHS}: the longest "
+        "public learning curves, DeepSpec #84; beyond, the curve is extrapolated)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
-        help="print JSON: the front and the winners, each a plan and its projection",
+        help="print JSON: the front and the winners, each a plan and its projection "
+        "(with --objective, an `objective` block and each row's epochs and tau)",
     )
     p.add_argument(
         "-o", "--output", type=Path, metavar="DIR", help="write the winners as plan files into DIR"
@@ -574,6 +601,7 @@ def _add_search(p: argparse.ArgumentParser) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
+    from ..model.explore.objective import DEFAULT_MAX_EPOCHS, OBJECTIVES
     from ..model.explore.search import Constraints, default_space, search
     from ..model.inputs.plan import MODES, TOPOLOGIES
     from .config import load_catalog, open_plan
@@ -598,7 +626,19 @@ def _run_search(args: argparse.Namespace) -> int:
             TOPOLOGIES if args.topology == "both" else (args.topology,) if args.topology else None
         ),
     )
-    result = search(plan, catalog, space, Constraints(args.deadline_days, args.budget, at=args.at))
+    constraints = Constraints(args.deadline_days, args.budget, at=args.at)
+    if args.objective is not None:
+        return _search_objective(args, plan, catalog, space, constraints)
+    for name, given in (
+        ("--min-tau", args.min_tau is not None),
+        ("--max-epochs", args.max_epochs != DEFAULT_MAX_EPOCHS),
+    ):
+        if given:
+            value = args.min_tau if name == "--min-tau" else args.max_epochs
+            raise PlanError.flag(
+                name, f"{value:g}", f"goes with --objective ({', '.join(OBJECTIVES)})"
+            )
+    result = search(plan, catalog, space, constraints)
     if args.output is not None:
         _write_winners(args.output, result)
     if args.json:
@@ -611,17 +651,47 @@ def _run_search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _search_objective(
+    args: argparse.Namespace, plan: Plan, catalog: Catalog, space: Space, constraints: Constraints
+) -> int:
+    """search --objective: the plan that best meets it, epochs chosen."""
+    from ..model.explore.objective import Goal, search_objective
+
+    found = search_objective(
+        plan, catalog, space, constraints, Goal(args.objective, args.min_tau, args.max_epochs)
+    )
+    if args.output is not None:
+        _write_winners(args.output, found.result)
+        if found.winner is not None:
+            # The objective's own plan, its epochs chosen (time-to-tau.toml, ...).
+            _write_plan(args.output, args.objective, found.winner.plan)
+    if args.json:
+        json.dump(found.to_json(), sys.stdout, indent=2)
+        print()
+        return EXIT_OK
+    from . import report
+
+    report.search(found.result, catalog, found)
+    return EXIT_OK
+
+
 def _write_winners(folder: Path, result) -> None:  # type: ignore[no-untyped-def]
     from ..model.basics.tomlfile import make_folder
-    from ..model.inputs.plan import save_plan
 
     make_folder(folder)
     for name in ("cheapest_within_deadline", "fastest_within_budget", "most_tokens_per_cost"):
         candidate = getattr(result, name)
         if candidate is not None:
-            plan = candidate.plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
-            save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
-            print(terminal_safe(f"wrote {folder / name}.toml"), file=sys.stderr)
+            _write_plan(folder, name, candidate.plan)
+
+
+def _write_plan(folder: Path, name: str, plan: Plan) -> None:
+    """One winner as a plan file, DIR/NAME.toml, named for what it won."""
+    from ..model.inputs.plan import save_plan
+
+    plan = plan.model_copy(update={"name": f"search: {name.replace('_', ' ')}"})
+    save_plan(plan, folder / f"{name}.toml")  # a SaveError names the file, once
+    print(terminal_safe(f"wrote {folder / name}.toml"), file=sys.stderr)
 
 
 def _add_compare(p: argparse.ArgumentParser) -> None:

@@ -87,6 +87,16 @@ def times(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f}x"
 
 
+def tau(value: float, low: float, high: float) -> str:
+    """An acceptance length and its range: '3.92 (3.81-4.05)'."""
+    return f"{value:.2f} ({units.span(low, high, lambda x: f'{x:.2f}')})"
+
+
+def speedup(value: float, low: float, high: float) -> str:
+    """A serving speedup and its range: '2.61x (2.40-2.80x)'."""
+    return f"{value:.2f}x ({units.span(low, high, lambda x: f'{x:.2f}')}x)"
+
+
 def signed_days(value: float | None) -> str:
     return DASH if value is None else f"{value:+,.1f} days"
 

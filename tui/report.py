@@ -24,6 +24,7 @@ from ..model.core.projection import Projection
 from ..model.evidence.evidence import TOPOLOGY_TOLERANCE, Validation
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
+from ..model.explore.objective import ObjectiveResult, Outcome
 from ..model.explore.search import TIE_RULE, Candidate
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -902,9 +903,9 @@ def precision_left_out(precision: str, keys: tuple[str, ...], names: Mapping[str
     )
 
 
-def search(result: SearchResult, catalog: Catalog) -> None:
+def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None = None) -> None:
     """The Pareto front and the winners of a search, the rule that picked them and the
-    prices the plan did not set."""
+    prices the plan did not set; with an objective (`found`), what its epochs buy."""
     console = _console()
     k = result.constraints
     limits = [
@@ -922,6 +923,8 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     names = {key: g.name for key, g in catalog.gpus.items()}
     if lacking := result.targets_lacking_precision:
         console.print(escape(precision_left_out(result.precision, lacking, names)))
+    if found is not None:
+        console.print(escape(_objective_line(found)))
     if result.why_none:
         console.print(f"[bold red]no plan[/bold red]: {escape(result.why_none)}")
         _borrowed_prices(console, result, names)
@@ -929,6 +932,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
     unit = result.cost_unit
     cost_head = "$" if unit == "USD" else F.TOTAL_COST.head
     extra = F.rows(F.View.SEARCH)
+    outcome = found.outcome if found is not None else None
     # A mode column when the search evaluated offline runs: their days and cost are the
     # offline run's (capture, then training), their Ktok/s the training rate.
     by_mode = result.modes != ("online",)
@@ -948,8 +952,15 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         _Column(F.BOTTLENECK.head, drop=F.BOTTLENECK.drop),
         # The registry's other search figures give way as the registry says.
         *(_Column(f.head, True, drop=f.drop) for f in extra),
+        # An objective's epochs (the same for every row) and the tau they buy.
+        *([_Column(F.EPOCHS.head, True), _Column("tau (range)", True)] if outcome else []),
     ]
     rows = []
+    outcome_cells = (
+        [fmt.figure(F.EPOCHS, outcome.epochs), fmt.tau(outcome.tau, *outcome.tau_range)]
+        if outcome
+        else []
+    )
     for candidate in result.front:
         p = candidate.projection
         rate = p.job.tokens_per_s
@@ -965,6 +976,7 @@ def search(result: SearchResult, catalog: Catalog) -> None:
                 fmt.cell(F.TOTAL_COST, candidate.pessimistic_cost, unit),
                 fmt.figure(F.BOTTLENECK, p.job.bound),
                 *(escape(fmt.cell(f, f.read(p), unit)) for f in extra),
+                *outcome_cells,
             ]
         )
     unit_words = "" if unit == "USD" else f" (cost in {unit})"
@@ -1003,6 +1015,22 @@ def search(result: SearchResult, catalog: Catalog) -> None:
             f"{fmt.figure(F.DAYS, c.days)}, "
             f"{escape(fmt.figure(F.TOTAL_COST, c.cost, unit))}{_verdict(c, unit)}"
         )
+    if found is not None:
+        for label, c in _objective_winners(found):
+            bought = (
+                f"{_epochs_words(outcome)}, tau {fmt.tau(outcome.tau, *outcome.tau_range)}, "
+                if outcome
+                else ""
+            )
+            console.print(
+                f"[bold]{escape(label)}[/bold]: {escape(_plan_cell(c.plan, names))}, {bought}"
+                f"{fmt.figure(F.DAYS, c.days)}, "
+                f"{escape(fmt.figure(F.TOTAL_COST, c.cost, unit))} "
+                f"({fmt.figure(F.DAYS, c.pessimistic_days)}, "
+                f"{escape(fmt.figure(F.TOTAL_COST, c.pessimistic_cost, unit))} at worst)"
+            )
+        if found.tried:
+            console.print(escape(_tried_line(found, unit)))
     for line in topology_win_lines(result, names):
         console.print(escape(line))
     if "offline" in result.modes:
@@ -1017,6 +1045,59 @@ def search(result: SearchResult, catalog: Catalog) -> None:
         f"{k.describe()} (--at); ties: {escape(TIE_RULE)}[/dim]"
     )
     _borrowed_prices(console, result, names)
+
+
+def _objective_line(found: ObjectiveResult) -> str:
+    """What the objective chose: the epochs, the sample passes and what they buy."""
+    g, o, at = found.goal, found.outcome, found.result.constraints.at
+    end = "at the low end of its range" if at == "pessimistic" else "at the central estimate"
+    if o is None:
+        return f"--objective {g.objective}: no epochs count from 1 to {g.max_epochs:,} qualifies"
+    buys = (
+        f"{_epochs_words(o)} of {_samples(o)} samples "
+        f"({o.sample_passes / 1e6:,.2f} M sample passes): tau {fmt.tau(o.tau, *o.tau_range)}, "
+        f"serving speedup {fmt.speedup(o.speedup, *o.speedup_range)}"
+    )
+    if g.objective == "time-to-tau":
+        return f"tau >= {g.min_tau:g} {end} needs {buys}"
+    if g.objective == "tau":
+        return f"the highest tau within the constraints (tau {end}): {buys}"
+    target = f" from tau >= {g.min_tau:g} {end}" if g.min_tau is not None else ""
+    return f"the most speedup gained per unit of training cost{target}: {buys}"
+
+
+def _epochs_words(o: Outcome) -> str:
+    """'5 epochs', '1 epoch' (the registry writes the count)."""
+    count = fmt.figure(F.EPOCHS, o.epochs)
+    return f"{count} epoch" if o.epochs == 1 else f"{count} {F.EPOCHS.name}"
+
+
+def _samples(o: Outcome) -> str:
+    """The samples per epoch the sample passes are made of (workload.samples)."""
+    samples = round(o.sample_passes / o.epochs)
+    return f"{samples:,}"
+
+
+def _objective_winners(found: ObjectiveResult) -> list[tuple[str, Candidate]]:
+    """The objective's winner lines: time-to-tau says the fastest and the cheapest."""
+    g, front = found.goal, found.result.front
+    if not front or found.winner is None:
+        return []
+    if g.objective == "time-to-tau":
+        reach = f"reaching tau >= {g.min_tau:g}"
+        return [(f"fastest {reach}", front[0]), (f"cheapest {reach}", front[-1])]
+    if g.objective == "tau":
+        return [("highest tau, the cheapest of its plans", found.winner)]
+    return [("most speedup per cost", found.winner)]
+
+
+def _tried_line(found: ObjectiveResult, unit: str) -> str:
+    """speedup-per-cost: the value of each epochs count tried, at its cheapest plan."""
+    per = 1000.0
+    cells = ", ".join(
+        f"{fmt.figure(F.EPOCHS, t.outcome.epochs)}: {t.value * per:.2f}" for t in found.tried
+    )
+    return f"speedup gained per {per:,.0f} {unit} of training, by epochs: {cells}"
 
 
 def _topology_cell(candidate: Candidate, won: dict[str, str], marked: set[str]) -> str:
