@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..model.core.figures import Figure
     from ..model.core.phases import Regeneration
     from ..model.core.projection import Projection
+    from ..model.evidence.evidence import Validation
     from ..model.explore.search import Result as SearchResult
 
 DASH = "—"
@@ -400,3 +401,30 @@ def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
         "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"
     )
     return [first, more]
+
+
+def acceptance_tier_lines(result: Validation) -> list[str]:
+    """validate's closing note: the acceptance tiers' errors, each source group left out
+    (and in sample, where no other group can refit the curve or the engine factor)."""
+    lines = []
+    for key, words in (
+        ("acceptance", "acceptance tier (tau against sample passes)"),
+        ("acceptance/serving", "serving tier (speedup against tau)"),
+    ):
+        cv, own = result.cross_validated.get(key), result.summary.get(key)
+        if cv is None or own is None or not own.cases:
+            continue
+        s = cv.summary
+        left_out = (
+            f"{s.cases} cross-validated by source group: median {percent(s.median_abs_error)}, "
+            f"worst {percent(s.worst_abs_error)}"
+            if s.cases
+            else "none cross-validatable"
+        )
+        apart = len(cv.not_cross_validatable)
+        lines.append(
+            f"{words}: {left_out}; {apart} need their own group (the only one that "
+            f"measured them); in sample {own.cases} cases, median "
+            f"{percent(own.median_abs_error)}, worst {percent(own.worst_abs_error)}"
+        )
+    return lines

@@ -673,6 +673,8 @@ def validation(result: Validation) -> None:
         for case_id, capability in result.waiting.items():
             waiting.add_row(escape(case_id), escape(capability))
         _print_table(waiting)
+    for line in fmt.acceptance_tier_lines(result):
+        console.print(escape(line))
 
 
 def _topology_checks(result: Validation) -> None:

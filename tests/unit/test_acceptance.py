@@ -169,3 +169,43 @@ def test_json_block(built_in):
         "calibrated",
     }
     assert doc["tau"] == built_in.acceptance.tau
+
+
+def test_validate_leaves_each_source_group_out(catalog):
+    from dflash_plan.model.evidence.evidence import validate
+
+    result = validate(catalog)
+    tier = result.cross_validated["acceptance"]
+    # z-lab's 4.05 at 4.8 M passes, from a curve fitted on TorchSpec's series alone: its
+    # central level is the mean of TorchSpec's series' levels.
+    fold = model.fit_curve([p for p in model.curve_points() if p.group != "zlab-dflash"])
+    assert "zlab-recipe" not in fold.levels
+    predicted = float(model.tau_at(DFLASH, 4.8e6, fold)[0])
+    row = result.cv_rows["zlab-qwen3-8b-dflash-reference"]
+    assert row.predicted == pytest.approx(predicted)
+    assert tier.summary.cases == 1
+    assert tier.summary.worst_abs_error == pytest.approx(abs(predicted / 4.05 - 1))
+    assert tier.summary.worst_abs_error < 0.05
+    # TorchSpec's own cases: no other group holds a series at two budgets.
+    assert set(tier.not_cross_validatable) == {
+        p.id for p in model.curve_points() if p.group == "torchspec-results"
+    }
+    in_sample = result.summary["acceptance"]
+    assert in_sample.cases == len(model.curve_points()) and in_sample.worst_abs_error < 0.05
+
+
+def test_project_and_validate_say_it(capsys, built_in):
+    from dflash_plan.tui.cli import main
+
+    assert main(["project"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    a = built_in.acceptance
+    assert (
+        f"acceptance: tau {a.tau:.1f} ({a.tau_range[0]:.1f} - {a.tau_range[1]:.1f}) after "
+        f"4.8 M sample passes; serving {a.speedup:.1f}x" in text
+    )
+    assert f"break-even after {a.break_even_hours:,.0f}" in text
+    assert f"one more epoch: {a.one_more_epoch_tau:+.2f} tau for 141 RTX PRO 6000-hours" in text
+    assert main(["validate"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "acceptance tier (tau against sample passes): 1 cross-validated by source group" in text
