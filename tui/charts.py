@@ -3,7 +3,8 @@ split curve of the current plan's GPUs and the tornado of what moves its days an
 Each `draw_*` function takes a plotext figure and the model's data, so the charts can be
 drawn (and tested) without a running app; `chart_text` draws one on a fresh figure, or
 says in one line why it cannot; `Chart` is the widget that shows one, and `ChartsScreen`
-shows the split curve and the tornado of the current plan."""
+shows the split curve, the tornado and the acceptance curve (tau and the serving speedup
+against epochs) of the current plan."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
@@ -25,10 +27,18 @@ from ..model.basics.errors import PlanError
 from ..model.core import figures as F
 from ..model.core.projection import Projection
 from ..model.explore.search import Candidate
-from ..model.explore.sensitivity import Bar, SplitCurve, split_curve, tornado
+from ..model.explore.sensitivity import (
+    AcceptanceCurve,
+    Bar,
+    SplitCurve,
+    acceptance_curve,
+    split_curve,
+    tornado,
+)
 from ..model.inputs.catalog import Catalog
 from . import format as fmt
 from .footer import KeysFooter
+from .report import serving_words
 from .tabs import TabbedView
 
 # A legend entry: marker, colour, label. A chart that returns its legend has it drawn on a
@@ -465,6 +475,81 @@ def draw_tornado(plt: Any, bars: Sequence[Bar], p: Projection) -> Legend:
     return legend
 
 
+TAU, TAU_RANGE, PLAN_POINT, NEXT_EPOCH = "cyan", "gray", "orange", "green"
+
+
+def acceptance_note(curve: AcceptanceCurve, serving: tuple[str, str]) -> str:
+    """What the acceptance chart shows, in a line above it: the cost of an epoch (the x
+    axis is epochs of the plan's samples) and what the right axis reads, on `serving`
+    (report.serving_words: the engine and regime, the serving GPUs)."""
+    cost = (
+        ""
+        if curve.cost_per_epoch is None
+        else f", {fmt.figure(F.COST_PER_EPOCH, curve.cost_per_epoch, curve.cost_unit)} each"
+    )
+    right = (
+        f"; right axis: the {F.SERVING_SPEEDUP.name} at that {F.TAU.name} on {', '.join(serving)}"
+    )
+    return f"{F.TAU.name.capitalize()} against epochs of the plan's samples{cost}{right}."
+
+
+def draw_acceptance(plt: Any, curve: AcceptanceCurve) -> Legend:
+    """Tau (left axis) against epochs, its range as the two grey lines either side, the
+    plan's point, and one more epoch's; the right axis reads the serving speedup at each
+    tau tick (the speedup is a function of tau: one curve, two scales). Returns the
+    legend (drawn under the chart)."""
+    plt.clear_data()
+    x = list(curve.epochs)
+    for values in (curve.tau, curve.tau_low, curve.tau_high):
+        _finite(values, f"a {F.TAU.name} of")
+    if len(x) < 2:
+        raise CannotDraw("no curve to show")
+    bottom = min(curve.tau_low)
+    top = max(curve.tau_high)
+    top += (top - bottom) * 0.05 or 0.5
+    now = curve.current_epochs
+    next_tau = float(np.interp(now + 1, x, curve.tau))
+    legend: list[tuple[str, str, str]] = [
+        (LINE, TAU, F.TAU.name),
+        (LINE, TAU_RANGE, "its range"),
+        ("◆", PLAN_POINT, f"plan: {now} epochs, {fmt.figure(F.TAU, curve.current_tau)}"),
+        ("●", NEXT_EPOCH, f"+1 epoch: {fmt.figure(F.TAU, next_tau)}"),
+    ]
+    if curve.speedups:  # the right axis's curve: the same line, drawn under the left's
+        plt.plot(x, list(curve.tau), color=TAU, marker="braille", yside="right")
+    plt.plot(x, list(curve.tau_low), color=TAU_RANGE, marker="braille")
+    plt.plot(x, list(curve.tau_high), color=TAU_RANGE, marker="braille")
+    plt.plot(x, list(curve.tau), color=TAU, marker="braille")
+    rows = inner_rows(plt, legend, titled=True)
+
+    def on_curve(tau: float) -> float:
+        """A marker's y on the row the braille curve draws `tau` on: plotext puts a
+        braille dot on sub-row floor(0.5 + v * (4 rows - 1) / span) (four to a row) and
+        a marker on row floor(0.5 + v * (rows - 1) / span), which differ by a row."""
+        span = top - bottom
+        row = math.floor(0.5 + (tau - bottom) * (4 * rows - 1) / span) // 4
+        return bottom + row * span / max(rows - 1, 1)
+
+    plt.scatter([now + 1], [on_curve(next_tau)], marker="●", color=NEXT_EPOCH)
+    plt.scatter([now], [on_curve(curve.current_tau)], marker="◆", color=PLAN_POINT)
+    plt.title(
+        f"{F.TAU.name} by epochs"
+        + (f" (right: {F.SERVING_SPEEDUP.name})" if curve.speedups else "")
+    )
+    plt.xlabel("epochs of the plan's samples")
+    plt.xlim(x[0], x[-1])
+    ticks = [t for t in linear_ticks(x[0], x[-1], 8) if t == int(t)]
+    plt.xticks(ticks, [f"{t:g}" for t in ticks])
+    plt.ylim(bottom, top)
+    ticks = spaced_ticks(linear_ticks(bottom, top), top - bottom, inner_rows(plt, legend, True))
+    plt.yticks(ticks, [fmt.figure(F.TAU, t) for t in ticks])
+    if curve.speedups:
+        plt.ylim(bottom, top, yside="right")
+        speedups = np.interp(ticks, curve.speedup_taus, curve.speedups)
+        plt.yticks(ticks, [fmt.figure(F.SERVING_SPEEDUP, s) for s in speedups], yside="right")
+    return legend
+
+
 class Chart(PlotextPlot):
     """A plotext chart; `draw` replaces what it shows. It is drawn afresh, at the widget's
     size, each time it renders (chart_text)."""
@@ -491,7 +576,7 @@ class Chart(PlotextPlot):
 
 
 class ChartsScreen(Screen[None]):
-    """The split curve and the tornado of the current plan."""
+    """The split curve, the tornado and the acceptance curve of the current plan."""
 
     BINDINGS = [
         Binding("escape,f7", "app.pop_screen", "Back", id="charts-back"),
@@ -508,6 +593,13 @@ class ChartsScreen(Screen[None]):
             "Tornado",
             id="charts-tornado",
             tooltip="What moves days and cost",
+        ),
+        Binding(
+            "f5",
+            "show('acceptance')",
+            "Tau",
+            id="charts-acceptance",
+            tooltip="Tau and serving speedup against epochs",
         ),
     ]
 
@@ -542,7 +634,18 @@ class ChartsScreen(Screen[None]):
             id="tornado",
             classes="chart-pane",
         )
-        yield TabbedView(("Split curve", split), ("Tornado", tornado_pane), id="chart-tabs")
+        acceptance_pane = Vertical(
+            Static("", id="acceptance-why", classes="chart-why"),
+            Chart(id="acceptance-chart"),
+            id="acceptance",
+            classes="chart-pane",
+        )
+        yield TabbedView(
+            ("Split curve", split),
+            ("Tornado", tornado_pane),
+            ("Tau", acceptance_pane),
+            id="chart-tabs",
+        )
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -563,6 +666,14 @@ class ChartsScreen(Screen[None]):
             )
         bars = tornado(p, self.catalog)
         self.query_one("#tornado-chart", Chart).draw(lambda plt: draw_tornado(plt, bars, p))
+        why = self.query_one("#acceptance-why", Static)
+        if p.does_not_fit is not None:
+            why.update(f"No {F.TAU.name} chart: the plan does not fit ({p.does_not_fit})")
+            self.query_one("#acceptance-chart", Chart).display = False
+            return
+        taus = acceptance_curve(p)
+        why.update(acceptance_note(taus, serving_words(p)))
+        self.query_one("#acceptance-chart", Chart).draw(lambda plt: draw_acceptance(plt, taus))
 
     def action_show(self, tab: str) -> None:
         self.query_one(TabbedView).active = tab

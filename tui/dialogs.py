@@ -27,7 +27,7 @@ def figures_markdown() -> str:
     joined (a figure the results show under the name of another, the whole job's days as
     "time", is described beside it)."""
     meanings: dict[str, list[str]] = {}
-    for f in F.shown_in(F.View.RESULTS):
+    for f in (*F.shown_in(F.View.RESULTS), *F.shown_in(F.View.RESULTS, "acceptance")):
         meanings.setdefault(f.name, []).append(f.meaning)
     return "\n".join(f"- **{name}**: {'; or '.join(said)}." for name, said in meanings.items())
 

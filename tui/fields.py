@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.basics.numbers import NumberError, parse_number, parse_whole
-from ..model.inputs.plan import DRAFTERS, MODES, PRECISIONS, TOPOLOGIES
+from ..model.inputs.plan import (
+    DRAFTERS,
+    MODES,
+    PRECISIONS,
+    SERVING_ENGINES,
+    SERVING_REGIMES,
+    TOPOLOGIES,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +139,18 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("workload.regenerate", "regenerate", "switch", choices=SWITCH),
             FieldSpec("workload.regenerate_output_tokens", "answer", "optional-int", "tokens"),
             FieldSpec("regenerate.count", "GPUs", "optional-int", "of target type"),
+        ),
+    ),
+    # Where the trained drafter serves (model/core/acceptance.py): the engine and batch
+    # regime set its speedup from tau, the serving GPUs (of the target's type) its
+    # break-even; a factor of the user's own replaces the engine's fitted one.
+    (
+        "Serving",
+        (
+            FieldSpec("serving.engine", "engine", "choice", choices=SERVING_ENGINES),
+            FieldSpec("serving.regime", "batch", "choice", choices=SERVING_REGIMES),
+            FieldSpec("serving.count", "GPUs", "int", "serving"),
+            FieldSpec("serving.engine_factor", "factor", "optional-float", "x per tau"),
         ),
     ),
 )

@@ -159,6 +159,11 @@ def more(tokens_per_s: float, days: float) -> str:
     return f"{tokens_per_s / 1e3:+,.1f} Ktok/s, {signed_duration(days)}"
 
 
+def tau_gain(gain: float | None) -> str:
+    """What one more epoch adds to the drafter's acceptance length ('+0.08 tau')."""
+    return DASH if gain is None else f"{gain:+,.2f} {F.TAU.name}"
+
+
 def percent(value: float | None) -> str:
     """Like pct, with thousands grouped (a link at 1,250 % of its capacity)."""
     if value is None:
@@ -255,6 +260,8 @@ FORMATS: dict[str, Callable[[Any, str, bool], str]] = {
     # Per role ({role: ratio}): each distinct ratio once; a dash for none.
     "gtokens": lambda v, unit, compact: _bare(v, lambda x: f"{x / 1e9:,.3f} G tokens"),
     "signed_duration": lambda v, unit, compact: signed_duration(v),
+    # Serving hours (an acceptance figure): as a duration, hours below a day.
+    "hours": lambda v, unit, compact: duration(None if v is None else v / 24, compact),
     "ratios": lambda v, unit, compact: (
         ", ".join(f"{x:.2f}x" for x in dict.fromkeys(v.values())) if v else DASH
     ),
@@ -339,12 +346,17 @@ NARROW: dict[str, Callable[[Any], str]] = {
     "text": lambda v: v or DASH,
     "times": times,
     "ratios": _narrow_break_even,
+    "hours": lambda v: _narrow_days(None if v is None else v / 24),  # in days: its row says
 }
 NARROW_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
     "ktok": lambda r, v: _narrow_span((r[0] / 1e3, r[1] / 1e3) if r else None),
     "duration": lambda r, v: _narrow_span(r, 2 if (v or 99) < 10 else 1),
     "cost": lambda r, v: _narrow_span(r, 0),
     "times": lambda r, v: _narrow_span(r, 2),
+    "number": lambda r, v: _narrow_span(r, 2),
+    "hours": lambda r, v: _narrow_span(
+        None if r is None else (r[0] / 24, r[1] / 24), 2 if (v or 999) < 240 else 1
+    ),
 }
 
 

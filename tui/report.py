@@ -353,6 +353,42 @@ def more_gpus(p: Projection) -> list[tuple[str, str]]:
     ]
 
 
+def acceptance_rows(p: Projection) -> list[tuple[str, str, str]]:
+    """What the training buys, as (name, value, what follows it): tau, the serving speedup
+    and the serving time that pays the training back, each with its range; what one more
+    epoch adds and costs; the serving they are for ([('tau', '4.10', 'range 4.05 -
+    4.16'), ...]); [] when the plan does not fit."""
+    if p.does_not_fit is not None:
+        return []
+    a = p.acceptance
+    rows = []
+    for f in (F.TAU, F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS):
+        spread = fmt.spread(f.read_range(p), fmt.figure_of(f, p.cost_unit))
+        rows.append(
+            (f.name, fmt.figure(f, f.read(p), p.cost_unit), f"range {spread}" * bool(spread))
+        )
+    cost = a.one_more_epoch_cost
+    rows.append(
+        (
+            "+1 epoch",
+            fmt.tau_gain(a.one_more_epoch_tau),
+            "" if cost is None else f"for {fmt.figure(F.TOTAL_COST, cost, p.cost_unit, True)}",
+        )
+    )
+    engine, gpus = serving_words(p)
+    rows.append(("serving", engine, f"on {gpus}"))
+    return rows
+
+
+def serving_words(p: Projection) -> tuple[str, str]:
+    """The serving the speedup and break-even are for: ('sglang, low-batch', '1 RTX PRO
+    6000')."""
+    a = p.acceptance
+    gpus = p.resolved.gpus
+    name = gpus[a.serving_gpu].name if a.serving_gpu in gpus else a.serving_gpu
+    return f"{a.engine}, {a.regime}", f"{a.serving_gpus:,} {name}"
+
+
 def job_parts(p: Projection) -> list[str]:
     """The job's phases and their days: ['regenerate 23.7 h', 'capture 1.5 d', ...]."""
     return [f"{ph.name} {fmt.figure(F.DAYS, ph.days, compact=True)}" for ph in p.phases]
@@ -1226,7 +1262,10 @@ def comparison(rows: list[tuple[Any, Compared]], style: str) -> None:
     columns: list[tuple[str, bool, int]] = []  # (figure key, a range, drop)
     headers = ["plan"]
     for f in figures:
-        columns.append((f.key, False, _COMPARE_DROPS.get((f.key, False), 0 if f.composed else 4)))
+        # An acceptance figure's column gives way by its registry drop (first: the serving
+        # speedup, the payback, then tau: before every other column, which keep their place).
+        default = f.drop if f.of == "acceptance" else 0 if f.composed else 4
+        columns.append((f.key, False, _COMPARE_DROPS.get((f.key, False), default)))
         headers.append(f.head)
         if f in beside:
             columns.append((f.key, True, _COMPARE_DROPS.get((f.key, True), 4)))

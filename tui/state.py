@@ -22,7 +22,7 @@ from ..model.core.resolve import require_same_gpu_type
 from ..model.explore.compare import Comparison, compare
 from ..model.inputs import formats
 from ..model.inputs.catalog import Catalog
-from ..model.inputs.plan import Plan, plan_from_dict, plan_to_dict, save_plan
+from ..model.inputs.plan import Plan, Serving, plan_from_dict, plan_to_dict, save_plan
 from .config import open_plan, with_target
 from .fields import FIELDS, field_for, get, plan_path, put, show
 
@@ -374,6 +374,11 @@ class Planner:
         for key, spec in FIELDS.items():  # a switch's picker holds its shown choice
             if spec.kind == "switch":
                 values[key] = show(bool(values[key]))
+        # The serving table is written only when set (plan_to_dict): a plan that leaves it
+        # out shows the defaults it is read with.
+        for key in FIELDS:
+            if key.startswith("serving.") and values[key] is None:
+                values[key] = getattr(Serving(), key.removeprefix("serving."))
         values["name"] = terminal_safe(self.given_name)  # shown, not saved: see shown_name
         if self.colocated:  # the GPUs field holds the plan's GPUs, each running both roles
             values["target.count"] = self.doc["target"]["count"] + self.doc["drafter"]["count"]

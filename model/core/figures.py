@@ -37,7 +37,9 @@ class Figure:
     format: str  # the formatter key (tui/format.py FORMATS)
     meaning: str  # one line, for people
     views: frozenset[View]
-    of: Literal["projection", "comparison"] = "projection"
+    # "acceptance": a figure of the projection's acceptance (Projection.acceptance: the
+    # drafter's tau, its serving speedup and break-even), read from there by `attr`.
+    of: Literal["projection", "comparison", "acceptance"] = "projection"
     short: str = ""  # a narrow table's head (the app's tables and results); head when empty
     tiny: str = ""  # the app's search table's head, the narrowest; short when empty
     ranged: bool = False  # Ranges (or the Comparison) has a (low, high) pair for it
@@ -45,6 +47,10 @@ class Figure:
     # highest is left out first, and the table says so; 0: never left out.
     drop: int = 0
     composed: bool = False  # laid out inside the views' headlines, written by `format`
+    # The attribute the value is read from, and its (low, high) range's, when they are not
+    # the key and the key + "_range" (an acceptance figure's: the key says what it is).
+    attr: str = ""
+    range_attr: str = ""
 
     @property
     def narrow(self) -> str:
@@ -56,7 +62,19 @@ class Figure:
 
     def read(self, source: Any) -> Any:
         """The figure's value in a Projection (or a Comparison, for `of="comparison"`)."""
-        return getattr(source, self.key)
+        if self.of == "acceptance":
+            return getattr(source.acceptance, self.attr or self.key)
+        return getattr(source, self.attr or self.key)
+
+    def read_range(self, source: Any) -> tuple[float, float] | None:
+        """An acceptance figure's (low, high) in a Projection (None for the others: their
+        ranges are the projection's Ranges and the Comparison's own)."""
+        if self.of != "acceptance" or not self.ranged:
+            return None
+        pair: tuple[float, float] | None = getattr(
+            source.acceptance, self.range_attr or f"{self.attr or self.key}_range"
+        )
+        return pair
 
 
 def _views(*views: View) -> frozenset[View]:
@@ -348,6 +366,61 @@ DOES_NOT_FIT = _declare(
         "why the plan cannot run as written (a role out of GPU memory, the offline data over "
         "storage.tb, the Mooncake store over host memory); null when it fits",
         _views(J),
+    )
+)
+
+# What the training buys (Projection.acceptance): the drafter's acceptance length at the
+# plan's training budget, the serving speedup it gives and the serving hours that pay the
+# training back. The results panel lays them out in its acceptance group; the comparison
+# views give each a row (column), its range beside it. A narrow compare table gives them
+# up first (the serving speedup, the payback, then tau), so its other columns stay.
+TAU = _declare(
+    Figure(
+        "tau",
+        "tau",
+        "tau",
+        "tokens",
+        "number",
+        "expected acceptance length: tokens accepted per drafting step, at the plan's "
+        "training budget (samples x epochs)",
+        _views(S, C),
+        of="acceptance",
+        ranged=True,
+        drop=6,
+        composed=True,
+    )
+)
+SERVING_SPEEDUP = _declare(
+    Figure(
+        "serving_speedup",
+        "serve speed",
+        "serve speed",
+        "x",
+        "times",
+        "decoding speed with the drafter / without it, on the plan's serving engine",
+        _views(S, C),
+        of="acceptance",
+        attr="speedup",
+        ranged=True,
+        drop=8,
+        composed=True,
+    )
+)
+BREAK_EVEN_HOURS = _declare(
+    Figure(
+        "break_even_hours",
+        "paid back",
+        "paid back",
+        "hours",
+        "hours",
+        "serving hours after which the serving GPUs the drafter saves have paid for its training",
+        _views(S, C),
+        of="acceptance",
+        short="paid back, d",
+        range_attr="break_even_range",
+        ranged=True,
+        drop=7,
+        composed=True,
     )
 )
 

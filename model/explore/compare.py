@@ -110,12 +110,14 @@ def compared(new: Projection, base: Projection) -> Compared:
         run[figures.TOTAL_COST.key] = (new.job_cost, new.job_cost_range)
 
     def cell(f: figures.Figure) -> Cell:
-        if new.does_not_fit is not None and f.of == "projection":
+        if new.does_not_fit is not None and f.of != "comparison":
             # As `check` and the launch header: a plan that cannot run has no figures,
             # whatever does not fit (memory has none to give; storage would).
             return Cell(f, UNFIT if f.key == figures.BOTTLENECK.key else None, None)
         if f.of == "comparison":
             return Cell(f, f.read(c), getattr(c, f"{f.key}_range") if f.ranged else None)
+        if f.of == "acceptance":
+            return Cell(f, f.read(new), f.read_range(new))
         if f.key in run:
             return Cell(f, *run[f.key])
         ranges = new.ranges

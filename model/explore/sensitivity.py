@@ -1,5 +1,6 @@
-"""What moves the answer: the split curve of a plan's GPUs and a tornado of days and cost
-as each uncertain input moves across its range. Pure data for the charts."""
+"""What moves the answer: the split curve of a plan's GPUs, a tornado of days and cost
+as each uncertain input moves across its range, and the acceptance curve (what more
+epochs buy). Pure data for the charts."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import numpy as np
 
 from ..basics.errors import PlanError
 from ..basics.recipe import NUM_ANCHORS
+from ..core.acceptance import curve_inputs
 from ..core.calibration import bind_to_workload
 from ..core.projection import Projection, project
 from ..core.scenarios import Scenario
 from ..core.stages import run_at
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
+from ..physics.acceptance import speedup_at, tau_at
 from ..physics.pipeline import below, splits
 
 SECONDS_PER_DAY = 86_400.0
@@ -230,3 +233,52 @@ def tornado(p: Projection, catalog: Catalog, price_spread: float = 0.5) -> tuple
         return abs((b.cost[1] or 0.0) - (b.cost[0] or 0.0))
 
     return tuple(sorted(bars, key=lambda b: (-b.days_span, -cost_span(b))))
+
+
+# The acceptance curve's points (epochs from 0 to its end, evenly): finer than any chart's
+# columns, so a line between them reads as the curve.
+ACCEPTANCE_POINTS = 121
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceCurve:
+    """The drafter's tau against epochs of the plan's samples (the plan's training budget
+    and beyond), with its range, from the one acceptance model (physics/acceptance.py);
+    the serving speedup at each tau, and the plan's point."""
+
+    epochs: tuple[float, ...]
+    tau: tuple[float, ...]
+    tau_low: tuple[float, ...]
+    tau_high: tuple[float, ...]
+    # The central serving speedup at each tau of `speedup_taus` (the chart's right axis),
+    # on the plan's serving engine and batch regime.
+    speedup_taus: tuple[float, ...]
+    speedups: tuple[float, ...]
+    current_epochs: int
+    current_tau: float
+    cost_per_epoch: float | None  # the plan's cost unit
+    cost_unit: str
+
+
+def acceptance_curve(p: Projection) -> AcceptanceCurve:
+    """Tau from no training to twice the plan's epochs (4 more at least), at the plan's
+    samples per epoch: the curve the projection's own tau is a point of."""
+    a = p.acceptance
+    per_epoch = a.sample_passes / p.epochs
+    end = max(2 * p.epochs, p.epochs + 4)
+    epochs = np.linspace(0.0, float(end), ACCEPTANCE_POINTS)
+    central, low, high = tau_at(curve_inputs(p.resolved), epochs * per_epoch)
+    taus = np.linspace(1.0, float(np.max(high)), ACCEPTANCE_POINTS)
+    speedups = speedup_at(taus, a.engine, a.regime, p.plan.serving.engine_factor)[0]
+    return AcceptanceCurve(
+        tuple(map(float, epochs)),
+        tuple(map(float, central)),
+        tuple(map(float, low)),
+        tuple(map(float, high)),
+        tuple(map(float, taus)),
+        tuple(map(float, speedups)),
+        p.epochs,
+        a.tau,
+        p.cost_per_epoch,
+        p.cost_unit,
+    )

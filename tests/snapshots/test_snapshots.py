@@ -56,6 +56,17 @@ async def regenerate(pilot):
     await pilot.pause()
 
 
+async def acceptance(pilot):
+    # Issue 33: what the training buys, in the results' side column (its acceptance
+    # group, the side column's last), scrolled to the panel's bottom edge.
+    planner = pilot.app.planner
+    results, side = planner.query_one("#results"), planner.query_one("#side")
+    # The side column's last line at the panel's bottom edge (screen rows to scroll rows).
+    bottom = side.region.bottom - results.content_region.y + results.scroll_y
+    results.scroll_to(y=bottom - results.content_region.height, animate=False)
+    await pilot.pause()
+
+
 async def colocated(pilot):
     # SpecForge's DFlash2 recipe topology (issue 32): 8 B300s, each running both roles;
     # the results say which topology wins on them.
@@ -91,6 +102,7 @@ SCENES = {
     "invalid_input": invalid_input,
     "offline": offline,
     "regenerate": regenerate,
+    "acceptance": acceptance,
     "colocated": colocated,
     "dflash2": dflash2,
     "help": help_screen,

@@ -48,6 +48,13 @@ async def tornado_chart(pilot):
     await pilot.press("f4")
 
 
+async def acceptance_chart(pilot):
+    # Issue 33: the built-in plan's tau against epochs, its range, the plan's point and
+    # one more epoch's; the serving speedup on the right axis.
+    await pilot.press("f7")
+    await pilot.press("f5")
+
+
 async def compare_view(pilot):
     _counts(pilot, "rtx-pro-6000", 6, 2)
     pilot.app.state.pin()
@@ -62,6 +69,7 @@ SCENES = {
     "split_chart": split_chart,
     "tornado_chart": tornado_chart,
     "compare": compare_view,
+    "acceptance_chart": acceptance_chart,
 }
 
 
@@ -86,6 +94,7 @@ SMALL_SCENES = {
     "search_pareto": search_pareto,
     "split_chart": split_chart,
     "tornado_offline": tornado_offline,
+    "acceptance_chart": acceptance_chart,
 }
 CASES = [(scene, SCENES[scene], size) for size in SIZES for scene in SCENES] + [
     (scene, SMALL_SCENES[scene], size) for size in SMALL for scene in SMALL_SCENES

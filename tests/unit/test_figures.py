@@ -72,7 +72,8 @@ def test_each_figure_is_declared_once_with_a_formatter_and_a_source(catalog):
     for f in F.FIGURES:
         assert f.format in fmt.FORMATS, f.key
         assert f.views, f.key
-        assert hasattr(c if f.of == "comparison" else p, f.key), f.key
+        source = {"comparison": c, "acceptance": p.acceptance}.get(f.of, p)
+        assert hasattr(source, f.attr or f.key), f.key
         assert f.meaning and f.name and f.head
 
 

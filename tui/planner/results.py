@@ -25,6 +25,7 @@ from ...model.core.projection import Projection
 from ...model.explore.compare import Comparison
 from .. import format as fmt
 from ..report import (
+    acceptance_rows,
     job_name,
     job_parts,
     more_gpus,
@@ -279,8 +280,11 @@ def measurements(p: Projection) -> Text:
     return text
 
 
-def side(p: Projection) -> Content:
-    """Utilisation, memory and the value of one more GPU, each under a title."""
+def side(p: Projection, width: int = 0) -> Content:
+    """Utilisation, memory, the value of one more GPU and what the training buys (the
+    drafter's tau, serving speedup and break-even, one more epoch's gain), each under a
+    title. `width`: the column's (0: not laid out yet); narrower than an acceptance row,
+    the row's range (or what follows its value) goes on a line of its own under it."""
     sections = [
         ("utilisation  (busy, capacity)", utilisation(p)),
         ("memory per GPU (needed / usable)", memory(p)),
@@ -292,6 +296,8 @@ def side(p: Projection) -> Content:
         width = max(map(len, labels)) + 2
         lines = (f"{label:<{width}}{value}" for label, (_, value) in zip(labels, more, strict=True))
         sections.append(("one more GPU", Text("\n".join(lines))))
+    if rows := acceptance_rows(p):
+        sections.append(("what the training buys", acceptance_text(rows, width)))
     parts: list[Content | tuple[str, str]] = []
     for i, (title, body) in enumerate(sections):
         parts += [
@@ -300,6 +306,30 @@ def side(p: Projection) -> Content:
             Content("\n"),
         ]
     return Content.assemble(*parts[:-1])
+
+
+def acceptance_text(rows: list[tuple[str, str, str]], width: int) -> Text:
+    """The acceptance rows: name, value and what follows it (its range) on one line, or,
+    when one of them is wider than `width`, what follows each value on a line under it."""
+    pad = max(len(name) for name, _, _ in rows) + 2
+    lines = [(f"{name:<{pad}}{value}", after) for name, value, after in rows]
+    one_line = not width or all(
+        cell_len(f"{line}  {after}") <= width for line, after in lines if after
+    )
+    text = Text()
+    for line, after in lines:
+        text.append(line)
+        if after:
+            text.append(f"  {after}" if one_line else f"\n{'':<{pad}}{after}", style="dim")
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+def side_part(p: Projection) -> Part:
+    """The side column, laid out for its width (acceptance_text)."""
+    wide = side(p)
+    return Part((wide.plain, tuple(wide.spans)), wide.plain, lambda width: side(p, width))
 
 
 def utilisation(p: Projection) -> Text:
@@ -508,6 +538,8 @@ class ResultsPanel(VerticalScroll):
         self._keys: dict[str, object] = {}  # what each Static shows now
         self._figures: Part | None = None  # the figures shown, chosen by width
         self._figures_width = 0  # the width they were chosen at
+        self._side: Part | None = None  # the side column, laid out for its width
+        self._side_width = 0
 
     def compose(self) -> ComposeResult:
         # The first view's figures are composed in (filled after mounting, every Static
@@ -519,6 +551,8 @@ class ResultsPanel(VerticalScroll):
             self._keys[widget_id] = part.key
             if widget_id == "figures":
                 self._figures = part
+            if widget_id == "side":
+                self._side = part
             widget = Static(part.content(0), id=widget_id)
             widget.display = part.shown
             return widget
@@ -547,11 +581,14 @@ class ResultsPanel(VerticalScroll):
                 replace(widget, part)
                 if widget_id == "figures":
                     self._figures, self._figures_width = part, widget.content_size.width
+                if widget_id == "side":
+                    self._side, self._side_width = part, widget.content_size.width
             widget.display = part.shown
 
     def on_resize(self) -> None:
-        # The figures' layout (plain lines, a table, or stacked) is chosen for a width:
-        # chosen again once the new width is laid out.
+        # The figures' layout (plain lines, a table, or stacked) and the side column's
+        # acceptance rows (one line or two) are chosen for a width: chosen again once the
+        # new width is laid out.
         self.call_after_refresh(self._refit_figures)
 
     def _refit_figures(self) -> None:
@@ -560,6 +597,11 @@ class ResultsPanel(VerticalScroll):
         if self._figures is not None and width and width != self._figures_width:
             self._figures_width = width
             replace(widget, self._figures)
+        side = self.query_one("#side", Static)
+        width = side.content_size.width
+        if self._side is not None and width and width != self._side_width:
+            self._side_width = width
+            replace(side, self._side)
 
     @staticmethod
     def _parts(view: View) -> dict[str, Part]:
@@ -576,7 +618,7 @@ class ResultsPanel(VerticalScroll):
             figures=figures_part(figure_rows(p), view.stale),
             topology=text_part(topology_text(verdict), verdict is not None),
             versus=text_part(versus(view.comparison, view.baseline_name, p)),
-            side=text_part(side(p)),
+            side=side_part(p),
             measurements=text_part(known, bool(known.plain)),
             storage=text_part(stored, bool(stored.plain)),
             phases=phases_part(p),

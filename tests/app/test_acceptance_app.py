@@ -1,0 +1,80 @@
+"""The app's views of what the training buys (issue 33 item 3): the results' acceptance
+group follows the plan's epochs, and the charts screen's Tau tab draws tau and the serving
+speedup against epochs with the plan's point."""
+
+from __future__ import annotations
+
+import pytest
+from apphelp import field, planner, put, settle, steady_cursors, text  # noqa: F401
+from dflash_plan.model.core import figures as F
+from dflash_plan.model.core.projection import project
+from dflash_plan.tui.charts import Chart, ChartsScreen
+from dflash_plan.tui.tabs import TabbedView
+from support import edit
+
+
+def tau_line(app) -> str:
+    """The acceptance group's tau row, as the results panel shows it."""
+    side = text(app, "side").splitlines()
+    return next(line for line in side if line.startswith(f"{F.TAU.name} "))
+
+
+async def test_the_acceptance_rows_follow_the_epochs(catalog, baseline):
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = tau_line(app)
+        p = project(baseline, catalog)
+        assert before.split()[1] == f"{p.acceptance.tau:.2f}"
+        await put(pilot, "workload.epochs", "12")
+        await settle(pilot)
+        after = tau_line(app)
+        doubled = project(edit(baseline, workload={"epochs": 12}), catalog).acceptance
+        assert after.split()[1] == f"{doubled.tau:.2f}" and after != before
+        low, high = doubled.tau_range
+        assert after.endswith(f"range {low:.2f} - {high:.2f}")
+        side = text(app, "side")
+        gain = f"+{doubled.one_more_epoch_tau:.2f} {F.TAU.name}  for "
+        assert gain in side, side
+
+
+async def test_the_charts_key_then_f5_shows_the_tau_chart(catalog, baseline):
+    app = planner()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f7")
+        await pilot.pause()
+        assert isinstance(app.screen, ChartsScreen)
+        await pilot.press("f5")
+        await pilot.pause()
+        assert app.screen.query_one(TabbedView).active == "acceptance"
+        chart = app.screen.query_one("#acceptance-chart", Chart)
+        assert chart.display and chart.size.width >= 60
+        drawn = chart.render()
+        assert not isinstance(drawn, str)
+        plain = drawn.plain  # type: ignore[union-attr]
+        tau = project(baseline, catalog).acceptance.tau
+        assert "No chart" not in plain and f"◆ plan: 6 epochs, {tau:.2f}" in plain
+        assert text(app, "acceptance-why").startswith("Tau against epochs of the plan's samples")
+
+
+async def test_the_serving_gpus_field_moves_the_break_even(catalog, baseline):
+    # The serving table's inputs: eight serving GPUs save eight times the GPU-hours, so
+    # the training is paid back in an eighth of the serving time.
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert (await field(pilot, "serving.count")).value == "1"  # the default shown
+        await put(pilot, "serving.count", "8")
+        await settle(pilot)
+        a = project(edit(baseline, serving={"count": 8}), catalog).acceptance
+        assert a.break_even_hours is not None
+        one = project(baseline, catalog).acceptance.break_even_hours
+        assert one is not None and a.break_even_hours == pytest.approx(one / 8)
+        row = next(
+            line
+            for line in text(app, "side").splitlines()
+            if line.startswith(F.BREAK_EVEN_HOURS.name)
+        )
+        assert f"{a.break_even_hours / 24:.1f} days" in row, row
+        assert "on 8 RTX PRO 6000" in text(app, "side")
