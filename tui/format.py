@@ -87,7 +87,7 @@ def times(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f}x"
 
 
-def tau(value: float, low: float, high: float) -> str:
+def tau_spread(value: float, low: float, high: float) -> str:
     """An acceptance length and its range: '3.92 (3.81-4.05)'."""
     return f"{value:.2f} ({units.span(low, high, lambda x: f'{x:.2f}')})"
 

@@ -24,7 +24,7 @@ from ..model.core.projection import Projection
 from ..model.evidence.evidence import TOPOLOGY_TOLERANCE, Validation
 from ..model.explore import compare as comparing
 from ..model.explore.compare import Compared, compare
-from ..model.explore.objective import ObjectiveResult, Outcome
+from ..model.explore.objective import HIGHEST_TAU, ObjectiveResult, Outcome
 from ..model.explore.search import TIE_RULE, Candidate
 from ..model.explore.search import Result as SearchResult
 from ..model.inputs.catalog import Catalog
@@ -993,7 +993,7 @@ def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None
     ]
     rows = []
     outcome_cells = (
-        [fmt.figure(F.EPOCHS, outcome.epochs), fmt.tau(outcome.tau, *outcome.tau_range)]
+        [fmt.figure(F.EPOCHS, outcome.epochs), fmt.tau_spread(outcome.tau, *outcome.tau_range)]
         if outcome
         else []
     )
@@ -1054,7 +1054,7 @@ def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None
     if found is not None:
         for label, c in _objective_winners(found):
             bought = (
-                f"{_epochs_words(outcome)}, tau {fmt.tau(outcome.tau, *outcome.tau_range)}, "
+                f"{_epochs_words(outcome)}, tau {fmt.tau_spread(outcome.tau, *outcome.tau_range)}, "
                 if outcome
                 else ""
             )
@@ -1091,12 +1091,13 @@ def _objective_line(found: ObjectiveResult) -> str:
         return f"--objective {g.objective}: no epochs count from 1 to {g.max_epochs:,} qualifies"
     buys = (
         f"{_epochs_words(o)} of {_samples(o)} samples "
-        f"({o.sample_passes / 1e6:,.2f} M sample passes): tau {fmt.tau(o.tau, *o.tau_range)}, "
+        f"({o.sample_passes / 1e6:,.2f} M sample passes): "
+        f"tau {fmt.tau_spread(o.tau, *o.tau_range)}, "
         f"serving speedup {fmt.speedup(o.speedup, *o.speedup_range)}"
     )
     if g.objective == "time-to-tau":
         return f"tau >= {g.min_tau:g} {end} needs {buys}"
-    if g.objective == "tau":
+    if g.objective == HIGHEST_TAU:
         return f"the highest tau within the constraints (tau {end}): {buys}"
     target = f" from tau >= {g.min_tau:g} {end}" if g.min_tau is not None else ""
     return f"the most speedup gained per unit of training cost{target}: {buys}"
@@ -1122,7 +1123,7 @@ def _objective_winners(found: ObjectiveResult) -> list[tuple[str, Candidate]]:
     if g.objective == "time-to-tau":
         reach = f"reaching tau >= {g.min_tau:g}"
         return [(f"fastest {reach}", front[0]), (f"cheapest {reach}", front[-1])]
-    if g.objective == "tau":
+    if g.objective == HIGHEST_TAU:
         return [("highest tau, the cheapest of its plans", found.winner)]
     return [("most speedup per cost", found.winner)]
 

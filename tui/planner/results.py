@@ -293,8 +293,10 @@ def side(p: Projection, width: int = 0) -> Content:
         # The widest label sets the column ("+1 colocated GPU", "+1 target replica" ran
         # into their figure at a fixed 16).
         labels = [f"+1 {name}" for name, _ in more]
-        width = max(map(len, labels)) + 2
-        lines = (f"{label:<{width}}{value}" for label, (_, value) in zip(labels, more, strict=True))
+        column = max(map(len, labels)) + 2
+        lines = (
+            f"{label:<{column}}{value}" for label, (_, value) in zip(labels, more, strict=True)
+        )
         sections.append(("one more GPU", Text("\n".join(lines))))
     if rows := acceptance_rows(p):
         sections.append(("what the training buys", acceptance_text(rows, width)))
