@@ -84,7 +84,9 @@ def curve_inputs(r: Resolved) -> CurveInputs:
     )
 
 
-def _factor_key(r: Resolved) -> tuple[str, str]:
+def serving_key(r: Resolved) -> tuple[str, str]:
+    """The plan's (engine, regime), refused in one line when no public pair measures it
+    and the plan sets no engine factor (project and search --objective alike)."""
     s = r.plan.serving
     key = (s.engine, s.regime)
     if s.engine_factor is None and key not in model.engine_factors():
@@ -100,7 +102,7 @@ def _factor_key(r: Resolved) -> tuple[str, str]:
 
 def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
     plan, s = r.plan, r.plan.serving
-    engine, regime = _factor_key(r)
+    engine, regime = serving_key(r)
     inputs = curve_inputs(r)
     w = plan.workload
     passes = float(w.samples * w.epochs)

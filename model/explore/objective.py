@@ -153,7 +153,7 @@ class _Curve:
         self.inputs = acceptance.curve_inputs(r)
         # The serving engine and regime (a plan naming one no public pair measured is
         # refused here as in its projection).
-        self.engine, self.regime = acceptance._factor_key(r)
+        self.engine, self.regime = acceptance.serving_key(r)
         self.factor = plan.serving.engine_factor
         self.samples = float(plan.workload.samples)
 
