@@ -21,7 +21,7 @@ from textual.screen import Screen
 from ..model.basics.errors import PlanError
 from ..model.basics.terminal import terminal_safe
 from .config import load_catalog, user_template
-from .dialogs import ConfirmDialog, HelpScreen, PathDialog
+from .dialogs import ConfirmDialog, HelpScreen, PathDialog, StartOffer
 from .planner.inputs import FieldInput
 from .planner.screen import PlannerScreen
 from .recovery import Recovered, discard, find_recoveries, offer, read_recovery, rescue
@@ -186,7 +186,7 @@ class PlannerApp(App[None]):
         found, at = list(found), 0
         while at < len(found):
             answer = await self.push_screen_wait(
-                ConfirmDialog(
+                StartOffer(
                     offer(found, at, self.state.path),
                     [
                         ("Open it", "open", "primary"),

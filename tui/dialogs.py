@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from rich.console import RenderableType
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -155,6 +156,27 @@ class ConfirmDialog(ModalScreen[str]):
 
     def action_cancel(self) -> None:
         self.dismiss("cancel")
+
+
+class StartOffer(ConfirmDialog):
+    """A question asked at start that does not stand in the way: a key the screen below
+    binds (f7 the charts, f5 search, ctrl+s, ...) leaves it unanswered, as escape does, and
+    then acts there. The recovery offer is one: an app ended by SIGHUP (tmux closing its
+    window) leaves a recovery file, and the next start's offer took every key, so f7 in
+    tmux did nothing (issue 33)."""
+
+    def on_key(self, event: events.Key) -> None:
+        below = self.app.screen_stack[0]
+        if below is self or event.key in self._bindings.key_to_bindings:
+            return
+        if not below._bindings.key_to_bindings.get(event.key):
+            return
+        event.stop()
+        event.prevent_default()
+        self.dismiss("cancel")
+        # Once this screen is gone, the key goes through the screen below as typed (its
+        # check_action, priority and focus rules included).
+        self.app.call_after_refresh(self.app.simulate_key, event.key)
 
 
 def overwrite_question(path: Path) -> ConfirmDialog:

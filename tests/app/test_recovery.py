@@ -174,6 +174,42 @@ async def test_discard_deletes_the_recovery_file_and_an_older_one_says_so(plan_f
     assert "saved since" in recovery.find_recoveries(plan_file)[0].question(plan_file)
 
 
+@pytest.mark.parametrize("key", ["f7", "f5", "f6"])
+async def test_a_planner_key_at_the_offer_keeps_the_recovery_and_acts(key):
+    # In tmux an app ended by closing its window (SIGHUP) leaves a recovery file; the
+    # next start's offer took every key, so f7 opened no charts (issue 33). A key of the
+    # planner now leaves the offer unanswered (the file kept, as escape) and acts.
+    from dflash_plan.tui.charts import ChartsScreen
+    from dflash_plan.tui.scenarios import ScenariosScreen
+    from dflash_plan.tui.search import SearchScreen
+
+    written = write_edit(None, 7)
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press(key)
+        await pilot.pause()
+        await pilot.pause()
+        opened = {"f7": ChartsScreen, "f5": SearchScreen, "f6": ScenariosScreen}[key]
+        assert isinstance(app.screen, opened), app.screen
+        notices = [n.message for n in app._notifications]
+        assert f"Kept {written}: the next start offers it again" in notices
+        assert app.state.plan.target.count == 3  # not opened
+    assert written.exists()
+
+
+async def test_the_offers_own_keys_still_answer_it():
+    write_edit(None, 7)
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")  # the first answer, focused: open it
+        await pilot.pause()
+        assert isinstance(app.screen, PlannerScreen)
+        assert app.state.plan.target.count == 7 and app.state.dirty
+
+
 def edited_text(path: Path | None, count: int) -> str:
     state = Planner(load_catalog(), path)
     state.edit("target.count", count)
