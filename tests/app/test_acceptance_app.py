@@ -78,3 +78,25 @@ async def test_the_serving_gpus_field_moves_the_break_even(catalog, baseline):
         )
         assert f"{a.break_even_hours / 24:.1f} days" in row, row
         assert "on 8 RTX PRO 6000" in text(app, "side")
+
+
+async def test_the_charts_key_reaches_the_planner_from_every_focusable_widget():
+    # f7 is a priority binding of the planner: no focused widget (an input's editor, a
+    # picker, the launch script's text area) takes it first (issue 33, f7 in tmux).
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for tab in ("results", "launch"):
+            app.planner.action_show_tab(tab)
+            await pilot.pause()
+            # One widget of each kind that takes focus (its bindings are its kind's).
+            kinds = {type(w): w for w in reversed(app.planner.focus_chain)}
+            assert len(kinds) >= 2, kinds
+            for widget in kinds.values():
+                widget.focus()
+                await pilot.pause()
+                await pilot.press("f7")
+                await pilot.pause()
+                assert isinstance(app.screen, ChartsScreen), (tab, widget.id)
+                await pilot.press("escape")
+                await pilot.pause()
