@@ -87,9 +87,17 @@ def times(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f}x"
 
 
+def tau(value: float) -> str:
+    """An acceptance length, tokens per verification step, to two decimals ('3.80'): the
+    one tau formatter of every view (project, the app, compare, search, calibrate). Two,
+    not one: one more epoch of the built-in plan adds 0.08 and its range spans 0.4, which
+    one decimal would round away or to a single step."""
+    return f"{value:.2f}"
+
+
 def tau_spread(value: float, low: float, high: float) -> str:
     """An acceptance length and its range: '3.92 (3.81-4.05)'."""
-    return f"{value:.2f} ({units.span(low, high, lambda x: f'{x:.2f}')})"
+    return f"{tau(value)} ({units.span(low, high, tau)})"
 
 
 def speedup(value: float, low: float, high: float) -> str:
@@ -161,7 +169,7 @@ def more(tokens_per_s: float, days: float) -> str:
 
 def tau_gain(gain: float | None) -> str:
     """What one more epoch adds to the drafter's acceptance length ('+0.08 tau')."""
-    return DASH if gain is None else f"{gain:+,.2f} {F.TAU.name}"
+    return DASH if gain is None else f"{'+' if gain >= 0 else '-'}{tau(abs(gain))} {F.TAU.name}"
 
 
 def percent(value: float | None) -> str:
@@ -250,6 +258,7 @@ def _bare(value: Any, text: Callable[[Any], str]) -> str:
 FORMATS: dict[str, Callable[[Any, str, bool], str]] = {
     "ktok": lambda v, unit, compact: ktok(v),
     "number": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.2f}"),
+    "tau": lambda v, unit, compact: _bare(v, tau),
     "count": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.0f}"),
     "duration": lambda v, unit, compact: duration(v, compact),
     "cost": cost,
@@ -317,10 +326,16 @@ def _narrow_days(value: float | None) -> str:
     return narrow_number(value, 2 if value is not None and value < 10 else 1)
 
 
-def _narrow_span(r: tuple[float, float] | None, digits: int = 1) -> str:
+def _narrow_span(
+    r: tuple[float, float] | None, digits: int = 1, one: Callable[[float], str] | None = None
+) -> str:
     if r is None:
         return ""
-    a, b = narrow_number(r[0], digits), narrow_number(r[1], digits)
+    a, b = (
+        (one(r[0]), one(r[1]))
+        if one
+        else (narrow_number(r[0], digits), narrow_number(r[1], digits))
+    )
     return a if a == b else f"{a}-{b}"
 
 
@@ -354,6 +369,7 @@ NARROW_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
     "cost": lambda r, v: _narrow_span(r, 0),
     "times": lambda r, v: _narrow_span(r, 2),
     "number": lambda r, v: _narrow_span(r, 2),
+    "tau": lambda r, v: _narrow_span(r, one=tau),
     "hours": lambda r, v: _narrow_span(
         None if r is None else (r[0] / 24, r[1] / 24), 2 if (v or 999) < 240 else 1
     ),
@@ -370,11 +386,6 @@ def narrow_range(f: Figure, pair: tuple[float, float] | None, value: Any, unit: 
     """The range of a figure beside its narrow cell (its digits follow the value's)."""
     bare = NARROW_RANGES.get(f.format)
     return bare(pair, value) if bare else spread(pair, lambda v: cell(f, v, unit))
-
-
-def tau(value: float) -> str:
-    """An acceptance length, tokens per verification step, to two decimals ('3.80')."""
-    return f"{value:.2f}"
 
 
 def sample_passes(value: float | None) -> str:
@@ -412,9 +423,6 @@ def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
     """What the training buys, in two lines: tau after the plan's sample passes, the
     serving speedup and break-even; then what one more epoch adds and costs."""
 
-    def tau(value: float) -> str:
-        return f"{value:.1f}"
-
     def times(value: float) -> str:
         return f"{value:.1f}x"
 
@@ -440,7 +448,7 @@ def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
             f"{around(a.break_even_range, hours)} serving hours of {gpus}"
         )
     calibrated = " (calibrated on your measured tau)" if a.calibrated else ""
-    more = f"one more epoch: {a.one_more_epoch_tau:+.2f} tau{calibrated}" + (
+    more = f"one more epoch: {tau_gain(a.one_more_epoch_tau)}{calibrated}" + (
         "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"
     )
     return [first, more]

@@ -380,7 +380,7 @@ TAU = _declare(
         "tau",
         "tau",
         "tokens",
-        "number",
+        "tau",
         "expected acceptance length: tokens accepted per drafting step, at the plan's "
         "training budget (samples x epochs)",
         _views(S, C),

@@ -201,7 +201,7 @@ def test_project_and_validate_say_it(capsys, built_in):
     text = " ".join(capsys.readouterr().out.split())
     a = built_in.acceptance
     assert (
-        f"acceptance: tau {a.tau:.1f} ({a.tau_range[0]:.1f} - {a.tau_range[1]:.1f}) after "
+        f"acceptance: tau {a.tau:.2f} ({a.tau_range[0]:.2f} - {a.tau_range[1]:.2f}) after "
         f"4.8 M sample passes; serving {a.speedup:.1f}x" in text
     )
     assert f"break-even after {a.break_even_hours:,.0f}" in text

@@ -177,3 +177,25 @@ def test_a_narrow_compare_table_gives_up_the_serving_columns_first(
     assert left is not None, flat
     heads = [f.head.replace("-", " ") for f in (F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS, F.TAU)]
     assert left.group(1).split(", ")[:3] == heads, left.group(1)
+
+
+def test_tau_shows_with_the_same_decimals_in_every_view(tmp_path, capsys, catalog, baseline):
+    # One tau formatter (tui/format.py tau, two decimals): project's line, the app's
+    # results group and comparison cells, compare's table and search's objective columns.
+    from dflash_plan.tui import format as fmt
+
+    p = project(baseline, catalog)
+    a = p.acceptance
+    shown, low, high = fmt.tau(a.tau), fmt.tau(a.tau_range[0]), fmt.tau(a.tau_range[1])
+    assert shown == f"{a.tau:.2f}" and len(shown.split(".")[1]) == 2
+    assert main(["project"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"acceptance: tau {shown} ({low} - {high}) after" in said
+    rows = {name: (value, after) for name, value, after in acceptance_rows(p)}
+    assert rows[F.TAU.name] == (shown, f"range {low} - {high}")
+    assert fmt.narrow(F.TAU, a.tau) == shown
+    assert fmt.narrow_range(F.TAU, a.tau_range, a.tau) == f"{low}-{high}"
+    assert fmt.tau_spread(a.tau, *a.tau_range) == f"{shown} ({low} - {high})"
+    out = compare_rows(tmp_path, capsys, baseline, "--csv")
+    first = next(csv.DictReader(io.StringIO(out)))
+    assert first[F.TAU.head] == f"{shown} ({low} - {high})"
