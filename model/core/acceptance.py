@@ -6,6 +6,7 @@ engine factors; this stage reads the plan and the job into them)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..basics.errors import PlanError
 from ..inputs.catalog import Catalog
 from ..physics import acceptance as model
 from ..physics.acceptance import CurveInputs
+from . import serving
 from .cost import prices
 from .job import Job
 from .resolve import Resolved
@@ -38,6 +40,11 @@ class Acceptance:
     regime: str = model.LOW_BATCH
     serving_gpus: int = 1
     serving_gpu: str = ""
+    # serving.requests_per_s: the fleet serving it without the drafter (None: per
+    # serving.count GPUs); the GPUs the drafter frees either way, with their range.
+    fleet: serving.Fleet | None = None
+    serving_gpus_saved: float = 0.0
+    serving_gpus_saved_range: tuple[float, float] = (0.0, 0.0)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON's `acceptance` block (README: the JSON contract)."""
@@ -59,6 +66,10 @@ class Acceptance:
             "one_more_epoch_cost": self.one_more_epoch_cost,
             "calibrated": self.calibrated,
             "sources": list(self.sources),
+            "requests_per_s": None if self.fleet is None else self.fleet.requests_per_s,
+            "serving_gpus_saved": self.serving_gpus_saved,
+            "serving_gpus_saved_range": list(self.serving_gpus_saved_range),
+            "fleet": None if self.fleet is None else self.fleet.to_json(),
         }
 
 
@@ -113,16 +124,17 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
     hi = model.speedup_at(tau_hi, engine, regime, s.engine_factor)[2]
     gpu = s.gpu or plan.target.gpu
     price = prices(plan, r.gpus, (gpu,), catalog.offers).per_hour(gpu)
-    cost, cost_range = job.cost, job.cost_range
-    hours: float | None = None
-    hours_range: tuple[float, float] | None = None
-    if cost is not None and price and float(speed) > 1:
-        hours = float(model.break_even_hours(cost, speed, s.count, price))
-        c_lo, c_hi = cost_range or (cost, cost)
-        fast = float(model.break_even_hours(c_lo, hi, s.count, price))
-        slow = float(model.break_even_hours(c_hi, lo, s.count, price))
-        # No range where the slow end never pays back (its speedup at or below 1x).
-        hours_range = (fast, slow) if slow != float("inf") else None
+    # The GPUs serving without the drafter: the plan's count, or a fleet's at a rate.
+    at_rate = serving.fleet(r, gpu)
+    gpus, gpus_range = (
+        (float(s.count), (float(s.count), float(s.count)))
+        if at_rate is None
+        else (at_rate.gpus_without, at_rate.gpus_without_range)
+    )
+    paid = serving.payback(
+        job.cost, job.cost_range, float(speed), (float(lo), float(hi)), gpus, gpus_range, price
+    )
+    hours, hours_range = paid.hours, paid.hours_range
     run_cost = job.run_cost
     c = model.curve()
     # The source groups the curve and the engine factor were fitted on (measurements.toml).
@@ -148,6 +160,9 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         calibrated=inputs.measured is not None,
         engine=engine,
         regime=regime,
-        serving_gpus=s.count,
+        serving_gpus=s.count if at_rate is None else math.ceil(at_rate.gpus_without),
         serving_gpu=gpu,
+        fleet=at_rate,
+        serving_gpus_saved=paid.gpus_saved,
+        serving_gpus_saved_range=paid.gpus_saved_range,
     )

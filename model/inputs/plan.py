@@ -57,6 +57,9 @@ Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
 MaxSequences = Annotated[
     int, v.MAX_SEQUENCES.before, v.MAX_SEQUENCES.field("sequences a decode engine holds in flight")
 ]
+RequestsPerS = Annotated[
+    float, v.REQUESTS_PER_S.before, v.REQUESTS_PER_S.field("requests served per second")
+]
 StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
 StorageReadGbPerS = Annotated[
     float, v.STORAGE_READ_GB_PER_S.before, v.STORAGE_READ_GB_PER_S.field("read bandwidth per node")
@@ -359,6 +362,31 @@ class Serving(_Section):
         float | None,
         Field(gt=0, le=2.0, description="speedup per unit of tau; None: fitted per engine"),
     ] = None
+    # The break-even at a request rate instead of a GPU count (core/serving.py): the GPUs
+    # serving it without the drafter come from the decode model at the regime's batch.
+    requests_per_s: RequestsPerS | None = Field(
+        None, description="requests served per second; None: the break-even per serving.count"
+    )
+    output_tokens: SequenceTokens | None = Field(
+        None,
+        description="output tokens per request (requests_per_s); None: "
+        "workload.regenerate_output_tokens, else the serving benchmark the engine factor "
+        "was measured on (2,048 new tokens per request)",
+    )
+
+    @model_validator(mode="after")
+    def _count_or_rate(self) -> Serving:
+        # count 1 is the default (the break-even per serving GPU): any other count is a
+        # second answer to the same question.
+        if self.requests_per_s is not None and self.count != 1:
+            raise ValueError(
+                f"serving.count = {self.count} and serving.requests_per_s = "
+                f"{self.requests_per_s:g}: the break-even is per GPU count or at a request "
+                "rate; remove one"
+            )
+        if self.output_tokens is not None and self.requests_per_s is None:
+            raise ValueError("serving.output_tokens is read only with serving.requests_per_s")
+        return self
 
 
 # The launch formats' names, and what each one's launch runs, are the registry's
@@ -540,6 +568,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     # the acceptance calibration are written only when set.
     if plan.serving == Serving():
         del doc["serving"]
+    elif plan.serving.requests_per_s is not None:
+        del doc["serving"]["count"]  # the fleet follows from the rate
     if not doc["calibration"]["acceptance"]:
         del doc["calibration"]["acceptance"]
     return doc
