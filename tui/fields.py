@@ -151,6 +151,9 @@ SECTIONS: tuple[tuple[str, tuple[FieldSpec, ...]], ...] = (
             FieldSpec("serving.regime", "batch", "choice", choices=SERVING_REGIMES),
             FieldSpec("serving.count", "GPUs", "int", "serving"),
             FieldSpec("serving.engine_factor", "factor", "optional-float", "x per tau"),
+            # The break-even at a request rate instead of per GPU (model/core/serving.py).
+            FieldSpec("serving.requests_per_s", "rate", "optional-float", "requests/s"),
+            FieldSpec("serving.output_tokens", "output", "optional-int", "tokens/req"),
         ),
     ),
 )

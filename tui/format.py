@@ -259,6 +259,7 @@ FORMATS: dict[str, Callable[[Any, str, bool], str]] = {
     "ktok": lambda v, unit, compact: ktok(v),
     "number": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.2f}"),
     "tau": lambda v, unit, compact: _bare(v, tau),
+    "gpus_fraction": lambda v, unit, compact: _bare(v, gpus_fraction),
     "count": lambda v, unit, compact: _bare(v, lambda x: f"{x:,.0f}"),
     "duration": lambda v, unit, compact: duration(v, compact),
     "cost": cost,
@@ -370,6 +371,7 @@ NARROW_RANGES: dict[str, Callable[[tuple[float, float] | None, Any], str]] = {
     "times": lambda r, v: _narrow_span(r, 2),
     "number": lambda r, v: _narrow_span(r, 2),
     "tau": lambda r, v: _narrow_span(r, one=tau),
+    "gpus_fraction": lambda r, v: _narrow_span(r, one=gpus_fraction),
     "hours": lambda r, v: _narrow_span(
         None if r is None else (r[0] / 24, r[1] / 24), 2 if (v or 999) < 240 else 1
     ),

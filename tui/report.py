@@ -376,16 +376,23 @@ def acceptance_rows(p: Projection) -> list[tuple[str, str, str]]:
         )
     )
     engine, gpus = serving_words(p)
-    rows.append(("serving", engine, f"on {gpus}"))
+    rows.append(("serving", engine, f"{'on' if a.fleet is None else 'at'} {gpus}"))
     return rows
 
 
 def serving_words(p: Projection) -> tuple[str, str]:
     """The serving the speedup and break-even are for: ('sglang, low-batch', '1 RTX PRO
-    6000')."""
+    6000'); at a request rate, its GPUs without the drafter and with it ('1 request/s:
+    21.6 → 8.44 RTX PRO 6000')."""
     a = p.acceptance
     gpus = p.resolved.gpus
     name = gpus[a.serving_gpu].name if a.serving_gpu in gpus else a.serving_gpu
+    if a.fleet is not None:  # at a request rate: the GPUs without the drafter -> with it
+        f = a.fleet
+        return f"{a.engine}, {a.regime}", (
+            f"{fmt.requests(f.requests_per_s)}: {fmt.gpus_fraction(f.gpus_without)} → "
+            f"{fmt.gpus_fraction(f.gpus_with(a.speedup))} {name}"
+        )
     return f"{a.engine}, {a.regime}", f"{a.serving_gpus:,} {name}"
 
 

@@ -175,9 +175,6 @@ ANCHORS = Bound(1, 1_048_576, "anchors")
 BLOCK_SIZE = Bound(1, 256, "tokens")
 DRAFT_LAYERS = Bound(1, 256, "layers")
 LAYER_ID = Bound(0, 9_999)
-# Requests a serving fleet answers per second (serving.requests_per_s): from one request a
-# minute to a large public API's rate.
-REQUESTS_PER_S = Bound(0.001, 1_000_000, "requests/s", integer=False)
 USD_PER_GPU_HOUR = Bound(0.001, 1_000, "USD per GPU-hour", integer=False)
 PRICE_RATIO = Bound(0.001, 1_000, "x the reference GPU's price", integer=False)
 TOKENS_PER_S_PER_GPU = Bound(1, 100_000_000, "tokens/s per GPU", integer=False)

@@ -424,6 +424,26 @@ BREAK_EVEN_HOURS = _declare(
     )
 )
 
+# The serving GPUs the drafter frees (serving.count's share, or a fleet's at
+# serving.requests_per_s): what the break-even divides the training cost by. A narrow
+# compare table gives it up first.
+SERVING_GPUS_SAVED = _declare(
+    Figure(
+        "serving_gpus_saved",
+        "GPUs saved",
+        "GPUs saved",
+        "GPUs",
+        "gpus_fraction",
+        "serving GPUs the drafter frees: serving.count x (1 - 1/speedup), or at "
+        "serving.requests_per_s the GPUs serving it without the drafter less those with it",
+        _views(C),
+        of="acceptance",
+        ranged=True,
+        drop=9,
+        composed=True,
+    )
+)
+
 
 def shown_in(view: View, of: str = "projection") -> tuple[Figure, ...]:
     """The figures of a projection (or a comparison) a view shows, in registry order."""

@@ -57,8 +57,12 @@ Port = Annotated[int, v.PORT.before, v.PORT.field("TCP port")]
 MaxSequences = Annotated[
     int, v.MAX_SEQUENCES.before, v.MAX_SEQUENCES.field("sequences a decode engine holds in flight")
 ]
+# Requests a serving fleet answers per second (serving.requests_per_s): from one a
+# quarter-hour to a large public API's rate. Here, not in basics/validation.py: that
+# module is an input of the shipped fit (basics/fitcache.py), which this bound is not.
+REQUESTS_PER_S = v.Bound(0.001, 1_000_000, "requests/s", integer=False)
 RequestsPerS = Annotated[
-    float, v.REQUESTS_PER_S.before, v.REQUESTS_PER_S.field("requests served per second")
+    float, REQUESTS_PER_S.before, REQUESTS_PER_S.field("requests served per second")
 ]
 StorageTb = Annotated[float, v.STORAGE_TB.before, v.STORAGE_TB.field("space available")]
 StorageReadGbPerS = Annotated[

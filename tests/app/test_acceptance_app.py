@@ -80,6 +80,29 @@ async def test_the_serving_gpus_field_moves_the_break_even(catalog, baseline):
         assert "on 8 RTX PRO 6000" in text(app, "side")
 
 
+async def test_the_serving_rate_field_states_the_break_even_at_a_request_rate(catalog, baseline):
+    # serving.requests_per_s: the serving row names the rate and the GPUs without the
+    # drafter -> with it; the payback is the fleet's.
+    from dflash_plan.tui import format as fmt
+
+    app = planner()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert (await field(pilot, "serving.requests_per_s")).value == ""  # unset
+        await put(pilot, "serving.requests_per_s", "2")
+        await settle(pilot)
+        a = project(edit(baseline, serving={"requests_per_s": 2.0}), catalog).acceptance
+        assert a.fleet is not None and a.break_even_hours is not None
+        side = text(app, "side")
+        without = fmt.gpus_fraction(a.fleet.gpus_without)
+        assert f"at 2 requests/s: {without} → " in side, side
+        assert app.state.projection.acceptance.break_even_hours == pytest.approx(a.break_even_hours)
+        # A count besides the rate: one line naming the serving table.
+        await put(pilot, "serving.count", "4")
+        await settle(pilot)
+        assert app.state.banner is not None and "remove one" in app.state.banner, app.state.banner
+
+
 async def test_the_charts_key_reaches_the_planner_from_every_focusable_widget():
     # f7 is a priority binding of the planner: no focused widget (an input's editor, a
     # picker, the launch script's text area) takes it first (issue 33, f7 in tmux).

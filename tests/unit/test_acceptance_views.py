@@ -168,15 +168,16 @@ def test_a_narrow_compare_table_gives_up_the_serving_columns_first(
     flat = " ".join(out.split())
     heads = out.split("┃")
     if columns == "300":
-        for f in (F.TAU, F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS):
+        for f in (F.TAU, F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS, F.SERVING_GPUS_SAVED):
             assert any(f.head.replace("-", " ") in h for h in heads), f.head
         return
-    # The serving speedup, the payback and tau give way first, in that order: the
-    # columns a narrow table kept before they came keep their place.
+    # The GPUs saved, the serving speedup, the payback and tau give way first, in that
+    # order: the columns a narrow table kept before they came keep their place.
     left = re.search(r"column\(s\) left out at 100 columns: (.*?) \(wider terminal", flat)
     assert left is not None, flat
-    heads = [f.head.replace("-", " ") for f in (F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS, F.TAU)]
-    assert left.group(1).split(", ")[:3] == heads, left.group(1)
+    order = (F.SERVING_GPUS_SAVED, F.SERVING_SPEEDUP, F.BREAK_EVEN_HOURS, F.TAU)
+    heads = [f.head.replace("-", " ") for f in order]
+    assert left.group(1).split(", ")[:4] == heads, left.group(1)
 
 
 def test_tau_shows_with_the_same_decimals_in_every_view(tmp_path, capsys, catalog, baseline):

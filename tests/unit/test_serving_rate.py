@@ -131,3 +131,14 @@ def test_project_says_the_rate_in_text_and_json(capsys):
     a = json.loads(capsys.readouterr().out)["acceptance"]
     assert a["requests_per_s"] == 1 and a["fleet"]["output_tokens"] == 2048
     assert a["serving_gpus_saved"] < a["fleet"]["gpus_without_drafter"]
+
+
+def test_the_limits_doc_states_the_rates_bound():
+    # The bound lives in inputs/plan.py (not basics/validation.py's ALL_BOUNDS, an input
+    # of the shipped fit): docs/limits.md states it all the same.
+    from pathlib import Path
+
+    from dflash_plan.model.inputs.plan import REQUESTS_PER_S
+
+    text = (Path(__file__).parents[2] / "docs" / "limits.md").read_text()
+    assert f"| `serving.requests_per_s` | {REQUESTS_PER_S.describe()} |" in text
