@@ -1090,6 +1090,11 @@ def search(result: SearchResult, catalog: Catalog, found: ObjectiveResult | None
     _borrowed_prices(console, result, names)
 
 
+def objective_words(found: ObjectiveResult) -> str:
+    """What a search objective chose, in one line (search --objective's and the app's)."""
+    return _objective_line(found)
+
+
 def _objective_line(found: ObjectiveResult) -> str:
     """What the objective chose: the epochs, the sample passes and what they buy."""
     g, o, at = found.goal, found.outcome, found.result.constraints.at

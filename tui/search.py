@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import cast
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -20,6 +21,7 @@ from textual.widgets import (
     DataTable,
     Input,
     Label,
+    Select,
     Static,
     Tab,
     Tabs,
@@ -29,6 +31,15 @@ from textual.worker import get_current_worker
 from ..model.basics.errors import PlanError
 from ..model.core import figures as F
 from ..model.core.labels import split_label
+from ..model.explore.objective import (
+    DEFAULT_MAX_EPOCHS,
+    HIGHEST_TAU,
+    OBJECTIVES,
+    Goal,
+    Objective,
+    ObjectiveResult,
+    search_objective,
+)
 from ..model.explore.search import (
     MAX_SEARCH_GPUS,
     TIE_RULE,
@@ -46,7 +57,7 @@ from ..model.inputs.plan import MODES, TOPOLOGIES, Plan
 from . import format as fmt
 from .charts import Chart, draw_pareto
 from .footer import KeysFooter
-from .report import fitting, topology_win_lines
+from .report import fitting, objective_words, topology_win_lines
 from .state import PlannerHost
 from .textinput import TextInput
 
@@ -56,14 +67,27 @@ PROGRESS_AFTER_S = 0.5
 TALL = 34
 
 
+# The search's objectives: the (days, cost) front's, fastest or cheapest first, and
+# search --objective's (model/explore/objective.py: epochs chosen for a tau).
+TIME, COST = "time", "cost"
+SEARCH_OBJECTIVES: tuple[str, ...] = (TIME, COST, *OBJECTIVES)
+# The objectives that take a tau to reach (min tau); HIGHEST_TAU takes none.
+TAU_TARGETS = ("time-to-tau", "speedup-per-cost")
+# A tau objective's winner's tag in the table's "best for" column.
+OBJECTIVE_TAGS = {"time-to-tau": "to tau", HIGHEST_TAU: "top tau", "speedup-per-cost": "x/cost"}
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
-    """One search: what it starts from and within what."""
+    """One search: what it starts from and within what, and its objective (time, cost or
+    one of search --objective's: `goal`)."""
 
     plan: Plan
     catalog: Catalog
     space: Space
     constraints: Constraints
+    objective: str = TIME
+    goal: Goal | None = None
 
 
 def plan_label(plan: Plan, catalog: Catalog) -> str:
@@ -71,9 +95,9 @@ def plan_label(plan: Plan, catalog: Catalog) -> str:
     return split_label(plan, {key: gpu.name for key, gpu in catalog.gpus.items()})
 
 
-def rows(result: Result) -> list[tuple[str, Candidate]]:
+def rows(result: Result, cheapest_first: bool = False) -> list[tuple[str, Candidate]]:
     """The winners first (one row per plan, naming every objective it wins), then the rest
-    of the front, fastest first."""
+    of the front, fastest first (cheapest first: the cost objective)."""
     picks: list[tuple[str, Candidate]] = []
     for tag, c in (
         ("cheap", result.cheapest_within_deadline),
@@ -89,7 +113,20 @@ def rows(result: Result) -> list[tuple[str, Candidate]]:
         else:
             picks.append((tag, c))
     shown = [c.plan for _, c in picks]
-    return picks + [("front", c) for c in result.front if c.plan not in shown]
+    front = reversed(result.front) if cheapest_first else result.front
+    return picks + [("front", c) for c in front if c.plan not in shown]
+
+
+def objective_rows(found: ObjectiveResult) -> list[tuple[str, Candidate]]:
+    """A tau objective's rows: the front at its epochs, its winner first and tagged."""
+    picked = rows(found.result)
+    if found.winner is None:
+        return picked
+    tag = OBJECTIVE_TAGS[found.goal.objective]
+    for i, (tags, c) in enumerate(picked):
+        if c.plan == found.winner.plan:
+            return [(f"{tag}+{tags}", c), *picked[:i], *picked[i + 1 :]]
+    return [(tag, found.winner), *picked]
 
 
 # Up to this many GPU types, the topology each wins on is said a line each, with the
@@ -157,6 +194,8 @@ class SearchScreen(Screen[None]):
     SearchScreen.-tiny #search-switches { layout: grid; grid-size: 3; grid-columns: auto;
         grid-gutter: 0 1; height: 2; }
     SearchScreen.-tiny #search-switches > Checkbox { margin: 0; }
+    SearchScreen #search-objective { width: 22; }
+    SearchScreen #search-goal Label.unit { padding: 0 2 0 0; }
     SearchScreen #search-status { height: auto; margin: 0 1; }
     SearchScreen #search-status.-none { color: $text-warning; }
     SearchScreen #search-status.-error { color: $error; }
@@ -207,6 +246,24 @@ class SearchScreen(Screen[None]):
                 yield TextInput("", id="search-gpus", compact=True, placeholder="all with a price")
             with Horizontal(id="search-switches"):
                 yield from self._switches()
+        # The objective (search --objective's, and the front's time or cost) and the tau
+        # to reach.
+        with Horizontal(classes="search-row", id="search-goal"):
+            yield Label("objective")
+            yield Select(
+                [(o, o) for o in SEARCH_OBJECTIVES],
+                value=TIME,
+                allow_blank=False,
+                compact=True,
+                id="search-objective",
+                tooltip="time, cost: the (days, cost) front, fastest or cheapest first; "
+                "time-to-tau: the fewest epochs reaching min tau; tau: the highest tau "
+                "within the deadline or budget; speedup-per-cost: the most serving speedup "
+                "per unit of training cost",
+            )
+            yield Label(" ", classes="unit")
+            yield Label("min tau")
+            yield TextInput("", id="search-min-tau", compact=True, placeholder="none")
         yield Static("", id="search-status")
         # Below TALL rows the table and the chart take turns (tabs); from TALL, both show.
         yield Tabs(
@@ -270,7 +327,7 @@ class SearchScreen(Screen[None]):
         cost = "$" if unit == "USD" else F.TOTAL_COST.narrowest
         # (head, key, drop): a table too wide for the screen leaves out the highest drop
         # first (as the CLI's search table does) and says which; 0: never left out.
-        self.columns: list[tuple[str, str, int]] = [
+        self.base_columns: list[tuple[str, str, int]] = [
             ("best for", "tag", 0),
             ("plan", "plan", 0),
             (F.TOKENS_PER_S.narrowest, "ktok", F.TOKENS_PER_S.drop),
@@ -281,6 +338,7 @@ class SearchScreen(Screen[None]):
             # The registry's other search figures, a column each.
             *((f.narrowest, f.key, f.drop) for f in F.rows(F.View.SEARCH)),
         ]
+        self.columns = list(self.base_columns)  # and a tau objective's epochs and tau
         self.cells: list[list[str | Text]] = []  # a row per result, a cell per column
         self.query_one("#search-deadline", Input).focus()
         self._fit()
@@ -380,18 +438,51 @@ class SearchScreen(Screen[None]):
             ),
         )
         at_worst = self.query_one("#search-at-worst", Checkbox).value
+        objective = str(self.query_one("#search-objective", Select).value)
+        min_tau = number("search-min-tau", "min tau")
+        goal = self._goal(objective, min_tau, deadline is not None or budget is not None)
         return Query(
             state.plan,
             state.catalog,
             space,
             Constraints(deadline, budget, at="pessimistic" if at_worst else "central"),
+            objective,
+            goal,
         )
+
+    @staticmethod
+    def _goal(objective: str, min_tau: float | None, bounded: bool) -> Goal | None:
+        """search --objective's goal (None for time and cost), its rules said in the
+        screen's words (PlanError naming the input)."""
+        if min_tau is not None and objective not in TAU_TARGETS:
+            raise PlanError.at(
+                "min tau",
+                f"goes with the objectives {' or '.join(TAU_TARGETS)} (empty for none)",
+                key="search-min-tau",
+            )
+        if objective == "time-to-tau" and min_tau is None:
+            raise PlanError.at(
+                "min tau", "time-to-tau needs the tau to reach", key="search-min-tau"
+            )
+        if objective == HIGHEST_TAU and not bounded:
+            raise PlanError.at(
+                "objective tau",
+                "needs a deadline or a budget (without either, more epochs always buy more tau)",
+                key="search-deadline",
+            )
+        if objective not in OBJECTIVES:
+            return None  # time, cost: the front's own
+        return Goal(cast(Objective, objective), min_tau, DEFAULT_MAX_EPOCHS)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
         self.refresh_search()
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        self.refresh_search()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
         self.refresh_search()
 
@@ -436,6 +527,18 @@ class SearchScreen(Screen[None]):
                     self.app.call_from_thread(self._progress, count)
             return True
 
+        if query.goal is not None:
+            try:
+                found = search_objective(
+                    query.plan, query.catalog, query.space, query.constraints, query.goal, progress
+                )
+            except PlanError as err:
+                if not worker.is_cancelled:
+                    self.app.call_from_thread(self._failed, count, str(err))
+                return
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self.show, count, query, found.result, found)
+            return
         try:
             # Only the constraints changed: rank the last sweep again (no second sweep).
             swept = self._sweep
@@ -474,14 +577,31 @@ class SearchScreen(Screen[None]):
             self._done()
             self._status(reason, "-error")
 
-    def show(self, count: int, query: Query, result: Result) -> None:
-        """A finished search: the table, the chart and what was searched."""
+    def show(
+        self, count: int, query: Query, result: Result, found: ObjectiveResult | None = None
+    ) -> None:
+        """A finished search: the table, the chart and what was searched (`found`: a tau
+        objective's, its epochs and the tau they buy a column each)."""
         if count != self.query_count:
             return
         self._done()
         self.result = result
-        picked = rows(result)
+        picked = objective_rows(found) if found else rows(result, query.objective == COST)
         self.candidates = [c for _, c in picked]
+        outcome = found.outcome if found else None
+        self.columns = self.base_columns + (
+            [(F.EPOCHS.narrowest, F.EPOCHS.key, 0), (F.TAU.narrowest, F.TAU.key, 0)]
+            if outcome
+            else []
+        )
+        bought = (
+            [
+                Text(fmt.figure(F.EPOCHS, outcome.epochs), justify="right"),
+                Text(fmt.tau_spread(outcome.tau, *outcome.tau_range), justify="right"),
+            ]
+            if outcome
+            else []
+        )
         self.cells = []
         deadline = query.constraints.deadline_days
         for tag, c in picked:
@@ -511,6 +631,7 @@ class SearchScreen(Screen[None]):
                         Text(fmt.cell(f, f.read(p), p.cost_unit), justify="right")
                         for f in F.rows(F.View.SEARCH)
                     ),
+                    *bought,
                 ]
             )
         # Rows changed: the table again, as wide as they need (at most the screen's).
@@ -555,6 +676,8 @@ class SearchScreen(Screen[None]):
                 text += "\n" + "\n".join(topology_wins(result, names))
             if borrowed := fmt.borrowed_prices(result, names):
                 text += f"\nprices not set in the plan: {borrowed}"
+            if found is not None:
+                text = f"{objective_words(found)}\n{text}"
             self._status(text)
         # The plans as they are now: the chart is drawn again at each resize.
         current, baseline = self.state.projection, self.state.baseline.projection

@@ -377,3 +377,49 @@ def test_many_gpu_types_say_the_winning_topology_a_line_each():
         "disaggregated wins on B200, H200",
         "colocated wins on B300, B300X",
     ]
+
+
+async def test_the_search_objective_is_search_objectives_engine_with_tau_in_the_table():
+    # Issue 33: the app's search takes search --objective's objectives and min tau; the
+    # table shows the epochs chosen and the tau they buy, with its range.
+    from dflash_plan.model.explore.objective import Goal, search_objective
+    from dflash_plan.tui import format as fmt
+
+    app = planner()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await set_values(pilot, search_gpus=USERS, search_max_gpus="8")
+        await set_values(pilot, search_objective="time-to-tau", search_min_tau="3.8")
+        query = screen.wanted()
+        assert query.goal == Goal("time-to-tau", 3.8)
+        found = search_objective(
+            query.plan, query.catalog, query.space, query.constraints, query.goal
+        )
+        assert found.outcome is not None and found.winner is not None
+        table = screen.query_one("#search-table", DataTable)
+        heads = [str(c.label) for c in table.columns.values()]
+        assert heads[-2:] == ["epochs", "tau"], heads
+        first = [str(cell) for cell in table.get_row_at(0)]
+        assert first[0].startswith("to tau")
+        assert first[1] == plan_label(found.winner.plan, app.state.catalog)
+        o = found.outcome
+        assert first[-1] == fmt.tau_spread(o.tau, *o.tau_range)
+        assert first[-2] == str(o.epochs)
+        status = str(screen.query_one("#search-status").content)
+        assert status.startswith(f"tau >= 3.8 at the low end of its range needs {o.epochs}")
+        # The highest tau needs a deadline or a budget: said, the deadline marked.
+        await set_values(pilot, search_objective="tau", search_min_tau="")
+        assert screen.query_one("#search-deadline").has_class("-invalid")
+        assert "needs a deadline or a budget" in str(screen.query_one("#search-status").content)
+        # A min tau with the time objective: marked, said.
+        await set_values(pilot, search_objective="time", search_min_tau="3.8")
+        assert screen.query_one("#search-min-tau").has_class("-invalid")
+        # The cost objective: the front's rows cheapest first (after the winners).
+        await set_values(pilot, search_objective="cost", search_min_tau="")
+        shown = rows(screen.result, cheapest_first=True)
+        front = [c.cost for tag, c in shown if tag == "front"]
+        assert front == sorted(front) and len(screen.candidates) == len(shown)
+        heads = [str(c.label) for c in table.columns.values()]
+        assert "tau" not in heads

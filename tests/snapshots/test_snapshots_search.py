@@ -25,6 +25,20 @@ async def search_table(pilot):
     await settle(pilot)
 
 
+async def search_objective(pilot):
+    # Issue 33: the cheapest plan to reach tau >= 3.8 (at worst), the user's GPU types
+    # within 845 RTX PRO 6000-hours: the epochs chosen and the tau they buy in the table.
+    await pilot.press("f5")
+    for widget, value in (
+        ("budget", "845"),
+        ("gpus", USERS),
+        ("objective", "time-to-tau"),
+        ("min-tau", "3.8"),
+    ):
+        pilot.app.screen.query_one(f"#search-{widget}").value = value
+    await settle(pilot)
+
+
 async def search_pareto(pilot):
     await search_table(pilot)
     await pilot.press("f4")
@@ -66,6 +80,7 @@ async def compare_view(pilot):
 SCENES = {
     "search_table": search_table,
     "search_pareto": search_pareto,
+    "search_objective": search_objective,
     "split_chart": split_chart,
     "tornado_chart": tornado_chart,
     "compare": compare_view,
