@@ -167,7 +167,9 @@ class StartOffer(ConfirmDialog):
 
     def on_key(self, event: events.Key) -> None:
         below = self.app.screen_stack[0]
-        if below is self or event.key in self._bindings.key_to_bindings:
+        # Its own keys and the app's (help, theme: they work over it) stay as they are.
+        own = (self._bindings.key_to_bindings, self.app._bindings.key_to_bindings)
+        if below is self or any(event.key in keys for keys in own):
             return
         if not below._bindings.key_to_bindings.get(event.key):
             return
