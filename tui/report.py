@@ -389,9 +389,10 @@ def serving_words(p: Projection) -> tuple[str, str]:
     name = gpus[a.serving_gpu].name if a.serving_gpu in gpus else a.serving_gpu
     if a.fleet is not None:  # at a request rate: the GPUs without the drafter -> with it
         f = a.fleet
+        without, with_it = f.gpus_without, f.gpus_without - a.serving_gpus_saved
         return f"{a.engine}, {a.regime}", (
-            f"{fmt.requests(f.requests_per_s)}: {fmt.gpus_fraction(f.gpus_without)} → "
-            f"{fmt.gpus_fraction(f.gpus_with(a.speedup))} {name}"
+            f"{fmt.requests(f.requests_per_s)}: {fmt.gpus_fraction(without)} → "
+            f"{fmt.gpus_fraction(with_it)} {name}"
         )
     return f"{a.engine}, {a.regime}", f"{a.serving_gpus:,} {name}"
 

@@ -33,6 +33,7 @@ from ..model.core import figures as F
 from ..model.core.labels import split_label
 from ..model.explore.objective import (
     DEFAULT_MAX_EPOCHS,
+    FRONT_OBJECTIVES,
     HIGHEST_TAU,
     OBJECTIVES,
     Goal,
@@ -69,8 +70,8 @@ TALL = 34
 
 # The search's objectives: the (days, cost) front's, fastest or cheapest first, and
 # search --objective's (model/explore/objective.py: epochs chosen for a tau).
-TIME, COST = "time", "cost"
-SEARCH_OBJECTIVES: tuple[str, ...] = (TIME, COST, *OBJECTIVES)
+TIME, COST = FRONT_OBJECTIVES
+SEARCH_OBJECTIVES: tuple[str, ...] = (*FRONT_OBJECTIVES, *OBJECTIVES)
 # The objectives that take a tau to reach (min tau); HIGHEST_TAU takes none.
 TAU_TARGETS = ("time-to-tau", "speedup-per-cost")
 # A tau objective's winner's tag in the table's "best for" column.

@@ -42,6 +42,9 @@ OBJECTIVES: tuple[str, ...] = get_args(Objective)
 # The objective that maximises tau within the constraints (named, so that a view testing it
 # does not spell the tau figure's key).
 HIGHEST_TAU: Objective = "tau"
+# The (days, cost) front's own objectives, as the app's search names them beside these:
+# its rows fastest or cheapest first (no epochs chosen).
+FRONT_OBJECTIVES: tuple[str, ...] = ("time", "cost")
 # The longest schedules in the public learning curves: DeepSpec #84 follows DFlash and
 # DSpark to 10 epochs (still improving there); beyond, the curve is extrapolated.
 DEFAULT_MAX_EPOCHS = 10
