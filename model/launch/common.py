@@ -27,6 +27,7 @@ from ..physics.store import IN_FLIGHT_HIGH_DEFAULT as IN_FLIGHT_HIGH_DEFAULT
 from ..physics.store import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
 from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
 from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
+from . import versions
 from .escape import comment, q
 from .layout import Layout, assign_devices
 from .paths import launch_path, own_path, path_words, why_not
@@ -560,37 +561,20 @@ class LaunchScript:
 
 # --- launchers that start every node themselves (the shell each node runs: specforge.node_shell)
 
-# The software every node of a SpecForge run needs, as its pins (docs/launch.md): specforge
-# 0.2.0 (which pins sglang 0.5.14 and torch), Mooncake's transfer engine (mooncake_master
-# and the store client) and SpecForge's spec-capture patch to the installed SGLang, applied
-# by the script of a SpecForge checkout (the wheel carries neither patch nor script).
-SPECFORGE_VERSION = "0.2.0"
-# Mooncake's wheels are built per CUDA major and must match torch's: specforge 0.2.0 (and
-# the sglang 0.5.14 it pins) pin torch==2.11.0, whose PyPI Linux wheels require
-# cuda-toolkit==13.0.2; mooncake-transfer-engine 0.3.13.post1 links libcudart.so.12, its
-# -cuda13 build libcudart.so.13 (readelf -d of mooncake/store.so and engine.so; PyPI,
-# checked 2026-12-02: tests/data/wheels/facts.toml). SpecForge names the same rule
-# (specforge/runtime/data_plane/mooncake_store.py: -cuda13 "for CUDA >= 13").
-MOONCAKE_PACKAGE = "mooncake-transfer-engine-cuda13"
-MOONCAKE_VERSION = "0.3.13.post1"
-SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
-SPECFORGE_PATCH_COMMIT = "a6b6b023"
-# SpecForge at this commit of its colocated-training pull requests (#783/#784, opened
-# 2026-08-25, over a main that has PR #772's DFlash2 of 2026-08-19; read 2026-12-03 through
-# the code index, which dates no commit): the colocated online run (deployment.mode
-# local_colocated with train_data_path, training.tp_size target islands, fsdp_sharding
-# HYBRID_SHARD) and DFlash2 (a DFlash2DraftModel draft config, training.dflash2_*). No
-# release carries the colocated run, and main did not yet either: PyPI's newest specforge
-# is 0.2.0, and it and main at d23761c5 (September 2026, the DFlash2 recipe of PR #869)
-# refuse online local_colocated ("colocated online training is no longer supported"); 0.2.0
-# has no DFlash2DraftModel. One commit for both keeps DFlash2's receive path the one the
-# format's row projects (pageable: the branch predates PR #840's receive_buffers).
-SPECFORGE_PR_COMMIT = "b780087e75e02df7316dd6798d56c293cafdc929"
-
-
-def needs_specforge_pr(plan: Plan) -> bool:
-    """The plan's SpecForge run needs SPECFORGE_PR_COMMIT rather than the 0.2.0 release."""
-    return plan.workload.topology == "colocated" or plan.workload.drafter == "dflash2"
+# The software every node of a SpecForge run needs, as its pins (versions.py, the line
+# `pinned`; docs/launch.md): specforge 0.2.0 (which pins sglang 0.5.14 and torch),
+# Mooncake's transfer engine built for torch's CUDA (mooncake_master and the store client)
+# and SpecForge's spec-capture patch to the installed SGLang, applied by the script of a
+# SpecForge checkout (the wheel carries neither patch nor script).
+_PINNED = versions.upstream_line()
+SPECFORGE_VERSION = _PINNED.pin("specforge").version
+MOONCAKE_PACKAGE = _PINNED.pin("mooncake").package
+MOONCAKE_VERSION = _PINNED.pin("mooncake").version
+SPECFORGE_REPO = versions.SPECFORGE_REPO
+SPECFORGE_PATCH_COMMIT = _PINNED.pin("capture_patch").version[:8]
+# SpecForge's colocated-training commit (versions.py's `specforge_pr`: why that one).
+SPECFORGE_PR_COMMIT = _PINNED.pin("specforge_pr").version
+needs_specforge_pr = versions.needs_specforge_pr
 
 
 def specforge_requirement(plan: Plan) -> str:

@@ -25,13 +25,14 @@ from .common import (
 from .escape import cmd, feed, to_yaml
 from .layout import Replica
 from .slurm import PRODUCER_PROCESSES, SERVER_EXTRA_PROCESSES
+from .versions import upstream_line
 
 NAME = "kubernetes"
 TITLE = "Kubernetes JobSet running SpecForge unified"
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 # The image docs/launch.md's Dockerfile builds (SGLang 0.5.14 with SpecForge's
 # spec-capture patch, specforge 0.2.0, mooncake); launch.image names the one pushed.
-DEFAULT_IMAGE = "dflash-specforge:0.2.0"
+DEFAULT_IMAGE = f"dflash-specforge:{upstream_line().pin('specforge').version}"
 # GPU feature discovery's label for the GPU's product name (nvidia-smi's, spaces as `-`).
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
