@@ -74,9 +74,19 @@ class UpstreamLine:
     summary: str = ""  # what the line is, one sentence
     # The SGLang tag SpecForge's capture patch targets (its --target).
     patch_target: str = ""
+    # What the line's SpecForge runs that the launch renders differently (FEATURES).
+    features: frozenset[str] = frozenset()
 
     def pin(self, role: str) -> Pin:
         return self.pins[self.roles.index(role)]
+
+
+# A line's features: its SpecForge schema has deployment.disaggregated.receive_buffers
+# (PRs #840/#858), so run.yaml carries the plan's receive mode and the run receives as the
+# plan says; its SpecForge trains DFlash2 (PR #772 on main), so a DFlash2 run needs no
+# other commit.
+RECEIVE_BUFFERS_KEY = "receive_buffers"
+DFLASH2_ON_MAIN = "dflash2"
 
 
 def _line(
@@ -89,6 +99,7 @@ def _line(
     glibc: str,
     cuda_major: int,
     patch_target: str,
+    features: frozenset[str] = frozenset(),
 ) -> UpstreamLine:
     return UpstreamLine(
         name,
@@ -101,6 +112,7 @@ def _line(
         tuple(pins),
         summary,
         patch_target,
+        features,
     )
 
 
@@ -172,7 +184,49 @@ PINNED = _line(
     patch_target="v0.5.14",
 )
 
-LINES: dict[str, UpstreamLine] = {line.name: line for line in (PINNED,)}
+# --- the newer line: SpecForge main after the 0.2.0 wheel --------------------------------
+
+# sgl-project/SpecForge main at d23761c5 (September 2026; read 2026-12-03 through the code
+# index: specforge/config/schema.py and docs/recipes/qwen3.8-27b-dflash2-disaggregated.md
+# at that commit). No release carries it (PyPI's newest specforge is still 0.2.0, checked
+# 2026-12-03). Since the wheel: PR #787 (merged 2026-08-28) moved the capture patch to
+# SGLang 0.5.18 (`scripts/apply_sglang_spec_capture_patch.sh --target v0.5.18`, the
+# recipe's "Required source revisions") and SGLang's pins with it (sglang 0.5.18's wheel
+# pins torch==2.13.0 and transformers==5.12.1, cuda-python>=13, manylinux_2_34; PyPI,
+# checked 2026-12-03); #797's loader prefetches data.dataloader_num_workers concurrent
+# Mooncake reads and retries transient read failures; #840/#841 added pooled receive
+# buffers and #858 made `pinned` the default (DisaggregatedDeploymentConfig
+# .receive_buffers: pageable | pinned | cuda, the DISAGG_RECEIVE_BUFFERS variable still
+# overriding it); PR #869's DFlash2 recipe runs on it (DFlash2 needs no other commit);
+# ManagedLocalMooncakeConfig.default_kv_lease_ttl_ms (default 500) reaches mooncake_master.
+# The stall fixes of #832 are named by the issue; the code index shows no file that dates
+# them against d23761c5. Colocated online training is still refused there ("colocated
+# online training is no longer supported"): colocated plans keep b780087e. The recipe's
+# measured stack: PyTorch 2.13.0+cu130, transformers 5.12.1,
+# mooncake-transfer-engine-cuda13 0.3.13.post1.
+SPECFORGE_MAIN = "d23761c504bb1093872692d2009854956b9eafa4"
+MAIN = _line(
+    "main-d23761c5",
+    "SpecForge main d23761c5 (no release): SGLang 0.5.18 capture patch, torch 2.13.0, "
+    "pinned receive buffers, DFlash2 on main",
+    date(2026, 12, 3),
+    {
+        **{role: PINNED.pin(role) for role in PINNED.roles},
+        "specforge": Pin("specforge", SPECFORGE_MAIN, SPECFORGE_REPO),
+        "sglang": Pin("sglang", "0.5.18", PYPI),
+        "torch": Pin("torch", "2.13.0", PYPI),
+        "capture_patch": Pin(
+            "SpecForge:scripts/apply_sglang_spec_capture_patch.sh", SPECFORGE_MAIN, SPECFORGE_REPO
+        ),
+    },
+    python="3.11",
+    glibc="2.34",
+    cuda_major=13,
+    patch_target="v0.5.18",
+    features=frozenset({RECEIVE_BUFFERS_KEY, DFLASH2_ON_MAIN}),
+)
+
+LINES: dict[str, UpstreamLine] = {line.name: line for line in (PINNED, MAIN)}
 
 
 def upstream_line(name: str = "pinned") -> UpstreamLine:
@@ -202,21 +256,81 @@ FORMAT_ROLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def needs_specforge_pr(plan: Plan) -> bool:
-    """The plan's SpecForge run needs the `specforge_pr` commit rather than the release:
-    colocated online training and DFlash2 are in no release."""
-    return plan.workload.topology == "colocated" or plan.workload.drafter == "dflash2"
+def needs_specforge_pr(plan: Plan, line: UpstreamLine = PINNED) -> bool:
+    """The plan's SpecForge run needs the `specforge_pr` commit rather than the line's
+    SpecForge: colocated online training is in neither, DFlash2 not in the release."""
+    dflash2 = plan.workload.drafter == "dflash2" and DFLASH2_ON_MAIN not in line.features
+    return plan.workload.topology == "colocated" or dflash2
+
+
+# The formats whose upstream no newer line moves: the legacy trainer was deleted upstream
+# after 40d8feff, which pins sglang 0.5.14 and torch 2.11.0.
+FIXED_FORMATS = ("specforge-legacy",)
+
+
+def effective_line(plan: Plan | None, line: UpstreamLine, format_name: str = "") -> UpstreamLine:
+    """The line a launch installs: the legacy trainer, and a colocated plan, keep the
+    pinned line's stack whatever line is asked for (the colocated commit, b780087e,
+    predates SGLang 0.5.18, and no newer SpecForge runs colocated online training)."""
+    colocated = plan is not None and plan.workload.topology == "colocated"
+    return PINNED if colocated or format_name in FIXED_FORMATS else line
 
 
 def pins_for(format_name: str, line: UpstreamLine, plan: Plan | None = None) -> tuple[Pin, ...]:
     """The packages format `format_name`'s scripts install (or expect installed) on `line`;
-    with `plan`, a colocated or DFlash2 plan's SpecForge formats install the `specforge_pr`
-    commit and apply that checkout's capture patch instead of the release's."""
+    with `plan`, a colocated (or, on a line without DFlash2, a DFlash2) plan's SpecForge
+    formats install the `specforge_pr` commit and apply that checkout's capture patch."""
+    line = effective_line(plan, line, format_name)
     roles = FORMAT_ROLES[format_name]
     pins = tuple(line.pin(role) for role in roles)
-    if plan is None or roles != _SPECFORGE_STACK or not needs_specforge_pr(plan):
+    if plan is None or roles != _SPECFORGE_STACK or not needs_specforge_pr(plan, line):
         return pins
     pr = line.pin("specforge_pr")
     patch = line.pin("capture_patch")
     swap = {"specforge": pr, "capture_patch": Pin(patch.package, pr.version, pr.source)}
     return tuple(swap.get(role, pin) for role, pin in zip(roles, pins, strict=True))
+
+
+def _pin_words(pin: Pin, line: UpstreamLine) -> str:
+    if pin.package.endswith("apply_sglang_spec_capture_patch.sh"):
+        return f"capture patch SpecForge@{pin.version[:8]} --target {line.patch_target}"
+    if ":" in pin.package:  # a script from a checkout
+        repo, path = pin.package.split(":", 1)
+        return f"{path.rsplit('/', 1)[-1]} {repo}@{pin.version[:8]}"
+    return pin.short
+
+
+def header_line(format_name: str, line: UpstreamLine, plan: Plan | None = None) -> str:
+    """The script header's line naming the upstream versions this launch installs and
+    when they were checked (every renderer's header, common.header, writes it)."""
+    used = effective_line(plan, line, format_name)
+    pins = pins_for(format_name, line, plan)
+    dated = f"checked {used.checked.isoformat()}, stale after {used.stale_after.isoformat()}"
+    if not pins:
+        return f"upstream: none pinned (the template runs your command); line {line.name}"
+    kept = f" (this launch: the {used.name} stack)" if used is not line else ""
+    return f"upstream {line.name}{kept}, {dated}: {', '.join(_pin_words(p, used) for p in pins)}"
+
+
+def _where(pin: Pin) -> str:
+    if pin.is_wheel:
+        return f"PyPI (pip index versions {pin.package})"
+    return f"{pin.source} (its main branch and the pull requests merged since {pin.version[:8]})"
+
+
+def staleness(line: UpstreamLine, today: date) -> str | None:
+    """None while `line`'s check holds on `today`; else the one message saying what to
+    re-check, where, and how to update the matrix."""
+    if today <= line.stale_after:
+        return None
+    pins = "; ".join(f"{p.short}: {_where(p)}" for p in line.pins)
+    return (
+        f"upstream line {line.name} was checked {line.checked.isoformat()} and went stale "
+        f"{line.stale_after.isoformat()} ({STALE_AFTER_DAYS} days): re-check {pins}. Then "
+        f"update model/launch/versions.py (each Pin's version and source, the line's "
+        f"checked date, the comments naming what changed), tests/upstream.py's wheel pins "
+        f"and SHA-256 digests (then run scripts/fetch_upstream.py), "
+        f"tests/data/wheels/facts.toml (scripts/wheel_facts.py) and docs/launch.md's "
+        f"version matrix; for a git commit, re-read the files the recorded rules in "
+        f"tests/upstream/test_versions.py name"
+    )
