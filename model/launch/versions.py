@@ -334,3 +334,44 @@ def staleness(line: UpstreamLine, today: date) -> str | None:
         f"version matrix; for a git commit, re-read the files the recorded rules in "
         f"tests/upstream/test_versions.py name"
     )
+
+
+# What each role's pin is for, as docs/launch.md's version matrix says it.
+ROLE_USE = {
+    "specforge": "specforge, slurm, kubernetes, skypilot",
+    "sglang": "the capture servers (SpecForge's pin)",
+    "torch": "trainers and capture servers (SGLang's pin)",
+    "mooncake": "the Mooncake master and store clients (built for torch's CUDA)",
+    "capture_patch": "SGLang's spec-capture patch (a SpecForge checkout's script)",
+    "specforge_pr": "colocated runs (and DFlash2 on a line without it)",
+    "specforge_legacy": "specforge-legacy",
+    "speculators": "speculators",
+    "hs_connectors": "speculators (its pin)",
+    "launch_vllm": "speculators (vLLM with hidden-state extraction)",
+    "vllm": "speculators (the floor of its training guide)",
+}
+
+
+def matrix_rows() -> list[tuple[str, ...]]:
+    """docs/launch.md's version matrix: (package, version, line, used by, checked, stale
+    after, source) for every pin of the pinned line, then the pins a newer line changes."""
+    rows = []
+    for line in LINES.values():
+        for role, pin in zip(line.roles, line.pins, strict=True):
+            if line is not PINNED and pin == PINNED.pin(role):
+                continue
+            version = pin.version if pin.is_wheel else pin.version[:8]
+            floor = ">=" if pin.source == PYPI_FLOOR else ""
+            source = "PyPI" if pin.is_wheel else pin.source.removeprefix("https://")
+            rows.append(
+                (
+                    pin.package,
+                    f"{floor}{version}",
+                    line.name,
+                    ROLE_USE[role],
+                    line.checked.isoformat(),
+                    line.stale_after.isoformat(),
+                    source,
+                )
+            )
+    return rows

@@ -5,6 +5,7 @@ re-check, and an unknown line is refused in one line."""
 from __future__ import annotations
 
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 from dflash_plan.model.basics.errors import PlanError
@@ -70,3 +71,14 @@ def test_a_pin_says_how_pip_installs_it():
     main = LINES["main-d23761c5"].pin("specforge")
     assert main.requirement == f"specforge @ git+{versions.SPECFORGE_REPO}@{main.version}"
     assert len(main.version) == 40
+
+
+def test_the_docs_matrix_is_the_table():
+    docs = (Path(__file__).parents[2] / "docs" / "launch.md").read_text().splitlines()
+    start = docs.index("| package | version | line | used by | checked | stale after | source |")
+    rows = []
+    for line in docs[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(tuple(c.strip().strip("`") for c in line.strip("|").split("|")))
+    assert rows == versions.matrix_rows()
