@@ -355,7 +355,7 @@ ROLE_USE = {
 def matrix_rows() -> list[tuple[str, ...]]:
     """docs/launch.md's version matrix: (package, version, line, used by, checked, stale
     after, source) for every pin of the pinned line, then the pins a newer line changes."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for line in LINES.values():
         for role, pin in zip(line.roles, line.pins, strict=True):
             if line is not PINNED and pin == PINNED.pin(role):
