@@ -41,6 +41,11 @@ class Pin:
         return self.source in (PYPI, PYPI_FLOOR)
 
     @property
+    def is_file(self) -> bool:
+        """A script taken from a checkout (no installed distribution to ask for)."""
+        return ":" in self.package
+
+    @property
     def requirement(self) -> str:
         """The pip requirement installing it (a file from a checkout: the checkout)."""
         if self.is_wheel:
@@ -74,7 +79,8 @@ class UpstreamLine:
     summary: str = ""  # what the line is, one sentence
     # The SGLang tag SpecForge's capture patch targets (its --target).
     patch_target: str = ""
-    # What the line's SpecForge runs that the launch renders differently (FEATURES).
+    # What the line's SpecForge runs that the launch renders differently
+    # (RECEIVE_BUFFERS_KEY, DFLASH2_ON_MAIN).
     features: frozenset[str] = frozenset()
 
     def pin(self, role: str) -> Pin:
@@ -294,7 +300,7 @@ def pins_for(format_name: str, line: UpstreamLine, plan: Plan | None = None) -> 
 def _pin_words(pin: Pin, line: UpstreamLine) -> str:
     if pin.package.endswith("apply_sglang_spec_capture_patch.sh"):
         return f"capture patch SpecForge@{pin.version[:8]} --target {line.patch_target}"
-    if ":" in pin.package:  # a script from a checkout
+    if pin.is_file:
         repo, path = pin.package.split(":", 1)
         return f"{path.rsplit('/', 1)[-1]} {repo}@{pin.version[:8]}"
     return pin.short
