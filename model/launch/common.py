@@ -373,18 +373,12 @@ def with_path(plan: Plan, path: tuple[str, str]) -> Plan:
 
 def launched_path(ctx: Context, fmt: str) -> tuple[str, str] | None:
     """The hidden-state path the launch runs: the format's row (launch_path), except that
-    a line whose SpecForge reads receive_buffers (versions.RECEIVE_BUFFERS_KEY) receives
-    as the plan says where the row's 0.2.0 trainer receives pageable."""
-    plan, row = ctx.plan, row_of(fmt)
-    path = launch_path(plan, fmt)
-    line = versions.effective_line(plan, ctx.line, fmt)
-    if (
-        path is not None
-        and path[0] == "mooncake"
-        and row.store_sizing == "specforge"
-        and versions.RECEIVE_BUFFERS_KEY in line.features
-    ):
-        return path[0], plan.workload.receive
+    a line whose SpecForge reads receive_buffers receives as the plan says where the row's
+    0.2.0 trainer receives pageable."""
+    path = launch_path(ctx.plan, fmt)
+    reads = versions.reads_receive_buffers(fmt, ctx.line, ctx.plan)
+    if path is not None and path[0] == "mooncake" and reads:
+        return path[0], ctx.plan.workload.receive
     return path
 
 
@@ -599,8 +593,8 @@ needs_specforge_pr = versions.needs_specforge_pr
 
 def specforge_requirement(plan: Plan, line: versions.UpstreamLine = versions.PINNED) -> str:
     """The pip requirement of the SpecForge a launch of plan runs on `line`."""
-    (pin,) = (p for p in versions.pins_for("specforge", line, plan) if p.package == "specforge")
-    return pin.requirement
+    # The SpecForge stack's first pin is SpecForge itself (versions.FORMAT_ROLES).
+    return versions.pins_for("specforge", line, plan)[0].requirement
 
 
 def specforge_pr_notes(plan: Plan, line: versions.UpstreamLine = versions.PINNED) -> list[str]:

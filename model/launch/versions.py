@@ -248,7 +248,8 @@ def upstream_line(name: str = "pinned") -> UpstreamLine:
     return line
 
 
-# The roles each format's scripts install or run (the template runs the user's command).
+# The roles each format's scripts install or run (the template runs the user's command; a
+# format missing here pins nothing).
 _SPECFORGE_STACK = ("specforge", "sglang", "torch", "mooncake", "capture_patch")
 FORMAT_ROLES: dict[str, tuple[str, ...]] = {
     "specforge": _SPECFORGE_STACK,
@@ -260,6 +261,13 @@ FORMAT_ROLES: dict[str, tuple[str, ...]] = {
     "specforge-legacy": ("specforge_legacy", "sglang", "torch"),
     "template": (),
 }
+
+
+def reads_receive_buffers(format_name: str, line: UpstreamLine, plan: Plan) -> bool:
+    """The format's SpecForge, on `line` for `plan`, reads run.yaml's receive_buffers."""
+    used = effective_line(plan, line, format_name)
+    specforge = FORMAT_ROLES.get(format_name) == _SPECFORGE_STACK
+    return specforge and RECEIVE_BUFFERS_KEY in used.features
 
 
 def needs_specforge_pr(plan: Plan, line: UpstreamLine = PINNED) -> bool:
@@ -287,7 +295,7 @@ def pins_for(format_name: str, line: UpstreamLine, plan: Plan | None = None) -> 
     with `plan`, a colocated (or, on a line without DFlash2, a DFlash2) plan's SpecForge
     formats install the `specforge_pr` commit and apply that checkout's capture patch."""
     line = effective_line(plan, line, format_name)
-    roles = FORMAT_ROLES[format_name]
+    roles = FORMAT_ROLES.get(format_name, ())
     pins = tuple(line.pin(role) for role in roles)
     if plan is None or roles != _SPECFORGE_STACK or not needs_specforge_pr(plan, line):
         return pins
@@ -313,7 +321,7 @@ def header_line(format_name: str, line: UpstreamLine, plan: Plan | None = None) 
     pins = pins_for(format_name, line, plan)
     dated = f"checked {used.checked.isoformat()}, stale after {used.stale_after.isoformat()}"
     if not pins:
-        return f"upstream: none pinned (the template runs your command); line {line.name}"
+        return f"upstream: this launch installs no pinned package (line {line.name})"
     kept = f" (this launch: the {used.name} stack)" if used is not line else ""
     return f"upstream {line.name}{kept}, {dated}: {', '.join(_pin_words(p, used) for p in pins)}"
 
@@ -338,7 +346,7 @@ def staleness(line: UpstreamLine, today: date) -> str | None:
         f"and SHA-256 digests (then run scripts/fetch_upstream.py), "
         f"tests/data/wheels/facts.toml (scripts/wheel_facts.py) and docs/launch.md's "
         f"version matrix; for a git commit, re-read the files the recorded rules in "
-        f"tests/upstream/test_versions.py name"
+        f"tests/upstream/test_version_lines.py name"
     )
 
 
