@@ -23,7 +23,6 @@ from ..basics.data import data_text
 from ..basics.tomlfile import parse_toml
 from ..basics.units import BYTES_PER_GIB
 from ..inputs.catalog import Catalog
-from ..inputs.targets import PRESETS
 from ..physics import (
     acceptance,
     caserates,
@@ -213,7 +212,7 @@ def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tu
 def case_curve_inputs(case: Mapping[str, Any]) -> acceptance.CurveInputs:
     """A learning-curve case's conditions, as a plan's would be read (curve_inputs)."""
     family = case.get("drafter", acceptance.REFERENCE_FAMILY)
-    preset = PRESETS.get(case.get("model", ""))
+    target = acceptance.case_target_params(case)
     epochs = case.get("epochs")
     return acceptance.CurveInputs(
         family=family,
@@ -221,7 +220,7 @@ def case_curve_inputs(case: Mapping[str, Any]) -> acceptance.CurveInputs:
         block_size=int(case.get("block_size", FAMILIES[family].block_size or 16)),
         anchors=int(case.get("anchors", 0)),
         on_policy=bool(case.get("on_policy", False)),
-        target_params=0.0 if preset is None else float(preset.total_params),
+        target_params=0.0 if target is None else target,
         samples=case["sample_passes"] / epochs if epochs else 0.0,
         sample_tokens=float(case.get("max_length", 0)),
     )

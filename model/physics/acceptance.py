@@ -116,7 +116,7 @@ class FamilyFit:
     """A drafter family's own curve, fitted on its public series: its shape where a series
     measured it at two budgets or more (else the reference's), its level, and a turnover
     where tau measured past a peak fell (EAGLE-3, DeepSpec #84): the epochs of the peak
-    and the share of tau lost per epoch beyond it."""
+    and the share of the gain (tau - 1) lost per epoch beyond it."""
 
     scale: float
     exponent: float
@@ -238,9 +238,12 @@ def _parsed(quantity: str) -> list[dict[str, Any]]:
     ]
 
 
-def _target_params(model: str | None) -> float | None:
-    preset = PRESETS.get(model or "")
-    return None if preset is None else float(preset.total_params)
+def case_target_params(case: Mapping[str, Any]) -> float | None:
+    """A case's target parameters: its preset's, else as the case states them."""
+    preset = PRESETS.get(case.get("model", ""))
+    if preset is not None:
+        return float(preset.total_params)
+    return float(case["target_params"]) if "target_params" in case else None
 
 
 @functools.cache
@@ -260,7 +263,7 @@ def curve_points() -> tuple[CurvePoint, ...]:
             c.get("anchors"),
             c.get("max_length"),
             c.get("on_policy"),
-            _target_params(c.get("model")),
+            case_target_params(c),
         )
         for c in _parsed(CURVE_QUANTITY)
         if "sample_passes" in c and "waiting" not in c
@@ -361,7 +364,7 @@ def _family_fit(points: Sequence[CurvePoint], reference: Curve) -> FamilyFit:
     peak_epochs = None
     if past and peak.epochs is not None:
         x = [p.epochs - peak.epochs for p in past]  # type: ignore[operator]
-        y = [1.0 - p.tau / peak.tau for p in past]
+        y = [1.0 - (p.tau - 1.0) / (peak.tau - 1.0) for p in past]
         decline = sum(a * b for a, b in zip(x, y, strict=True)) / sum(a * a for a in x)
         peak_epochs = float(peak.epochs)
     first = min(p.sample_passes for p in points)
@@ -419,8 +422,8 @@ def _epochs(sample_passes: Number, samples: float) -> Any:
 
 
 def _turned(fit: FamilyFit, sample_passes: Number, samples: float) -> tuple[Any, Any]:
-    """(the sample passes the rise reads, the factor the turnover leaves of tau): past the
-    peak's epochs the rise stops and tau falls by decline_per_epoch a further epoch."""
+    """(the sample passes the rise reads, the factor the turnover leaves of the gain): past
+    the peak's epochs the rise stops and the gain falls by decline_per_epoch an epoch."""
     if fit.peak_epochs is None or samples <= 0:
         return sample_passes, 1.0
     epochs = _epochs(sample_passes, samples)
