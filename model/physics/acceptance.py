@@ -5,12 +5,16 @@ accepted per verify step, the bonus token included) as a function of sample pass
 The curve saturates: tau(P) = 1 + (L - 1) * (1 - exp(-(P / scale) ** k)). An untrained
 drafter accepts only the target's own token (tau 1: TorchSpec measured 1.01 after 200
 steps), and tau climbs to a level L with diminishing returns (k <= 1). The shape (scale,
-k) is shared; each series (a recipe, a data set) has its own level, and the spread of the
-levels is the range: where a series trained on other data or with another recipe
-reaches, the range says so. Fitted by code on the `acceptance_length` cases of
-measurements.toml; the drafter family, block size, anchors, on-policy data and target
-size have no public series that isolates them yet, so they do not move the curve (the
-range carries them).
+k) is shared by the DFlash drafter's series (the reference family); each series (a recipe,
+a data set) has its own level, and the spread of the levels is the range: where a series
+trained on other data or with another recipe reaches, the range says so. Fitted by code on
+the `acceptance_length` cases of measurements.toml. Every other family a public series
+measured has a fit of its own (FamilyFit: EAGLE-3 its own shape and a turnover past its
+peak epochs, DeepSpec #84; DFlash2 and DSpark a level through their one point). A plan's
+conditions no series of its family measured (the family itself, block size, anchors,
+on/off-policy data, target size) widen the range by the rules of conditions.py
+(widened_by names them); tau never exceeds what a verify step can accept; and a measured
+tau below the public budgets is guarded (share_spread, calibration_note).
 
 Speedup: a verify step of tau tokens costs `tau / speedup` target decode steps on an
 engine; the speedup per unit of tau (the engine factor) is fitted per engine and batch

@@ -14,8 +14,9 @@ longer block would (the per-position acceptance read off the measured block).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..basics.arrays import Number, maximum, minimum, where
 
@@ -46,7 +47,7 @@ class Measured:
     # position; see anchor_coverage); 1.0 where no run states its anchors.
     coverage: float = 1.0
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "block_sizes": list(self.block_sizes),
             "on_policy": list(self.on_policy),
@@ -55,12 +56,12 @@ class Measured:
         }
 
     @staticmethod
-    def from_json(d: dict[str, object]) -> Measured:
+    def from_json(d: Mapping[str, Any]) -> Measured:
         return Measured(
-            tuple(int(b) for b in d["block_sizes"]),  # type: ignore[attr-defined]
-            tuple(bool(p) for p in d["on_policy"]),  # type: ignore[attr-defined]
-            tuple(float(t) for t in d["target_params"]),  # type: ignore[attr-defined]
-            float(d["coverage"]),  # type: ignore[arg-type]
+            tuple(int(b) for b in d["block_sizes"]),
+            tuple(bool(p) for p in d["on_policy"]),
+            tuple(float(t) for t in d["target_params"]),
+            float(d["coverage"]),
         )
 
 
@@ -120,7 +121,7 @@ def target_octaves(target_params: float, measured: Iterable[float]) -> float:
     if target_params <= 0 or not sizes:
         return 0.0
     nearest = min(abs(math.log2(target_params / m)) for m in sizes)
-    return max(0.0, nearest - TARGET_OCTAVES_MEASURED) if nearest > TARGET_OCTAVES_MEASURED else 0.0
+    return max(0.0, nearest - TARGET_OCTAVES_MEASURED)
 
 
 def widen(
