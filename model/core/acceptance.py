@@ -14,6 +14,7 @@ from ..inputs.catalog import Catalog
 from ..physics import acceptance as model
 from ..physics.acceptance import CurveInputs
 from .cost import prices
+from .diagnostics import Diagnostic
 from .job import Job
 from .resolve import Resolved
 
@@ -38,6 +39,11 @@ class Acceptance:
     regime: str = model.LOW_BATCH
     serving_gpus: int = 1
     serving_gpu: str = ""
+    # The plan's conditions no public series measured for its family, each of which
+    # widened tau's range (physics/conditions.py's names); () where none did.
+    widened_by: tuple[str, ...] = ()
+    # One line where the plan's measured tau cannot set the curve's level; else None.
+    calibration_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON's `acceptance` block (README: the JSON contract)."""
@@ -59,6 +65,7 @@ class Acceptance:
             "one_more_epoch_cost": self.one_more_epoch_cost,
             "calibrated": self.calibrated,
             "sources": list(self.sources),
+            "widened_by": list(self.widened_by),
         }
 
 
@@ -81,6 +88,8 @@ def curve_inputs(r: Resolved) -> CurveInputs:
         target_params=float(r.model.total_params),
         measured=point,
         measured_range=scatter,
+        samples=float(w.samples),
+        sample_tokens=float(w.avg_sample_tokens),
     )
 
 
@@ -125,13 +134,14 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         hours_range = (fast, slow) if slow != float("inf") else None
     run_cost = job.run_cost
     c = model.curve()
-    # The source groups the curve and the engine factor were fitted on (measurements.toml).
+    own = c.families.get(inputs.family) if inputs.family != model.REFERENCE_FAMILY else None
+    # The source groups the curve and the engine factor were fitted on (measurements.toml):
+    # the reference's, and the plan's family's own where it has a fit.
+    groups = (*c.groups, *(own.groups if own is not None else ()))
     if s.engine_factor is not None:
-        sources: tuple[str, ...] = (*c.groups, "plan serving.engine_factor")
+        sources: tuple[str, ...] = (*groups, "plan serving.engine_factor")
     else:
-        sources = tuple(
-            dict.fromkeys((*c.groups, *model.engine_factors()[(engine, regime)].groups))
-        )
+        sources = tuple(dict.fromkeys((*groups, *model.engine_factors()[(engine, regime)].groups)))
     if inputs.measured is not None:
         sources = (*sources, "plan calibration.acceptance")
     return Acceptance(
@@ -150,4 +160,13 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         regime=regime,
         serving_gpus=s.count,
         serving_gpu=gpu,
+        widened_by=() if inputs.measured is not None else model.widened_by(inputs),
+        calibration_note=model.calibration_note(inputs),
     )
+
+
+def acceptance_diagnostics(a: Acceptance) -> tuple[Diagnostic, ...]:
+    """The calibration guard's line, as a diagnostic of the projection."""
+    if a.calibration_note is None:
+        return ()
+    return (Diagnostic("acceptance-calibration", "calibration.acceptance", a.calibration_note),)

@@ -26,7 +26,7 @@ from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
-from .acceptance import Acceptance, acceptance_stage
+from .acceptance import Acceptance, acceptance_diagnostics, acceptance_stage
 from .cost import Prices
 from .diagnose import diagnose
 from .diagnostics import Diagnostic
@@ -415,6 +415,7 @@ def project_resolved(
     job = job_stage(r, pipe, money, run, regen)
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
     accepted = acceptance_stage(r, catalog, job)
+    diagnostics = (*diagnostics, *acceptance_diagnostics(accepted))
     p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics)
     return replace(p, topology_verdict=topology_stage(r, rt, pipe.central))
 
