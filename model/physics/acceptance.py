@@ -635,14 +635,22 @@ def tau_at(
     shapes they cannot tell apart allow (share_spread: the guard, as a small share divides
     the gain into a large level).
 
+    A measurement the guard rejects (calibration_note) does not move the central value
+    (the public curve's); the range spans both.
+
     Either way tau never exceeds the tokens one verify step can accept
     (conditions.max_tau). `fitted`: another fit of the curve (validate's folds); the
     shipped fit by default."""
     c = fitted or curve()
+    central, low, high = _uncalibrated(inputs, c, sample_passes)
     if inputs.measured is not None:
-        central, low, high = _calibrated(inputs, c, sample_passes)
-    else:
-        central, low, high = _uncalibrated(inputs, c, sample_passes)
+        cal = _calibrated(inputs, c, sample_passes)
+        if calibration_note(inputs, c) is None:
+            central, low, high = cal
+        else:
+            # The measurement cannot set the level: the public curve stays central, and
+            # the range spans both what it and the measurement allow.
+            low, high = minimum(low, cal[1]), maximum(high, cal[2])
     bound = conditions.max_tau(inputs.family, inputs.block_size)
     return (
         minimum(central, bound),
