@@ -250,12 +250,14 @@ class FlowControl:
     sources: tuple[tuple[str, str], ...]  # (setting, its rule's source)
 
     def to_json(self) -> dict[str, Any]:
+        # speculators' trainer has no producer to pause: no watermarks.
+        producer = self.format != "speculators"
         return {
             "format": self.format,
             "quantum_samples": self.quantum_samples,
             "cross_node": self.cross_node,
-            "in_flight_high_watermark": self.high_watermark,
-            "in_flight_low_watermark": self.low_watermark,
+            "in_flight_high_watermark": self.high_watermark if producer else None,
+            "in_flight_low_watermark": self.low_watermark if producer else None,
             "lease_ms": self.lease_ms,
             "tcp_bind_address": self.tcp_bind_address,
             "loader_workers_per_rank": self.loader_workers_per_rank,
