@@ -426,9 +426,10 @@ def memory_notes(ctx: Context) -> list[str]:
     flow = flow_control(ctx)
     multiple = "8 x / 4 x across nodes" if flow.cross_node else "6 x / 3 x on one node"
     notes.append(
-        f"in-flight watermarks {high}/{low}: {multiple} the {consumer_quantum(ctx)} samples "
-        f"of one optimizer step, SpecForge's DFlash2 recipe's measured flow control (PR "
-        f"#869; docs/launch.md, flow control)"
+        f"in-flight watermarks {high}/{low}, SpecForge's DFlash2 recipe's measured flow "
+        f"control (PR #869; docs/launch.md, flow control): {multiple} the "
+        f"{consumer_quantum(ctx)} samples of one optimizer step, at least "
+        f"{IN_FLIGHT_PER_SERVER} per capture server"
     )
     if flow.lease_ms is not None:
         notes.append(
