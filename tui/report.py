@@ -471,7 +471,7 @@ def flow_lines(p: Projection) -> list[str]:
     if f is None:
         return []
     parts = []
-    if f.format != "speculators":
+    if f.producer:
         parts.append(
             f"in-flight {f.high_watermark}/{f.low_watermark} "
             f"({f.high_watermark / f.quantum_samples:g} x the {f.quantum_samples}-sample step)"

@@ -249,9 +249,14 @@ class FlowControl:
     trainer_buffer_bytes: int  # per trainer rank's Mooncake client
     sources: tuple[tuple[str, str], ...]  # (setting, its rule's source)
 
+    @property
+    def producer(self) -> bool:
+        """A producer pauses at the watermarks (SpecForge); speculators' trainer asks vLLM
+        for each batch itself and has none."""
+        return self.format != "speculators"
+
     def to_json(self) -> dict[str, Any]:
-        # speculators' trainer has no producer to pause: no watermarks.
-        producer = self.format != "speculators"
+        producer = self.producer
         return {
             "format": self.format,
             "quantum_samples": self.quantum_samples,
