@@ -201,7 +201,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"{fmt.pct(p.link_utilization)} of the link"
         )
     console.print(escape(hidden_state_line(p, link_load)))
-    for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
+    for line in [*offline_lines(p), *store_lines(p), *flow_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if unfit is None and (more := more_gpus(p)):
         width = max(len(name) for name, _ in more)
@@ -463,6 +463,23 @@ def store_lines(p: Projection) -> list[str]:
         f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
         f"{m.node_gib:,.0f} GiB of host memory{host}"
     ]
+
+
+def flow_lines(p: Projection) -> list[str]:
+    """The flow control the launch scripts write (physics/flow.py), in one line."""
+    f = p.flow_control
+    if f is None:
+        return []
+    parts = []
+    if f.producer:
+        parts.append(
+            f"in-flight {f.high_watermark}/{f.low_watermark} "
+            f"({f.high_watermark / f.quantum_samples:g} x the {f.quantum_samples}-sample step)"
+        )
+    lease = "upstream default" if f.lease_ms is None else f"{f.lease_ms / 1000:g} s"
+    parts += [f"lease {lease}", f"{f.loader_workers_per_rank} loader workers per rank"]
+    where = "across nodes" if f.cross_node else "one node"
+    return [f"Flow control ({where}; docs/launch.md): " + ", ".join(parts)]
 
 
 def phase_lines(p: Projection) -> list[str]:

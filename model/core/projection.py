@@ -21,6 +21,7 @@ from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.colocated import time_shares
 from ..physics.families import DEFAULT_FAMILY, FAMILIES
+from ..physics.flow import FlowControl
 from ..physics.footprint import MemoryFit
 from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
@@ -185,6 +186,9 @@ class Projection:
     # Colocated against the best disaggregated split of the same GPUs (topology.py); None
     # when the plan cannot run both ways (two GPU types, offline).
     topology_verdict: TopologyVerdict | None = field(default=None, kw_only=True)
+    # The data plane's flow control (physics/flow.py): what the launch scripts write and
+    # the store memory is sized from; None colocated (no Mooncake).
+    flow_control: FlowControl | None = field(default=None, kw_only=True)
 
     @property
     def topology(self) -> str:
@@ -380,6 +384,7 @@ class Projection:
             "job": self.job.to_json(),
             "storage": self.offline.to_json(self.mode) if self.offline else None,
             "store_memory": self.store_memory.to_json() if self.store_memory else None,
+            "flow_control": self.flow_control.to_json() if self.flow_control else None,
             "regeneration": self.regeneration.to_json() if self.regeneration else None,
             "phases": [p.to_json() for p in self.phases],
             "total": (t := self.total) and t.to_json(self.cost_unit),
@@ -473,6 +478,7 @@ def _projection(
         offline=run.offline if run else None,
         # Colocated, no hidden states leave their GPU: no Mooncake store.
         store_memory=None if plan.workload.topology == "colocated" else pipe.store_memory,
+        flow_control=None if plan.workload.topology == "colocated" else pipe.flow_control,
         regeneration=regen,
         phases=job.phases,
         job=job,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..basics.errors import PlanError
 from ..basics.units import cost, duration, ktok, spread
+from ..core import stages
 from ..core.projection import Projection
 from ..core.rates import ENGINE_NAMES
 from ..core.resolve import Resolved, resolve
@@ -19,6 +20,7 @@ from ..inputs.plan import Plan
 from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.families import FAMILIES
+from ..physics.flow import FlowControl
 from ..physics.memory import RUNTIME_RESERVE_GIB, target_memory
 
 # Re-exported: the formats import them from here.
@@ -26,7 +28,6 @@ from ..physics.store import GIB as GIB
 from ..physics.store import IN_FLIGHT_HIGH_DEFAULT as IN_FLIGHT_HIGH_DEFAULT
 from ..physics.store import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
 from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
-from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
 from . import versions
 from .escape import comment, q
 from .layout import Layout, assign_devices
@@ -287,6 +288,13 @@ class Context:
     @property
     def chat_template(self) -> str:
         return self.plan.launch.chat_template or self.model.chat_template
+
+
+def flow_control(ctx: Context, sizing: str = "specforge") -> FlowControl:
+    """The run's flow control (physics/flow.py) as the projection computes it: every
+    format writes these values, and the store memory is sized from them. `sizing`: the
+    rendered format's data plane ("specforge" or "speculators")."""
+    return stages.flow_control(ctx.resolved, sizing)
 
 
 def context(plan: Plan, catalog: Catalog, line: versions.UpstreamLine = versions.PINNED) -> Context:

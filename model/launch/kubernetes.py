@@ -258,7 +258,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             container(
                 ctx,
                 STORE,
-                f"set -euo pipefail\nexec {cmd(*specforge.mooncake_master(), lead=2)}",
+                f"set -euo pipefail\nexec {cmd(*specforge.mooncake_master(ctx), lead=2)}",
                 [],
                 {"rpc": MOONCAKE_RPC_PORT, "metadata": MOONCAKE_METADATA_PORT},
                 {"tcpSocket": {"port": MOONCAKE_METADATA_PORT}},

@@ -208,7 +208,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "",
         "# Mooncake master (CPU) on the first trainer node",
         f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
-        f"{cmd(*specforge.mooncake_master(), lead=2)} > mooncake.log 2>&1 &",
+        f"{cmd(*specforge.mooncake_master(ctx), lead=2)} > mooncake.log 2>&1 &",
         f'until curl -s -o /dev/null "$MOONCAKE_METADATA_SERVER?key='
         f'{specforge.HEALTH_KEY}"; do sleep 2; done',
         "",
