@@ -367,6 +367,11 @@ def checkpoints(
         per_step = plan.drafter.batch_size * ranks
         steps = max(1, round(interval * SECONDS_PER_HOUR * samples_per_s / per_step))
     text, can_resume, warnings = _resume(plan, lay, ranks, nodes)
+    if c.keep is not None and keep != c.keep:
+        warnings.append(
+            f"checkpoint.keep = {c.keep} is not applied: {lay.trainer} has no rotation "
+            f"(it keeps {keep})"
+        )
     return Checkpoints(
         size_gb=size / BYTES_PER_GB,
         keep=keep,

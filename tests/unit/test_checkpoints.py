@@ -178,3 +178,10 @@ def test_a_bad_checkpoint_value_is_one_line(tmp_path):
     with pytest.raises(PlanError) as err:
         load_plan(path)
     assert "checkpoint.keep" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_keep_the_trainer_cannot_apply_is_said(catalog, baseline):
+    plan = edit(baseline, launch={"format": "speculators"}, checkpoint={"keep": 2})
+    ck = project(plan, catalog).checkpoints
+    assert ck.keep == baseline.workload.epochs  # a folder per epoch
+    assert any("checkpoint.keep = 2 is not applied" in w for w in ck.warnings)
