@@ -6,6 +6,7 @@ hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
 from __future__ import annotations
 
 from ..basics import recipe
+from .checkpointing import speculators_args
 from .common import (
     DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
@@ -152,6 +153,7 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
         "--save-path",
         f"{output_dir(p)}/checkpoints",
         *loader_flags(ctx),
+        *speculators_args(ctx, NAME),
     ]
     if ctx.block == 16 and family != "eagle3":
         # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
