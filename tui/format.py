@@ -452,6 +452,9 @@ def acceptance_lines(a: Acceptance, unit: str, gpu_name: str) -> list[str]:
             f"; break-even after {hours(a.break_even_hours)}"
             f"{around(a.break_even_range, hours)} serving hours {gpus}"
         )
+    if a.widened_by:
+        # The conditions no public series measured for the drafter family (docs/model.md).
+        first += f"; tau's range widened: no public series measured its {', '.join(a.widened_by)}"
     calibrated = " (calibrated on your measured tau)" if a.calibrated else ""
     more = f"one more epoch: {tau_gain(a.one_more_epoch_tau)}{calibrated}" + (
         "" if a.one_more_epoch_cost is None else f" for {cost(a.one_more_epoch_cost, unit)}"

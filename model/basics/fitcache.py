@@ -47,6 +47,7 @@ SOURCES = (
     "physics/acceptance.py",
     "physics/caserates.py",
     "physics/colocated.py",
+    "physics/conditions.py",
     "physics/decode.py",
     "physics/families.py",
     "physics/fitting.py",

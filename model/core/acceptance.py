@@ -16,6 +16,7 @@ from ..physics import acceptance as model
 from ..physics.acceptance import CurveInputs
 from . import serving
 from .cost import prices
+from .diagnostics import Diagnostic
 from .job import Job
 from .resolve import Resolved
 
@@ -40,6 +41,11 @@ class Acceptance:
     regime: str = model.LOW_BATCH
     serving_gpus: int = 1
     serving_gpu: str = ""
+    # The plan's conditions no public series measured for its family, each of which
+    # widened tau's range (physics/conditions.py's names); () where none did.
+    widened_by: tuple[str, ...] = ()
+    # One line where the plan's measured tau cannot set the curve's level; else None.
+    calibration_note: str | None = None
     # serving.requests_per_s: the fleet serving it without the drafter (None: per
     # serving.count GPUs); the GPUs the drafter frees either way, with their range.
     fleet: serving.Fleet | None = None
@@ -66,6 +72,7 @@ class Acceptance:
             "one_more_epoch_cost": self.one_more_epoch_cost,
             "calibrated": self.calibrated,
             "sources": list(self.sources),
+            "widened_by": list(self.widened_by),
             "requests_per_s": None if self.fleet is None else self.fleet.requests_per_s,
             "serving_gpus_saved": self.serving_gpus_saved,
             "serving_gpus_saved_range": list(self.serving_gpus_saved_range),
@@ -92,6 +99,8 @@ def curve_inputs(r: Resolved) -> CurveInputs:
         target_params=float(r.model.total_params),
         measured=point,
         measured_range=scatter,
+        samples=float(w.samples),
+        sample_tokens=float(w.avg_sample_tokens),
     )
 
 
@@ -137,13 +146,14 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
     hours, hours_range = paid.hours, paid.hours_range
     run_cost = job.run_cost
     c = model.curve()
-    # The source groups the curve and the engine factor were fitted on (measurements.toml).
+    own = c.families.get(inputs.family) if inputs.family != model.REFERENCE_FAMILY else None
+    # The source groups the curve and the engine factor were fitted on (measurements.toml):
+    # the reference's, and the plan's family's own where it has a fit.
+    groups = (*c.groups, *(own.groups if own is not None else ()))
     if s.engine_factor is not None:
-        sources: tuple[str, ...] = (*c.groups, "plan serving.engine_factor")
+        sources: tuple[str, ...] = (*groups, "plan serving.engine_factor")
     else:
-        sources = tuple(
-            dict.fromkeys((*c.groups, *model.engine_factors()[(engine, regime)].groups))
-        )
+        sources = tuple(dict.fromkeys((*groups, *model.engine_factors()[(engine, regime)].groups)))
     if inputs.measured is not None:
         sources = (*sources, "plan calibration.acceptance")
     return Acceptance(
@@ -162,7 +172,16 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         regime=regime,
         serving_gpus=s.count if at_rate is None else math.ceil(at_rate.gpus_without),
         serving_gpu=gpu,
+        widened_by=() if inputs.measured is not None else model.widened_by(inputs),
+        calibration_note=model.calibration_note(inputs),
         fleet=at_rate,
         serving_gpus_saved=paid.gpus_saved,
         serving_gpus_saved_range=paid.gpus_saved_range,
     )
+
+
+def acceptance_diagnostics(a: Acceptance) -> tuple[Diagnostic, ...]:
+    """The calibration guard's line, as a diagnostic of the projection."""
+    if a.calibration_note is None:
+        return ()
+    return (Diagnostic("acceptance-calibration", "calibration.acceptance", a.calibration_note),)

@@ -21,12 +21,14 @@ from ..inputs.targets import TargetModel
 from ..physics import store
 from ..physics.colocated import time_shares
 from ..physics.families import DEFAULT_FAMILY, FAMILIES
+from ..physics.flow import FlowControl
 from ..physics.footprint import MemoryFit
 from ..physics.pipeline import Flow, PipelineInputs, path_name
 from ..physics.roofline import Roofline, target_roofline
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
-from .acceptance import Acceptance, acceptance_stage
+from .acceptance import Acceptance, acceptance_diagnostics, acceptance_stage
+from .checkpoints import Checkpoints, checkpoints, with_preemptions
 from .cost import Prices
 from .diagnose import diagnose
 from .diagnostics import Diagnostic
@@ -185,6 +187,11 @@ class Projection:
     # Colocated against the best disaggregated split of the same GPUs (topology.py); None
     # when the plan cannot run both ways (two GPU types, offline).
     topology_verdict: TopologyVerdict | None = field(default=None, kw_only=True)
+    # The data plane's flow control (physics/flow.py): what the launch scripts write and
+    # the store memory is sized from; None colocated (no Mooncake).
+    flow_control: FlowControl | None = field(default=None, kw_only=True)
+    # Checkpoints: size, rotation, interval, lost work, resume (checkpoints.py).
+    checkpoints: Checkpoints = field(kw_only=True)
 
     @property
     def topology(self) -> str:
@@ -380,6 +387,7 @@ class Projection:
             "job": self.job.to_json(),
             "storage": self.offline.to_json(self.mode) if self.offline else None,
             "store_memory": self.store_memory.to_json() if self.store_memory else None,
+            "flow_control": self.flow_control.to_json() if self.flow_control else None,
             "regeneration": self.regeneration.to_json() if self.regeneration else None,
             "phases": [p.to_json() for p in self.phases],
             "total": (t := self.total) and t.to_json(self.cost_unit),
@@ -392,6 +400,8 @@ class Projection:
             ),
             # What the training buys: tau, serving speedup, break-even (core/acceptance.py).
             "acceptance": self.acceptance.to_json(),
+            # Checkpoints: size, rotation, interval, lost work, resume (checkpoints.py).
+            "checkpoints": self.checkpoints.to_json(),
         }
 
 
@@ -413,10 +423,27 @@ def project_resolved(
     run = run_stage(r, rt, pipe, money, spread)
     regen = regeneration(r.plan, r.model, r.gpus)
     job = job_stage(r, pipe, money, run, regen)
+    ckpt = checkpoint_stage(r, pipe, job)
+    job = with_preemptions(job, ckpt, sum(money.billed))
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
     accepted = acceptance_stage(r, catalog, job)
-    p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics)
+    diagnostics = (*diagnostics, *acceptance_diagnostics(accepted))
+    p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics, ckpt)
     return replace(p, topology_verdict=topology_stage(r, rt, pipe.central))
+
+
+def checkpoint_stage(r: Resolved, pipe: Pipeline, job: Job) -> Checkpoints:
+    """The plan's checkpoints at its job's run (checkpoints.py)."""
+    w = r.plan.workload
+    run_hours = None if job.run_days is None else job.run_days * 24
+    rate = job.tokens_per_s
+    return checkpoints(
+        r.plan,
+        r.shape.trainable_params,
+        int(pipe.flow.nodes),
+        run_hours,
+        None if rate is None else rate / w.avg_sample_tokens,
+    )
 
 
 def _projection(
@@ -430,6 +457,7 @@ def _projection(
     job: Job,
     accepted: Acceptance,
     diagnostics: tuple[Diagnostic, ...],
+    ckpt: Checkpoints,
 ) -> Projection:
     plan, f, econ = r.plan, pipe.flow, run.economics if run else None
     throughput = pipe.tokens_per_s
@@ -472,11 +500,13 @@ def _projection(
         offline=run.offline if run else None,
         # Colocated, no hidden states leave their GPU: no Mooncake store.
         store_memory=None if plan.workload.topology == "colocated" else pipe.store_memory,
+        flow_control=None if plan.workload.topology == "colocated" else pipe.flow_control,
         regeneration=regen,
         phases=job.phases,
         job=job,
         acceptance=accepted,
         run_inputs=run.inputs if run else None,
+        checkpoints=ckpt,
     )
 
 

@@ -14,7 +14,9 @@ from ..inputs import formats
 from ..inputs.catalog import Catalog
 from ..inputs.plan import Plan
 from ..physics import colocated, store
+from ..physics import flow as physics_flow
 from ..physics.colocated import plan_flow
+from ..physics.flow import FlowControl
 from ..physics.footprint import MemoryFit
 from ..physics.memory import colocated_memory, drafter_memory, target_memory
 from ..physics.pipeline import Flow, PipelineInputs, bottleneck, flow
@@ -41,6 +43,7 @@ class Pipeline:
     target_memory: MemoryFit
     drafter_memory: MemoryFit
     store_memory: store.StoreMemory  # the Mooncake store in host memory
+    flow_control: FlowControl  # the data plane's watermarks, lease, loaders and sizes
 
     @property
     def fits(self) -> bool:
@@ -58,7 +61,9 @@ def pipeline_stage(r: Resolved, rt: Rates) -> Pipeline:
     if colocated:
         # One GPU holds both: each role's row shows what the GPU holds.
         t_mem = d_mem = colocated_memory(t_mem, d_mem)
-    return Pipeline(central, f, float(f.tokens_per_s), t_mem, d_mem, store_memory(r))
+    return Pipeline(
+        central, f, float(f.tokens_per_s), t_mem, d_mem, store_memory(r), flow_control(r)
+    )
 
 
 def role_memory(r: Resolved, rt: Rates, drafters: int) -> tuple[MemoryFit, MemoryFit]:
@@ -113,6 +118,22 @@ def store_memory(r: Resolved) -> store.StoreMemory:
         (r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node),
         r.same_gpu_type,
         {"target": r.target_gpu.host_memory_gb, "drafter": r.drafter_gpu.host_memory_gb},
+    )
+
+
+def flow_control(r: Resolved, sizing: str | None = None) -> FlowControl:
+    """The launched run's flow control (physics/flow.py), from the same split and sample
+    as its store memory; `sizing`: whose rules ("specforge" or "speculators"), the plan's
+    launch format's when None."""
+    plan = r.plan
+    fmt, sample = store_sizing(r)
+    return physics_flow.flow_control(
+        sizing or fmt,
+        sample,
+        plan.drafter.batch_size,
+        (plan.target.count, plan.drafter.count, plan.target.tp),
+        (r.target_gpu.gpus_per_node, r.drafter_gpu.gpus_per_node),
+        r.same_gpu_type,
     )
 
 

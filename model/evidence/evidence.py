@@ -33,6 +33,7 @@ from ..physics import (
     pipeline,
     roofline,
 )
+from ..physics.families import FAMILIES
 from ..physics.fitting import case_model as _model
 from ..physics.memory import capture_server_memory_gib, case_drafter_memory
 from ..physics.roofline import ESTIMATE_SPREAD, dense_training_efficiency
@@ -210,12 +211,18 @@ def _predict_engine_held(case: Mapping[str, Any], c: Catalog) -> tuple[float, tu
 
 def case_curve_inputs(case: Mapping[str, Any]) -> acceptance.CurveInputs:
     """A learning-curve case's conditions, as a plan's would be read (curve_inputs)."""
+    family = case.get("drafter", acceptance.REFERENCE_FAMILY)
+    target = acceptance.case_target_params(case)
+    epochs = case.get("epochs")
     return acceptance.CurveInputs(
-        family=case.get("drafter", "dflash"),
-        block_size=int(case.get("block_size", 16)),
+        family=family,
+        # A block the case does not state: its family's own (16: DFlash's targets').
+        block_size=int(case.get("block_size", FAMILIES[family].block_size or 16)),
         anchors=int(case.get("anchors", 0)),
         on_policy=bool(case.get("on_policy", False)),
-        target_params=0.0,
+        target_params=0.0 if target is None else target,
+        samples=case["sample_passes"] / epochs if epochs else 0.0,
+        sample_tokens=float(case.get("max_length", 0)),
     )
 
 

@@ -185,7 +185,7 @@ class _Curve:
 
     def ceiling(self, at: str) -> float:
         """The most tau any number of sample passes buys, at that end (the curve's level)."""
-        central, low, _ = curve.tau_at(self.inputs, np.asarray([np.inf]))
+        central, low, _ = curve.tau_ceiling(self.inputs)
         return float(np.asarray(low if at == "pessimistic" else central)[0])
 
     def what(self) -> str:

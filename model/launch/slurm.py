@@ -10,6 +10,7 @@ import re
 from ..core.resolve import require_same_gpu_type
 from ..inputs.plan import Plan
 from . import specforge
+from .checkpointing import RESUME_WORDS, resume_line
 from .common import (
     FABRIC_IP_FUNCTION,
     GIB,
@@ -159,7 +160,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
         f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''}; the "
         f"plan uses {p.target.count + p.drafter.count}",
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
         *specforge.memory_notes(ctx),
     ]
     directives = sbatch_directives(
@@ -208,7 +209,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         "",
         "# Mooncake master (CPU) on the first trainer node",
         f"{step(d_nodes[0], False)} {local(d_nodes[0])} CUDA_VISIBLE_DEVICES= "
-        f"{cmd(*specforge.mooncake_master(), lead=2)} > mooncake.log 2>&1 &",
+        f"{cmd(*specforge.mooncake_master(ctx), lead=2)} > mooncake.log 2>&1 &",
         f'until curl -s -o /dev/null "$MOONCAKE_METADATA_SERVER?key='
         f'{specforge.HEALTH_KEY}"; do sleep 2; done',
         "",
@@ -231,6 +232,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f'"${{overrides[@]}}" > producer.log 2>&1 &',
         "",
         "# trainers: one step per drafter node, on the drafter GPUs",
+        resume_line(ctx),
         "consumers=()",
     ]
     for rank, node in enumerate(d_nodes):
@@ -239,7 +241,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"{env(**specforge.consumer_env(ctx, node, rank))} "
             + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer", "--node-rank", rank)
             + " "
-            f'"${{overrides[@]}}" > {q(f"consumer-{rank}.log")} 2>&1 &'
+            f'"${{overrides[@]}}" {RESUME_WORDS} > {q(f"consumer-{rank}.log")} 2>&1 &'
         )
         lines.append("consumers+=($!)")
     lines += [
@@ -279,7 +281,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
         "output_dir must be on a filesystem all nodes share",
         f"billed: the allocation, {nodes} node(s) x {layout.gpus_per_node} GPU(s) = "
         f"{billed} GPU(s) (whole nodes, --exclusive); the plan uses {nodes * per_node}",
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
     ]
     directives = sbatch_directives(job, nodes, layout.gpus_per_node, None, notes)
     yaml_text = to_yaml(specforge.colocated_config(ctx, "localhost"))
@@ -297,7 +299,12 @@ def render_colocated(ctx: Context) -> LaunchScript:
     ]
     if nodes > 1:
         lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
-    lines += ["", "# one step per node: SpecForge starts torchrun over its GPUs", "steps=()"]
+    lines += [
+        "",
+        "# one step per node: SpecForge starts torchrun over its GPUs",
+        resume_line(ctx),
+        "steps=()",
+    ]
     for node in range(nodes):
         train: list[object] = ["specforge", "train", "-c", "run.yaml"]
         environ: dict[str, object] = {"NODE_RANK": node, "CUDA_VISIBLE_DEVICES": gpus}
@@ -307,7 +314,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
         lines += [
             f"srun --nodes=1 --ntasks=1 --overlap --gpus-per-node={layout.gpus_per_node} "
             f'-w "${{NODES[{node}]}}" env {env(**environ)} '
-            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{node}.log")} 2>&1 &',
+            f'{cmd(*train)} "${{overrides[@]}}" {RESUME_WORDS} > {q(f"train-{node}.log")} 2>&1 &',
             "steps+=($!)",
         ]
     lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')
@@ -437,6 +444,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         'for pid in "${steps[@]}"; do wait "$pid"; done',
         "",
         "# training: one step per drafter node, on the drafter GPUs",
+        resume_line(ctx),
         "steps=()",
     ]
     for rank, node in enumerate(d_nodes):
@@ -446,7 +454,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         lines += [
             f"{step(node)} "
             f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
-            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{rank}.log")} 2>&1 &',
+            f'{cmd(*train)} "${{overrides[@]}}" {RESUME_WORDS} > {q(f"train-{rank}.log")} 2>&1 &',
             "steps+=($!)",
         ]
     lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')

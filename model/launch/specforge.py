@@ -10,8 +10,9 @@ from typing import Any
 from ..basics import recipe
 from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
-from ..physics import store
 from ..physics.families import FAMILIES
+from . import versions
+from .checkpointing import resumed, specforge_training
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -20,7 +21,6 @@ from .common import (
     IN_FLIGHT_HIGH_DEFAULT,
     IN_FLIGHT_LOW_DEFAULT,
     IN_FLIGHT_PER_SERVER,
-    MOONCAKE_LOCAL_BUFFER_BYTES,
     MOONCAKE_METADATA_PORT,
     MOONCAKE_METRICS_PORT,
     MOONCAKE_RPC_PORT,
@@ -31,6 +31,7 @@ from .common import (
     colocated_nodes,
     devices,
     export_fabric_ip,
+    flow_control,
     hidden_states_dir,
     node_case,
     offline_storage,
@@ -40,7 +41,6 @@ from .common import (
     run_id,
     sample_feature_bytes,
     script,
-    segment_gib,
     specforge_pr_notes,
     until_run_ends,
 )
@@ -73,30 +73,28 @@ def consumer_quantum(ctx: Context) -> int:
 
 
 def in_flight(ctx: Context) -> tuple[int, int]:
-    """The producer's (high, low) in-flight watermarks. SpecForge refuses to start when
-    either is below the consumer's quantum (_online_flow_window) and wants low <= high
-    (RuntimeConfig). Above the defaults: resume at one window (low = quantum) and pause at
-    two (high = 2 x quantum), so one window is captured while the trainer takes the other."""
-    return store.in_flight_watermarks(consumer_quantum(ctx))
+    """The producer's (high, low) in-flight watermarks (physics/flow.py: the recipe's
+    measured multiples of the consumer quantum). SpecForge refuses to start when either is
+    below the quantum (_online_flow_window) and wants low <= high (RuntimeConfig)."""
+    flow = flow_control(ctx)
+    return flow.high_watermark, flow.low_watermark
 
 
 def server_segment_gib(ctx: Context) -> int:
-    """Mooncake segment of one capture server (store.specforge_segment_samples: what the
-    projection's store_memory shows)."""
-    high, _ = in_flight(ctx)
-    return segment_gib(
-        ctx.resolved, store.specforge_segment_samples(high, len(ctx.layout.replicas))
-    )
+    """Mooncake segment of one capture server (physics/flow.py: what the projection's
+    store_memory shows)."""
+    return flow_control(ctx).segment_gib
 
 
 def host_memory_gib(ctx: Context) -> tuple[float, float, float]:
     """Host memory, GiB, of one capture server (its Mooncake segment and local buffer;
     the target weights it loads through host memory) and of one trainer rank (its Mooncake
-    local buffer and two batches of fetched features): (segment, weights, rank)."""
-    segment = server_segment_gib(ctx) + MOONCAKE_LOCAL_BUFFER_BYTES / GIB
+    client buffer and two batches of fetched features): (segment, weights, rank)."""
+    flow = flow_control(ctx)
+    segment = flow.segment_gib + flow.server_buffer_bytes / GIB
     weights = ctx.memory.weights_gib * ctx.plan.target.tp
     batch = 2 * ctx.plan.drafter.batch_size * sample_feature_bytes(ctx.resolved) / GIB
-    return segment, weights, MOONCAKE_LOCAL_BUFFER_BYTES / GIB + batch
+    return segment, weights, flow.trainer_buffer_bytes / GIB + batch
 
 
 def trainer_nodes(ctx: Context) -> tuple[tuple[int, ...], int]:
@@ -217,7 +215,7 @@ def training_section(ctx: Context) -> dict[str, Any]:
         "warmup_ratio": recipe.WARMUP_RATIO,
         "max_grad_norm": recipe.MAX_GRAD_NORM,
         "num_anchors": w.num_anchors,
-        "save_interval": recipe.SAVE_INTERVAL,
+        **specforge_training(ctx, NAME),
         "dist_timeout": recipe.DIST_TIMEOUT_MIN,
     }
     if ctx.block == 16:
@@ -235,12 +233,20 @@ def config(
     model = model_section(ctx, fraction)
     training = training_section(ctx)
     out = output_dir(p)
-    disaggregated: dict[str, Any] = {"control_dir": f"{out}/control", "backend": "mooncake"}
+    flow = flow_control(ctx)
+    disaggregated: dict[str, Any] = {
+        "control_dir": f"{out}/control",
+        "backend": "mooncake",
+        "client_buffer_size": flow.trainer_buffer_bytes,
+    }
     trainer: dict[str, Any] = {"nnodes": len(nodes), "nproc_per_node": per_node}
     if managed_local:
         disaggregated["managed_local"] = {
             "trainer_cuda_visible_devices": [str(d) for d in ctx.layout.drafters[nodes[0]]],
-            "mooncake": {"global_segment_size_bytes": server_segment_gib(ctx) * GIB},
+            "mooncake": {
+                "global_segment_size_bytes": flow.segment_gib * GIB,
+                "local_buffer_size_bytes": flow.server_buffer_bytes,
+            },
             "capture_servers": [
                 {
                     "port": r.port,
@@ -264,6 +270,9 @@ def config(
         if len(nodes) > 1:
             trainer["master_addr"] = head
             trainer["master_port"] = p.launch.master_port
+    if versions.RECEIVE_BUFFERS_KEY in versions.effective_line(p, ctx.line).features:
+        # The line's schema has the key (PRs #840/#858): run.yaml says how to receive.
+        disaggregated["receive_buffers"] = RECEIVE_BUFFERS[p.workload.receive]
     doc: dict[str, Any] = {
         "model": model,
         "data": data_section(ctx),
@@ -272,7 +281,7 @@ def config(
         "output_dir": out,
         "deployment": {"mode": "disaggregated", "trainer": trainer, "disaggregated": disaggregated},
     }
-    high, low = in_flight(ctx)
+    high, low = flow.high_watermark, flow.low_watermark
     if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
         doc["runtime"] = {"in_flight_high_watermark": high, "in_flight_low_watermark": low}
     return doc
@@ -317,9 +326,16 @@ def capture_server(ctx: Context, replica: Replica) -> list[object]:
     ]
 
 
-def mooncake_master() -> list[object]:
+def lease_flags(ctx: Context) -> list[object]:
+    """The master's read lease when trainers read across nodes (physics/flow.py); on one
+    node, upstream's default."""
+    lease = flow_control(ctx).lease_ms
+    return [] if lease is None else [f"--default_kv_lease_ttl={lease}"]
+
+
+def mooncake_master(ctx: Context) -> list[object]:
     """The master with its HTTP metadata server open to the other nodes (the two-node
-    example's flags)."""
+    example's flags), and the read lease of the plan's flow control."""
     return [
         "mooncake_master",
         "--enable_http_metadata_server=true",
@@ -327,6 +343,7 @@ def mooncake_master() -> list[object]:
         f"--rpc_port={MOONCAKE_RPC_PORT}",
         f"--http_metadata_server_port={MOONCAKE_METADATA_PORT}",
         f"--metrics_port={MOONCAKE_METRICS_PORT}",
+        *lease_flags(ctx),
     ]
 
 
@@ -344,7 +361,7 @@ def server_env(ctx: Context, replica: Replica) -> dict[str, object]:
     return {
         "CUDA_VISIBLE_DEVICES": devices(replica.devices),
         "MOONCAKE_GLOBAL_SEGMENT_SIZE": server_segment_gib(ctx) * GIB,
-        "MOONCAKE_LOCAL_BUFFER_SIZE": MOONCAKE_LOCAL_BUFFER_BYTES,
+        "MOONCAKE_LOCAL_BUFFER_SIZE": flow_control(ctx).server_buffer_bytes,
         "FLASHINFER_DISABLE_VERSION_CHECK": 1,
     }
 
@@ -411,12 +428,19 @@ def memory_notes(ctx: Context) -> list[str]:
         f"features wait there until the trainer acknowledges them (up to {high} "
         f"samples in flight, spread over the servers)",
     ]
-    if (high, low) != (IN_FLIGHT_HIGH_DEFAULT, IN_FLIGHT_LOW_DEFAULT):
+    flow = flow_control(ctx)
+    multiple = "8 x / 4 x across nodes" if flow.cross_node else "6 x / 3 x on one node"
+    notes.append(
+        f"in-flight watermarks {high}/{low}, SpecForge's DFlash2 recipe's measured flow "
+        f"control (PR #869; docs/launch.md, flow control): {multiple} the "
+        f"{consumer_quantum(ctx)} samples of one optimizer step, at least "
+        f"{IN_FLIGHT_PER_SERVER} per capture server"
+    )
+    if flow.lease_ms is not None:
         notes.append(
-            f"in-flight watermarks {high}/{low}: one optimizer step takes "
-            f"{consumer_quantum(ctx)} samples, more than SpecForge's defaults "
-            f"({IN_FLIGHT_HIGH_DEFAULT}/{IN_FLIGHT_LOW_DEFAULT}), which its "
-            f"producer refuses; it pauses at two steps' samples and resumes at one"
+            f"Mooncake read lease {flow.lease_ms / 1000:g} s (mooncake_master "
+            f"--default_kv_lease_ttl): shorter leases expired under cross-node reads "
+            f"(-707 LEASE_EXPIRED, PR #869)"
         )
     return notes
 
@@ -472,7 +496,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
         lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
     run_file = '"run-node$node_rank.yaml"'
     sections: dict[int, list[str]] = {n: [] for n in range(nodes)}
-    sections[d_nodes[0]].append(f"{cmd(*mooncake_master(), lead=2)} > mooncake.log 2>&1 &")
+    sections[d_nodes[0]].append(f"{cmd(*mooncake_master(ctx), lead=2)} > mooncake.log 2>&1 &")
     for node in layout.target_nodes:
         sections[node].append(
             f'until curl -s -o /dev/null {metadata}{HEALTH_KEY}"; do sleep 2; done'
@@ -494,9 +518,12 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
                 f"{env(CUDA_VISIBLE_DEVICES='')} specforge train -c {run_file} --role producer "
                 '"${overrides[@]}" > producer.log 2>&1 &'
             )
-        part.append(
-            f"{env(**consumer_env(ctx, node, rank_))} specforge train -c {run_file} "
-            f'--role consumer --node-rank {rank_} "${{overrides[@]}}"'
+        part.extend(
+            resumed(
+                ctx,
+                f"{env(**consumer_env(ctx, node, rank_))} specforge train -c {run_file} "
+                f'--role consumer --node-rank {rank_} "${{overrides[@]}}"',
+            )
         )
     for node in layout.target_nodes:
         if node not in d_nodes:
@@ -508,7 +535,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     if ctx.plan.workload.topology == "colocated":
         return render_colocated(ctx)
-    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan)
+    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan, ctx.line)
     if layout.nodes == 1:
         doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
         notes.append(
@@ -551,7 +578,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         # Each node's processes register with Mooncake under its own fabric address.
         lines += export_fabric_ip(head).split("\n")
         if node == d_nodes[0]:
-            lines.append(f"{cmd(*mooncake_master(), lead=2)} > mooncake.log 2>&1 &")
+            lines.append(f"{cmd(*mooncake_master(ctx), lead=2)} > mooncake.log 2>&1 &")
         replicas = layout.targets_on(node)
         if replicas:
             lines.append(wait_for_metadata(metadata_url))
@@ -572,10 +599,20 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 f"{cmd('specforge', 'train', '-c', config_file, '--role', 'producer')}"
                 f" > producer.log 2>&1 &"
             )
-        lines.append(
-            f"{env(**consumer_env(ctx, node, rank))} "
-            + cmd(
-                "specforge", "train", "-c", config_file, "--role", "consumer", "--node-rank", rank
+        lines.extend(
+            resumed(
+                ctx,
+                f"{env(**consumer_env(ctx, node, rank))} "
+                + cmd(
+                    "specforge",
+                    "train",
+                    "-c",
+                    config_file,
+                    "--role",
+                    "consumer",
+                    "--node-rank",
+                    rank,
+                ),
             )
         )
     for node in layout.target_nodes:
@@ -662,7 +699,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
     yaml_text = to_yaml(doc)
     islands = nodes * per_node // p.target.tp
     notes = [
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
         f"colocated: {islands} target replica(s) of tp {p.target.tp}, each GPU a target shard "
         f"and a drafter rank ({doc['training'].get('fsdp_sharding', 'SHARD_GRAD_OP')}); "
         f"sglang_mem_fraction_static {doc['model']['sglang_mem_fraction_static']:.2f}: the "
@@ -678,7 +715,10 @@ def render_colocated(ctx: Context) -> LaunchScript:
             + " NODE_RANK",
             *write_draft_config(ctx, 1),
             heredoc("run.yaml", yaml_text),
-            f"{env(CUDA_VISIBLE_DEVICES=gpus)} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+            *resumed(
+                ctx,
+                f"{env(CUDA_VISIBLE_DEVICES=gpus)} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+            ),
         ]
     else:
         notes.append(
@@ -688,10 +728,11 @@ def render_colocated(ctx: Context) -> LaunchScript:
         )
         rendezvous = f"timeout={RENDEZVOUS_TIMEOUT_S}"
         sections = {
-            node: [
+            node: resumed(
+                ctx,
                 f"{env(NODE_RANK=node, CUDA_VISIBLE_DEVICES=gpus, PET_RDZV_CONF=rendezvous)} "
-                + cmd("specforge", "train", "-c", node_config(node), "--node-rank", node)
-            ]
+                + cmd("specforge", "train", "-c", node_config(node), "--node-rank", node),
+            )
             for node in range(nodes)
         }
         body = [
@@ -907,9 +948,12 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         train: list[object] = ["specforge", "train", "-c", config_file]
         if len(d_nodes) > 1:
             train += ["--node-rank", rank]
-        lines.append(
-            f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
-            + cmd(*train)
+        lines.extend(
+            resumed(
+                ctx,
+                f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+                + cmd(*train),
+            )
         )
     body = [
         "# The SpecForge CLI rejects a partial torch.distributed environment.\n"

@@ -6,7 +6,7 @@ hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
 from __future__ import annotations
 
 from ..basics import recipe
-from ..physics import store
+from .checkpointing import speculators_args
 from .common import (
     DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
@@ -17,12 +17,12 @@ from .common import (
     capture_done,
     devices,
     export_fabric_ip,
+    flow_control,
     hidden_states_dir,
     node_case,
     offline_storage,
     output_dir,
     script,
-    segment_gib,
     until_run_ends,
 )
 from .escape import cmd, env, q
@@ -97,15 +97,22 @@ def template_notes(ctx: Context) -> list[str]:
 
 def vllm_segment_gib(ctx: Context) -> int:
     """Mooncake segment of one vLLM engine: each data-parallel engine registers a segment
-    of --mooncake-global-segment-gib of its own, so the states every trainer rank may have
-    in flight are spread over the engines (target replicas)."""
-    p = ctx.plan
-    return segment_gib(
-        ctx.resolved,
-        store.speculators_segment_samples(
-            p.drafter.batch_size, p.drafter.count, len(ctx.layout.replicas)
-        ),
-    )
+    of --mooncake-global-segment-gib of its own, so the batches every trainer rank's loader
+    workers may have in flight are spread over the engines (physics/flow.py)."""
+    return flow_control(ctx, "speculators").segment_gib
+
+
+def loader_flags(ctx: Context) -> list[object]:
+    """--num-workers when the trainer reads through Mooncake (physics/flow.py: each loader
+    worker opens a Mooncake client); the file backend keeps speculators' default."""
+    flow = flow_control(ctx, "speculators")
+    return ["--num-workers", flow.loader_workers_per_rank] if flow.cross_node else []
+
+
+def lease_flags(ctx: Context) -> list[object]:
+    """The master's read lease across nodes (physics/flow.py)."""
+    lease = flow_control(ctx, "speculators").lease_ms
+    return [] if lease is None else [f"--default_kv_lease_ttl={lease}"]
 
 
 def train_words(ctx: Context, hidden: list[object]) -> list[object]:
@@ -145,6 +152,8 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
         w.max_length * p.drafter.batch_size,
         "--save-path",
         f"{output_dir(p)}/checkpoints",
+        *loader_flags(ctx),
+        *speculators_args(ctx, NAME),
     ]
     if ctx.block == 16 and family != "eagle3":
         # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.
@@ -212,8 +221,11 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"{layout.target_nodes[0]}, {head}); each vLLM data-parallel engine "
             f"registers a segment of {segment} GiB of host memory (up to {engines} "
             f"engine(s) = {engines * segment} GiB on a node): "
-            f"{store.BATCHES_IN_FLIGHT_PER_RANK} batches in flight per trainer rank, spread "
-            f"over the {len(layout.replicas)} engines",
+            f"{flow_control(ctx, 'speculators').loader_workers_per_rank} batches in flight "
+            f"per trainer rank (--num-workers: each loader worker opens a Mooncake "
+            f"client, and 12 per rank exhausted a node's threads, speculators PR #1046), "
+            f"spread over the "
+            f"{len(layout.replicas)} engines",
             f"a node running only vLLM exits, stopping it, once the first trainer node's "
             f"liveness server (port {RUN_ALIVE_PORT}, up while that node's script runs) is gone",
         ]
@@ -269,7 +281,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         lines = sections.setdefault(node, [])
         if multi and index == 0:
             lines.append(
-                f"{cmd('mooncake_master', f'--rpc_port={MOONCAKE_RPC_PORT}')} > mooncake.log 2>&1 &"
+                f"{cmd('mooncake_master', f'--rpc_port={MOONCAKE_RPC_PORT}', *lease_flags(ctx))}"
+                " > mooncake.log 2>&1 &"
             )
         lines.append(
             f"{env(CUDA_VISIBLE_DEVICES=devices(layout.target_devices_on(node)))} "

@@ -1,7 +1,7 @@
 """The Mooncake store in host memory: the segment each capture server registers and the
 local buffers, sized from the samples in flight at the LONGEST sample (a segment must hold
 max-length samples, not average ones). The projection shows these sizes against each
-node's host RAM, and the launch scripts write them (model/launch reads these functions)."""
+node's host RAM; the sizes are physics/flow.py's, which the launch scripts write."""
 
 from __future__ import annotations
 
@@ -9,28 +9,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..basics.arrays import Count, Number, any_of, ceil_int, maximum, minimum, where
+from ..basics.arrays import Count, Number, any_of, maximum, minimum
 from ..basics.units import BF16_BYTES
+from . import flow
+from .flow import GIB as GIB
+from .flow import IN_FLIGHT_HIGH_DEFAULT as IN_FLIGHT_HIGH_DEFAULT
+from .flow import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
+from .flow import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
+from .flow import segment_gib as segment_gib
+from .flow import segment_gib_of as segment_gib_of
+from .flow import specforge_segment_samples_of as specforge_segment_samples_of
 
-GIB = 1 << 30
-# SpecForge's producer keeps up to runtime.producer_lease = 8 requests in flight per
-# capture server; it pauses at runtime.in_flight_high_watermark = 256 unacknowledged
-# samples and resumes at in_flight_low_watermark = 192 (specforge/config/schema.py,
-# RuntimeConfig defaults).
-IN_FLIGHT_PER_SERVER = 8
-IN_FLIGHT_HIGH_DEFAULT = 256
-IN_FLIGHT_LOW_DEFAULT = 192
-# The local buffer SpecForge's launch gives each Mooncake client (MOONCAKE_LOCAL_BUFFER_SIZE).
-MOONCAKE_LOCAL_BUFFER_BYTES = GIB
-# speculators' launch_vllm.py --mooncake-local-buffer-gib default (pipelines.md 3.1); the
-# launch leaves it at its default.
-SPECULATORS_LOCAL_BUFFER_BYTES = 2 * GIB
-# Batches of hidden states one trainer rank may have requested and not yet loaded: each of
-# its num_workers = 12 data-loader workers waits on one generation at a time (TrainConfig
-# defaults, speculators/train/config/schema.py).
-BATCHES_IN_FLIGHT_PER_RANK = 12
-# A segment holds its samples with a quarter to spare (allocator fragmentation).
-SEGMENT_SPARE = 1.25
 # A trainer rank holds two batches of fetched features: the one training and the next.
 BATCHES_PER_RANK = 2
 
@@ -42,65 +31,26 @@ def sample_feature_bytes(hidden: int, captured_layers: int, max_length: int) -> 
 
 
 # The functions ending in _of take numbers or numpy arrays over splits alike (the search
-# sizes every split at once; basics/arrays); their scalar forms below, which the
-# projection and the launches call, are them on one split, so both compute the same
-# figures bit for bit, and one projection never loads numpy.
+# sizes every split at once; basics/arrays); the projection and the launches call them on
+# one split (physics/flow.py's FlowControl), so both compute the same figures bit for bit,
+# and one projection never loads numpy.
 
 
-def segment_gib_of(sample_bytes: int, samples: Number) -> Count:
-    """segment_gib of each split's `samples`."""
-    return maximum(1, ceil_int(samples * sample_bytes * SEGMENT_SPARE / GIB))
-
-
-def segment_gib(sample_bytes: int, samples: float) -> int:
-    """A Mooncake global segment that holds `samples` max-length samples with a quarter
-    to spare, in whole GiB."""
-    return int(segment_gib_of(sample_bytes, samples))
-
-
-def in_flight_watermarks_of(quantum: Count) -> tuple[Count, Count]:
-    """in_flight_watermarks of each split's quantum."""
-    above = quantum > IN_FLIGHT_LOW_DEFAULT
-    return (
-        where(above, 2 * quantum, IN_FLIGHT_HIGH_DEFAULT),
-        where(above, quantum, IN_FLIGHT_LOW_DEFAULT),
-    )
-
-
-def in_flight_watermarks(quantum: int) -> tuple[int, int]:
-    """SpecForge's producer (high, low) in-flight watermarks for a consumer quantum (the
-    samples of one global step). SpecForge refuses to start when either is below the
-    quantum and wants low <= high. Above the defaults: resume at one window (low = quantum)
-    and pause at two (high = 2 x quantum), so one window is captured while the trainer
-    takes the other."""
-    high, low = in_flight_watermarks_of(quantum)
-    return int(high), int(low)
-
-
-def specforge_segment_samples_of(high: Count, servers: Count) -> Count:
-    """specforge_segment_samples of each split."""
-    return maximum(IN_FLIGHT_PER_SERVER, -(-high // servers))
-
-
-def specforge_segment_samples(high: int, servers: int) -> int:
-    """Samples one SpecForge capture server's segment holds: the producer keeps at most
-    the high watermark unacknowledged, spread over the servers, and a lease per server."""
-    return int(specforge_segment_samples_of(high, servers))
-
-
-def speculators_segment_samples(batch_size: int, drafters: Any, engines: Any) -> Any:
-    """Samples one vLLM engine's segment holds: what every trainer rank may have in flight,
-    spread over the data-parallel engines (numbers, or arrays over splits)."""
-    return BATCHES_IN_FLIGHT_PER_RANK * batch_size * drafters / engines
-
-
-def segment_samples_of(fmt: str, batch_size: int, drafters: Count, servers: Count) -> Number:
-    """Samples one capture server's segment holds, as the launch of `fmt` sizes it:
-    SpecForge's hold the producer's high watermark spread over the capture servers;
-    speculators' every trainer rank's batches in flight."""
+def segment_samples_of(
+    fmt: str,
+    batch_size: int,
+    drafters: Count,
+    servers: Count,
+    cross_node: Any,
+    ranks_per_node: Count,
+) -> Number:
+    """Samples one capture server's segment holds, as the launch of `fmt` sizes it
+    (physics/flow.py): SpecForge's hold the producer's high watermark spread over the
+    capture servers; speculators' every trainer rank's loader workers' batches."""
     if fmt == "speculators":
-        return speculators_segment_samples(batch_size, drafters, servers) * 1.0
-    high, _ = in_flight_watermarks_of(drafters * batch_size)
+        workers = flow.speculators_workers_of(ranks_per_node, cross_node)
+        return flow.speculators_segment_samples(workers, batch_size, drafters, servers) * 1.0
+    high, _ = flow.watermarks_of(drafters, batch_size, servers, cross_node)
     return specforge_segment_samples_of(high, servers)
 
 
@@ -111,8 +61,8 @@ class StoreMemory:
     format: str  # "specforge" or "speculators": whose sizing
     sample_bytes: int  # one max-length sample's features
     segment_gib: int  # per capture server
-    local_buffer_gib: float  # per Mooncake client (server or trainer rank)
-    rank_gib: float  # per trainer rank: its buffer and two batches
+    local_buffer_gib: float  # per capture server's Mooncake client
+    rank_gib: float  # per trainer rank: its client buffer and two batches
     node_gib: float  # the busiest node
     node_servers: int
     node_ranks: int
@@ -167,20 +117,13 @@ def nodes_of_split_of(
     return out
 
 
-def local_buffer_gib(fmt: str) -> float:
-    """The local buffer of one Mooncake client (capture server or trainer rank), GiB."""
-    return (
-        SPECULATORS_LOCAL_BUFFER_BYTES if fmt == "speculators" else MOONCAKE_LOCAL_BUFFER_BYTES
-    ) / GIB
-
-
 @dataclass(frozen=True, slots=True)
 class StoreLoads:
     """The store's host memory of splits (arrays over splits): what each node holds."""
 
     segment_gib: Count  # per capture server
-    local_buffer_gib: float  # per Mooncake client
-    rank_gib: float  # per trainer rank: its buffer and two batches
+    local_buffer_gib: float  # per capture server's Mooncake client
+    rank_gib: float  # per trainer rank: its client buffer and two batches
     nodes: list[tuple[Number, Count, Count, str]]  # (GiB, servers, ranks, role)
 
     def node_over(self, host_memory_gb: dict[str, float | None]) -> list[Any]:
@@ -210,9 +153,13 @@ def store_loads_of(
     every capture server's segment and buffer, every trainer rank's buffer and batches,
     on the nodes whose load can be the largest."""
     servers = targets // tp
-    segment = segment_gib_of(sample_bytes, segment_samples_of(fmt, batch_size, drafters, servers))
-    buffer = local_buffer_gib(fmt)
-    rank = buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
+    cross = flow.cross_node_of(targets, drafters, gpus_per_node[0], same_gpu_type)
+    ranks_per_node = minimum(drafters, gpus_per_node[0] if same_gpu_type else gpus_per_node[1])
+    samples = segment_samples_of(fmt, batch_size, drafters, servers, cross, ranks_per_node)
+    segment = segment_gib_of(sample_bytes, samples)
+    buffer = flow.server_buffer_bytes(fmt, sample_bytes) / GIB
+    trainer_buffer = flow.trainer_buffer_bytes(fmt, sample_bytes, batch_size) / GIB
+    rank = trainer_buffer + BATCHES_PER_RANK * batch_size * sample_bytes / GIB
     nodes = [
         (on_servers * (segment + buffer) + on_ranks * rank, on_servers, on_ranks, role)
         for on_servers, on_ranks, role in nodes_of_split_of(

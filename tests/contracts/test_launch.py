@@ -83,6 +83,8 @@ ALLOWED = {
         "num_anchors",
         "loss_decay_gamma",
         "save_interval",
+        # the rotation: keep the newest N (specforge 0.2.0 config/schema.py)
+        "max_checkpoints",
         "log_interval",
         "dist_timeout",
         "resume_from",
@@ -110,6 +112,7 @@ ALLOWED = {
         "mooncake_protocol",
         "mooncake_rdma_devices",
         "producer_segment_size",
+        "client_buffer_size",
         "idle_timeout_s",
         "peer_wait_timeout_s",
         "managed_local",
@@ -1210,10 +1213,17 @@ def test_vllm_trusts_remote_code_and_segments_are_per_engine(catalog, baseline):
     words = shlex.split(section(text, 0).replace("\\\n", " "), comments=True)
     serve = words[words.index("--") + 1 :]
     assert "--trust-remote-code" in serve[: serve.index(">")]
-    # 12 batches of 2 in flight for each of 8 trainer ranks: 192 samples of 151 MB spread
-    # over the 8 engines, each registering its own segment.
+    # Across nodes each trainer rank loads with speculators' tested 2 workers (each a
+    # Mooncake client; 12 exhausted a node's threads, PR #1046), each waiting on a batch of
+    # 2: 8 ranks x 4 = 32 max-length samples spread over the 8 engines, each registering
+    # its own segment (a quarter to spare, whole GiB).
+    assert "--num-workers 2" in text
+    sample = context(plan, catalog).resolved
+    from dflash_plan.model.launch.common import sample_feature_bytes
+
+    per_engine = 2 * 2 * 8 / 8 * sample_feature_bytes(sample) * 1.25
     segment = int(words[words.index("--mooncake-global-segment-gib") + 1])
-    assert segment == 5
+    assert segment == max(1, -(-int(per_engine) // 2**30))
     assert (
         f"registers a segment of {segment} GiB of host memory (up to 8 engine(s) = "
         f"{8 * segment} GiB on a node)" in text

@@ -118,16 +118,17 @@ def test_no_view_module_tests_a_format_name(folder):
 
 
 def test_only_the_store_sizing_kinds_are_tested_by_name_in_the_model():
-    """physics/store.py compares the sizing kind (a row's store_sizing: whose segment and
-    buffer rule the store follows), not a launch format."""
+    """physics/store.py and physics/flow.py compare the sizing kind (a row's store_sizing:
+    whose segment, buffer and loader rules the store follows), not a launch format."""
     found = {
         str(path.relative_to(ROOT))
         for path in sorted((ROOT / "model").rglob("*.py"))
         if _format_tests(path)
     }
-    assert found == {"model/physics/store.py"}
+    assert found == {"model/physics/store.py", "model/physics/flow.py"}
     sizings = {row.store_sizing for row in formats.FORMATS.values()}
-    assert {name for _, name in _format_tests(ROOT / "model/physics/store.py")} <= sizings
+    for module in found:
+        assert {name for _, name in _format_tests(ROOT / module)} <= sizings
 
 
 # --- a new format is one module plus one registry row ----------------------------------

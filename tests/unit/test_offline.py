@@ -201,25 +201,28 @@ def test_store_memory_is_what_the_launch_writes(catalog, fmt, sets):
 
 
 def test_store_memory_at_the_longest_sample_over_host_ram(capsys):
-    # B200 nodes (DGX B200: 2 TB host RAM), 6 TP1 capture servers + 2 trainer ranks on one
-    # node, 131,072-token samples of 6 GiB (6 layers x 4,096 x 2 bytes x 131,072): each
-    # segment holds the producer's 256 in flight over 6 servers = 43 samples x 1.25 = 323
-    # GiB; 6 x (323 + 1) + 2 x 25 = 1,994 GiB = 2,141 GB > 2,000 GB.
+    # B200 nodes (DGX B200: 2 TB host RAM), 6 TP1 capture servers + 2 trainer ranks on the
+    # first of two nodes (4 more ranks on the second), 262,144-token samples of 12 GiB
+    # (6 layers x 4,096 x 2 bytes x 262,144). Flow control (physics/flow.py) across nodes:
+    # high watermark max(8 x the 12-sample quantum, 6 servers x 8) = 96, so each segment
+    # holds 16 samples x 1.25 = 240 GiB; each server's buffer the recipe's 4 GiB per 500 MB
+    # sample scaled, ceil(102.4) = 103 GiB; each rank's client buffer ceil(51.2) = 52 GiB
+    # and two batches of 2 = 48 GiB. 6 x (240 + 103) + 2 x 100 = 2,258 GiB = 2,424 GB.
     base = [
         "target.gpu=b200",
         "drafter.gpu=b200",
         "target.count=6",
-        "drafter.count=2",
+        "drafter.count=6",
         "workload.avg_sample_tokens=2000",
     ]
-    doc = storage(capsys, *base, "workload.max_length=131072")
+    doc = storage(capsys, *base, "workload.max_length=262144")
     mem = doc["store_memory"]
     assert mem["host_memory_gb"] == 2000 and mem["fits"] is False
-    assert mem["busiest_node_gib"] * 2**30 / 1e9 > 2000
+    assert mem["busiest_node_gib"] == 2258 and mem["busiest_node_gib"] * 2**30 / 1e9 > 2000
     err = [d for d in doc["diagnostics"] if d["code"] == "store-memory"]
     assert err and err[0]["level"] == "error"
     # The mean sample is the same, the longest 8x shorter: it fits.
-    doc = storage(capsys, *base, "workload.max_length=16384")
+    doc = storage(capsys, *base, "workload.max_length=32768")
     assert doc["store_memory"]["fits"] is True
     assert "store-memory" not in [d["code"] for d in doc["diagnostics"]]
 

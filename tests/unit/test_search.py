@@ -805,13 +805,15 @@ def test_offline_plans_that_do_not_fit_storage_are_infeasible(catalog, baseline)
 
 
 def test_plans_whose_store_does_not_fit_host_memory_are_infeasible(tmp_path, capsys, catalog):
-    # Issue 29: B200 nodes have 2,000 GB of host RAM (the catalog). At 131,072-token
-    # samples one sample's features are 2 B x 131,072 x (5 captured layers + 1) x 4,096 =
-    # 6 GiB; 8 + 8 drafters of batch 2 stay under SpecForge's default high watermark (256),
-    # so each of 8 capture servers' segment holds 256 / 8 = 32 samples x 6 GiB x 1.25 =
-    # 240 GiB: 8 x (240 + 1 GiB buffer) = 1,928 GiB = 2,070 GB on the targets' node, over
-    # 2,000 GB. 6 + 6: ceil(256 / 6) = 43 x 7.5 = 322.5 -> 323 GiB, 6 x 324 + 2 ranks x
-    # (1 + 2 x 2 x 6) = 1,994 GiB. `check` calls both unfit; search ranked them first.
+    # Issue 29: B200 nodes have 2,000 GB of host RAM (the catalog). At 262,144-token
+    # samples one sample's features are 2 B x 262,144 x (5 captured layers + 1) x 4,096 =
+    # 12 GiB. 8 + 8 spans two nodes, so its high watermark (physics/flow.py) is 8 x the
+    # 16-sample quantum = 128, and each of 8 capture servers' segment holds 128 / 8 = 16
+    # samples x 12 GiB x 1.25 = 240 GiB, its buffer the recipe's 4 GiB per 500 MB sample
+    # scaled, ceil(102.4) = 103 GiB: 8 x 343 = 2,744 GiB on the targets' node, over
+    # 2,000 GB. 6 + 6: max(8 x 12, 6 x 8) = 96 / 6 = 16 samples, 6 x 343 + 2 ranks x
+    # (ceil(51.2) = 52 + 2 x 2 x 12) = 2,258 GiB. `check` calls both unfit; search ranked
+    # them first.
     path = tmp_path / "sm.toml"
     sets = {
         "target.gpu": "b200",
@@ -819,7 +821,7 @@ def test_plans_whose_store_does_not_fit_host_memory_are_infeasible(tmp_path, cap
         "target.count": "6",
         "drafter.count": "2",
         "workload.avg_sample_tokens": "2000",
-        "workload.max_length": "131072",
+        "workload.max_length": "262144",
         "workload.transport": "mooncake",
     }
     args = [x for k, v in sets.items() for x in ("--set", f"{k}={v}")]
@@ -831,7 +833,7 @@ def test_plans_whose_store_does_not_fit_host_memory_are_infeasible(tmp_path, cap
     assert doc["front"] and (8, 8) not in counts and (6, 6) not in counts
     assert all(c["projection"]["store_memory"]["fits"] for c in doc["front"])
     assert doc["rejected"]["store memory"] > 0
-    for t, d, gib in ((8, 8, 1928), (6, 6, 1994)):
+    for t, d, gib in ((8, 8, 2744), (6, 6, 2258)):
         plan = edit(load_plan(path), target={"count": t}, drafter={"count": d})
         unfit = project(plan, catalog)
         assert unfit.store_memory.node_gib == gib and unfit.does_not_fit

@@ -788,9 +788,90 @@ def test_the_producer_accepts_the_in_flight_limits(
     servers = plan.target.replicas
     held = server_segment_gib(ctx) * (1 << 30) * servers / sample_feature_bytes(ctx.resolved)
     assert held >= high
+    # Both shapes span two nodes or more: the recipe's cross-node 512/256 at 64 = 8 x / 4 x.
     if shape in ("32+128", "8+8-batch32"):
-        assert quantum == 256 and (high, low) == (512, 256)
+        assert quantum == 256 and (high, low) == (8 * 256, 4 * 256)
         assert f"up to {high} samples in flight" in script.text
+
+
+# SpecForge's DFlash2 recipe (docs/recipes/qwen3.8-27b-dflash2-disaggregated.md, PR #869),
+# its measured best watermarks and the optimizer-step quantum they were measured at (batch
+# 2 x accumulation 4 x 4 ranks on one node, x 8 ranks on the two-node 8 + 8), and the
+# smallest read lease that did not expire under cross-node reads (500 ms and 3 s did).
+RECIPE_ONE_NODE = (192, 96, 2 * 4 * 4)
+RECIPE_CROSS_NODE = (512, 256, 2 * 4 * 8)
+RECIPE_LEASE_MS = 10_000
+# SpecForge's runtime.producer_lease: requests each capture server holds (schema default).
+PRODUCER_LEASE = 8
+# speculators: 12 workers x 4 ranks = 48 Mooncake clients exhausted a node (PR #1046's
+# review); its Mooncake smoke test runs 2 workers per rank.
+EXHAUSTING_CLIENTS, TESTED_WORKERS = 48, 2
+
+
+@pytest.mark.parametrize("counts, nodes", [((1, 1), 1), ((4, 4), 1), ((8, 8), 2), ((32, 128), 20)])
+def test_flow_control_follows_the_measured_rule(
+    monkeypatch, tmp_path, catalog, baseline, specforge, online_flow_window, counts, nodes
+):
+    """Issue 34's four plans (B200, batch 2): the watermarks, the lease and the loader
+    settings every format writes are the recipe's rule, SpecForge's own schema and producer
+    check accept them, and the projection's store memory is sized from the same values."""
+    from dflash_plan.model.core.projection import project
+    from dflash_plan.model.launch.common import context, sample_feature_bytes
+    from support import edit
+
+    targets, drafters = counts
+    plan = edit(
+        baseline,
+        target={"gpu": "b200", "count": targets},
+        drafter={"gpu": "b200", "count": drafters},
+    )
+    ctx = context(plan, catalog)
+    assert ctx.layout.nodes == nodes
+    cross = nodes > 1
+    quantum = drafters * plan.drafter.batch_size
+    high_at, low_at, recipe_quantum = RECIPE_CROSS_NODE if cross else RECIPE_ONE_NODE
+    want_high = max(quantum * high_at // recipe_quantum, targets * PRODUCER_LEASE)
+    want_low = want_high * low_at // high_at
+    projection = project(plan, catalog)
+    flow = projection.flow_control
+    assert flow is not None
+    assert (flow.high_watermark, flow.low_watermark) == (want_high, want_low)
+    assert flow.lease_ms == (RECIPE_LEASE_MS if cross else None)
+    lease = f"--default_kv_lease_ttl={RECIPE_LEASE_MS}"
+    for fmt in ("specforge", "slurm", "kubernetes", "skypilot"):
+        if fmt == "slurm" and not cross:
+            continue  # one node: nothing to schedule across, the plain script covers it
+        # Several pods share the control folder through a ReadWriteMany claim.
+        claim = {"volume_claim": "shared"} if fmt == "kubernetes" else {}
+        script = generate(edit(plan, launch=claim), catalog, fmt)
+        text = script.text + "".join(script.files.values())
+        assert (lease in text) == cross, fmt
+        assert f"in_flight_high_watermark: {want_high}" in text, fmt
+        assert f"in_flight_low_watermark: {want_low}" in text, fmt
+        if cross:
+            assert "MC_TCP_BIND_ADDRESS" in text, fmt
+        if "run.yaml" in script.files:
+            cfg = specforge.config.Config.model_validate(yaml.safe_load(script.files["run.yaml"]))
+            for name in ("DISAGG_IN_FLIGHT_HIGH_WATERMARK", "DISAGG_IN_FLIGHT_LOW_WATERMARK"):
+                monkeypatch.delenv(name, raising=False)
+            assert online_flow_window(cfg) == (want_high, want_low)
+            assert cfg.deployment.disaggregated.client_buffer_size == flow.trainer_buffer_bytes
+    # The store memory holds the high watermark spread over the servers, at the longest
+    # sample, a quarter to spare.
+    sample = sample_feature_bytes(ctx.resolved)
+    per_server = max(PRODUCER_LEASE, -(-want_high // targets))
+    segment = max(1, -(-int(per_server * sample * 1.25) // 2**30))
+    assert projection.store_memory is not None
+    assert projection.store_memory.segment_gib == flow.segment_gib == segment
+    # speculators: across nodes every loader worker is a Mooncake client: the tested 2 per
+    # rank, a node's clients under the count that exhausted threads; one node, files.
+    words = generate(plan, catalog, "speculators").text.split()
+    if cross:
+        workers = int(words[words.index("--num-workers") + 1])
+        assert workers == TESTED_WORKERS and 8 * workers < EXHAUSTING_CLIENTS
+        assert lease in words
+    else:
+        assert "--num-workers" not in words and lease not in words
 
 
 # --- SkyPilot ---------------------------------------------------------------------------------
