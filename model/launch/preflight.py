@@ -1,0 +1,516 @@
+"""The pre-flight: a self-contained bash block every generated script runs on each node
+before any model loads (and `dflash-plan doctor` runs on this machine). It checks what
+a 20-node run otherwise finds only after the capture servers have loaded: the GPUs (type,
+count, free memory for the role), the driver against the CUDA runtime the installed torch
+links, Python and glibc against what the pinned wheels need, the RDMA libraries Mooncake
+loads, the pinned packages, the fabric address the node binds, the route and ports to the
+other nodes, free disk and host memory. Each failure is one line,
+`preflight: <node>: <what> is <found>, needs <needed> (<how to fix>)`; every check runs,
+then the block fails when any did. Every value reaching bash goes through escape.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..basics.units import BF16_BYTES
+from ..core.projection import Projection, project
+from ..inputs.formats import row_of
+from .common import (
+    GIB,
+    MOONCAKE_METADATA_PORT,
+    MOONCAKE_RPC_PORT,
+    Context,
+    output_dir,
+)
+from .escape import q
+from .paths import launch_transport
+
+__all__ = ["NodeNeeds", "Pins", "Preflight", "block", "needs", "program"]
+
+
+# --- what the pinned wheels need ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pins:
+    """What a format's installed stack needs on a node: its packages (name, version; ""
+    for a source install, checked for presence only), the lowest Python and glibc its
+    wheels run on, and the CUDA major its torch links (None: whatever torch is installed)."""
+
+    packages: tuple[tuple[str, str], ...]
+    python: str
+    glibc: str
+    cuda_major: int | None
+    source: str  # where these come from, for the fix hints
+
+
+# SpecForge's stack as the scripts install it (common.py): specforge 0.2.0 pins torch 2.11.0
+# and sglang 0.5.14 (its METADATA's Requires-Dist), and Requires-Python >=3.11; sglang
+# 0.5.14's only Linux wheel is sglang-0.5.14-cp311-cp311-manylinux_2_34_x86_64.whl (glibc
+# 2.34); torch 2.11.0's Linux wheel requires cuda-toolkit==13.0.2 (CUDA 13; facts in
+# tests/data/wheels/facts.toml, PyPI checked 2026-12-02/03).
+SPECFORGE_TORCH = "2.11.0"
+SPECFORGE_SGLANG = "0.5.14"
+SPECFORGE_PYTHON = "3.11"
+SGLANG_GLIBC = "2.34"
+TORCH_CUDA_MAJOR = 13
+# speculators 0.9.0 and hs-connectors 0.9.0: Requires-Python >=3.11; their torch
+# (>=2.9.0,<=2.14.1) is whatever the node installed, its CUDA read there. torch's Linux
+# wheels are manylinux_2_28 (torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl).
+SPECULATORS_VERSION = "0.9.0"
+TORCH_GLIBC = "2.28"
+
+
+def pins(ctx: Context, fmt: str) -> Pins | None:
+    """The packages, Python, glibc and CUDA the launch of fmt needs (None: the user's own
+    command, whose stack the planner does not know). The one place these are read: it
+    moves to h-versions' versions.py (pins_for, upstream_line) once that lands."""
+    from .common import (
+        MOONCAKE_PACKAGE,
+        MOONCAKE_VERSION,
+        SPECFORGE_VERSION,
+        needs_specforge_pr,
+    )
+
+    module = row_of(fmt).module
+    if module == "template":
+        return None
+    if module == "speculators":
+        return Pins(
+            (("speculators", SPECULATORS_VERSION), ("hs-connectors", SPECULATORS_VERSION)),
+            SPECFORGE_PYTHON,
+            TORCH_GLIBC,
+            None,
+            "speculators 0.9.0",
+        )
+    if module == "specforge_legacy":
+        # A SpecForge checkout installed with pip install -e . (its own version string).
+        return Pins(
+            (("specforge", ""), ("sglang", "")), SPECFORGE_PYTHON, SGLANG_GLIBC, None, "SpecForge"
+        )
+    specforge = "" if needs_specforge_pr(ctx.plan) else SPECFORGE_VERSION
+    packages = [("specforge", specforge), ("sglang", SPECFORGE_SGLANG), ("torch", SPECFORGE_TORCH)]
+    if launch_transport(ctx.plan, fmt) == "mooncake":
+        packages.append((MOONCAKE_PACKAGE, MOONCAKE_VERSION))
+    return Pins(
+        tuple(packages),
+        SPECFORGE_PYTHON,
+        SGLANG_GLIBC,
+        TORCH_CUDA_MAJOR,
+        f"specforge {SPECFORGE_VERSION}",
+    )
+
+
+def checkpoint_disk_gb(projection: Projection) -> float:
+    """Disk the run's checkpoints need, GB. Until the checkpoint plan (h-ckpt's
+    Projection.checkpoints.total_tb) lands: one saved copy of the drafter's weights in
+    bf16, the least any save writes."""
+    return projection.drafter_params * BF16_BYTES / 1e9
+
+
+# --- what each node needs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNeeds:
+    """One node (or one kind of pod) of the launch."""
+
+    label: str  # as the failure lines name it
+    gpu_name: str | None  # the catalog GPU's name (None: no NVIDIA GPU to check)
+    gpus: int
+    gpu_free_gib: float  # per GPU, the most any role on the node needs
+    serves: tuple[int, ...]  # ports this node's services listen on: must be free
+    reaches: tuple[tuple[int, int], ...]  # (node, port) on other nodes it connects to
+    binds: bool  # Mooncake binds the node's fabric address (MC_TCP_BIND_ADDRESS)
+    memory_gib: float  # host memory its store segments, buffers and loads take
+    disk_gb: float  # free disk at the output folder
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    nodes: tuple[NodeNeeds, ...]
+    hosts: tuple[str, ...]  # each node's address as the script names it (node 0 first)
+    pins: Pins | None
+    rdma: bool
+    disk_path: str
+    disk_why: str
+    memory_why: str
+
+
+# Words of a catalog name that nvidia-smi's name leaves out (an H100 SXM shows as "NVIDIA
+# H100 80GB HBM3").
+FORM_FACTOR_WORDS = frozenset({"SXM", "SXM4", "SXM5"})
+
+
+def _gpu_name(ctx: Context, key: str) -> str | None:
+    """The words nvidia-smi's name of the catalog GPU holds, each matched without regard
+    to case (None: not an NVIDIA GPU, which nvidia-smi does not see: an AMD Instinct's
+    arch is cdna*)."""
+    gpu = ctx.catalog.gpus[key]
+    if gpu.arch.startswith("cdna"):
+        return None
+    return " ".join(w for w in gpu.name.split() if w.upper() not in FORM_FACTOR_WORDS)
+
+
+def _memory_gib(ctx: Context, fmt: str, servers: int, ranks: int) -> float:
+    """Host memory of a node running `servers` capture servers and `ranks` trainer ranks:
+    each server's Mooncake segment and local buffer and the target weights it loads
+    through host memory; each rank's buffer and two fetched batches (the projection's
+    store_memory; SpecForge's formats size it as their script does)."""
+    p = ctx.plan
+    if p.workload.mode == "offline" or p.workload.topology == "colocated":
+        return 0.0
+    if row_of(fmt).store_sizing == "specforge" and launch_transport(p, fmt) == "mooncake":
+        from .specforge import host_memory_gib
+
+        segment, weights, rank = host_memory_gib(ctx)
+        return servers * (segment + weights) + ranks * rank
+    return 0.0
+
+
+def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Preflight:
+    """Every node's needs for the launch of fmt (the plan's own layout)."""
+    p, layout = ctx.plan, ctx.layout
+    projection = projection or project(p, ctx.catalog)
+    target_name = _gpu_name(ctx, ctx.resolved.target_gpu.key)
+    drafter_name = _gpu_name(ctx, ctx.resolved.drafter_gpu.key)
+    m = ctx.memory
+    target_gib = m.weights_gib + m.kv_gib + m.activations_gib + m.capture_gib + m.runtime_gib
+    drafter_gib = projection.drafter.memory.needed_gb
+    colocated = p.workload.topology == "colocated"
+    offline = p.workload.mode == "offline"
+    mooncake = not offline and not colocated and launch_transport(p, fmt) == "mooncake"
+    d_nodes = layout.drafter_nodes or (0,)
+    head = d_nodes[0]
+    multi = layout.nodes > 1
+    # Ports: the capture servers on their nodes, reached by the trainer nodes; Mooncake's
+    # master and metadata server on the head; torchrun's master port on the first node of
+    # a multi-node trainer (or capture), reached by the others of that group.
+    serves: dict[int, list[int]] = {n: [] for n in range(layout.nodes)}
+    reaches: dict[int, list[tuple[int, int]]] = {n: [] for n in range(layout.nodes)}
+    own_command = row_of(fmt).own_command
+    if not colocated and not own_command and not offline:
+        for r in layout.replicas:
+            serves[r.node].append(r.port)
+            for d in d_nodes:
+                if d != r.node:
+                    reaches[d].append((r.node, r.port))
+    if mooncake and multi:
+        store_ports = [MOONCAKE_RPC_PORT]
+        if row_of(fmt).store_sizing == "specforge":
+            store_ports.append(MOONCAKE_METADATA_PORT)
+        serves[head] += store_ports
+        for n in range(layout.nodes):
+            if n != head:
+                reaches[n] += [(head, port) for port in store_ports]
+    groups = [tuple(range(layout.nodes))] if colocated else [d_nodes]
+    if offline:
+        groups.append(layout.target_nodes)
+    for group in groups:
+        if len(group) > 1 and not own_command:
+            first = group[0]
+            if p.launch.master_port not in serves[first]:
+                serves[first].append(p.launch.master_port)
+            for n in group[1:]:
+                reaches[n].append((first, p.launch.master_port))
+    checkpoints = checkpoint_disk_gb(projection)
+    data = projection.offline.tb * 1000 if offline and projection.offline else 0.0
+    disk_why = f"the drafter's checkpoints ({checkpoints:,.0f} GB"
+    disk_why += f") and the captured hidden states ({data:,.0f} GB)" if data else ")"
+    nodes = []
+    for n, host in enumerate(layout.hosts):
+        on_target = bool(layout.targets_on(n)) or colocated
+        on_drafter = n in layout.drafters or colocated
+        if colocated:
+            gib, gpus = target_gib + drafter_gib, layout.gpus_per_node
+            name = target_name
+        else:
+            gib = max(target_gib if on_target else 0.0, drafter_gib if on_drafter else 0.0)
+            gpus = layout.gpus_used_on(n)
+            name = target_name if on_target else drafter_name
+        nodes.append(
+            NodeNeeds(
+                label=f"node{n}" + ("" if host == f"node{n}" else f" ({host})"),
+                gpu_name=name,
+                gpus=gpus,
+                gpu_free_gib=gib,
+                serves=tuple(dict.fromkeys(serves[n])),
+                reaches=tuple(dict.fromkeys(reaches[n])),
+                binds=mooncake and multi,
+                memory_gib=_memory_gib(
+                    ctx, fmt, len(layout.targets_on(n)), len(layout.drafters.get(n, ()))
+                ),
+                disk_gb=checkpoints + data,
+            )
+        )
+    return Preflight(
+        nodes=tuple(nodes),
+        hosts=layout.hosts,
+        pins=pins(ctx, fmt),
+        rdma=mooncake and p.workload.receive == "device" and not row_of(fmt).mooncake_tcp,
+        disk_path=output_dir(p),
+        disk_why=disk_why,
+        memory_why="the Mooncake segments and buffers and the target weights loaded "
+        "through host memory",
+    )
+
+
+# --- the bash block ---------------------------------------------------------------------------
+
+# Asks the node's Python (the one the scripts run) for its version, glibc, the CUDA major
+# the installed torch was built for (read from torch/version.py, not imported), each
+# package's version and whether each library loads (as Mooncake's engine loads it).
+PROBE = r"""import ctypes, importlib.metadata as md, importlib.util as iu, pathlib, platform, re, sys
+print("python", "%d.%d.%d" % sys.version_info[:3])
+print("glibc", platform.libc_ver()[1] or "-")
+cuda = "-"
+try:
+    spec = iu.find_spec("torch")
+except (ImportError, ValueError):
+    spec = None
+if spec is not None and spec.origin:
+    version = pathlib.Path(spec.origin).with_name("version.py")
+    found = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9.]+)", version.read_text(), re.M) if version.exists() else None
+    cuda = found.group(1) if found else "-"
+print("torch-cuda", cuda)
+for arg in sys.argv[1:]:
+    if arg.startswith("lib"):
+        try:
+            ctypes.CDLL(arg)
+            print("library", arg, "ok")
+        except OSError:
+            print("library", arg, "-")
+    else:
+        try:
+            print("package", arg, md.version(arg))
+        except md.PackageNotFoundError:
+            print("package", arg, "-")
+"""
+
+# The libraries Mooncake's RDMA transport loads (NEEDED of mooncake/engine.so and store.so
+# in mooncake-transfer-engine 0.3.13.post1; tests/data/wheels/facts.toml), and the Debian
+# packages that ship them.
+RDMA_LIBRARIES = (("libibverbs.so.1", "libibverbs1"), ("libmlx5.so.1", "ibverbs-providers"))
+# A TCP connection that gets no answer in this long counts as blocked (a firewall dropping
+# it); a refusal means the host answered and nothing listens yet, which is right before the
+# services start.
+CONNECT_TIMEOUT_S = 3
+
+# The checks, run by `dflash_preflight NODE [HOST...]`; the per-node table and the pins
+# are filled in above it. Bash only, plus nvidia-smi, python, ip, getent, df, free,
+# timeout and sort (coreutils); no nc.
+_CHECKS = r"""  local failed=0 line found want
+  dflash_fail() { echo "preflight: $label: $1" >&2; failed=1; }
+  dflash_ver_ge() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]; }
+  # GPUs: type, count, free memory (nvidia-smi lists every GPU the node has).
+  if [ -n "$want_gpu" ]; then
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+      dflash_fail "nvidia-smi is missing, needs the NVIDIA driver for $want_gpus x $want_gpu (install the driver)"
+    else
+      local names=() free=() bad_name="" bad_free="" i=0 word
+      while IFS=, read -r name mib; do
+        names+=("$(echo "$name" | sed 's/^ *//; s/ *$//')"); free+=("${mib// /}")
+      done < <(nvidia-smi --query-gpu=name,memory.free --format=csv,noheader,nounits 2>/dev/null)
+      if [ "${#names[@]}" -lt "$want_gpus" ]; then
+        dflash_fail "GPU count is ${#names[@]}, needs $want_gpus x $want_gpu (run on a node with $want_gpus GPUs or change the plan's counts)"
+      fi
+      while [ "$i" -lt "${#names[@]}" ] && [ "$i" -lt "$want_gpus" ]; do
+        for word in $want_gpu; do
+          case "${names[$i],,}" in *"${word,,}"*) ;; *) bad_name="${bad_name:-GPU $i is ${names[$i]}}" ;; esac
+        done
+        case "${free[$i]}" in
+          ''|*[!0-9]*) bad_free="${bad_free:+$bad_free, }GPU $i unknown" ;;
+          *) [ "${free[$i]}" -ge "$want_free_mib" ] ||
+               bad_free="${bad_free:+$bad_free, }GPU $i ${free[$i]} MiB" ;;
+        esac
+        i=$((i + 1))
+      done
+      [ -z "$bad_name" ] || dflash_fail "$bad_name, needs $want_gpu (the plan's GPU type: run on $want_gpu nodes or set target.gpu / drafter.gpu to this one)"
+      [ -z "$bad_free" ] || dflash_fail "free GPU memory is $bad_free, needs $want_free_mib MiB per GPU (stop what holds it: nvidia-smi lists the processes)"
+      if [ -n "$want_cuda" ]; then
+        found="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)" || found=""
+        if [ -z "$found" ] || ! dflash_ver_ge "$found" "$want_cuda"; then
+          dflash_fail "the driver's CUDA is ${found:-unknown}, needs $want_cuda or newer ($cuda_why links the CUDA $want_cuda runtime: install a driver that supports it)"
+        fi
+      fi
+    fi
+  fi
+  # Python, glibc, torch's CUDA, the pinned packages, the RDMA libraries.
+  if [ -n "$want_python" ]; then
+    if ! command -v python >/dev/null 2>&1; then
+      dflash_fail "python is missing, needs Python $want_python or newer ($pins_from: install it and the packages)"
+    else
+      local py="" libc="" torch_cuda="" kind what version
+      local -A got=()
+      while read -r kind what version; do
+        case "$kind" in
+          python) py="$what" ;;
+          glibc) libc="$what" ;;
+          torch-cuda) torch_cuda="$what" ;;
+          package|library) got["$what"]="$version" ;;
+        esac
+      done < <(python -I -c "$probe" "${packages[@]%%==*}" "${libraries[@]}" 2>/dev/null)
+      if [ -z "$py" ] || ! dflash_ver_ge "$py" "$want_python"; then
+        dflash_fail "Python is ${py:-not answering}, needs $want_python or newer ($pins_from requires it: use a Python $want_python environment)"
+      fi
+      if [ -z "$libc" ] || [ "$libc" = - ] || ! dflash_ver_ge "$libc" "$want_glibc"; then
+        dflash_fail "glibc is ${libc:-unknown}, needs $want_glibc or newer (the pinned wheels are manylinux_${want_glibc/./_}: use a newer OS image)"
+      fi
+      for line in "${packages[@]}"; do
+        what="${line%%==*}"; want="${line#*==}"; found="${got[$what]:--}"
+        if [ "$found" = - ]; then
+          dflash_fail "$what is missing, needs ${want:-an install} (pip install '$line')"
+        elif [ -n "$want" ] && [ "$found" != "$want" ]; then
+          dflash_fail "$what is $found, needs $want (pip install '$line')"
+        fi
+      done
+      if [ -n "$want_gpu" ] && [ -n "$torch_cuda" ] && [ "$torch_cuda" != - ] &&
+         command -v nvidia-smi >/dev/null 2>&1; then
+        found="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)" || found=""
+        if [ -n "$found" ] && ! dflash_ver_ge "$found" "${torch_cuda%%.*}"; then
+          dflash_fail "the driver's CUDA is $found, needs ${torch_cuda%%.*} or newer (the installed torch links the CUDA $torch_cuda runtime: upgrade the driver or install torch for CUDA ${found%%.*})"
+        fi
+      fi
+      for line in "${libraries[@]}"; do
+        what="${line%%=*}"
+        [ "${got[$what]:--}" = ok ] ||
+          dflash_fail "$what is missing, needs to load (Mooncake's RDMA transport links it: apt-get install ${line#*=})"
+      done
+    fi
+  fi
+  # The fabric address Mooncake binds (MC_TCP_BIND_ADDRESS) must be on a local interface.
+  local head_addr=""
+  if [ "$binds" = 1 ]; then
+    found="${MC_TCP_BIND_ADDRESS:-${DFLASH_FABRIC_IP:-}}"
+    [ -n "$found" ] || found="$(fabric_ip "${hosts[$head]}" 2>/dev/null)" || found=""
+    if [ -z "$found" ]; then
+      dflash_fail "the fabric address is unknown, needs this node's cluster-network address (set DFLASH_FABRIC_IP)"
+    elif ! { ip -o addr show 2>/dev/null || true; } | grep -qF " $found/"; then
+      dflash_fail "the fabric address $found is on no local interface, needs an address of this node (set DFLASH_FABRIC_IP to this node's cluster-network address; ip -o addr lists them)"
+    fi
+  fi
+  # The route to the head node, then every port on another node this one connects to:
+  # an answer in time (even a refusal: the service starts after this) is a path.
+  local target peer addr port out rc
+  local -A addrs=()
+  for target in "${reach[@]}"; do
+    peer="${target%%:*}"; port="${target#*:}"
+    if [ -z "${addrs[$peer]+set}" ]; then
+      addr="$(getent ahostsv4 "${hosts[$peer]}" 2>/dev/null | awk 'NR == 1 {print $1}')" || addr=""
+      if [ -z "$addr" ]; then
+        dflash_fail "node $peer (${hosts[$peer]}) is unresolvable, needs an address (add the name to DNS or /etc/hosts, or set launch.hosts to names every node resolves)"
+        addrs[$peer]=-
+      elif ! ip -o route get "$addr" >/dev/null 2>&1; then
+        dflash_fail "the route to node $peer (${hosts[$peer]}, $addr) is none, needs a route (connect this node to the cluster network)"
+        addrs[$peer]=-
+      else
+        addrs[$peer]="$addr"
+      fi
+    fi
+    [ "${addrs[$peer]}" != - ] || continue
+    out="$(timeout "$connect_s" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "${addrs[$peer]}" "$port" 2>&1)" && rc=0 || rc=$?
+    if [ "$rc" = 124 ]; then
+      dflash_fail "port $port on node $peer (${hosts[$peer]}) is closed (no answer in $connect_s s), needs TCP from this node (open it between the nodes: firewall or security group)"
+    elif [ "$rc" != 0 ] && [[ "$out" != *refused* ]]; then
+      dflash_fail "port $port on node $peer (${hosts[$peer]}) is unreachable (${out##*: }), needs TCP from this node (open it between the nodes: firewall or security group)"
+    fi
+  done
+  # Ports this node's services listen on: nothing may hold them already.
+  for port in "${serves[@]}"; do
+    if timeout "$connect_s" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$port" >/dev/null 2>&1; then
+      dflash_fail "port $port is in use, needs to be free for this run's service (stop what listens there: ss -ltnp)"
+    fi
+  done
+  # Free disk at the output folder (its nearest existing parent).
+  if [ "$want_disk_gb" -gt 0 ]; then
+    local dir="$disk_path"
+    while [ ! -e "$dir" ] && [ "$dir" != "$(dirname -- "$dir")" ]; do dir="$(dirname -- "$dir")"; done
+    found="$(df -Pk -- "$dir" 2>/dev/null | awk 'NR == 2 {print int($4 / 1000000)}')"
+    if [ -z "$found" ] || [ "$found" -lt "$want_disk_gb" ]; then
+      dflash_fail "free disk at $disk_path is ${found:-unknown} GB, needs $want_disk_gb GB ($disk_why: free space or set launch.output_dir to a larger volume)"
+    fi
+  fi
+  # Host memory available for the store.
+  if [ "$want_memory_gib" -gt 0 ]; then
+    found="$(free -b 2>/dev/null | awk '/^Mem:/ {print int($7 / 1073741824)}')"
+    if [ -z "$found" ] || [ "$found" -lt "$want_memory_gib" ]; then
+      dflash_fail "available host memory is ${found:-unknown} GiB, needs $want_memory_gib GiB ($memory_why: stop other processes or spread the run over more nodes)"
+    fi
+  fi
+  return "$failed"
+}"""
+
+
+def _array(words: list[str]) -> str:
+    return "(" + " ".join(q(w) for w in words) + ")"
+
+
+def program(pf: Preflight) -> str:
+    """The bash function `dflash_preflight NODE [HOST...]` (HOSTs: every node's address,
+    node 0 first; default the plan's), with FABRIC_IP_FUNCTION's fabric_ip beside it."""
+    from .common import FABRIC_IP_FUNCTION
+
+    pins_ = pins_doc = pf.pins
+    packages = [f"{name}=={version}" for name, version in pins_.packages] if pins_ else []
+    libraries = [f"{lib}={package}" for lib, package in RDMA_LIBRARIES] if pf.rdma else []
+    nodes = len(pf.nodes)
+    lines = [
+        FABRIC_IP_FUNCTION,
+        "# Pre-flight: checks this node before any model loads (`dflash-plan doctor` runs",
+        "# the same); one line per failure, then a non-zero status.",
+        "dflash_preflight() {   # $1: this node's index; then every node's address",
+        '  local node="$1"; shift',
+        f"  local hosts={_array(list(pf.hosts))}",
+        '  [ "$#" = 0 ] || hosts=("$@")',
+        f"  local probe={q(PROBE)}",
+        f"  local packages={_array(packages)}",
+        f"  local libraries={_array(libraries)}",
+        f"  local want_python={q(pins_.python if pins_ else '')}",
+        f"  local want_glibc={q(pins_.glibc if pins_ else '')}",
+        f"  local want_cuda={q(str(pins_.cuda_major) if pins_ and pins_.cuda_major else '')}",
+        f"  local cuda_why={q(f'torch {SPECFORGE_TORCH}')}",
+        f"  local pins_from={q(pins_doc.source if pins_doc else '')}",
+        f"  local disk_path={q(pf.disk_path)} disk_why={q(pf.disk_why)}",
+        f"  local memory_why={q(pf.memory_why)} connect_s={CONNECT_TIMEOUT_S}",
+        "  local label want_gpu want_gpus want_free_mib binds want_memory_gib want_disk_gb",
+        "  local head=0 serves=() reach=()",
+        '  case "$node" in',
+    ]
+    for i, n in enumerate(pf.nodes):
+        values = [
+            f"label={q(n.label)}",
+            f"want_gpu={q(n.gpu_name or '')}",
+            f"want_gpus={n.gpus}",
+            f"want_free_mib={math.ceil(n.gpu_free_gib * GIB / 2**20)}",
+            f"binds={int(n.binds)}",
+            f"want_memory_gib={math.ceil(n.memory_gib)}",
+            f"want_disk_gb={math.ceil(n.disk_gb)}",
+            f"serves={_array([str(p) for p in n.serves])}",
+            f"reach={_array([f'{node}:{port}' for node, port in n.reaches])}",
+        ]
+        if n.reaches:
+            values.append(f"head={n.reaches[0][0]}")
+        lines.append(f"    {i}) " + "; ".join(values) + " ;;")
+    lines += [
+        f"    *) echo \"preflight: node index must be 0-{nodes - 1}, got '$node'\" >&2; "
+        "return 2 ;;",
+        "  esac",
+        _CHECKS,
+    ]
+    return "\n".join(lines)
+
+
+def call(rank: str, hosts: str = "") -> str:
+    """Run the pre-flight for node `rank` (a shell word), stopping the script on a failure.
+    `hosts`: shell words giving every node's address (default: the plan's names)."""
+    args = f"{rank} {hosts}".rstrip()
+    return (
+        f"dflash_preflight {args} || {{ echo 'preflight failed: fix the lines above "
+        "(dflash-plan doctor runs the same checks)' >&2; exit 1; }"
+    )
+
+
+def block(ctx: Context, fmt: str, rank: str, hosts: str = "") -> str:
+    """The pre-flight function and its call for node `rank`: what a script runs first."""
+    return program(needs(ctx, fmt)) + "\n" + call(rank, hosts)
