@@ -541,9 +541,17 @@ def script(
     ports: bool = True,
     rented: tuple[int, int] | None = None,
 ) -> str:
+    from .preflight import script_block  # the pre-flight runs first, on every node
+
     return (
         "\n\n".join(
-            [shebang, header(ctx, title, notes, ports, fmt, rented), "set -euo pipefail", *body]
+            [
+                shebang,
+                header(ctx, title, notes, ports, fmt, rented),
+                "set -euo pipefail",
+                script_block(ctx, fmt),
+                *body,
+            ]
         )
         + "\n"
     )

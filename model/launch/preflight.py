@@ -23,7 +23,7 @@ from .common import (
     Context,
     output_dir,
 )
-from .escape import q
+from .escape import q, terminator
 from .paths import launch_transport
 
 __all__ = ["NodeNeeds", "Pins", "Preflight", "block", "needs", "program"]
@@ -261,7 +261,8 @@ def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Prefl
 # Asks the node's Python (the one the scripts run) for its version, glibc, the CUDA major
 # the installed torch was built for (read from torch/version.py, not imported), each
 # package's version and whether each library loads (as Mooncake's engine loads it).
-PROBE = r"""import ctypes, importlib.metadata as md, importlib.util as iu, pathlib, platform, re, sys
+PROBE = r"""import ctypes, importlib.metadata as md, importlib.util as iu
+import pathlib, platform, re, sys
 print("python", "%d.%d.%d" % sys.version_info[:3])
 print("glibc", platform.libc_ver()[1] or "-")
 cuda = "-"
@@ -271,7 +272,8 @@ except (ImportError, ValueError):
     spec = None
 if spec is not None and spec.origin:
     version = pathlib.Path(spec.origin).with_name("version.py")
-    found = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9.]+)", version.read_text(), re.M) if version.exists() else None
+    text = version.read_text() if version.exists() else ""
+    found = re.search(r"^cuda\b[^=\n]*=\s*['\"]([0-9.]+)", text, re.M)
     cuda = found.group(1) if found else "-"
 print("torch-cuda", cuda)
 for arg in sys.argv[1:]:
@@ -282,10 +284,11 @@ for arg in sys.argv[1:]:
         except OSError:
             print("library", arg, "-")
     else:
+        name = arg.split("==")[0]
         try:
-            print("package", arg, md.version(arg))
+            print("package", name, md.version(name))
         except md.PackageNotFoundError:
-            print("package", arg, "-")
+            print("package", name, "-")
 """
 
 # The libraries Mooncake's RDMA transport loads (NEEDED of mooncake/engine.so and store.so
@@ -301,23 +304,32 @@ CONNECT_TIMEOUT_S = 3
 # are filled in above it. Bash only, plus nvidia-smi, python, ip, getent, df, free,
 # timeout and sort (coreutils); no nc.
 _CHECKS = r"""  local failed=0 line found want
-  dflash_fail() { echo "preflight: $label: $1" >&2; failed=1; }
+  dflash_fail() { local IFS=""; echo "preflight: $label: $*" >&2; failed=1; }
+  # The newest CUDA the driver supports, from nvidia-smi's header.
+  dflash_driver_cuda() {
+    nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1
+  }
   dflash_ver_ge() { [ "$(printf '%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]; }
   # GPUs: type, count, free memory (nvidia-smi lists every GPU the node has).
   if [ -n "$want_gpu" ]; then
     if ! command -v nvidia-smi >/dev/null 2>&1; then
-      dflash_fail "nvidia-smi is missing, needs the NVIDIA driver for $want_gpus x $want_gpu (install the driver)"
+      dflash_fail "nvidia-smi is missing, needs the NVIDIA driver for $want_gpus x $want_gpu " \
+        "(install the driver)"
     else
       local names=() free=() bad_name="" bad_free="" i=0 word
       while IFS=, read -r name mib; do
         names+=("$(echo "$name" | sed 's/^ *//; s/ *$//')"); free+=("${mib// /}")
       done < <(nvidia-smi --query-gpu=name,memory.free --format=csv,noheader,nounits 2>/dev/null)
       if [ "${#names[@]}" -lt "$want_gpus" ]; then
-        dflash_fail "GPU count is ${#names[@]}, needs $want_gpus x $want_gpu (run on a node with $want_gpus GPUs or change the plan's counts)"
+        dflash_fail "GPU count is ${#names[@]}, needs $want_gpus x $want_gpu (run on a node with " \
+          "$want_gpus GPUs or change the plan's counts)"
       fi
       while [ "$i" -lt "${#names[@]}" ] && [ "$i" -lt "$want_gpus" ]; do
         for word in $want_gpu; do
-          case "${names[$i],,}" in *"${word,,}"*) ;; *) bad_name="${bad_name:-GPU $i is ${names[$i]}}" ;; esac
+          case "${names[$i],,}" in
+            *"${word,,}"*) ;;
+            *) bad_name="${bad_name:-GPU $i is ${names[$i]}}" ;;
+          esac
         done
         case "${free[$i]}" in
           ''|*[!0-9]*) bad_free="${bad_free:+$bad_free, }GPU $i unknown" ;;
@@ -326,12 +338,15 @@ _CHECKS = r"""  local failed=0 line found want
         esac
         i=$((i + 1))
       done
-      [ -z "$bad_name" ] || dflash_fail "$bad_name, needs $want_gpu (the plan's GPU type: run on $want_gpu nodes or set target.gpu / drafter.gpu to this one)"
-      [ -z "$bad_free" ] || dflash_fail "free GPU memory is $bad_free, needs $want_free_mib MiB per GPU (stop what holds it: nvidia-smi lists the processes)"
+      [ -z "$bad_name" ] || dflash_fail "$bad_name, needs $want_gpu (the plan's GPU type: run on " \
+        "$want_gpu nodes or set target.gpu / drafter.gpu to this one)"
+      [ -z "$bad_free" ] || dflash_fail "free GPU memory is $bad_free, needs $want_free_mib MiB " \
+        "per GPU (stop what holds it: nvidia-smi lists the processes)"
       if [ -n "$want_cuda" ]; then
-        found="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)" || found=""
+        found="$(dflash_driver_cuda)" || found=""
         if [ -z "$found" ] || ! dflash_ver_ge "$found" "$want_cuda"; then
-          dflash_fail "the driver's CUDA is ${found:-unknown}, needs $want_cuda or newer ($cuda_why links the CUDA $want_cuda runtime: install a driver that supports it)"
+          dflash_fail "the driver's CUDA is ${found:-unknown}, needs $want_cuda or newer " \
+            "($cuda_why links the CUDA $want_cuda runtime: install a driver that supports it)"
         fi
       fi
     fi
@@ -339,7 +354,8 @@ _CHECKS = r"""  local failed=0 line found want
   # Python, glibc, torch's CUDA, the pinned packages, the RDMA libraries.
   if [ -n "$want_python" ]; then
     if ! command -v python >/dev/null 2>&1; then
-      dflash_fail "python is missing, needs Python $want_python or newer ($pins_from: install it and the packages)"
+      dflash_fail "python is missing, needs Python $want_python or newer ($pins_from: install it " \
+        "and the packages)"
     else
       local py="" libc="" torch_cuda="" kind what version
       local -A got=()
@@ -350,12 +366,15 @@ _CHECKS = r"""  local failed=0 line found want
           torch-cuda) torch_cuda="$what" ;;
           package|library) got["$what"]="$version" ;;
         esac
-      done < <(python -I -c "$probe" "${packages[@]%%==*}" "${libraries[@]}" 2>/dev/null)
+      done < <(python -I -c "$probe" "${packages[@]}" "${libraries[@]%%=*}" 2>/dev/null)
       if [ -z "$py" ] || ! dflash_ver_ge "$py" "$want_python"; then
-        dflash_fail "Python is ${py:-not answering}, needs $want_python or newer ($pins_from requires it: use a Python $want_python environment)"
+        dflash_fail "Python is ${py:-not answering}, needs $want_python or newer ($pins_from " \
+          "requires it: use a Python $want_python environment)"
       fi
       if [ -z "$libc" ] || [ "$libc" = - ] || ! dflash_ver_ge "$libc" "$want_glibc"; then
-        dflash_fail "glibc is ${libc:-unknown}, needs $want_glibc or newer (the pinned wheels are manylinux_${want_glibc/./_}: use a newer OS image)"
+        dflash_fail "glibc is ${libc:-unknown}, needs $want_glibc or newer " \
+          "(the pinned wheels are " \
+          "manylinux_${want_glibc/./_}: use a newer OS image)"
       fi
       for line in "${packages[@]}"; do
         what="${line%%==*}"; want="${line#*==}"; found="${got[$what]:--}"
@@ -367,15 +386,18 @@ _CHECKS = r"""  local failed=0 line found want
       done
       if [ -n "$want_gpu" ] && [ -n "$torch_cuda" ] && [ "$torch_cuda" != - ] &&
          command -v nvidia-smi >/dev/null 2>&1; then
-        found="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)" || found=""
+        found="$(dflash_driver_cuda)" || found=""
         if [ -n "$found" ] && ! dflash_ver_ge "$found" "${torch_cuda%%.*}"; then
-          dflash_fail "the driver's CUDA is $found, needs ${torch_cuda%%.*} or newer (the installed torch links the CUDA $torch_cuda runtime: upgrade the driver or install torch for CUDA ${found%%.*})"
+          dflash_fail "the driver's CUDA is $found, needs ${torch_cuda%%.*} or newer (the " \
+            "installed torch links the CUDA $torch_cuda runtime: upgrade the driver or install " \
+            "torch for CUDA ${found%%.*})"
         fi
       fi
       for line in "${libraries[@]}"; do
         what="${line%%=*}"
         [ "${got[$what]:--}" = ok ] ||
-          dflash_fail "$what is missing, needs to load (Mooncake's RDMA transport links it: apt-get install ${line#*=})"
+          dflash_fail "$what is missing, needs to load (Mooncake's RDMA transport links it: " \
+            "apt-get install ${line#*=})"
       done
     fi
   fi
@@ -385,9 +407,12 @@ _CHECKS = r"""  local failed=0 line found want
     found="${MC_TCP_BIND_ADDRESS:-${DFLASH_FABRIC_IP:-}}"
     [ -n "$found" ] || found="$(fabric_ip "${hosts[$head]}" 2>/dev/null)" || found=""
     if [ -z "$found" ]; then
-      dflash_fail "the fabric address is unknown, needs this node's cluster-network address (set DFLASH_FABRIC_IP)"
+      dflash_fail "the fabric address is unknown, needs this node's cluster-network address (set " \
+        "DFLASH_FABRIC_IP)"
     elif ! { ip -o addr show 2>/dev/null || true; } | grep -qF " $found/"; then
-      dflash_fail "the fabric address $found is on no local interface, needs an address of this node (set DFLASH_FABRIC_IP to this node's cluster-network address; ip -o addr lists them)"
+      dflash_fail "the fabric address $found is on no local interface, needs an address of this " \
+        "node (set DFLASH_FABRIC_IP to this node's cluster-network address; ip -o addr lists " \
+        "them)"
     fi
   fi
   # The route to the head node, then every port on another node this one connects to:
@@ -399,43 +424,55 @@ _CHECKS = r"""  local failed=0 line found want
     if [ -z "${addrs[$peer]+set}" ]; then
       addr="$(getent ahostsv4 "${hosts[$peer]}" 2>/dev/null | awk 'NR == 1 {print $1}')" || addr=""
       if [ -z "$addr" ]; then
-        dflash_fail "node $peer (${hosts[$peer]}) is unresolvable, needs an address (add the name to DNS or /etc/hosts, or set launch.hosts to names every node resolves)"
+        dflash_fail "node $peer (${hosts[$peer]}) is unresolvable, needs an address " \
+          "(add the name " \
+          "to DNS or /etc/hosts, or set launch.hosts to names every node resolves)"
         addrs[$peer]=-
       elif ! ip -o route get "$addr" >/dev/null 2>&1; then
-        dflash_fail "the route to node $peer (${hosts[$peer]}, $addr) is none, needs a route (connect this node to the cluster network)"
+        dflash_fail "the route to node $peer (${hosts[$peer]}, $addr) is none, needs a route " \
+          "(connect this node to the cluster network)"
         addrs[$peer]=-
       else
         addrs[$peer]="$addr"
       fi
     fi
     [ "${addrs[$peer]}" != - ] || continue
-    out="$(timeout "$connect_s" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "${addrs[$peer]}" "$port" 2>&1)" && rc=0 || rc=$?
+    out="$(timeout "$connect_s" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "${addrs[$peer]}" "$port" \
+      2>&1)" && rc=0 || rc=$?
     if [ "$rc" = 124 ]; then
-      dflash_fail "port $port on node $peer (${hosts[$peer]}) is closed (no answer in $connect_s s), needs TCP from this node (open it between the nodes: firewall or security group)"
+      dflash_fail "port $port on node $peer (${hosts[$peer]}) is closed (no answer in $connect_s " \
+        "s), needs TCP from this node (open it between the nodes: firewall or security group)"
     elif [ "$rc" != 0 ] && [[ "$out" != *refused* ]]; then
-      dflash_fail "port $port on node $peer (${hosts[$peer]}) is unreachable (${out##*: }), needs TCP from this node (open it between the nodes: firewall or security group)"
+      dflash_fail "port $port on node $peer (${hosts[$peer]}) is unreachable (${out##*: }), " \
+          "needs " \
+        "TCP from this node (open it between the nodes: firewall or security group)"
     fi
   done
   # Ports this node's services listen on: nothing may hold them already.
   for port in "${serves[@]}"; do
     if timeout "$connect_s" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0"' "$port" >/dev/null 2>&1; then
-      dflash_fail "port $port is in use, needs to be free for this run's service (stop what listens there: ss -ltnp)"
+      dflash_fail "port $port is in use, needs to be free for this run's service (stop what " \
+        "listens there: ss -ltnp)"
     fi
   done
   # Free disk at the output folder (its nearest existing parent).
   if [ "$want_disk_gb" -gt 0 ]; then
     local dir="$disk_path"
-    while [ ! -e "$dir" ] && [ "$dir" != "$(dirname -- "$dir")" ]; do dir="$(dirname -- "$dir")"; done
+    while [ ! -e "$dir" ] && [ "$dir" != "$(dirname -- "$dir")" ]; do
+      dir="$(dirname -- "$dir")"
+    done
     found="$(df -Pk -- "$dir" 2>/dev/null | awk 'NR == 2 {print int($4 / 1000000)}')"
     if [ -z "$found" ] || [ "$found" -lt "$want_disk_gb" ]; then
-      dflash_fail "free disk at $disk_path is ${found:-unknown} GB, needs $want_disk_gb GB ($disk_why: free space or set launch.output_dir to a larger volume)"
+      dflash_fail "free disk at $disk_path is ${found:-unknown} GB, needs $want_disk_gb GB " \
+        "($disk_why: free space or set launch.output_dir to a larger volume)"
     fi
   fi
   # Host memory available for the store.
   if [ "$want_memory_gib" -gt 0 ]; then
     found="$(free -b 2>/dev/null | awk '/^Mem:/ {print int($7 / 1073741824)}')"
     if [ -z "$found" ] || [ "$found" -lt "$want_memory_gib" ]; then
-      dflash_fail "available host memory is ${found:-unknown} GiB, needs $want_memory_gib GiB ($memory_why: stop other processes or spread the run over more nodes)"
+      dflash_fail "available host memory is ${found:-unknown} GiB, needs $want_memory_gib GiB " \
+        "($memory_why: stop other processes or spread the run over more nodes)"
     fi
   fi
   return "$failed"
@@ -514,3 +551,42 @@ def call(rank: str, hosts: str = "") -> str:
 def block(ctx: Context, fmt: str, rank: str, hosts: str = "") -> str:
     """The pre-flight function and its call for node `rank`: what a script runs first."""
     return program(needs(ctx, fmt)) + "\n" + call(rank, hosts)
+
+
+def script_block(ctx: Context, fmt: str) -> str:
+    """What a script written by common.script runs first. One node: the pre-flight of
+    node 0. Several nodes, each running the script with NODE_RANK: that node's. Slurm (the
+    batch script runs on the first node only): one srun step per node of the allocation,
+    every node's verdict before anything starts."""
+    pf = needs(ctx, fmt)
+    nodes = len(pf.nodes)
+    if row_of(fmt).module != "slurm":
+        rank = (
+            "0"
+            if nodes == 1
+            else (f'"${{NODE_RANK:?set NODE_RANK to the index of this node, 0-{nodes - 1}}}"')
+        )
+        return program(pf) + "\n" + call(rank)
+    text = program(pf)
+    end = terminator(text, "DFLASH_PREFLIGHT_EOF")
+    lines = [
+        "# Pre-flight: one step per node of the allocation, before any model loads.",
+        f"preflight=\"$(cat <<'{end}'\n{text}\n{end}\n)\"",
+        'mapfile -t preflight_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        "preflight_steps=()",
+    ]
+    for i, node in enumerate(pf.nodes):
+        gres = f" --gpus-per-node={node.gpus}" if node.gpus else ""
+        lines += [
+            f'srun --nodes=1 --ntasks=1 --overlap{gres} -w "${{preflight_nodes[{i}]}}" '
+            f"bash -c \"$preflight\"$'\\n'"
+            f'\'dflash_preflight "$@"\' preflight {i} "${{preflight_nodes[@]}}" &',
+            "preflight_steps+=($!)",
+        ]
+    lines += [
+        "preflight_ok=1",
+        'for pid in "${preflight_steps[@]}"; do wait "$pid" || preflight_ok=0; done',
+        '[ "$preflight_ok" = 1 ] || { echo "preflight failed: fix the lines above '
+        '(dflash-plan doctor runs the same checks)" >&2; exit 1; }',
+    ]
+    return "\n".join(lines)

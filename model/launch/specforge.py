@@ -12,6 +12,7 @@ from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics import store
 from ..physics.families import FAMILIES
+from . import preflight
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -421,7 +422,7 @@ def memory_notes(ctx: Context) -> list[str]:
     return notes
 
 
-def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
+def node_shell(ctx: Context, addresses: str, rank: str, fmt: str = "skypilot") -> tuple[str, str]:
     """The shell every node of an online SpecForge run executes (several nodes, one script),
     for launchers that start it on each node and tell it, when it starts, its rank and every
     node's address (SkyPilot, Kubernetes). `addresses`: a shell command printing the plan's
@@ -458,6 +459,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
         "# This node's address on the cluster network (DFLASH_FABRIC_IP overrides it).",
         'fabric_addr="${DFLASH_FABRIC_IP:-${NODES[$node_rank]}}"',
         'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"',
+        preflight.block(ctx, fmt, '"$node_rank"', '"${NODES[@]}"'),
         # One file per node: nodes sharing a working directory keep their own.
         feed('cat > "run-node$node_rank.yaml"', yaml_text),
         "urls=()",

@@ -169,6 +169,64 @@ SRUN = (
 )
 
 
+# A good node for the pre-flight (model/launch/preflight.py) unless a test sets a fault:
+# STUB_GPU_NAME (default: every GPU name the script asks for), STUB_GPU_FREE_MIB,
+# STUB_DRIVER_CUDA, STUB_PYTHON, STUB_GLIBC, STUB_MISSING (packages or libraries, spaces),
+# STUB_VERSIONS (name=version, spaces), STUB_LOCAL_ADDR (the node's address; default the
+# one it binds), STUB_NO_ROUTE (addresses), STUB_UNRESOLVED (names), STUB_CLOSED_PORTS and
+# STUB_BUSY_PORTS (ports), STUB_DISK_KB, STUB_MEM_B.
+PREFLIGHT_STUBS = {
+    "nvidia-smi": (
+        '#!/bin/bash\nif [ "$#" = 0 ]; then echo "| Driver Version: 580.65.06  CUDA Version: '
+        '${STUB_DRIVER_CUDA:-13.0} |"; exit 0; fi\nfor i in $(seq 1 16); do '
+        'echo "NVIDIA $STUB_GPU_NAME, ${STUB_GPU_FREE_MIB:-1000000}"; done\n'
+    ),
+    "ip": (
+        '#!/bin/bash\ncase "$*" in\n  "-o addr show") echo "2: eth0    inet '
+        '${STUB_LOCAL_ADDR:-${MC_TCP_BIND_ADDRESS:-${DFLASH_FABRIC_IP:-10.0.0.0}}}/24 brd '
+        '10.0.0.255 scope global eth0" ;;\n'
+        '  "-o route get "*) for a in ${STUB_NO_ROUTE:-}; do [ "$a" = "$4" ] && '
+        '{ echo "RTNETLINK answers: Network is unreachable" >&2; exit 2; }; done\n'
+        '    echo "$4 dev eth0 src ${DFLASH_FABRIC_IP:-10.0.0.0}" ;;\n  *) exit 1 ;;\nesac\n'
+    ),
+    # timeout SECONDS bash -c 'exec 3<>/dev/tcp/...' [HOST] PORT: the connection's outcome.
+    "timeout": (
+        '#!/bin/bash\nport="${@: -1}"\nfor p in ${STUB_CLOSED_PORTS:-}; do [ "$p" = "$port" ] '
+        "&& exit 124; done\nfor p in ${STUB_BUSY_PORTS:-}; do [ \"$p\" = \"$port\" ] && exit 0; "
+        'done\necho "bash: connect: Connection refused" >&2; exit 1\n'
+    ),
+    "df": (
+        '#!/bin/bash\necho "Filesystem 1024-blocks Used Available Capacity Mounted on"\n'
+        'echo "/dev/sda1 100 0 ${STUB_DISK_KB:-100000000000} 0% /"\n'
+    ),
+    "free": (
+        '#!/bin/bash\necho "total used free shared buff/cache available"\n'
+        'echo "Mem: 1 1 1 1 1 ${STUB_MEM_B:-10000000000000}"\n'
+    ),
+}
+# python -I -c PROBE ARGS: the pre-flight's question, answered for a good node (not
+# recorded: it is no model-loading call).
+PYTHON_PROBE = (
+    'if [ "$1" = -I ]; then\n  echo "python ${STUB_PYTHON:-3.11.9}"; echo "glibc '
+    '${STUB_GLIBC:-2.35}"; echo "torch-cuda ${STUB_TORCH_CUDA:-13.0}"\n'
+    '  for a in "${@:4}"; do name="${a%%==*}"; version="${a#*==}"\n'
+    '    [ "$version" != "$a" ] && [ -n "$version" ] || version=1.0\n'
+    '    for v in ${STUB_VERSIONS:-}; do [ "${v%%=*}" = "$name" ] && version="${v#*=}"; done\n'
+    '    for m in ${STUB_MISSING:-}; do [ "$m" = "$name" ] && version=-; done\n'
+    '    case "$name" in lib*) echo "library $name ${version/1.0/ok}" ;; '
+    '*) echo "package $name $version" ;; esac\n  done\n  exit 0\nfi\n'
+)
+
+
+def wanted_gpus(text: str) -> str:
+    """Every GPU name the script's pre-flight asks for (a good node's nvidia-smi shows
+    them all)."""
+    import shlex
+
+    found = re.findall(r"want_gpu=('[^']*'|[^;\s]*)", text)
+    return " ".join(sorted({shlex.split(w)[0] for w in found if shlex.split(w)}))
+
+
 def fabric(node: int) -> str:
     """The fabric address the sandbox gives node `node` (DFLASH_FABRIC_IP)."""
     return f"10.0.0.{node}"
@@ -198,11 +256,19 @@ def run(
     # only capture servers watches to know when the run is over.
     stubs["curl"] = RECORD + 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n'
     # getent ahostsv4 NAME: the address SKY_HOSTS (NAME=ADDRESS lines) gives NAME.
+    # Else the plan's and Slurm's host names nodeN and hN are 10.0.0.N, an address is itself,
+    # another name 10.0.0.200 (unless STUB_UNRESOLVED names it).
     stubs["getent"] = (
         '#!/bin/bash\nwhile IFS== read -r name addr; do [ "$name" = "$2" ] && '
-        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"; exit 2\n'
+        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"\n'
+        'case "$2" in node[0-9]*) echo "10.0.0.${2#node} STREAM $2" ;; '
+        'h[0-9]*) echo "10.0.0.${2#h} STREAM $2" ;; [0-9]*.*) echo "$2 STREAM $2" ;; '
+        '*) for n in ${STUB_UNRESOLVED:-}; do [ "$n" = "$2" ] && exit 2; done; '
+        'echo "10.0.0.200 STREAM $2" ;; esac\n'
     )
     stubs["srun"] = SRUN
+    stubs.update(PREFLIGHT_STUBS)
+    stubs["python"] = "#!/bin/bash\n" + PYTHON_PROBE + RECORD.removeprefix("#!/bin/bash\n")
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
         path = bin_dir / name
@@ -217,20 +283,23 @@ def run(
         "HOME": str(tmp_path),
         "SLURM_JOB_NODELIST": "h[0-2]",
         "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+        "STUB_GPU_NAME": wanted_gpus(text),
         **(shell or {}),
     }
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
     # for them instead, so that every stub finishes its record.
-    subprocess.run(
+    done = subprocess.run(
         ["bash", "-c", "kill() { wait; }\n" + text],
         cwd=work,
         env=env,
-        check=True,
+        check=False,
         timeout=60,
         capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, f"the script failed ({done.returncode}): {done.stderr[-2000:]}"
     calls = []
     for args in sorted(log.glob("*.args")):
         stem = str(args)[:-5]
