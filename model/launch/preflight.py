@@ -384,7 +384,9 @@ _CHECKS = r"""  local failed=0 line found want
           dflash_fail "$what is $found, needs $want (pip install '$line')"
         fi
       done
-      if [ -n "$want_gpu" ] && [ -n "$torch_cuda" ] && [ "$torch_cuda" != - ] &&
+      # Without a pinned torch: the CUDA the installed one links.
+      if [ -n "$want_gpu" ] && [ -z "$want_cuda" ] && [ -n "$torch_cuda" ] &&
+         [ "$torch_cuda" != - ] &&
          command -v nvidia-smi >/dev/null 2>&1; then
         found="$(dflash_driver_cuda)" || found=""
         if [ -n "$found" ] && ! dflash_ver_ge "$found" "${torch_cuda%%.*}"; then
@@ -590,3 +592,52 @@ def script_block(ctx: Context, fmt: str) -> str:
         '(dflash-plan doctor runs the same checks)" >&2; exit 1; }',
     ]
     return "\n".join(lines)
+
+
+def pod_blocks(
+    ctx: Context, fmt: str, hosts: tuple[str, str, str], trainers: int
+) -> tuple[str, str, str]:
+    """Kubernetes: the pre-flight each kind of pod runs first, (store, capture server,
+    trainer). `hosts`: the store's, the first server's and the first trainer's DNS names.
+    A pod checks its own GPUs (the device plugin's, counted from 0), the packages of the
+    image, the address Mooncake binds (the pod's IP) and the ports it reaches."""
+    from .specforge import host_memory_gib, trainer_nodes
+
+    pf = needs(ctx, fmt)
+    p = ctx.plan
+    m = ctx.memory
+    _, per_node = trainer_nodes(ctx)
+    segment, weights, rank = host_memory_gib(ctx)
+    store_ports = (MOONCAKE_RPC_PORT, MOONCAKE_METADATA_PORT)
+    store = (0, MOONCAKE_RPC_PORT), (0, MOONCAKE_METADATA_PORT)
+    master = ((2, p.launch.master_port),) if trainers > 1 else ()
+    disk = max(n.disk_gb for n in pf.nodes)
+    kinds = (
+        NodeNeeds("store pod", None, 0, 0.0, store_ports, (), False, 0.0, 0.0),
+        NodeNeeds(
+            "capture-server pod",
+            pf.nodes[ctx.layout.replicas[0].node].gpu_name,
+            p.target.tp,
+            m.weights_gib + m.kv_gib + m.activations_gib + m.capture_gib + m.runtime_gib,
+            (p.launch.base_port,),
+            store,
+            True,
+            segment + weights,
+            0.0,
+        ),
+        NodeNeeds(
+            "trainer pod",
+            pf.nodes[ctx.layout.drafter_nodes[0]].gpu_name,
+            per_node,
+            max(pf.nodes[n].gpu_free_gib for n in ctx.layout.drafter_nodes),
+            (p.launch.master_port,) if trainers > 1 else (),
+            ((1, p.launch.base_port), *store, *master),
+            True,
+            per_node * rank,
+            disk,
+        ),
+    )
+    pods = Preflight(kinds, hosts, pf.pins, pf.rdma, pf.disk_path, pf.disk_why, pf.memory_why)
+    text = program(pods)
+    store_block, server_block, trainer_block = (text + "\n" + call(str(i)) for i in range(3))
+    return store_block, server_block, trainer_block

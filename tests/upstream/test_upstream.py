@@ -27,6 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from k8s_schema import manifest, pods
 from launch_shapes import shapes
+from preflight_stubs import PREFLIGHT_STUBS, PYTHON_PROBE, wanted_gpus
 from upstream import (
     HS_CONNECTORS,
     SPECFORGE,
@@ -169,64 +170,6 @@ SRUN = (
 )
 
 
-# A good node for the pre-flight (model/launch/preflight.py) unless a test sets a fault:
-# STUB_GPU_NAME (default: every GPU name the script asks for), STUB_GPU_FREE_MIB,
-# STUB_DRIVER_CUDA, STUB_PYTHON, STUB_GLIBC, STUB_MISSING (packages or libraries, spaces),
-# STUB_VERSIONS (name=version, spaces), STUB_LOCAL_ADDR (the node's address; default the
-# one it binds), STUB_NO_ROUTE (addresses), STUB_UNRESOLVED (names), STUB_CLOSED_PORTS and
-# STUB_BUSY_PORTS (ports), STUB_DISK_KB, STUB_MEM_B.
-PREFLIGHT_STUBS = {
-    "nvidia-smi": (
-        '#!/bin/bash\nif [ "$#" = 0 ]; then echo "| Driver Version: 580.65.06  CUDA Version: '
-        '${STUB_DRIVER_CUDA:-13.0} |"; exit 0; fi\nfor i in $(seq 1 16); do '
-        'echo "NVIDIA $STUB_GPU_NAME, ${STUB_GPU_FREE_MIB:-1000000}"; done\n'
-    ),
-    "ip": (
-        '#!/bin/bash\ncase "$*" in\n  "-o addr show") echo "2: eth0    inet '
-        '${STUB_LOCAL_ADDR:-${MC_TCP_BIND_ADDRESS:-${DFLASH_FABRIC_IP:-10.0.0.0}}}/24 brd '
-        '10.0.0.255 scope global eth0" ;;\n'
-        '  "-o route get "*) for a in ${STUB_NO_ROUTE:-}; do [ "$a" = "$4" ] && '
-        '{ echo "RTNETLINK answers: Network is unreachable" >&2; exit 2; }; done\n'
-        '    echo "$4 dev eth0 src ${DFLASH_FABRIC_IP:-10.0.0.0}" ;;\n  *) exit 1 ;;\nesac\n'
-    ),
-    # timeout SECONDS bash -c 'exec 3<>/dev/tcp/...' [HOST] PORT: the connection's outcome.
-    "timeout": (
-        '#!/bin/bash\nport="${@: -1}"\nfor p in ${STUB_CLOSED_PORTS:-}; do [ "$p" = "$port" ] '
-        "&& exit 124; done\nfor p in ${STUB_BUSY_PORTS:-}; do [ \"$p\" = \"$port\" ] && exit 0; "
-        'done\necho "bash: connect: Connection refused" >&2; exit 1\n'
-    ),
-    "df": (
-        '#!/bin/bash\necho "Filesystem 1024-blocks Used Available Capacity Mounted on"\n'
-        'echo "/dev/sda1 100 0 ${STUB_DISK_KB:-100000000000} 0% /"\n'
-    ),
-    "free": (
-        '#!/bin/bash\necho "total used free shared buff/cache available"\n'
-        'echo "Mem: 1 1 1 1 1 ${STUB_MEM_B:-10000000000000}"\n'
-    ),
-}
-# python -I -c PROBE ARGS: the pre-flight's question, answered for a good node (not
-# recorded: it is no model-loading call).
-PYTHON_PROBE = (
-    'if [ "$1" = -I ]; then\n  echo "python ${STUB_PYTHON:-3.11.9}"; echo "glibc '
-    '${STUB_GLIBC:-2.35}"; echo "torch-cuda ${STUB_TORCH_CUDA:-13.0}"\n'
-    '  for a in "${@:4}"; do name="${a%%==*}"; version="${a#*==}"\n'
-    '    [ "$version" != "$a" ] && [ -n "$version" ] || version=1.0\n'
-    '    for v in ${STUB_VERSIONS:-}; do [ "${v%%=*}" = "$name" ] && version="${v#*=}"; done\n'
-    '    for m in ${STUB_MISSING:-}; do [ "$m" = "$name" ] && version=-; done\n'
-    '    case "$name" in lib*) echo "library $name ${version/1.0/ok}" ;; '
-    '*) echo "package $name $version" ;; esac\n  done\n  exit 0\nfi\n'
-)
-
-
-def wanted_gpus(text: str) -> str:
-    """Every GPU name the script's pre-flight asks for (a good node's nvidia-smi shows
-    them all)."""
-    import shlex
-
-    found = re.findall(r"want_gpu=('[^']*'|[^;\s]*)", text)
-    return " ".join(sorted({shlex.split(w)[0] for w in found if shlex.split(w)}))
-
-
 def fabric(node: int) -> str:
     """The fabric address the sandbox gives node `node` (DFLASH_FABRIC_IP)."""
     return f"10.0.0.{node}"
@@ -238,6 +181,7 @@ def run(
     node_rank: int | None = None,
     ready: str | tuple[str, ...] | None = None,
     shell: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
     `ready`: a file another node would have written (the prepared dataset); `shell`: more
@@ -269,6 +213,7 @@ def run(
     stubs["srun"] = SRUN
     stubs.update(PREFLIGHT_STUBS)
     stubs["python"] = "#!/bin/bash\n" + PYTHON_PROBE + RECORD.removeprefix("#!/bin/bash\n")
+    stubs.update(extra or {})  # a test's own stubs
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
         path = bin_dir / name
@@ -324,17 +269,26 @@ def run(
 
 
 def node_calls(
-    tmp_path: Path, script, ready: str | tuple[str, ...] | None = None
+    tmp_path: Path,
+    script,
+    ready: str | tuple[str, ...] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[tuple[int, list[dict]]]:
+    """Each node's calls (`extra`: more stubs, e.g. recording ones)."""
     if script.format == "kubernetes":
         # Each pod's command, in the environment the pod sees (tests/k8s_schema.py).
         every = pods(manifest(script.text))
-        return [(i, run(tmp_path, pod.argv[2], i, shell=pod.env)) for i, pod in enumerate(every)]
+        return [
+            (i, run(tmp_path, pod.argv[2], i, shell=pod.env, extra=extra))
+            for i, pod in enumerate(every)
+        ]
     if script.format == "slurm":
-        return [(-1, run(tmp_path, script.text))]
+        return [(-1, run(tmp_path, script.text, extra=extra))]
     if script.layout.nodes == 1:
-        return [(0, run(tmp_path, script.text))]
-    return [(n, run(tmp_path, script.text, n, ready)) for n in range(script.layout.nodes)]
+        return [(0, run(tmp_path, script.text, extra=extra))]
+    return [
+        (n, run(tmp_path, script.text, n, ready, extra=extra)) for n in range(script.layout.nodes)
+    ]
 
 
 # --- SpecForge ------------------------------------------------------------------------------
@@ -888,7 +842,11 @@ def sky_ips(nodes: int) -> list[str]:
 
 
 def sky_nodes(
-    tmp_path: Path, tasks: list[dict], group: str, only: set[int] | None = None
+    tmp_path: Path,
+    tasks: list[dict],
+    group: str,
+    only: set[int] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[tuple[int, list[dict]]]:
     """Every node's `run` shell (or those of the plan's nodes in `only`), as SkyPilot starts
     it: SKYPILOT_NODE_RANK, _NUM_NODES and _NODE_IPS (its task's nodes, one address a line)
@@ -914,6 +872,7 @@ def sky_nodes(
                     "SKY_HOSTS": hosts,
                     "DFLASH_FABRIC_IP": "",  # the address comes from SkyPilot
                 },
+                extra=extra,
             ),
         )
         for task, offset in zip(tasks, offsets, strict=True)
