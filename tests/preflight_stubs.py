@@ -26,9 +26,12 @@ PREFLIGHT_STUBS = {
         '{ echo "RTNETLINK answers: Network is unreachable" >&2; exit 2; }; done\n'
         '    echo "$4 dev eth0 src ${DFLASH_FABRIC_IP:-10.0.0.0}" ;;\n  *) exit 1 ;;\nesac\n'
     ),
-    # timeout SECONDS bash -c 'exec 3<>/dev/tcp/...' [HOST] PORT: the connection's outcome.
+    # timeout SECONDS bash -c 'exec 3<>/dev/tcp/...' [HOST] PORT: the connection's outcome;
+    # any other command runs as it is.
     "timeout": (
-        '#!/bin/bash\nport="${@: -1}"\nfor p in ${STUB_CLOSED_PORTS:-}; do [ "$p" = "$port" ] '
+        '#!/bin/bash\nwhile [[ "$1" == -* ]]; do shift; done; shift   # options, duration\n'
+        'case "$3" in *"/dev/tcp/"*) ;; *) exec "$@" ;; esac\n'
+        'port="${@: -1}"\nfor p in ${STUB_CLOSED_PORTS:-}; do [ "$p" = "$port" ] '
         '&& exit 124; done\nfor p in ${STUB_BUSY_PORTS:-}; do [ "$p" = "$port" ] && exit 0; '
         'done\necho "bash: connect: Connection refused" >&2; exit 1\n'
     ),

@@ -316,16 +316,17 @@ _CHECKS = r"""  local failed=0 line found want
       dflash_fail "nvidia-smi is missing, needs the NVIDIA driver for $want_gpus x $want_gpu " \
         "(install the driver)"
     else
-      local names=() free=() bad_name="" bad_free="" i=0 word
-      while IFS=, read -r name mib; do
-        names+=("$(echo "$name" | sed 's/^ *//; s/ *$//')"); free+=("${mib// /}")
+      local names=() free=() bad_name="" bad_free="" i=0 word row
+      # name, free MiB: the last comma ends the name (a name may hold one).
+      while read -r row; do
+        names+=("${row%,*}"); free+=("${row##*,}"); free[-1]="${free[-1]// /}"
       done < <(nvidia-smi --query-gpu=name,memory.free --format=csv,noheader,nounits 2>/dev/null)
       if [ "${#names[@]}" -lt "$want_gpus" ]; then
         dflash_fail "GPU count is ${#names[@]}, needs $want_gpus x $want_gpu (run on a node with " \
           "$want_gpus GPUs or change the plan's counts)"
       fi
       while [ "$i" -lt "${#names[@]}" ] && [ "$i" -lt "$want_gpus" ]; do
-        for word in $want_gpu; do
+        for word in "${want_words[@]}"; do
           case "${names[$i],,}" in
             *"${word,,}"*) ;;
             *) bad_name="${bad_name:-GPU $i is ${names[$i]}}" ;;
@@ -482,6 +483,7 @@ _CHECKS = r"""  local failed=0 line found want
 
 
 def _array(words: list[str]) -> str:
+    """A bash array of the words, each quoted."""
     return "(" + " ".join(q(w) for w in words) + ")"
 
 
@@ -512,7 +514,8 @@ def program(pf: Preflight) -> str:
         f"  local pins_from={q(pins_doc.source if pins_doc else '')}",
         f"  local disk_path={q(pf.disk_path)} disk_why={q(pf.disk_why)}",
         f"  local memory_why={q(pf.memory_why)} connect_s={CONNECT_TIMEOUT_S}",
-        "  local label want_gpu want_gpus want_free_mib binds want_memory_gib want_disk_gb",
+        "  local label want_gpu want_words want_gpus want_free_mib binds",
+        "  local want_memory_gib want_disk_gb",
         "  local head=0 serves=() reach=()",
         '  case "$node" in',
     ]
@@ -520,6 +523,7 @@ def program(pf: Preflight) -> str:
         values = [
             f"label={q(n.label)}",
             f"want_gpu={q(n.gpu_name or '')}",
+            f"want_words={_array((n.gpu_name or '').split())}",
             f"want_gpus={n.gpus}",
             f"want_free_mib={math.ceil(n.gpu_free_gib * GIB / 2**20)}",
             f"binds={int(n.binds)}",

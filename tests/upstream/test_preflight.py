@@ -178,7 +178,7 @@ def test_an_rdma_plan_checks_the_libraries_mooncake_loads(tmp_path):
 
 
 def test_doctor_runs_the_block_here_and_exits_1_with_its_lines(tmp_path, monkeypatch, capfd):
-    bin_dir, env = good_node(tmp_path, "want_gpu=B200")
+    _, env = good_node(tmp_path, "want_gpu=B200")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
@@ -211,7 +211,7 @@ def test_the_python_glibc_and_cuda_asked_for_are_the_wheels(catalog, baseline):
     assert pins.glibc == "2.34"
     torch = wheel_facts("torch", requires["torch"])
     assert any(
-        r.startswith(f"cuda-toolkit[") and f"=={pins.cuda_major}." in r
+        r.startswith("cuda-toolkit[") and f"=={pins.cuda_major}." in r
         for r in torch["requires_dist"]
     )
     assert torch["file"].split("manylinux_")[1].startswith("2_28")
