@@ -49,7 +49,7 @@ PREFLIGHT_STUBS = {
 PYTHON_PROBE = (
     'if [ "$1" = -I ]; then\n  echo "python ${STUB_PYTHON:-3.11.9}"; echo "glibc '
     '${STUB_GLIBC:-2.35}"; echo "torch-cuda ${STUB_TORCH_CUDA:-13.0}"\n'
-    '  for a in "${@:4}"; do name="${a%%==*}"; version="${a#*==}"\n'
+    '  for a in "${@:4}"; do name="${a%%[=>]=*}"; name="${name%% @ *}"; version="${a#*[=>]=}"\n'
     '    [ "$version" != "$a" ] && [ -n "$version" ] || version=1.0\n'
     '    for v in ${STUB_VERSIONS:-}; do [ "${v%%=*}" = "$name" ] && version="${v#*=}"; done\n'
     '    for m in ${STUB_MISSING:-}; do [ "$m" = "$name" ] && version=-; done\n'

@@ -229,6 +229,13 @@ def _add_launch(p: argparse.ArgumentParser) -> None:
         help="write the script to FILE (atomically) instead of printing it",
     )
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument(
+        "--upstream",
+        default="pinned",
+        metavar="LINE",
+        help="the upstream versions the script installs: pinned (the released wheels, "
+        "default) or a newer line (docs/launch.md's version matrix)",
+    )
 
 
 def _run_launch(args: argparse.Namespace) -> int:
@@ -237,7 +244,7 @@ def _run_launch(args: argparse.Namespace) -> int:
     from .config import load_catalog, open_plan, user_template
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
-    script = generate(plan, catalog, args.format, template=user_template())
+    script = generate(plan, catalog, args.format, template=user_template(), upstream=args.upstream)
     # As `check`: a plan that does not fit is launched all the same, and said so (the
     # script's header says it too).
     if (unfit := project(plan, catalog).does_not_fit) is not None:

@@ -105,18 +105,24 @@ def format_module(fmt: str) -> Any:
 
 
 def generate(
-    plan: Plan, catalog: Catalog, fmt: str | None = None, template: str | None = None
+    plan: Plan,
+    catalog: Catalog,
+    fmt: str | None = None,
+    template: str | None = None,
+    upstream: str = "pinned",
 ) -> LaunchScript:
     """The launch script of plan in format fmt (default: the plan's launch.format).
-    `template` is the user config's template, used when the plan has none. The plan is
-    resolved first, so launch refuses exactly what the projection refuses."""
+    `template` is the user config's template, used when the plan has none; `upstream` the
+    upstream line it installs (versions.py). The plan is resolved first, so launch refuses
+    exactly what the projection refuses."""
     from ..basics.errors import PlanError
     from .common import context, require_receive
+    from .versions import upstream_line
 
     name = fmt or plan.launch.format
     module = format_module(name)
     row = formats.row_of(name)
-    ctx = context(plan, catalog)
+    ctx = context(plan, catalog, upstream_line(upstream))
     # What the format cannot run, refused in one line from its registry row.
     refused = formats.refusal(name, plan.workload.topology, plan.workload.drafter)
     if refused is not None:

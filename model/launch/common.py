@@ -27,6 +27,7 @@ from ..physics.store import IN_FLIGHT_HIGH_DEFAULT as IN_FLIGHT_HIGH_DEFAULT
 from ..physics.store import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
 from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
 from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
+from . import versions
 from .escape import comment, q
 from .layout import Layout, assign_devices
 from .paths import launch_path, own_path, path_words, why_not
@@ -260,6 +261,8 @@ class Context:
     catalog: Catalog
     layout: Layout
     memory: CaptureMemory  # one capture server's GPU memory and mem_fraction_static
+    # The upstream line the launch installs (launch --upstream; versions.py).
+    line: versions.UpstreamLine = versions.PINNED
 
     @property
     def plan(self) -> Plan:
@@ -286,13 +289,13 @@ class Context:
         return self.plan.launch.chat_template or self.model.chat_template
 
 
-def context(plan: Plan, catalog: Catalog) -> Context:
+def context(plan: Plan, catalog: Catalog, line: versions.UpstreamLine = versions.PINNED) -> Context:
     """Resolve first, exactly as the projection does; then lay out the devices."""
     resolved = resolve(plan, catalog)
     memory = capture_memory(
         plan, resolved.target_gpu.memory_gb, resolved.model, len(resolved.layer_ids)
     )
-    return Context(resolved, catalog, assign_devices(resolved), memory)
+    return Context(resolved, catalog, assign_devices(resolved), memory, line)
 
 
 def require_derived_layers(ctx: Context, fmt: str) -> None:
@@ -368,6 +371,17 @@ def with_path(plan: Plan, path: tuple[str, str]) -> Plan:
     )
 
 
+def launched_path(ctx: Context, fmt: str) -> tuple[str, str] | None:
+    """The hidden-state path the launch runs: the format's row (launch_path), except that
+    a line whose SpecForge reads receive_buffers receives as the plan says where the row's
+    0.2.0 trainer receives pageable."""
+    path = launch_path(ctx.plan, fmt)
+    reads = versions.reads_receive_buffers(fmt, ctx.line, ctx.plan)
+    if path is not None and path[0] == "mooncake" and reads:
+        return path[0], ctx.plan.workload.receive
+    return path
+
+
 def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = None) -> list[str]:
     """The projection of the run this script launches (workload.transport and
     workload.receive set to the format's hidden-state path; `rented`: the GPUs its
@@ -382,7 +396,7 @@ def projection_notes(ctx: Context, fmt: str, rented: tuple[int, int] | None = No
         # Every GPU runs the target and the drafter: no hidden-state path to choose.
         figures_ = figures(project(plan, ctx.catalog, rented))
         return [f"projection of this run (colocated, no hidden-state transport): {figures_}"]
-    path = launch_path(plan, fmt)
+    path = launched_path(ctx, fmt)
     if path is None:
         return [f"projection: none for this run: {row.transport_why}"]
     launched = project(with_path(plan, path), ctx.catalog, rented)
@@ -414,6 +428,7 @@ def header(
     lines = [
         comment(f"dflash-plan launch: {title}"),
         comment(f"plan: {p.name or 'unnamed'}"),
+        comment(versions.header_line(fmt, ctx.line, p)),
         *(comment(line) for line in projection_notes(ctx, fmt, rented)),
     ]
     if p.workload.topology == "colocated" and not row_of(fmt).own_command:
@@ -568,71 +583,77 @@ class LaunchScript:
 
 # --- launchers that start every node themselves (the shell each node runs: specforge.node_shell)
 
-# The software every node of a SpecForge run needs, as its pins (docs/launch.md): specforge
-# 0.2.0 (which pins sglang 0.5.14 and torch), Mooncake's transfer engine (mooncake_master
-# and the store client) and SpecForge's spec-capture patch to the installed SGLang, applied
-# by the script of a SpecForge checkout (the wheel carries neither patch nor script).
-SPECFORGE_VERSION = "0.2.0"
-# Mooncake's wheels are built per CUDA major and must match torch's: specforge 0.2.0 (and
-# the sglang 0.5.14 it pins) pin torch==2.11.0, whose PyPI Linux wheels require
-# cuda-toolkit==13.0.2; mooncake-transfer-engine 0.3.13.post1 links libcudart.so.12, its
-# -cuda13 build libcudart.so.13 (readelf -d of mooncake/store.so and engine.so; PyPI,
-# checked 2026-12-02: tests/data/wheels/facts.toml). SpecForge names the same rule
-# (specforge/runtime/data_plane/mooncake_store.py: -cuda13 "for CUDA >= 13").
-MOONCAKE_PACKAGE = "mooncake-transfer-engine-cuda13"
-MOONCAKE_VERSION = "0.3.13.post1"
-SPECFORGE_REPO = "https://github.com/sgl-project/SpecForge"
-SPECFORGE_PATCH_COMMIT = "a6b6b023"
-# SpecForge at this commit of its colocated-training pull requests (#783/#784, opened
-# 2026-08-25, over a main that has PR #772's DFlash2 of 2026-08-19; read 2026-12-03 through
-# the code index, which dates no commit): the colocated online run (deployment.mode
-# local_colocated with train_data_path, training.tp_size target islands, fsdp_sharding
-# HYBRID_SHARD) and DFlash2 (a DFlash2DraftModel draft config, training.dflash2_*). No
-# release carries the colocated run, and main did not yet either: PyPI's newest specforge
-# is 0.2.0, and it and main at d23761c5 (September 2026, the DFlash2 recipe of PR #869)
-# refuse online local_colocated ("colocated online training is no longer supported"); 0.2.0
-# has no DFlash2DraftModel. One commit for both keeps DFlash2's receive path the one the
-# format's row projects (pageable: the branch predates PR #840's receive_buffers).
-SPECFORGE_PR_COMMIT = "b780087e75e02df7316dd6798d56c293cafdc929"
+# The software every node of a SpecForge run needs, as its pins (versions.py, the line
+# `pinned`; docs/launch.md): specforge 0.2.0 (which pins sglang 0.5.14 and torch),
+# Mooncake's transfer engine built for torch's CUDA (mooncake_master and the store client)
+# and SpecForge's spec-capture patch to the installed SGLang, applied by the script of a
+# SpecForge checkout (the wheel carries neither patch nor script).
+_PINNED = versions.upstream_line()
+SPECFORGE_VERSION = _PINNED.pin("specforge").version
+MOONCAKE_PACKAGE = _PINNED.pin("mooncake").package
+MOONCAKE_VERSION = _PINNED.pin("mooncake").version
+SPECFORGE_REPO = versions.SPECFORGE_REPO
+SPECFORGE_PATCH_COMMIT = _PINNED.pin("capture_patch").version[:8]
+# SpecForge's colocated-training commit (versions.py's `specforge_pr`: why that one).
+SPECFORGE_PR_COMMIT = _PINNED.pin("specforge_pr").version
+needs_specforge_pr = versions.needs_specforge_pr
 
 
-def needs_specforge_pr(plan: Plan) -> bool:
-    """The plan's SpecForge run needs SPECFORGE_PR_COMMIT rather than the 0.2.0 release."""
-    return plan.workload.topology == "colocated" or plan.workload.drafter == "dflash2"
+def specforge_requirement(plan: Plan, line: versions.UpstreamLine = versions.PINNED) -> str:
+    """The pip requirement of the SpecForge a launch of plan runs on `line`."""
+    # The SpecForge stack's first pin is SpecForge itself (versions.FORMAT_ROLES).
+    return versions.pins_for("specforge", line, plan)[0].requirement
 
 
-def specforge_requirement(plan: Plan) -> str:
-    """The pip requirement of the SpecForge a launch of plan runs."""
-    if needs_specforge_pr(plan):
-        return f"specforge @ git+{SPECFORGE_REPO}@{SPECFORGE_PR_COMMIT}"
-    return f"specforge=={SPECFORGE_VERSION}"
-
-
-def specforge_pr_notes(plan: Plan) -> list[str]:
-    """The header note of a run needing SPECFORGE_PR_COMMIT: which commit, why, how to
-    install it (none for a run the 0.2.0 release runs)."""
-    if not needs_specforge_pr(plan):
+def specforge_pr_notes(plan: Plan, line: versions.UpstreamLine = versions.PINNED) -> list[str]:
+    """The header note of a run whose SpecForge is a git commit rather than the 0.2.0
+    release: which commit, why, how to install it (none for a run the release runs)."""
+    if needs_specforge_pr(plan, line):
+        why = "colocated online training" if plan.workload.topology == "colocated" else "DFlash2"
+        return [
+            f"runs SpecForge {SPECFORGE_PR_COMMIT[:8]} of its colocated-training pull "
+            f"requests #783/#784 ({why} is in no release; specforge {SPECFORGE_VERSION} "
+            f"refuses it): on every node, pip install {q(specforge_requirement(plan, line))} "
+            f"and apply that checkout's SGLang capture patch "
+            f"(scripts/apply_sglang_spec_capture_patch.sh)"
+        ]
+    used = versions.effective_line(plan, line)
+    pin = used.pin("specforge")
+    if pin.is_wheel:
         return []
-    why = "colocated online training" if plan.workload.topology == "colocated" else "DFlash2"
     return [
-        f"runs SpecForge {SPECFORGE_PR_COMMIT[:8]} of its colocated-training pull requests "
-        f"#783/#784 ({why} is in no release; specforge {SPECFORGE_VERSION} refuses it): on "
-        f"every node, pip install {q(specforge_requirement(plan))} and apply that "
-        f"checkout's SGLang capture patch (scripts/apply_sglang_spec_capture_patch.sh)"
+        f"runs SpecForge {pin.version[:8]} (upstream line {used.name}; no release carries "
+        f"it): on every node, {stack_install(used)}, then apply that checkout's SGLang "
+        f"capture patch (scripts/apply_sglang_spec_capture_patch.sh --target "
+        f"{used.patch_target})"
     ]
 
 
-def specforge_stack_setup() -> str:
-    """Shell installing the SpecForge stack on a fresh node (run again, it changes nothing)."""
+def stack_install(line: versions.UpstreamLine) -> str:
+    """The pip line installing the SpecForge stack of `line`: SpecForge, the SGLang its
+    capture patch targets (a git SpecForge pins none itself: the 0.2.0 wheel pins
+    sglang==0.5.14) and the Mooncake build for its torch's CUDA."""
+    pins = [line.pin("specforge")]
+    if not pins[0].is_wheel:
+        pins.append(line.pin("sglang"))
+    pins.append(line.pin("mooncake"))
+    return "pip install " + " ".join(q(p.requirement) for p in pins)
+
+
+def specforge_stack_setup(line: versions.UpstreamLine = versions.PINNED) -> str:
+    """Shell installing the SpecForge stack of `line` on a fresh node (run again, it
+    changes nothing)."""
     checkout = "$HOME/SpecForge"
+    patch = line.pin("capture_patch").version
+    # The pinned line's script targets v0.5.14 by default (a6b6b023); a newer one is told.
+    target = "" if line is versions.PINNED else f" --target {q(line.patch_target)}"
     return "\n".join(
         [
             "set -euo pipefail",
-            f"pip install {q(f'specforge=={SPECFORGE_VERSION}')} "
-            f"{q(f'{MOONCAKE_PACKAGE}=={MOONCAKE_VERSION}')}",
+            stack_install(line),
             f'[ -d "{checkout}" ] || git clone {q(SPECFORGE_REPO)} "{checkout}"',
-            f'git -C "{checkout}" checkout --quiet {q(SPECFORGE_PATCH_COMMIT)}',
-            f'bash "{checkout}/scripts/apply_sglang_spec_capture_patch.sh"',
+            f'git -C "{checkout}" checkout --quiet {q(patch if target else patch[:8])}',
+            f'bash "{checkout}/scripts/apply_sglang_spec_capture_patch.sh"{target}',
         ]
     )
 

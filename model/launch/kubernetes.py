@@ -21,17 +21,39 @@ from .common import (
     name_label,
     read_node_rank,
     run_id,
+    stack_install,
 )
 from .escape import cmd, feed, to_yaml
 from .layout import Replica
 from .slurm import PRODUCER_PROCESSES, SERVER_EXTRA_PROCESSES
+from .versions import PINNED, UpstreamLine, upstream_line
 
 NAME = "kubernetes"
 TITLE = "Kubernetes JobSet running SpecForge unified"
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 # The image docs/launch.md's Dockerfile builds (SGLang 0.5.14 with SpecForge's
 # spec-capture patch, specforge 0.2.0, mooncake); launch.image names the one pushed.
-DEFAULT_IMAGE = "dflash-specforge:0.2.0"
+DEFAULT_IMAGE = f"dflash-specforge:{upstream_line().pin('specforge').version}"
+
+
+def image_stack(line: UpstreamLine) -> str:
+    """What a newer line's image holds instead of the Dockerfile's pinned stack."""
+    if line is PINNED:
+        return ""
+    return (
+        f" (upstream line {line.name}: FROM lmsysorg/sglang:{line.patch_target}-cu130, "
+        f"{stack_install(line)}, that SpecForge checkout's "
+        f"scripts/apply_sglang_spec_capture_patch.sh --target {line.patch_target})"
+    )
+
+
+def default_image(line: UpstreamLine) -> str:
+    """The image a line's Dockerfile builds: tagged by its SpecForge (0.2.0, or the commit
+    for a line of a git SpecForge)."""
+    version = line.pin("specforge").version
+    return DEFAULT_IMAGE if line is PINNED else f"dflash-specforge:{version[:8]}"
+
+
 # GPU feature discovery's label for the GPU's product name (nvidia-smi's, spaces as `-`).
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -132,7 +154,7 @@ def container(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": name,
-        "image": ctx.plan.launch.image or DEFAULT_IMAGE,
+        "image": ctx.plan.launch.image or default_image(ctx.line),
         "command": ["bash", "-c", shell],
     }
     if env:
@@ -310,12 +332,12 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"trainer(s) x {per_node}: {gpus} GPUs, the plan's; start-up order store, "
         f"servers, trainers (dependsOn Ready, and the trainers wait for /health); the "
         f"JobSet completes, and stops the store and servers, when every trainer does",
-        f"image {p.launch.image or DEFAULT_IMAGE}"
+        f"image {p.launch.image or default_image(ctx.line)}"
         + (
             ""
             if p.launch.image
             else ": the image docs/launch.md's Dockerfile builds; set launch.image to "
-            "where you pushed it"
+            "where you pushed it" + image_stack(ctx.line)
         ),
         f"working directory: the claim {claim!r} mounted at {WORKSPACE} in every GPU pod "
         f"(train_data_path and output_dir are read and written there)"

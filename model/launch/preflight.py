@@ -11,6 +11,7 @@ then the block fails when any did. Every value reaching bash goes through escape
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from ..basics.units import BF16_BYTES
@@ -34,71 +35,58 @@ __all__ = ["NodeNeeds", "Pins", "Preflight", "block", "needs", "program"]
 
 @dataclass(frozen=True, slots=True)
 class Pins:
-    """What a format's installed stack needs on a node: its packages (name, version; ""
-    for a source install, checked for presence only), the lowest Python and glibc its
-    wheels run on, and the CUDA major its torch links (None: whatever torch is installed)."""
+    """What a format's installed stack needs on a node: its packages as requirements
+    (`name==version` exact, `name>=version` a floor, `name @ git+URL@COMMIT` a source
+    install checked for presence only), the lowest Python and glibc its wheels run on,
+    and the CUDA major its pinned torch links (None: no torch pinned; the installed
+    one's is read on the node)."""
 
-    packages: tuple[tuple[str, str], ...]
+    packages: tuple[str, ...]
     python: str
     glibc: str
     cuda_major: int | None
-    source: str  # where these come from, for the fix hints
+    source: str  # what the fix hints name, e.g. "upstream line pinned, specforge 0.2.0"
+    torch: str  # the pinned torch's version ("" when none)
 
 
-# SpecForge's stack as the scripts install it (common.py): specforge 0.2.0 pins torch 2.11.0
-# and sglang 0.5.14 (its METADATA's Requires-Dist), and Requires-Python >=3.11; sglang
-# 0.5.14's only Linux wheel is sglang-0.5.14-cp311-cp311-manylinux_2_34_x86_64.whl (glibc
-# 2.34); torch 2.11.0's Linux wheel requires cuda-toolkit==13.0.2 (CUDA 13; facts in
-# tests/data/wheels/facts.toml, PyPI checked 2026-12-02/03).
-SPECFORGE_TORCH = "2.11.0"
-SPECFORGE_SGLANG = "0.5.14"
-SPECFORGE_PYTHON = "3.11"
-SGLANG_GLIBC = "2.34"
-TORCH_CUDA_MAJOR = 13
-# speculators 0.9.0 and hs-connectors 0.9.0: Requires-Python >=3.11; their torch
-# (>=2.9.0,<=2.14.1) is whatever the node installed, its CUDA read there. torch's Linux
-# wheels are manylinux_2_28 (torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl).
-SPECULATORS_VERSION = "0.9.0"
+# torch's Linux wheels are manylinux_2_28 (torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64
+# .whl, tests/data/wheels/facts.toml): the glibc floor of a stack without SGLang, whose
+# 0.5.14 wheels (manylinux_2_34) set the line's.
 TORCH_GLIBC = "2.28"
 
 
 def pins(ctx: Context, fmt: str) -> Pins | None:
-    """The packages, Python, glibc and CUDA the launch of fmt needs (None: the user's own
-    command, whose stack the planner does not know). The one place these are read: it
-    moves to h-versions' versions.py (pins_for, upstream_line) once that lands."""
-    from .common import (
-        MOONCAKE_PACKAGE,
-        MOONCAKE_VERSION,
-        SPECFORGE_VERSION,
-        needs_specforge_pr,
-    )
+    """The packages, Python, glibc and CUDA the launch of fmt installs on the context's
+    upstream line (versions.py; None: the user's own command, whose stack the planner does
+    not know)."""
+    from . import versions
 
-    module = row_of(fmt).module
-    if module == "template":
+    line = versions.effective_line(ctx.plan, ctx.line, fmt)
+    every = versions.pins_for(fmt, ctx.line, ctx.plan)
+    packages: list[str] = []
+    torch = ""
+    for pin in every:
+        if pin.is_file:
+            continue  # a script of a checkout: no distribution to ask for
+        if pin.package.startswith("mooncake") and launch_transport(ctx.plan, fmt) != "mooncake":
+            continue
+        if pin.source == versions.PYPI:
+            packages.append(f"{pin.package}=={pin.version}")
+            torch = pin.version if pin.package == "torch" else torch
+        elif pin.source == versions.PYPI_FLOOR:
+            packages.append(f"{pin.package}>={pin.version}")
+        else:
+            packages.append(pin.requirement)  # a git commit: present, whatever it calls itself
+    if not packages:
         return None
-    if module == "speculators":
-        return Pins(
-            (("speculators", SPECULATORS_VERSION), ("hs-connectors", SPECULATORS_VERSION)),
-            SPECFORGE_PYTHON,
-            TORCH_GLIBC,
-            None,
-            "speculators 0.9.0",
-        )
-    if module == "specforge_legacy":
-        # A SpecForge checkout installed with pip install -e . (its own version string).
-        return Pins(
-            (("specforge", ""), ("sglang", "")), SPECFORGE_PYTHON, SGLANG_GLIBC, None, "SpecForge"
-        )
-    specforge = "" if needs_specforge_pr(ctx.plan) else SPECFORGE_VERSION
-    packages = [("specforge", specforge), ("sglang", SPECFORGE_SGLANG), ("torch", SPECFORGE_TORCH)]
-    if launch_transport(ctx.plan, fmt) == "mooncake":
-        packages.append((MOONCAKE_PACKAGE, MOONCAKE_VERSION))
+    sglang = any(re.split("[=>]=| @ ", p)[0] == "sglang" for p in packages)
     return Pins(
         tuple(packages),
-        SPECFORGE_PYTHON,
-        SGLANG_GLIBC,
-        TORCH_CUDA_MAJOR,
-        f"specforge {SPECFORGE_VERSION}",
+        line.python,
+        line.glibc if sglang else TORCH_GLIBC,
+        line.cuda_major if torch else None,
+        f"upstream line {line.name}, {every[0].short}",
+        torch,
     )
 
 
@@ -284,7 +272,7 @@ for arg in sys.argv[1:]:
         except OSError:
             print("library", arg, "-")
     else:
-        name = arg.split("==")[0]
+        name = re.split("[=>]=| @ ", arg)[0]
         try:
             print("package", name, md.version(name))
         except md.PackageNotFoundError:
@@ -378,12 +366,16 @@ _CHECKS = r"""  local failed=0 line found want
           "manylinux_${want_glibc/./_}: use a newer OS image)"
       fi
       for line in "${packages[@]}"; do
-        what="${line%%==*}"; want="${line#*==}"; found="${got[$what]:--}"
-        if [ "$found" = - ]; then
-          dflash_fail "$what is missing, needs ${want:-an install} (pip install '$line')"
-        elif [ -n "$want" ] && [ "$found" != "$want" ]; then
-          dflash_fail "$what is $found, needs $want (pip install '$line')"
-        fi
+        case "$line" in
+          *'>='*) what="${line%%>=*}"; want="${line#*>=}"; found="${got[$what]:--}"
+            [ "$found" = - ] || dflash_ver_ge "$found" "$want" ||
+              dflash_fail "$what is $found, needs $want or newer (pip install '$line')" ;;
+          *'=='*) what="${line%%==*}"; want="${line#*==}"; found="${got[$what]:--}"
+            [ "$found" = - ] || [ "$found" = "$want" ] ||
+              dflash_fail "$what is $found, needs $want (pip install '$line')" ;;
+          *) what="${line%% @ *}"; want="an install"; found="${got[$what]:--}" ;;
+        esac
+        [ "$found" != - ] || dflash_fail "$what is missing, needs $want (pip install '$line')"
       done
       # Without a pinned torch: the CUDA the installed one links.
       if [ -n "$want_gpu" ] && [ -z "$want_cuda" ] && [ -n "$torch_cuda" ] &&
@@ -492,8 +484,8 @@ def program(pf: Preflight) -> str:
     node 0 first; default the plan's), with FABRIC_IP_FUNCTION's fabric_ip beside it."""
     from .common import FABRIC_IP_FUNCTION
 
-    pins_ = pins_doc = pf.pins
-    packages = [f"{name}=={version}" for name, version in pins_.packages] if pins_ else []
+    pins_ = pf.pins
+    packages = list(pins_.packages) if pins_ else []
     libraries = [f"{lib}={package}" for lib, package in RDMA_LIBRARIES] if pf.rdma else []
     nodes = len(pf.nodes)
     lines = [
@@ -510,8 +502,8 @@ def program(pf: Preflight) -> str:
         f"  local want_python={q(pins_.python if pins_ else '')}",
         f"  local want_glibc={q(pins_.glibc if pins_ else '')}",
         f"  local want_cuda={q(str(pins_.cuda_major) if pins_ and pins_.cuda_major else '')}",
-        f"  local cuda_why={q(f'torch {SPECFORGE_TORCH}')}",
-        f"  local pins_from={q(pins_doc.source if pins_doc else '')}",
+        f"  local cuda_why={q(f'torch {pins_.torch}' if pins_ and pins_.torch else '')}",
+        f"  local pins_from={q(pins_.source if pins_ else '')}",
         f"  local disk_path={q(pf.disk_path)} disk_why={q(pf.disk_why)}",
         f"  local memory_why={q(pf.memory_why)} connect_s={CONNECT_TIMEOUT_S}",
         "  local label want_gpu want_words want_gpus want_free_mib binds",

@@ -126,7 +126,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         if unknown and unknown not in notes:
             notes.append(unknown)
     used = p.target.count + p.drafter.count
-    setup = specforge_stack_setup()
+    setup = specforge_stack_setup(ctx.line)
     if layout.nodes == 1:
         doc_yaml = to_yaml(specforge.config(ctx, managed_local=True, server_urls=[], head=""))
         per_node = layout.gpus_used_on(0)

@@ -159,7 +159,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f"billed: the allocation, {layout.nodes} node(s) x {gpus_per_node} GPU(s) = "
         f"{billed} GPU(s){' (whole nodes, --exclusive)' if whole_nodes else ''}; the "
         f"plan uses {p.target.count + p.drafter.count}",
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
         *specforge.memory_notes(ctx),
     ]
     directives = sbatch_directives(
@@ -279,7 +279,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
         "output_dir must be on a filesystem all nodes share",
         f"billed: the allocation, {nodes} node(s) x {layout.gpus_per_node} GPU(s) = "
         f"{billed} GPU(s) (whole nodes, --exclusive); the plan uses {nodes * per_node}",
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
     ]
     directives = sbatch_directives(job, nodes, layout.gpus_per_node, None, notes)
     yaml_text = to_yaml(specforge.colocated_config(ctx, "localhost"))

@@ -12,7 +12,7 @@ from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics import store
 from ..physics.families import FAMILIES
-from . import preflight
+from . import preflight, versions
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -265,6 +265,9 @@ def config(
         if len(nodes) > 1:
             trainer["master_addr"] = head
             trainer["master_port"] = p.launch.master_port
+    if versions.RECEIVE_BUFFERS_KEY in versions.effective_line(p, ctx.line).features:
+        # The line's schema has the key (PRs #840/#858): run.yaml says how to receive.
+        disaggregated["receive_buffers"] = RECEIVE_BUFFERS[p.workload.receive]
     doc: dict[str, Any] = {
         "model": model,
         "data": data_section(ctx),
@@ -510,7 +513,7 @@ def node_shell(ctx: Context, addresses: str, rank: str, fmt: str = "skypilot") -
 def render(ctx: Context, template: str | None = None) -> LaunchScript:
     if ctx.plan.workload.topology == "colocated":
         return render_colocated(ctx)
-    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan)
+    layout, notes = ctx.layout, specforge_pr_notes(ctx.plan, ctx.line)
     if layout.nodes == 1:
         doc = config(ctx, managed_local=True, server_urls=[], head="127.0.0.1")
         notes.append(
@@ -664,7 +667,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
     yaml_text = to_yaml(doc)
     islands = nodes * per_node // p.target.tp
     notes = [
-        *specforge_pr_notes(p),
+        *specforge_pr_notes(p, ctx.line),
         f"colocated: {islands} target replica(s) of tp {p.target.tp}, each GPU a target shard "
         f"and a drafter rank ({doc['training'].get('fsdp_sharding', 'SHARD_GRAD_OP')}); "
         f"sglang_mem_fraction_static {doc['model']['sglang_mem_fraction_static']:.2f}: the "

@@ -13,12 +13,13 @@ from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..core.resolve import require_same_gpu_type
 from .common import Context, LaunchScript, node_case, output_dir, require_derived_layers, script
 from .escape import cmd
+from .versions import upstream_line
 
 NAME = "specforge-legacy"
 TITLE = "SpecForge legacy (scripts/train_dflash.py, colocated)"
-# The last sgl-project/SpecForge commit with scripts/train_dflash.py (its child d5883d5b
-# "refactor: consolidate training on unified runtime" deletes it).
-PINNED_COMMIT = "40d8feffdc7ef77a38278802301981897bb6f250"
+# The last sgl-project/SpecForge commit with scripts/train_dflash.py (versions.py's
+# `specforge_legacy`).
+PINNED_COMMIT = upstream_line().pin("specforge_legacy").version
 CHECKOUT = (
     "git clone https://github.com/sgl-project/SpecForge && cd SpecForge && "
     f"git checkout {PINNED_COMMIT[:8]} && pip install -e ."
