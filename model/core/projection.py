@@ -27,6 +27,7 @@ from ..physics.roofline import Roofline, target_roofline
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
 from .acceptance import Acceptance, acceptance_stage
+from .checkpoints import Checkpoints, checkpoints
 from .cost import Prices
 from .diagnose import diagnose
 from .diagnostics import Diagnostic
@@ -185,6 +186,8 @@ class Projection:
     # Colocated against the best disaggregated split of the same GPUs (topology.py); None
     # when the plan cannot run both ways (two GPU types, offline).
     topology_verdict: TopologyVerdict | None = field(default=None, kw_only=True)
+    # Checkpoints: size, rotation, interval, lost work, resume (checkpoints.py).
+    checkpoints: Checkpoints = field(kw_only=True)
 
     @property
     def topology(self) -> str:
@@ -413,10 +416,25 @@ def project_resolved(
     run = run_stage(r, rt, pipe, money, spread)
     regen = regeneration(r.plan, r.model, r.gpus)
     job = job_stage(r, pipe, money, run, regen)
+    ckpt = checkpoint_stage(r, pipe, job)
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
     accepted = acceptance_stage(r, catalog, job)
-    p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics)
+    p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics, ckpt)
     return replace(p, topology_verdict=topology_stage(r, rt, pipe.central))
+
+
+def checkpoint_stage(r: Resolved, pipe: Pipeline, job: Job) -> Checkpoints:
+    """The plan's checkpoints at its job's run (checkpoints.py)."""
+    w = r.plan.workload
+    run_hours = None if job.run_days is None else job.run_days * 24
+    rate = job.tokens_per_s
+    return checkpoints(
+        r.plan,
+        r.shape.trainable_params,
+        int(pipe.flow.nodes),
+        run_hours,
+        None if rate is None else rate / w.avg_sample_tokens,
+    )
 
 
 def _projection(
@@ -430,6 +448,7 @@ def _projection(
     job: Job,
     accepted: Acceptance,
     diagnostics: tuple[Diagnostic, ...],
+    ckpt: Checkpoints,
 ) -> Projection:
     plan, f, econ = r.plan, pipe.flow, run.economics if run else None
     throughput = pipe.tokens_per_s
@@ -477,6 +496,7 @@ def _projection(
         job=job,
         acceptance=accepted,
         run_inputs=run.inputs if run else None,
+        checkpoints=ckpt,
     )
 
 

@@ -477,6 +477,52 @@ GPU_TABLES: tuple[tuple[str, str], ...] = (
 )
 
 
+# The checkpoint section's ranges (docs/limits.md), here rather than in validation.py,
+# whose bytes key the shipped fit (basics/fitcache.py SOURCES).
+CHECKPOINT_HOURS = v.Bound(0.01, 100_000, "hours", integer=False)
+CHECKPOINTS_KEPT = v.Bound(1, 1_000, "checkpoints")
+WRITE_GB_PER_S = v.Bound(0.001, 100_000, "GB/s", integer=False)
+FAILURES_PER_GPU_HOUR = v.Bound(0, 1, "per GPU-hour", integer=False)
+PREEMPTIONS_PER_NODE_MONTH = v.Bound(0, 1_000, "per node-month", integer=False)
+CheckpointHours = Annotated[float, CHECKPOINT_HOURS.before, CHECKPOINT_HOURS.field("hours")]
+CheckpointsKept = Annotated[
+    int, CHECKPOINTS_KEPT.before, CHECKPOINTS_KEPT.field("checkpoints kept by rotation")
+]
+WriteGbPerS = Annotated[float, WRITE_GB_PER_S.before, WRITE_GB_PER_S.field("write bandwidth")]
+FailuresPerGpuHour = Annotated[
+    float, FAILURES_PER_GPU_HOUR.before, FAILURES_PER_GPU_HOUR.field("interruptions")
+]
+PreemptionsPerNodeMonth = Annotated[
+    float, PREEMPTIONS_PER_NODE_MONTH.before, PREEMPTIONS_PER_NODE_MONTH.field("spot reclaims")
+]
+
+
+class Checkpoint(_Section):
+    """When the trainer saves, how many it keeps, and the interruptions the interval is set
+    against. Every None is computed from its named source (core/checkpoints.py)."""
+
+    interval_hours: CheckpointHours | None = Field(
+        None, description="hours between saves; None: the Young/Daly interval"
+    )
+    keep: CheckpointsKept | None = Field(
+        None, description="checkpoints the rotation keeps; None: the trainer's rule"
+    )
+    write_gb_per_s: WriteGbPerS | None = Field(
+        None, description="GB/s one save writes; None: a measured distributed save"
+    )
+    restart_hours: CheckpointHours | None = Field(
+        None, description="hours from an interruption to training again; None: measured"
+    )
+    failures_per_gpu_hour: FailuresPerGpuHour | None = Field(
+        None, description="hardware interruptions per GPU-hour; None: Llama 3's rate"
+    )
+    preemptions_per_node_month: PreemptionsPerNodeMonth | None = Field(
+        None,
+        description="spot offers (cost.kind = spot): reclaims per node per month; "
+        "None: AWS's published interruption band",
+    )
+
+
 class Plan(_Section):
     schema_version: Literal[1] = SCHEMA_VERSION
     name: Name = ""
@@ -489,6 +535,7 @@ class Plan(_Section):
     storage: Storage = Storage()
     regenerate: Regenerate = Regenerate()
     serving: Serving = Serving()
+    checkpoint: Checkpoint = Checkpoint()
 
     def gpus_in_use(self) -> tuple[str, ...]:
         keys: tuple[str, ...] = (self.target.gpu, self.drafter.gpu)
@@ -512,6 +559,7 @@ KNOWN_KEYS: dict[tuple[str, ...], list[str]] = {
     ("storage",): list(Storage.model_fields),
     ("regenerate",): list(Regenerate.model_fields),
     ("serving",): list(Serving.model_fields),
+    ("checkpoint",): list(Checkpoint.model_fields),
 }
 
 
@@ -542,6 +590,9 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         del doc["serving"]
     if not doc["calibration"]["acceptance"]:
         del doc["calibration"]["acceptance"]
+    # Plans written before checkpoints were planned stay as they were.
+    if not doc["checkpoint"]:
+        del doc["checkpoint"]
     return doc
 
 
