@@ -14,7 +14,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..basics.units import BF16_BYTES
 from ..core.projection import Projection, project
 from ..inputs.formats import row_of
 from .common import (
@@ -91,10 +90,9 @@ def pins(ctx: Context, fmt: str) -> Pins | None:
 
 
 def checkpoint_disk_gb(projection: Projection) -> float:
-    """Disk the run's checkpoints need, GB. Until the checkpoint plan (h-ckpt's
-    Projection.checkpoints.total_tb) lands: one saved copy of the drafter's weights in
-    bf16, the least any save writes."""
-    return projection.drafter_params * BF16_BYTES / 1e9
+    """Disk the run's checkpoints need, GB: the kept checkpoints at their peak, the save's
+    temporary copy included (core/checkpoints.py)."""
+    return projection.checkpoints.total_tb * 1000
 
 
 # --- what each node needs ---------------------------------------------------------------------
@@ -204,7 +202,8 @@ def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Prefl
                 reaches[n].append((first, p.launch.master_port))
     checkpoints = checkpoint_disk_gb(projection)
     data = projection.offline.tb * 1000 if offline and projection.offline else 0.0
-    disk_why = f"the drafter's checkpoints ({checkpoints:,.0f} GB"
+    kept = projection.checkpoints.keep
+    disk_why = f"{kept} checkpoint(s) kept and the one being saved ({checkpoints:,.0f} GB"
     disk_why += f") and the captured hidden states ({data:,.0f} GB)" if data else ")"
     nodes = []
     for n, host in enumerate(layout.hosts):
