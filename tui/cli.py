@@ -375,6 +375,13 @@ def _add_doctor(p: argparse.ArgumentParser) -> None:
         help="the launch whose pre-flight runs (default: the plan's launch.format)",
     )
     p.add_argument(
+        "--upstream",
+        default="pinned",
+        metavar="LINE",
+        help="the upstream versions the launch installs, whose pins are checked (as launch "
+        "--upstream; default pinned)",
+    )
+    p.add_argument(
         "--node-rank",
         type=int,
         default=0,
@@ -395,11 +402,13 @@ def _run_doctor(args: argparse.Namespace) -> int:
 
     from ..model.launch.common import context
     from ..model.launch.preflight import call, needs, program
+    from ..model.launch.versions import upstream_line
     from .config import load_catalog, open_plan
 
     plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
     fmt = args.format or plan.launch.format
-    checks = needs(context(plan, catalog), fmt)
+    # The checks the launch's script runs on each node: the same block, this node's part.
+    checks = needs(context(plan, catalog, upstream_line(args.upstream)), fmt)
     if not 0 <= args.node_rank < len(checks.nodes):
         raise PlanError.at(
             "--node-rank",
