@@ -16,7 +16,7 @@ PREFLIGHT_STUBS = {
     "nvidia-smi": (
         '#!/bin/bash\nif [ "$#" = 0 ]; then echo "| Driver Version: 580.65.06  CUDA Version: '
         '${STUB_DRIVER_CUDA:-13.0} |"; exit 0; fi\nfor i in $(seq 1 16); do '
-        'echo "NVIDIA $STUB_GPU_NAME, ${STUB_GPU_FREE_MIB:-1000000}"; done\n'
+        "echo \"NVIDIA ${STUB_GPU_NAME//$'\\n'/ }, ${STUB_GPU_FREE_MIB:-1000000}\"; done\n"
     ),
     "ip": (
         '#!/bin/bash\ncase "$*" in\n  "-o addr show") echo "2: eth0    inet '
@@ -59,10 +59,14 @@ PYTHON_PROBE = (
 
 
 def wanted_gpus(text: str) -> str:
-    """Every GPU name the script's pre-flight asks for (a good node's nvidia-smi shows
-    them all)."""
-    found = re.findall(r"want_gpu=('[^']*'|[^;\s]*)", text)
-    return " ".join(sorted({shlex.split(w)[0] for w in found if shlex.split(w)}))
+    """Every GPU name the script's pre-flights ask for (a good node's nvidia-smi shows
+    them all), read from each per-node table as bash reads it (names may hold quotes)."""
+    names = set()
+    for row in re.findall(r"(?ms)^    \d+\) (label=.*?) ;;$", text):
+        lexer = shlex.shlex(row, posix=True, punctuation_chars=";()")
+        lexer.whitespace_split = True
+        names |= {w.removeprefix("want_gpu=") for w in lexer if w.startswith("want_gpu=")}
+    return " ".join(sorted(n for n in names if n))
 
 
 # getent ahostsv4 NAME for a pod's DNS name: every name is 10.0.0.200 unless

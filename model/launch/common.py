@@ -555,16 +555,18 @@ def script(
     shebang: str = "#!/usr/bin/env bash",
     ports: bool = True,
     rented: tuple[int, int] | None = None,
+    preflight: str = "",
 ) -> str:
-    from .preflight import script_block  # the pre-flight runs first, on every node
-
+    """The script: shebang, header, strict mode, then `preflight` (the renderer's
+    preflight.script_block: each node checks itself before anything loads a model), then
+    the body."""
     return (
         "\n\n".join(
             [
                 shebang,
                 header(ctx, title, notes, ports, fmt, rented),
                 "set -euo pipefail",
-                script_block(ctx, fmt),
+                *([preflight] if preflight else []),
                 *body,
             ]
         )

@@ -84,7 +84,7 @@ def pins(ctx: Context, fmt: str) -> Pins | None:
         line.python,
         line.glibc if sglang else TORCH_GLIBC,
         line.cuda_major if torch else None,
-        f"upstream line {line.name}, {every[0].short}",
+        f"{every[0].short} of the {line.name} versions",
         torch,
     )
 
@@ -139,20 +139,39 @@ def _gpu_name(ctx: Context, key: str) -> str | None:
     return " ".join(w for w in gpu.name.split() if w.upper() not in FORM_FACTOR_WORDS)
 
 
-def _memory_gib(ctx: Context, fmt: str, servers: int, ranks: int) -> float:
+def _memory_gib(ctx: Context, projection: Projection, servers: int, ranks: int) -> float:
     """Host memory of a node running `servers` capture servers and `ranks` trainer ranks:
     each server's Mooncake segment and local buffer and the target weights it loads
     through host memory; each rank's buffer and two fetched batches (the projection's
-    store_memory; SpecForge's formats size it as their script does)."""
-    p = ctx.plan
-    if p.workload.mode == "offline" or p.workload.topology == "colocated":
+    store_memory, the sizing the launch writes; slurm's --mem counts the same)."""
+    store = projection.store_memory
+    if store is None or ctx.plan.workload.mode == "offline":
         return 0.0
-    if row_of(fmt).store_sizing == "specforge" and launch_transport(p, fmt) == "mooncake":
-        from .specforge import host_memory_gib
+    weights = ctx.memory.weights_gib * ctx.plan.target.tp
+    server = store.segment_gib + store.local_buffer_gib + weights
+    return servers * server + ranks * store.rank_gib
 
-        segment, weights, rank = host_memory_gib(ctx)
-        return servers * (segment + weights) + ranks * rank
-    return 0.0
+
+def _disk(projection: Projection, offline: bool) -> tuple[float, str]:
+    """Free disk the output folder needs, GB, and what for: the checkpoints and, offline,
+    the captured hidden states."""
+    checkpoints = checkpoint_disk_gb(projection)
+    data = projection.offline.tb * 1000 if offline and projection.offline else 0.0
+    kept = projection.checkpoints.keep
+    why = f"{kept} checkpoint(s) kept and the one being saved ({checkpoints:,.0f} GB"
+    why += f") and the captured hidden states ({data:,.0f} GB)" if data else ")"
+    return checkpoints + data, why
+
+
+def _rdma(ctx: Context, fmt: str) -> bool:
+    """Mooncake runs over RDMA: device receive on a format that is not TCP-only."""
+    p = ctx.plan
+    online = p.workload.mode != "offline" and p.workload.topology != "colocated"
+    mooncake = online and launch_transport(p, fmt) == "mooncake"
+    return mooncake and p.workload.receive == "device" and not row_of(fmt).mooncake_tcp
+
+
+MEMORY_WHY = "the Mooncake segments and buffers and the target weights loaded through host memory"
 
 
 def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Preflight:
@@ -184,7 +203,7 @@ def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Prefl
                     reaches[d].append((r.node, r.port))
     if mooncake and multi:
         store_ports = [MOONCAKE_RPC_PORT]
-        if row_of(fmt).store_sizing == "specforge":
+        if row_of(fmt).mooncake_tcp:  # SpecForge's master serves its metadata over HTTP
             store_ports.append(MOONCAKE_METADATA_PORT)
         serves[head] += store_ports
         for n in range(layout.nodes):
@@ -200,11 +219,7 @@ def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Prefl
                 serves[first].append(p.launch.master_port)
             for n in group[1:]:
                 reaches[n].append((first, p.launch.master_port))
-    checkpoints = checkpoint_disk_gb(projection)
-    data = projection.offline.tb * 1000 if offline and projection.offline else 0.0
-    kept = projection.checkpoints.keep
-    disk_why = f"{kept} checkpoint(s) kept and the one being saved ({checkpoints:,.0f} GB"
-    disk_why += f") and the captured hidden states ({data:,.0f} GB)" if data else ")"
+    disk_gb, disk_why = _disk(projection, offline)
     nodes = []
     for n, host in enumerate(layout.hosts):
         on_target = bool(layout.targets_on(n)) or colocated
@@ -225,21 +240,22 @@ def needs(ctx: Context, fmt: str, projection: Projection | None = None) -> Prefl
                 serves=tuple(dict.fromkeys(serves[n])),
                 reaches=tuple(dict.fromkeys(reaches[n])),
                 binds=mooncake and multi,
-                memory_gib=_memory_gib(
-                    ctx, fmt, len(layout.targets_on(n)), len(layout.drafters.get(n, ()))
+                memory_gib=0.0
+                if not mooncake
+                else _memory_gib(
+                    ctx, projection, len(layout.targets_on(n)), len(layout.drafters.get(n, ()))
                 ),
-                disk_gb=checkpoints + data,
+                disk_gb=disk_gb,
             )
         )
     return Preflight(
         nodes=tuple(nodes),
         hosts=layout.hosts,
         pins=pins(ctx, fmt),
-        rdma=mooncake and p.workload.receive == "device" and not row_of(fmt).mooncake_tcp,
+        rdma=_rdma(ctx, fmt),
         disk_path=output_dir(p),
         disk_why=disk_why,
-        memory_why="the Mooncake segments and buffers and the target weights loaded "
-        "through host memory",
+        memory_why=MEMORY_WHY,
     )
 
 
@@ -550,14 +566,14 @@ def block(ctx: Context, fmt: str, rank: str, hosts: str = "") -> str:
     return program(needs(ctx, fmt)) + "\n" + call(rank, hosts)
 
 
-def script_block(ctx: Context, fmt: str) -> str:
-    """What a script written by common.script runs first. One node: the pre-flight of
-    node 0. Several nodes, each running the script with NODE_RANK: that node's. Slurm (the
-    batch script runs on the first node only): one srun step per node of the allocation,
-    every node's verdict before anything starts."""
+def script_block(ctx: Context, fmt: str, steps: bool = False) -> str:
+    """What a script written by common.script runs first (its `preflight`). One node: the
+    pre-flight of node 0. Several nodes, each running the script with NODE_RANK: that
+    node's. `steps` (Slurm: the batch script runs on the first node only): one srun step
+    per node of the allocation, every node's verdict before anything starts."""
     pf = needs(ctx, fmt)
     nodes = len(pf.nodes)
-    if row_of(fmt).module != "slurm":
+    if not steps:
         rank = (
             "0"
             if nodes == 1
@@ -596,43 +612,43 @@ def pod_blocks(
     trainer). `hosts`: the store's, the first server's and the first trainer's DNS names.
     A pod checks its own GPUs (the device plugin's, counted from 0), the packages of the
     image, the address Mooncake binds (the pod's IP) and the ports it reaches."""
-    from .specforge import host_memory_gib, trainer_nodes
-
-    pf = needs(ctx, fmt)
+    # Three kinds of pod, whatever the node count: no per-node table.
+    projection = project(ctx.plan, ctx.catalog)
     p = ctx.plan
     m = ctx.memory
-    _, per_node = trainer_nodes(ctx)
-    segment, weights, rank = host_memory_gib(ctx)
+    per_node = len(ctx.layout.drafters[ctx.layout.drafter_nodes[0]])
     store_ports = (MOONCAKE_RPC_PORT, MOONCAKE_METADATA_PORT)
     store = (0, MOONCAKE_RPC_PORT), (0, MOONCAKE_METADATA_PORT)
     master = ((2, p.launch.master_port),) if trainers > 1 else ()
-    disk = max(n.disk_gb for n in pf.nodes)
+    disk_gb, disk_why = _disk(projection, offline=False)
     kinds = (
         NodeNeeds("store pod", None, 0, 0.0, store_ports, (), False, 0.0, 0.0),
         NodeNeeds(
             "capture-server pod",
-            pf.nodes[ctx.layout.replicas[0].node].gpu_name,
+            _gpu_name(ctx, ctx.resolved.target_gpu.key),
             p.target.tp,
             m.weights_gib + m.kv_gib + m.activations_gib + m.capture_gib + m.runtime_gib,
             (p.launch.base_port,),
             store,
             True,
-            segment + weights,
+            _memory_gib(ctx, projection, 1, 0),
             0.0,
         ),
         NodeNeeds(
             "trainer pod",
-            pf.nodes[ctx.layout.drafter_nodes[0]].gpu_name,
+            _gpu_name(ctx, ctx.resolved.drafter_gpu.key),
             per_node,
-            max(pf.nodes[n].gpu_free_gib for n in ctx.layout.drafter_nodes),
+            projection.drafter.memory.needed_gb,
             (p.launch.master_port,) if trainers > 1 else (),
             ((1, p.launch.base_port), *store, *master),
             True,
-            per_node * rank,
-            disk,
+            _memory_gib(ctx, projection, 0, per_node),
+            disk_gb,
         ),
     )
-    pods = Preflight(kinds, hosts, pf.pins, pf.rdma, pf.disk_path, pf.disk_why, pf.memory_why)
+    pods = Preflight(
+        kinds, hosts, pins(ctx, fmt), _rdma(ctx, fmt), output_dir(p), disk_why, MEMORY_WHY
+    )
     text = program(pods)
     store_block, server_block, trainer_block = (text + "\n" + call(str(i)) for i in range(3))
     return store_block, server_block, trainer_block

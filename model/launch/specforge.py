@@ -533,7 +533,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         ]
         return LaunchScript(
             NAME,
-            script(ctx, TITLE, notes, body, fmt=NAME),
+            script(ctx, TITLE, notes, body, fmt=NAME, preflight=preflight.script_block(ctx, NAME)),
             {"run.yaml": text, **draft_files(ctx)},
             tuple(notes),
             layout,
@@ -603,7 +603,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     ]
     return LaunchScript(
         NAME,
-        script(ctx, TITLE, notes, body, fmt=NAME),
+        script(ctx, TITLE, notes, body, fmt=NAME, preflight=preflight.script_block(ctx, NAME)),
         {"run.yaml": yaml_text, **draft_files(ctx)},
         tuple(notes),
         layout,
@@ -708,7 +708,15 @@ def render_colocated(ctx: Context) -> LaunchScript:
         ]
     return LaunchScript(
         NAME,
-        script(ctx, COLOCATED_TITLE, notes, body, fmt=NAME, ports=False),
+        script(
+            ctx,
+            COLOCATED_TITLE,
+            notes,
+            body,
+            fmt=NAME,
+            ports=False,
+            preflight=preflight.script_block(ctx, NAME),
+        ),
         {"run.yaml": yaml_text, **draft_files(ctx)},
         tuple(notes),
         layout,
@@ -935,7 +943,15 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         ]
     return LaunchScript(
         NAME,
-        script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False),
+        script(
+            ctx,
+            OFFLINE_TITLE,
+            notes,
+            body,
+            fmt=NAME,
+            ports=False,
+            preflight=preflight.script_block(ctx, NAME),
+        ),
         {"run.yaml": yaml_text, CAPTURE_CONFIG: json_text},
         tuple(notes),
         layout,

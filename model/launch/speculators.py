@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..basics import recipe
 from ..physics import store
+from . import preflight
 from .common import (
     DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
@@ -332,7 +333,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             else ["\n".join(sections[0])]
         ),
     ]
-    text = script(ctx, TITLE, notes, body, fmt=NAME, ports=False)
+    text = script(
+        ctx, TITLE, notes, body, fmt=NAME, ports=False, preflight=preflight.script_block(ctx, NAME)
+    )
     return LaunchScript(NAME, text, {}, tuple(notes), layout)
 
 
@@ -474,5 +477,13 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         trap,
         node_case(sections, layout.nodes) if layout.nodes > 1 else "\n".join(sections[0]),
     ]
-    text = script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False)
+    text = script(
+        ctx,
+        OFFLINE_TITLE,
+        notes,
+        body,
+        fmt=NAME,
+        ports=False,
+        preflight=preflight.script_block(ctx, NAME),
+    )
     return LaunchScript(NAME, text, {}, tuple(notes), layout)
