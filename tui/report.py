@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ..model.basics.terminal import terminal_safe
 from ..model.core import figures as F
+from ..model.core.checkpoints import HOURS_PER_MONTH
 from ..model.core.labels import split_label
 from ..model.core.projection import Projection
 from ..model.evidence.evidence import TOPOLOGY_TOLERANCE, Validation
@@ -201,7 +202,7 @@ def projection(p: Projection, baseline: Projection | None = None) -> None:
             f"{fmt.pct(p.link_utilization)} of the link"
         )
     console.print(escape(hidden_state_line(p, link_load)))
-    for line in [*offline_lines(p), *store_lines(p), *phase_lines(p)]:
+    for line in [*offline_lines(p), *store_lines(p), *checkpoint_lines(p), *phase_lines(p)]:
         console.print(escape(line))
     if unfit is None and (more := more_gpus(p)):
         width = max(len(name) for name, _ in more)
@@ -463,6 +464,26 @@ def store_lines(p: Projection) -> list[str]:
         f"trainer rank, at {p.plan.workload.max_length:,}-token samples; busiest node "
         f"{m.node_gib:,.0f} GiB of host memory{host}"
     ]
+
+
+def checkpoint_lines(p: Projection) -> list[str]:
+    """The run's checkpoints: size, rotation, interval, lost work, resume; a spot plan's
+    expected reclaims."""
+    ck = p.checkpoints
+    every = f"every {fmt.duration(ck.interval_hours / 24)}" if ck.interval_hours else "at the end"
+    line = (
+        f"checkpoints ({ck.trainer}): {ck.size_gb:,.1f} GB each, keep {ck.keep} = "
+        f"{ck.total_tb:,.2f} TB at the peak; {every}; an interruption loses "
+        f"{fmt.duration(ck.expected_lost_hours / 24)}; resume: {ck.resume}"
+    )
+    if ck.spot and ck.preemptions_per_hour:
+        month = HOURS_PER_MONTH
+        low, high = (rate * month for rate in ck.preemptions_per_hour_range)
+        line += (
+            f"; spot: {ck.preemptions_per_hour * month:.2f} reclaims a month "
+            f"({low:.2f}-{high:.2f}), in the job's days and cost"
+        )
+    return [line]
 
 
 def phase_lines(p: Projection) -> list[str]:

@@ -10,12 +10,14 @@ interruptions), the one that minimises the expected time lost to saving plus rew
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..basics.units import BF16_BYTES, BYTES_PER_GB, FP32_BYTES, SECONDS_PER_HOUR, TERA
+from ..inputs.formats import row_of
 from ..inputs.plan import Plan
 from ..physics.work import CHECKPOINT_BYTES_PER_PARAM
+from .job import Job
 from .phases import Phase
 
 # --- the measurements the defaults are computed from ---
@@ -98,6 +100,7 @@ class Layout:
     rank0_optimizer_only: bool  # only rank 0's optimizer shard is written
     temporary_copy: bool  # a save writes a whole new checkpoint before rotation deletes one
     per_epoch: bool  # one directory per epoch, no rotation (keep = the epochs)
+    keeps_all: bool  # no rotation: every save stays (keep = the saves of the run)
     same_world_size: bool  # per-rank state: resume needs the trainer's world size
     directory: str  # where one checkpoint lands, under launch.output_dir
     source: str
@@ -115,6 +118,7 @@ SPECFORGE = Layout(
     rank0_optimizer_only=False,
     temporary_copy=True,
     per_epoch=False,
+    keeps_all=False,
     same_world_size=True,
     directory="<output_dir>/<run_id>-step<N> (<run_id>-latest: the newest)",
     source="specforge 0.2.0 training/checkpoint.py (CheckpointManager)",
@@ -130,14 +134,16 @@ SPECULATORS = Layout(
     rank0_optimizer_only=False,
     temporary_copy=False,
     per_epoch=True,
+    keeps_all=False,
     same_world_size=False,
     directory="<output_dir>/checkpoints/<epoch>",
     source="speculators 0.9.0 train/checkpointer.py (DistributedCheckpointer)",
 )
 # SpecForge's legacy trainer (scripts/train_dflash.py @ 40d8feff): rank 0 saves the full
 # bf16 weights and its own BF16Optimizer state (rank-local fp32 masters, m, v of its FSDP
-# shard) into epoch_E_step_S/; --resume loads that shard on every rank, so only the same
-# world size reloads (the shapes are checked).
+# shard) into epoch_E_step_S/, every save_interval steps and at each epoch's end, and
+# deletes none; --resume loads that shard on every rank, so only the same world size
+# reloads (the shapes are checked).
 LEGACY = Layout(
     "SpecForge legacy",
     BF16_BYTES,
@@ -145,16 +151,24 @@ LEGACY = Layout(
     rank0_optimizer_only=True,
     temporary_copy=False,
     per_epoch=False,
+    keeps_all=True,
     same_world_size=True,
     directory="<output_dir>/epoch_<E>_step_<S>",
     source="SpecForge 40d8feff scripts/train_dflash.py save_checkpoint",
 )
-LAYOUTS = {"speculators": SPECULATORS, "specforge-legacy": LEGACY}
+# formats.FormatRow.checkpoints -> the layout; the template's command is sized as
+# SpecForge's (its resume is the command's own).
+LAYOUTS = {
+    "specforge": SPECFORGE,
+    "speculators": SPECULATORS,
+    "specforge-legacy": LEGACY,
+    "template": SPECFORGE,
+}
 
 
 def layout(fmt: str) -> Layout:
-    """The trainer a launch format runs (the template's command: SpecForge's layout)."""
-    return LAYOUTS.get(fmt, SPECFORGE)
+    """The trainer a launch format runs."""
+    return LAYOUTS[row_of(fmt).checkpoints]
 
 
 def checkpoint_bytes(lay: Layout, params: int, ranks: int) -> float:
@@ -198,6 +212,7 @@ class Checkpoints:
     preemptions_per_hour_range: tuple[float, float] = (0.0, 0.0)
     expected_interruptions: float = 0.0  # over the run
     job_lost_hours: float = 0.0  # over the run, every interruption
+    run_hours: float | None = None  # the run the interval is set for (None: does not fit)
     spot: bool = False
     can_resume: bool = True
     warnings: tuple[str, ...] = field(default=())
@@ -224,16 +239,21 @@ class Checkpoints:
             "preemptions_per_hour_range": list(self.preemptions_per_hour_range),
             "expected_interruptions": self.expected_interruptions,
             "job_lost_hours": self.job_lost_hours,
+            "run_hours": self.run_hours,
             "warnings": list(self.warnings),
             "sources": list(self.sources),
         }
 
 
+def _ranks(ranks: int) -> str:
+    return f"{ranks} rank" + ("" if ranks == 1 else "s")
+
+
 def _resume(plan: Plan, lay: Layout, ranks: int, nodes: int) -> tuple[str, bool, list[str]]:
     """How the plan's launch resumes, whether it can, and the warnings it needs."""
-    fmt = plan.launch.format
+    row, w = row_of(plan.launch.format), plan.workload
     warnings: list[str] = []
-    if fmt == "template":
+    if row.own_command:
         return "your command decides (launch.template): pass it the checkpoint folder", True, []
     if lay is SPECULATORS:
         text = (
@@ -243,8 +263,8 @@ def _resume(plan: Plan, lay: Layout, ranks: int, nodes: int) -> tuple[str, bool,
         return text, True, []
     if lay is LEGACY:
         warnings.append(
-            f"a resume of specforge-legacy needs the same trainer world size ({ranks} "
-            f"ranks): its checkpoint holds rank 0's optimizer shard"
+            f"a resume of specforge-legacy needs the same trainer world size "
+            f"({_ranks(ranks)}): its checkpoint holds rank 0's optimizer shard"
         )
         return (
             "--resume: the legacy trainer reloads the newest epoch_E_step_S folder of "
@@ -252,8 +272,8 @@ def _resume(plan: Plan, lay: Layout, ranks: int, nodes: int) -> tuple[str, bool,
             True,
             warnings,
         )
-    managed_local = fmt == "specforge" and nodes == 1 and plan.workload.mode == "online"
-    if managed_local and plan.workload.topology != "colocated":
+    one_node = nodes == 1 and w.mode == "online" and w.topology != "colocated"
+    if row.one_node_managed_local and one_node:
         warnings.append(
             "SpecForge's managed_local launch (one node) cannot resume (its schema "
             "refuses training.resume_from): an interruption restarts warm from the last "
@@ -262,15 +282,37 @@ def _resume(plan: Plan, lay: Layout, ranks: int, nodes: int) -> tuple[str, bool,
         )
         return "none: managed_local refuses training.resume_from (warm start only)", False, warnings
     warnings.append(
-        f"resuming SpecForge needs the same trainer world size ({ranks} ranks): each rank "
-        f"reloads its own FSDP optimizer shard"
+        f"resuming SpecForge needs the same trainer world size ({_ranks(ranks)}): each "
+        f"rank reloads its own FSDP optimizer shard"
     )
+    if w.mode == "online" and w.topology != "colocated":
+        # specforge 0.2.0 launch_plan._validate_consumer_database: a resumed consumer
+        # needs the metadata database of the run (and a fresh one refuses a stale one).
+        warnings.append(
+            "SpecForge's online consumer resumes only with its metadata database kept "
+            "(consumer_state_dir, node-local on the first trainer node): a restart on a "
+            "fresh node cannot resume"
+        )
     return (
         "training.resume_from = output_dir: a second launch reloads the run's -latest "
         "checkpoint (same trainer world size)",
         True,
         warnings,
     )
+
+
+def _kept(
+    lay: Layout, keep: int | None, epochs: int, interval: float, run_hours: float | None
+) -> int:
+    """Checkpoints on disk at the end: the plan's keep where the trainer rotates, else the
+    trainer's rule (an epoch's folder each; every save of the run, at each interval and
+    each epoch's end; SpecForge's recipe's 3)."""
+    if lay.per_epoch:
+        return epochs
+    if lay.keeps_all:
+        saves = math.floor(run_hours / interval) if run_hours and interval else 0
+        return saves + epochs
+    return SPECFORGE_KEEP if keep is None else keep
 
 
 def checkpoints(
@@ -285,12 +327,13 @@ def checkpoints(
     `samples_per_s`: the training's rate."""
     c, w = plan.checkpoint, plan.workload
     lay = layout(plan.launch.format)
-    colocated = w.topology == "colocated"
+    row = row_of(plan.launch.format)
+    # Colocated (or a trainer that runs both roles on every GPU: the legacy one), every GPU
+    # is a trainer rank.
+    colocated = w.topology == "colocated" or (row.transport is None and not row.own_command)
     ranks = plan.target.count + plan.drafter.count if colocated else plan.drafter.count
     gpus = plan.target.count + plan.drafter.count
     size = checkpoint_bytes(lay, params, ranks)
-    keep = c.keep if c.keep is not None else (w.epochs if lay.per_epoch else SPECFORGE_KEEP)
-    total_tb = peak_checkpoints(lay, keep) * size / TERA
     save_hours = size / ((c.write_gb_per_s or SAVE_GB_PER_S) * BYTES_PER_GB) / SECONDS_PER_HOUR
     restart = RESTART_HOURS if c.restart_hours is None else c.restart_hours
     per_gpu = (
@@ -315,6 +358,8 @@ def checkpoints(
         interval = min(interval, run_hours)  # at least one save in the run
     if not math.isfinite(interval):
         interval = 0.0  # nothing interrupts and nothing bounds it: save at the end only
+    keep = _kept(lay, c.keep, w.epochs, interval, run_hours)
+    total_tb = peak_checkpoints(lay, keep) * size / TERA
     lost = interval / 2 + restart
     expected = rate * run_hours if run_hours is not None else 0.0
     steps = None
@@ -322,6 +367,11 @@ def checkpoints(
         per_step = plan.drafter.batch_size * ranks
         steps = max(1, round(interval * SECONDS_PER_HOUR * samples_per_s / per_step))
     text, can_resume, warnings = _resume(plan, lay, ranks, nodes)
+    if c.keep is not None and keep != c.keep:
+        warnings.append(
+            f"checkpoint.keep = {c.keep} is not applied: {lay.trainer} has no rotation "
+            f"(it keeps {keep})"
+        )
     return Checkpoints(
         size_gb=size / BYTES_PER_GB,
         keep=keep,
@@ -340,6 +390,7 @@ def checkpoints(
         preemptions_per_hour_range=(preempt[0], preempt[2]),
         expected_interruptions=expected,
         job_lost_hours=expected * lost,
+        run_hours=run_hours,
         spot=spot,
         can_resume=can_resume,
         warnings=tuple(warnings),
@@ -347,22 +398,52 @@ def checkpoints(
     )
 
 
-def preemption_phase(
-    ck: Checkpoints,
-    run_days: float,
-    run_cost: float | None,
-    run_cost_usd: float | None,
-    billed: int,
-    what: str,
-) -> Phase | None:
-    """A spot plan's expected rework: its reclaims over the run, each losing half an
-    interval and a restart, at the run's own cost per day; None on-demand."""
-    if not ck.spot or ck.preemptions_per_hour <= 0 or run_days <= 0:
-        return None
-    days = ck.preemptions_per_hour * run_days * 24 * ck.expected_lost_hours / 24
-    share = days / run_days
+def lost_days(preemptions_per_hour: float, run_days: float, lost_hours: float) -> float:
+    """The days a run's expected reclaims add: each loses half an interval and a restart."""
+    return preemptions_per_hour * run_days * 24 * lost_hours / 24
 
-    def scaled(value: float | None) -> float | None:
-        return None if value is None else value * share
 
-    return Phase("preempted", billed, days, scaled(run_cost), scaled(run_cost_usd), what)
+def with_preemptions(job: Job, ck: Checkpoints, billed: int) -> Job:
+    """A spot plan's job with its expected reclaims as a phase after the run, at the run's
+    own cost per day, and their range (the reclaim band at each end of the run's); the
+    job unchanged on-demand or when it does not fit."""
+    days, cost = job.run_days, job.run_cost
+    if not ck.spot or ck.preemptions_per_hour <= 0 or days is None or days <= 0:
+        return job
+    per_day = None if cost is None else cost / days
+    usd = job.phases[-1].cost_usd if job.phases else None
+    usd_per_day = None if usd is None else usd / job.phases[-1].days
+    central = lost_days(ck.preemptions_per_hour, days, ck.expected_lost_hours)
+
+    def priced(value: float | None, lost: float) -> float | None:
+        return None if value is None else value * lost
+
+    phase = Phase(
+        "preempted",
+        billed,
+        central,
+        priced(per_day, central),
+        priced(usd_per_day, central),
+        f"the run's GPUs, {ck.expected_interruptions:.2g} expected interruptions",
+    )
+    after_days = job.after_days
+    after_cost = job.after_cost
+    if job.run_days_range is not None:
+        fast, slow = sorted(job.run_days_range)
+        low_rate, high_rate = ck.preemptions_per_hour_range
+        after_days = (
+            lost_days(low_rate, fast, ck.expected_lost_hours),
+            lost_days(high_rate, slow, ck.expected_lost_hours),
+        )
+        after_cost = None
+        if job.run_cost_range is not None:
+            cheap, dear = sorted(job.run_cost_range)
+            after_cost = (cheap / fast * after_days[0], dear / slow * after_days[1])
+    return replace(
+        job,
+        phases=(*job.phases, phase),
+        phased=True,
+        label="whole job",
+        after_days=after_days,
+        after_cost=after_cost,
+    )

@@ -44,6 +44,10 @@ class Job:
     more_drafter_tokens_per_s: float | None = None
     more_target_days: float | None = None
     more_drafter_days: float | None = None
+    # The phases after the run (a spot plan's expected reclaims: checkpoints.py) at the
+    # fast and the slow end of their range.
+    after_days: tuple[float, float] = (0.0, 0.0)
+    after_cost: tuple[float, float] | None = (0.0, 0.0)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON's `job` block: the plan's own job, as every view headlines it."""
@@ -82,14 +86,16 @@ class Job:
         if self.run_days_range is None or self.days is None:
             return None
         low, high = sorted(self.run_days_range)
-        return self.before_days[0] + low, self.before_days[1] + high
+        after = self.after_days
+        return self.before_days[0] + low + after[0], self.before_days[1] + high + after[1]
 
     @property
     def cost_range(self) -> tuple[float, float] | None:
-        if self.run_cost_range is None or self.cost is None or self.before_cost is None:
+        before, after = self.before_cost, self.after_cost
+        if self.run_cost_range is None or self.cost is None or before is None or after is None:
             return None
         low, high = sorted(self.run_cost_range)
-        return self.before_cost[0] + low, self.before_cost[1] + high
+        return before[0] + low + after[0], before[1] + high + after[1]
 
 
 def _pair(value: tuple[float, float] | None) -> list[float] | None:

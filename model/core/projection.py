@@ -27,7 +27,7 @@ from ..physics.roofline import Roofline, target_roofline
 from ..physics.work import DrafterWork, TargetWork
 from . import figures
 from .acceptance import Acceptance, acceptance_stage
-from .checkpoints import Checkpoints, checkpoints
+from .checkpoints import Checkpoints, checkpoints, with_preemptions
 from .cost import Prices
 from .diagnose import diagnose
 from .diagnostics import Diagnostic
@@ -395,6 +395,8 @@ class Projection:
             ),
             # What the training buys: tau, serving speedup, break-even (core/acceptance.py).
             "acceptance": self.acceptance.to_json(),
+            # Checkpoints: size, rotation, interval, lost work, resume (checkpoints.py).
+            "checkpoints": self.checkpoints.to_json(),
         }
 
 
@@ -417,6 +419,7 @@ def project_resolved(
     regen = regeneration(r.plan, r.model, r.gpus)
     job = job_stage(r, pipe, money, run, regen)
     ckpt = checkpoint_stage(r, pipe, job)
+    job = with_preemptions(job, ckpt, sum(money.billed))
     diagnostics = diagnose(r, catalog, rt, pipe, money, run, regen)
     accepted = acceptance_stage(r, catalog, job)
     p = _projection(r, rt, pipe, money, spread, run, regen, job, accepted, diagnostics, ckpt)

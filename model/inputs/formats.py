@@ -60,6 +60,11 @@ class FormatRow:
     # What it writes: a script (executable, .sh) or a document for a launcher.
     suffix: str = ".sh"
     executable: bool = True
+    # Whose checkpoints its trainer writes (core/checkpoints.py LAYOUTS: the size, rotation
+    # and resume of each).
+    checkpoints: str = "specforge"
+    # Its one-node online launch is SpecForge's managed_local, which cannot resume.
+    one_node_managed_local: bool = False
 
 
 # SpecForge's formats pin the specforge 0.2.0 wheel (launch/common.py SPECFORGE_VERSION):
@@ -131,7 +136,11 @@ def _pod_refusals() -> dict[str, Any]:
 
 # The rows, in the order the CLI, the picker and the error messages list them.
 _ROWS: tuple[FormatRow, ...] = (
-    _specforge("specforge", drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
+    _specforge(
+        "specforge",
+        drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3),
+        one_node_managed_local=True,
+    ),
     FormatRow(
         "speculators",
         "speculators",
@@ -153,6 +162,7 @@ _ROWS: tuple[FormatRow, ...] = (
         # launch_vllm.py appends the final layer, which its trainer reads as the
         # target's output.
         extra_layers=1,
+        checkpoints="speculators",
     ),
     FormatRow(
         "specforge-legacy",
@@ -177,6 +187,7 @@ _ROWS: tuple[FormatRow, ...] = (
                 ("eagle3", "EAGLE-3"),
             )
         ),
+        checkpoints="specforge-legacy",
     ),
     _specforge("slurm", names_nodes=True, drafter_refusals=(_DSPARK_MOE, _SPECFORGE_EAGLE3)),
     _specforge(
@@ -193,6 +204,7 @@ _ROWS: tuple[FormatRow, ...] = (
         suffix=".yaml",
         executable=False,
         offline_refusal=f"the task {_ONLINE_ONLY} on each node; {_WRITE_OFFLINE_WITH}",
+        one_node_managed_local=True,
         **_pod_refusals(),
     ),
     FormatRow(
@@ -203,6 +215,7 @@ _ROWS: tuple[FormatRow, ...] = (
         None,
         "your command runs the plan's own workload.receive",
         own_command=True,
+        checkpoints="template",
     ),
 )
 

@@ -28,6 +28,7 @@ from ..physics.store import IN_FLIGHT_LOW_DEFAULT as IN_FLIGHT_LOW_DEFAULT
 from ..physics.store import IN_FLIGHT_PER_SERVER as IN_FLIGHT_PER_SERVER
 from ..physics.store import MOONCAKE_LOCAL_BUFFER_BYTES as MOONCAKE_LOCAL_BUFFER_BYTES
 from . import versions
+from .checkpoint_lines import header_lines
 from .escape import comment, q
 from .layout import Layout, assign_devices
 from .paths import launch_path, own_path, path_words, why_not
@@ -430,6 +431,7 @@ def header(
         comment(f"plan: {p.name or 'unnamed'}"),
         comment(versions.header_line(fmt, ctx.line, p)),
         *(comment(line) for line in projection_notes(ctx, fmt, rented)),
+        *(comment(line) for line in header_lines(p, ctx.catalog, fmt)),
     ]
     if p.workload.topology == "colocated" and not row_of(fmt).own_command:
         lines += [comment(line) for line in colocated_lines(ctx)]

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..basics.errors import PlanError
 from . import preflight, specforge
+from .checkpointing import resumed
 from .common import (
     MOONCAKE_METADATA_PORT,
     MOONCAKE_RPC_PORT,
@@ -194,7 +195,7 @@ def trainer_shell(ctx: Context, trainers: int, yaml_text: str) -> str:
             'if [ "$node_rank" = 0 ]; then',
             f"  CUDA_VISIBLE_DEVICES= {producer}",
             "fi",
-            consumer,
+            *resumed(ctx, consumer),
         ]
     )
 

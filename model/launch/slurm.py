@@ -10,6 +10,7 @@ import re
 from ..core.resolve import require_same_gpu_type
 from ..inputs.plan import Plan
 from . import preflight, specforge
+from .checkpointing import RESUME_WORDS, resume_line
 from .common import (
     FABRIC_IP_FUNCTION,
     GIB,
@@ -231,6 +232,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         f'"${{overrides[@]}}" > producer.log 2>&1 &',
         "",
         "# trainers: one step per drafter node, on the drafter GPUs",
+        resume_line(ctx),
         "consumers=()",
     ]
     for rank, node in enumerate(d_nodes):
@@ -239,7 +241,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             f"{env(**specforge.consumer_env(ctx, node, rank))} "
             + cmd("specforge", "train", "-c", "run.yaml", "--role", "consumer", "--node-rank", rank)
             + " "
-            f'"${{overrides[@]}}" > {q(f"consumer-{rank}.log")} 2>&1 &'
+            f'"${{overrides[@]}}" {RESUME_WORDS} > {q(f"consumer-{rank}.log")} 2>&1 &'
         )
         lines.append("consumers+=($!)")
     lines += [
@@ -298,7 +300,12 @@ def render_colocated(ctx: Context) -> LaunchScript:
     ]
     if nodes > 1:
         lines.append('overrides+=("deployment.trainer.master_addr=$HEAD")')
-    lines += ["", "# one step per node: SpecForge starts torchrun over its GPUs", "steps=()"]
+    lines += [
+        "",
+        "# one step per node: SpecForge starts torchrun over its GPUs",
+        resume_line(ctx),
+        "steps=()",
+    ]
     for node in range(nodes):
         train: list[object] = ["specforge", "train", "-c", "run.yaml"]
         environ: dict[str, object] = {"NODE_RANK": node, "CUDA_VISIBLE_DEVICES": gpus}
@@ -308,7 +315,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
         lines += [
             f"srun --nodes=1 --ntasks=1 --overlap --gpus-per-node={layout.gpus_per_node} "
             f'-w "${{NODES[{node}]}}" env {env(**environ)} '
-            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{node}.log")} 2>&1 &',
+            f'{cmd(*train)} "${{overrides[@]}}" {RESUME_WORDS} > {q(f"train-{node}.log")} 2>&1 &',
             "steps+=($!)",
         ]
     lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')
@@ -439,6 +446,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         'for pid in "${steps[@]}"; do wait "$pid"; done',
         "",
         "# training: one step per drafter node, on the drafter GPUs",
+        resume_line(ctx),
         "steps=()",
     ]
     for rank, node in enumerate(d_nodes):
@@ -448,7 +456,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         lines += [
             f"{step(node)} "
             f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
-            f'{cmd(*train)} "${{overrides[@]}}" > {q(f"train-{rank}.log")} 2>&1 &',
+            f'{cmd(*train)} "${{overrides[@]}}" {RESUME_WORDS} > {q(f"train-{rank}.log")} 2>&1 &',
             "steps+=($!)",
         ]
     lines.append('for pid in "${steps[@]}"; do wait "$pid"; done')

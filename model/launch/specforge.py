@@ -13,6 +13,7 @@ from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics import store
 from ..physics.families import FAMILIES
 from . import preflight, versions
+from .checkpointing import resumed, specforge_training
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -218,7 +219,7 @@ def training_section(ctx: Context) -> dict[str, Any]:
         "warmup_ratio": recipe.WARMUP_RATIO,
         "max_grad_norm": recipe.MAX_GRAD_NORM,
         "num_anchors": w.num_anchors,
-        "save_interval": recipe.SAVE_INTERVAL,
+        **specforge_training(ctx, NAME),
         "dist_timeout": recipe.DIST_TIMEOUT_MIN,
     }
     if ctx.block == 16:
@@ -499,9 +500,12 @@ def node_shell(ctx: Context, addresses: str, rank: str, fmt: str = "skypilot") -
                 f"{env(CUDA_VISIBLE_DEVICES='')} specforge train -c {run_file} --role producer "
                 '"${overrides[@]}" > producer.log 2>&1 &'
             )
-        part.append(
-            f"{env(**consumer_env(ctx, node, rank_))} specforge train -c {run_file} "
-            f'--role consumer --node-rank {rank_} "${{overrides[@]}}"'
+        part.extend(
+            resumed(
+                ctx,
+                f"{env(**consumer_env(ctx, node, rank_))} specforge train -c {run_file} "
+                f'--role consumer --node-rank {rank_} "${{overrides[@]}}"',
+            )
         )
     for node in layout.target_nodes:
         if node not in d_nodes:
@@ -577,10 +581,20 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 f"{cmd('specforge', 'train', '-c', config_file, '--role', 'producer')}"
                 f" > producer.log 2>&1 &"
             )
-        lines.append(
-            f"{env(**consumer_env(ctx, node, rank))} "
-            + cmd(
-                "specforge", "train", "-c", config_file, "--role", "consumer", "--node-rank", rank
+        lines.extend(
+            resumed(
+                ctx,
+                f"{env(**consumer_env(ctx, node, rank))} "
+                + cmd(
+                    "specforge",
+                    "train",
+                    "-c",
+                    config_file,
+                    "--role",
+                    "consumer",
+                    "--node-rank",
+                    rank,
+                ),
             )
         )
     for node in layout.target_nodes:
@@ -683,7 +697,10 @@ def render_colocated(ctx: Context) -> LaunchScript:
             + " NODE_RANK",
             *write_draft_config(ctx, 1),
             heredoc("run.yaml", yaml_text),
-            f"{env(CUDA_VISIBLE_DEVICES=gpus)} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+            *resumed(
+                ctx,
+                f"{env(CUDA_VISIBLE_DEVICES=gpus)} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+            ),
         ]
     else:
         notes.append(
@@ -693,10 +710,11 @@ def render_colocated(ctx: Context) -> LaunchScript:
         )
         rendezvous = f"timeout={RENDEZVOUS_TIMEOUT_S}"
         sections = {
-            node: [
+            node: resumed(
+                ctx,
                 f"{env(NODE_RANK=node, CUDA_VISIBLE_DEVICES=gpus, PET_RDZV_CONF=rendezvous)} "
-                + cmd("specforge", "train", "-c", node_config(node), "--node-rank", node)
-            ]
+                + cmd("specforge", "train", "-c", node_config(node), "--node-rank", node),
+            )
             for node in range(nodes)
         }
         body = [
@@ -920,9 +938,12 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         train: list[object] = ["specforge", "train", "-c", config_file]
         if len(d_nodes) > 1:
             train += ["--node-rank", rank]
-        lines.append(
-            f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
-            + cmd(*train)
+        lines.extend(
+            resumed(
+                ctx,
+                f"{env(NODE_RANK=rank, CUDA_VISIBLE_DEVICES=devices(layout.drafters[node]))} "
+                + cmd(*train),
+            )
         )
     body = [
         "# The SpecForge CLI rejects a partial torch.distributed environment.\n"

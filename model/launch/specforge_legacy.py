@@ -12,6 +12,7 @@ from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..core.resolve import require_same_gpu_type
 from . import preflight
+from .checkpointing import legacy_args
 from .common import Context, LaunchScript, node_case, output_dir, require_derived_layers, script
 from .escape import cmd
 from .versions import upstream_line
@@ -94,8 +95,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         recipe.MAX_GRAD_NORM,
         "--output-dir",
         output_dir(p),
-        "--save-interval",
-        recipe.SAVE_INTERVAL,
+        *legacy_args(ctx, NAME),
         "--tp-size",
         p.target.tp,
         "--dist-timeout",

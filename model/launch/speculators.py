@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..basics import recipe
 from ..physics import store
 from . import preflight
+from .checkpointing import speculators_args
 from .common import (
     DFLASH2_CONFIG,
     FABRIC_IP_FUNCTION,
@@ -146,6 +147,7 @@ def train_words(ctx: Context, hidden: list[object]) -> list[object]:
         w.max_length * p.drafter.batch_size,
         "--save-path",
         f"{output_dir(p)}/checkpoints",
+        *speculators_args(ctx, NAME),
     ]
     if ctx.block == 16 and family != "eagle3":
         # The decay gamma acts only under fixed-exp-decay weighting; the default is dpace.

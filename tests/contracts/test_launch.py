@@ -84,6 +84,8 @@ ALLOWED = {
         "num_anchors",
         "loss_decay_gamma",
         "save_interval",
+        # the rotation: keep the newest N (specforge 0.2.0 config/schema.py)
+        "max_checkpoints",
         "log_interval",
         "dist_timeout",
         "resume_from",
