@@ -44,7 +44,7 @@ class Pins:
     python: str
     glibc: str
     cuda_major: int | None
-    source: str  # what the fix hints name, e.g. "upstream line pinned, specforge 0.2.0"
+    source: str  # what the fix hints name, e.g. "specforge 0.2.0"
     torch: str  # the pinned torch's version ("" when none)
 
 
@@ -84,7 +84,7 @@ def pins(ctx: Context, fmt: str) -> Pins | None:
         line.python,
         line.glibc if sglang else TORCH_GLIBC,
         line.cuda_major if torch else None,
-        f"{every[0].short} of the {line.name} versions",
+        every[0].short,
         torch,
     )
 
