@@ -364,6 +364,70 @@ def _run_probe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_doctor(p: argparse.ArgumentParser) -> None:
+    from ..model.inputs.formats import names
+
+    _plan_args(p)
+    p.add_argument(
+        "--format",
+        choices=names(),
+        default=None,
+        help="the launch whose pre-flight runs (default: the plan's launch.format)",
+    )
+    p.add_argument(
+        "--upstream",
+        default="pinned",
+        metavar="LINE",
+        help="the upstream versions the launch installs, whose pins are checked (as launch "
+        "--upstream; default pinned)",
+    )
+    p.add_argument(
+        "--node-rank",
+        type=int,
+        default=0,
+        metavar="N",
+        help="this machine's node in the plan's layout (default 0)",
+    )
+    p.add_argument(
+        "--script",
+        type=Path,
+        metavar="FILE",
+        help="write the pre-flight as a bash script to FILE instead of running it",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from ..model.launch.common import context
+    from ..model.launch.preflight import call, needs, program
+    from ..model.launch.versions import upstream_line
+    from .config import load_catalog, open_plan
+
+    plan, catalog = open_plan(args.plan, _source_sets(args), load_catalog(args.hardware))
+    fmt = args.format or plan.launch.format
+    # The checks the launch's script runs on each node: the same block, this node's part.
+    checks = needs(context(plan, catalog, upstream_line(args.upstream)), fmt)
+    if not 0 <= args.node_rank < len(checks.nodes):
+        raise PlanError.at(
+            "--node-rank",
+            f"{args.node_rank} is not a node of this plan: choose 0-{len(checks.nodes) - 1}",
+        )
+    text = "#!/usr/bin/env bash\nset -uo pipefail\n" + program(checks) + "\n"
+    text += call(str(args.node_rank)) + "\n"
+    if args.script is not None:
+        _write_new(args.script, text, args.force, executable=True)
+        print(terminal_safe(f"wrote {args.script} (pre-flight of {fmt})"), file=sys.stderr)
+        return EXIT_OK
+    sys.stdout.flush()
+    done = subprocess.run(["bash", "-c", text], check=False)
+    if done.returncode == 0:
+        print(f"preflight: node{args.node_rank}: every check passed")
+        return EXIT_OK
+    return 1
+
+
 def _add_calibrate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "results",
@@ -898,6 +962,12 @@ COMMANDS: dict[str, Command] = {
         "write a short benchmark of the plan's workload for one node of a GPU type",
         _add_probe,
         _run_probe,
+    ),
+    "doctor": Command(
+        "check this machine as a node of the plan (GPUs, driver, Python, packages, "
+        "network, disk, memory); exit 0 when it can run it, 1 with one line per problem",
+        _add_doctor,
+        _run_doctor,
     ),
     "calibrate": Command(
         "add measured rates (probe results, training logs, your own reports) to a plan",

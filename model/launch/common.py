@@ -565,10 +565,20 @@ def script(
     shebang: str = "#!/usr/bin/env bash",
     ports: bool = True,
     rented: tuple[int, int] | None = None,
+    preflight: str = "",
 ) -> str:
+    """The script: shebang, header, strict mode, then `preflight` (the renderer's
+    preflight.script_block: each node checks itself before anything loads a model), then
+    the body."""
     return (
         "\n\n".join(
-            [shebang, header(ctx, title, notes, ports, fmt, rented), "set -euo pipefail", *body]
+            [
+                shebang,
+                header(ctx, title, notes, ports, fmt, rented),
+                "set -euo pipefail",
+                *([preflight] if preflight else []),
+                *body,
+            ]
         )
         + "\n"
     )

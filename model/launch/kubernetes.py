@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ..basics.errors import PlanError
-from . import specforge
+from . import preflight, specforge
 from .checkpointing import resumed
 from .common import (
     MOONCAKE_METADATA_PORT,
@@ -304,6 +304,11 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             after=SERVERS,
         ),
     ]
+    # Each pod checks itself before its command loads anything (preflight.py).
+    hosts = (store, pod_host(name, SERVERS, 0), pod_host(name, TRAINERS, 0))
+    for job, block in zip(jobs, preflight.pod_blocks(ctx, NAME, hosts, trainers), strict=True):
+        command = job["template"]["spec"]["template"]["spec"]["containers"][0]["command"]
+        command[2] = block + "\n" + command[2]
     manifest = {
         "apiVersion": API_VERSION,
         "kind": "JobSet",

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.projection import project
 from ..inputs.hardware import Gpu
-from . import specforge
+from . import preflight, specforge
 from .common import (
     Context,
     LaunchScript,
@@ -143,6 +143,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         run = "\n".join(
             [
                 "set -euo pipefail",
+                preflight.block(ctx, NAME, "0"),
                 "# The SpecForge CLI rejects a partial torch.distributed environment, and"
                 " it\n# reads NODE_RANK as the trainer's node rank: one node is 0.",
                 "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "

@@ -9,7 +9,7 @@ import re
 
 from ..core.resolve import require_same_gpu_type
 from ..inputs.plan import Plan
-from . import specforge
+from . import preflight, specforge
 from .checkpointing import RESUME_WORDS, resume_line
 from .common import (
     FABRIC_IP_FUNCTION,
@@ -256,6 +256,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         ["\n".join(lines)],
         fmt=NAME,
         shebang="\n".join(directives),
+        preflight=preflight.script_block(ctx, NAME, steps=True),
         rented=rented(ctx),
     )
     files = {"run.yaml": yaml_text, **specforge.draft_files(ctx)}
@@ -325,6 +326,7 @@ def render_colocated(ctx: Context) -> LaunchScript:
         ["\n".join(lines)],
         fmt=NAME,
         shebang="\n".join(directives),
+        preflight=preflight.script_block(ctx, NAME, steps=True),
         ports=False,
         rented=(billed - p.drafter.count, p.drafter.count),
     )
@@ -465,6 +467,7 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         ["\n".join(lines)],
         fmt=NAME,
         shebang="\n".join(directives),
+        preflight=preflight.script_block(ctx, NAME, steps=True),
         ports=False,
         rented=rented(ctx),
     )

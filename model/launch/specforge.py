@@ -11,7 +11,7 @@ from ..basics import recipe
 from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics.families import FAMILIES
-from . import versions
+from . import preflight, versions
 from .checkpointing import resumed, specforge_training
 from .common import (
     CONTEXT_EXTRA_TOKENS,
@@ -445,7 +445,7 @@ def memory_notes(ctx: Context) -> list[str]:
     return notes
 
 
-def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
+def node_shell(ctx: Context, addresses: str, rank: str, fmt: str = "skypilot") -> tuple[str, str]:
     """The shell every node of an online SpecForge run executes (several nodes, one script),
     for launchers that start it on each node and tell it, when it starts, its rank and every
     node's address (SkyPilot, Kubernetes). `addresses`: a shell command printing the plan's
@@ -482,6 +482,7 @@ def node_shell(ctx: Context, addresses: str, rank: str) -> tuple[str, str]:
         "# This node's address on the cluster network (DFLASH_FABRIC_IP overrides it).",
         'fabric_addr="${DFLASH_FABRIC_IP:-${NODES[$node_rank]}}"',
         'export MOONCAKE_LOCAL_HOSTNAME="$fabric_addr" MC_TCP_BIND_ADDRESS="$fabric_addr"',
+        preflight.block(ctx, fmt, '"$node_rank"', '"${NODES[@]}"'),
         # One file per node: nodes sharing a working directory keep their own.
         feed('cat > "run-node$node_rank.yaml"', yaml_text),
         "urls=()",
@@ -555,7 +556,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
         ]
         return LaunchScript(
             NAME,
-            script(ctx, TITLE, notes, body, fmt=NAME),
+            script(ctx, TITLE, notes, body, fmt=NAME, preflight=preflight.script_block(ctx, NAME)),
             {"run.yaml": text, **draft_files(ctx)},
             tuple(notes),
             layout,
@@ -635,7 +636,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     ]
     return LaunchScript(
         NAME,
-        script(ctx, TITLE, notes, body, fmt=NAME),
+        script(ctx, TITLE, notes, body, fmt=NAME, preflight=preflight.script_block(ctx, NAME)),
         {"run.yaml": yaml_text, **draft_files(ctx)},
         tuple(notes),
         layout,
@@ -744,7 +745,15 @@ def render_colocated(ctx: Context) -> LaunchScript:
         ]
     return LaunchScript(
         NAME,
-        script(ctx, COLOCATED_TITLE, notes, body, fmt=NAME, ports=False),
+        script(
+            ctx,
+            COLOCATED_TITLE,
+            notes,
+            body,
+            fmt=NAME,
+            ports=False,
+            preflight=preflight.script_block(ctx, NAME),
+        ),
         {"run.yaml": yaml_text, **draft_files(ctx)},
         tuple(notes),
         layout,
@@ -974,7 +983,15 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         ]
     return LaunchScript(
         NAME,
-        script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False),
+        script(
+            ctx,
+            OFFLINE_TITLE,
+            notes,
+            body,
+            fmt=NAME,
+            ports=False,
+            preflight=preflight.script_block(ctx, NAME),
+        ),
         {"run.yaml": yaml_text, CAPTURE_CONFIG: json_text},
         tuple(notes),
         layout,

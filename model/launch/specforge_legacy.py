@@ -11,6 +11,7 @@ from ..basics import recipe
 from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..core.resolve import require_same_gpu_type
+from . import preflight
 from .checkpointing import legacy_args
 from .common import Context, LaunchScript, node_case, output_dir, require_derived_layers, script
 from .escape import cmd
@@ -141,5 +142,7 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             for n in range(nodes)
         }
         body = node_case(sections, nodes)
-    text = script(ctx, TITLE, notes, [check, body], fmt=NAME, ports=False)
+    # The pre-flight after the checkout check (which loads nothing), before the trainer.
+    steps = [check, preflight.script_block(ctx, NAME), body]
+    text = script(ctx, TITLE, notes, steps, fmt=NAME, ports=False)
     return LaunchScript(NAME, text, {}, tuple(notes), layout)

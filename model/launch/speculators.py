@@ -6,6 +6,7 @@ hs-connectors 0.9.0 wheels and scripts/launch_vllm.py at c05b95b3)."""
 from __future__ import annotations
 
 from ..basics import recipe
+from . import preflight
 from .checkpointing import speculators_args
 from .common import (
     DFLASH2_CONFIG,
@@ -345,7 +346,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             else ["\n".join(sections[0])]
         ),
     ]
-    text = script(ctx, TITLE, notes, body, fmt=NAME, ports=False)
+    text = script(
+        ctx, TITLE, notes, body, fmt=NAME, ports=False, preflight=preflight.script_block(ctx, NAME)
+    )
     return LaunchScript(NAME, text, {}, tuple(notes), layout)
 
 
@@ -487,5 +490,13 @@ def render_offline(ctx: Context, template: str | None = None) -> LaunchScript:
         trap,
         node_case(sections, layout.nodes) if layout.nodes > 1 else "\n".join(sections[0]),
     ]
-    text = script(ctx, OFFLINE_TITLE, notes, body, fmt=NAME, ports=False)
+    text = script(
+        ctx,
+        OFFLINE_TITLE,
+        notes,
+        body,
+        fmt=NAME,
+        ports=False,
+        preflight=preflight.script_block(ctx, NAME),
+    )
     return LaunchScript(NAME, text, {}, tuple(notes), layout)

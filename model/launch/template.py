@@ -7,6 +7,7 @@ import string
 
 from ..basics import recipe
 from ..basics.errors import PlanError
+from . import preflight
 from .common import Context, LaunchScript, devices, node_case, output_dir, run_id, script
 from .escape import TemplateShell
 
@@ -137,5 +138,13 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             },
             layout.nodes,
         )
-    text = script(ctx, "custom template", [], [body], fmt=NAME, ports=False)
+    text = script(
+        ctx,
+        "custom template",
+        [],
+        [body],
+        fmt=NAME,
+        ports=False,
+        preflight=preflight.script_block(ctx, NAME),
+    )
     return LaunchScript(NAME, text, {}, (), layout)

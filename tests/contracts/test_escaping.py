@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from k8s_schema import manifest, pods
 from k8s_schema import validate as validate_manifest
+from preflight_stubs import GETENT_ANY, PREFLIGHT_STUBS, PYTHON_PROBE
 from support import edit
 
 MARKS = ("MARK1", "MARK2", "MARK3")
@@ -191,11 +192,28 @@ TEMPLATE = (
 )
 
 
-def stubs(root: Path) -> Path:
+# nvidia-smi's answers to the pre-flight (its name query and its header), for the GPU
+# names of the case (written by stubs()); the probe's own query goes on to the record.
+SMI_PREFLIGHT = (
+    'case "$*" in "") echo "CUDA Version: 13.0"; exit 0 ;; '
+    "--query-gpu=name,memory.free*) for i in $(seq 1 16); do "
+    'echo "NVIDIA $(cat "$STUB_LOG/../gpu-names"), 1000000"; done; exit 0 ;; esac\n'
+)
+
+
+def gpu_names(plan: Plan, catalog: Catalog) -> str:
+    """The plan's GPU names as one line of a good node's nvidia-smi."""
+    gpus = {plan.target.gpu, plan.drafter.gpu}
+    return " ".join(" ".join(catalog.gpus[g].name.split()) for g in sorted(gpus))
+
+
+def stubs(root: Path, gpus: str = "") -> Path:
     """Commands that record their arguments and environment, one file per call, then
-    succeed (the trainer also prints a SpecForge step line for the probe to read)."""
+    succeed (the trainer also prints a SpecForge step line for the probe to read).
+    `gpus`: the GPU names nvidia-smi shows the pre-flight."""
     bin_dir = root / "bin"
     bin_dir.mkdir()
+    (root / "gpu-names").write_text(gpus)
     step = (
         "step 10: {'loss': 2.0, 'perf/optimizer_step_time_s': 0.7, "
         "'perf/data_wait_time_s': 0.5, 'perf/train_compute_time_s': 0.125, "
@@ -220,6 +238,14 @@ def stubs(root: Path) -> Path:
             '> "$f.env"\n' + extra
         )
     (bin_dir / "scontrol").write_text("#!/bin/bash\nprintf 'h0\\nh1\\nh2\\n'\n")
+    # A node the pre-flight finds good (tests/preflight_stubs.py); its GPU questions and
+    # Python's are answered before the record (they load nothing).
+    for name, body in {**PREFLIGHT_STUBS, "getent": GETENT_ANY}.items():
+        if name != "nvidia-smi":
+            (bin_dir / name).write_text(body)
+    for name, answer in (("nvidia-smi", SMI_PREFLIGHT), ("python", PYTHON_PROBE)):
+        text = (bin_dir / name).read_text().removeprefix("#!/bin/bash\n")
+        (bin_dir / name).write_text("#!/bin/bash\n" + answer + text)
     for path in bin_dir.iterdir():
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return bin_dir
@@ -271,6 +297,22 @@ def run(root: Path, text: str, node_rank: int | None = None, **extra: str) -> di
         args.unlink()
         env_file.unlink()
     return calls
+
+
+def preflight_steps(root: Path, steps: list[Call]) -> list[Call]:
+    """Run the pre-flight steps among the recorded srun steps (`bash -c PROGRAM preflight
+    NODE HOST...`, each as its node would), and return the other steps."""
+    import shlex
+
+    rest = []
+    for step in steps:
+        if "preflight" not in step.argv:
+            rest.append(step)
+            continue
+        command = step.argv[step.argv.index("bash") :]
+        run(root, shlex.join(command), DFLASH_FABRIC_IP=step.env.get("DFLASH_FABRIC_IP", ""))
+    assert len(rest) < len(steps)  # the pre-flight ran first
+    return rest
 
 
 def fabric(node: int) -> str:
@@ -325,7 +367,7 @@ def test_every_launch_format_keeps_hostile_values_inert_and_exact(fmt, case):
     train = plan.launch.train_data_path
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        stubs(root)
+        stubs(root, gpu_names(case.plan, case.catalog))
         if fmt == "skypilot":
             check_skypilot(case, script, root, out, train)
         elif fmt == "kubernetes":
@@ -359,7 +401,7 @@ def check_one_run(
             if line.startswith("#SBATCH"):
                 assert re.fullmatch(r"#SBATCH --[a-z-]+(=[A-Za-z0-9._%-]+)?", line), line
         check_specforge_yaml(read_yaml(root), case, plan.launch.run_id, out, train)
-        steps = [c.argv for c in calls["srun"]]
+        steps = [c.argv for c in preflight_steps(root, calls["srun"])]
         servers = [s for s in steps if "sglang.launch_server" in s]
         assert servers and all(after(s, "--model-path") == case.path for s in servers)
         assert any("consumer" in s for s in steps)
@@ -649,7 +691,7 @@ def test_a_placeholder_where_its_quoting_holds_is_filled(
         }
     )
     text = generate(plan, catalog, "template").text
-    stubs(tmp_path)
+    stubs(tmp_path, gpu_names(plan, catalog))
     (go,) = run(tmp_path, text)["go"]
     assert go.argv == argv
 
@@ -684,14 +726,14 @@ def test_every_offline_launch_keeps_hostile_values_inert_and_exact(fmt, case):
     hs = f"{out}/hidden_states"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        stubs(root)
+        stubs(root, gpu_names(plan, case.catalog))
         nodes = [None] if case.nodes == 1 or fmt == "slurm" else list(range(case.nodes))
         seen = set()
         for rank in nodes:
             calls = run(root, script.text, node_rank=rank)
             if fmt == "slurm":
                 # srun records each step; the steps' commands follow `env` and its settings.
-                for step in calls["srun"]:
+                for step in preflight_steps(root, calls["srun"]):
                     words = step.argv[step.argv.index("env") + 1 :]
                     while re.fullmatch(r"[A-Z_]+=.*", words[0]):
                         words = words[1:]

@@ -217,6 +217,11 @@ async def test_the_app_draws_a_hostile_plan_name_and_paths_as_escapes(tmp_path):
         await pilot.press("f4")  # the Launch tab: the script's shell words hold the path
         await pilot.pause()
         await pilot.pause()
+        # The trainer's command comes after the pre-flight: scroll to its data path.
+        area = app.query_one("#launch-command")
+        row = next(i for i, x in enumerate(area.text.splitlines()) if "--train-data-path" in x)
+        area.scroll_to(y=row, animate=False)
+        await pilot.pause()
         shot = app.export_screenshot()
         assert "\\x1b[31mR" in shot and acted_on(shot) == []
         # the plan recovered from a crash, opened over this one, with its own name: kept

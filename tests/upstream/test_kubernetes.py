@@ -16,6 +16,7 @@ from dflash_plan.model.inputs.plan import default_plan
 from dflash_plan.model.launch import generate
 from k8s_schema import Pod, manifest, pods, public_ports, validate
 from launch_shapes import shapes
+from preflight_stubs import GETENT_ANY, PREFLIGHT_STUBS, PYTHON_PROBE, wanted_gpus
 from support import edit
 
 # Shapes the kubernetes format refuses as they stand, and the key the refusal names.
@@ -164,7 +165,13 @@ def stubs(root: Path) -> None:
             'printf "%s\\0" "$@" > "$f.args"\n'
             f'for v in {" ".join(ENV)}; do printf "%s=%s\\0" "$v" "${{!v-}}"; done > "$f.env"\n'
         )
-        (bin_dir / name).write_text(record + extra)
+        probe = PYTHON_PROBE if name == "python" else ""  # the pre-flight's question
+        (bin_dir / name).write_text(
+            "#!/bin/bash\n" + probe + record.removeprefix("#!/bin/bash\n") + extra
+        )
+        (bin_dir / name).chmod(0o755 | stat.S_IEXEC)
+    for name, body in {**PREFLIGHT_STUBS, "getent": GETENT_ANY}.items():
+        (bin_dir / name).write_text(body)
         (bin_dir / name).chmod(0o755 | stat.S_IEXEC)
 
 
@@ -175,7 +182,12 @@ def run_pod(root: Path, pod: Pod) -> list[tuple[str, list[str], dict[str, str]]]
         folder.mkdir(exist_ok=True)
     (log / "up").unlink(missing_ok=True)
     assert pod.argv[:2] == ["bash", "-c"]
-    env = {**pod.env, "PATH": f"{root / 'bin'}:/usr/bin:/bin", "STUB_LOG": str(log)}
+    env = {
+        **pod.env,
+        "PATH": f"{root / 'bin'}:/usr/bin:/bin",
+        "STUB_LOG": str(log),
+        "STUB_GPU_NAME": wanted_gpus(pod.argv[2]),
+    }
     result = subprocess.run(
         ["bash", "-c", "kill() { wait; }\n" + pod.argv[2] + "\nwait\n"],
         cwd=work,

@@ -27,6 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from k8s_schema import manifest, pods
 from launch_shapes import shapes
+from preflight_stubs import PREFLIGHT_STUBS, PYTHON_PROBE, wanted_gpus
 from upstream import (
     HS_CONNECTORS,
     SPECFORGE,
@@ -180,6 +181,7 @@ def run(
     node_rank: int | None = None,
     ready: str | tuple[str, ...] | None = None,
     shell: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[dict]:
     """Run the script with every external command stubbed; each call's argv, env and cwd.
     `ready`: a file another node would have written (the prepared dataset); `shell`: more
@@ -198,11 +200,20 @@ def run(
     # only capture servers watches to know when the run is over.
     stubs["curl"] = RECORD + 'case "$*" in *dflash-plan-run-alive*) exit 7 ;; esac\n'
     # getent ahostsv4 NAME: the address SKY_HOSTS (NAME=ADDRESS lines) gives NAME.
+    # Else the plan's and Slurm's host names nodeN and hN are 10.0.0.N, an address is itself,
+    # another name 10.0.0.200 (unless STUB_UNRESOLVED names it).
     stubs["getent"] = (
         '#!/bin/bash\nwhile IFS== read -r name addr; do [ "$name" = "$2" ] && '
-        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"; exit 2\n'
+        '{ echo "$addr STREAM $2"; exit 0; }; done <<< "${SKY_HOSTS:-}"\n'
+        'case "$2" in node[0-9]*) echo "10.0.0.${2#node} STREAM $2" ;; '
+        'h[0-9]*) echo "10.0.0.${2#h} STREAM $2" ;; [0-9]*.*) echo "$2 STREAM $2" ;; '
+        '*) for n in ${STUB_UNRESOLVED:-}; do [ "$n" = "$2" ] && exit 2; done; '
+        'echo "10.0.0.200 STREAM $2" ;; esac\n'
     )
     stubs["srun"] = SRUN
+    stubs.update(PREFLIGHT_STUBS)
+    stubs["python"] = "#!/bin/bash\n" + PYTHON_PROBE + RECORD.removeprefix("#!/bin/bash\n")
+    stubs.update(extra or {})  # a test's own stubs
     stubs["scontrol"] = "#!/bin/bash\nprintf '%s\\n' " + " ".join(SLURM_HOSTS) + "\n"
     for name, body in stubs.items():
         path = bin_dir / name
@@ -217,20 +228,23 @@ def run(
         "HOME": str(tmp_path),
         "SLURM_JOB_NODELIST": "h[0-2]",
         "DFLASH_FABRIC_IP": fabric(node_rank or 0),
+        "STUB_GPU_NAME": wanted_gpus(text),
         **(shell or {}),
     }
     if node_rank is not None:
         env["NODE_RANK"] = str(node_rank)
     # The scripts stop their background services with `kill` on exit; here `kill` waits
     # for them instead, so that every stub finishes its record.
-    subprocess.run(
+    done = subprocess.run(
         ["bash", "-c", "kill() { wait; }\n" + text],
         cwd=work,
         env=env,
-        check=True,
+        check=False,
         timeout=60,
         capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, f"the script failed ({done.returncode}): {done.stderr[-2000:]}"
     calls = []
     for args in sorted(log.glob("*.args")):
         stem = str(args)[:-5]
@@ -255,17 +269,26 @@ def run(
 
 
 def node_calls(
-    tmp_path: Path, script, ready: str | tuple[str, ...] | None = None
+    tmp_path: Path,
+    script,
+    ready: str | tuple[str, ...] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[tuple[int, list[dict]]]:
+    """Each node's calls (`extra`: more stubs, e.g. recording ones)."""
     if script.format == "kubernetes":
         # Each pod's command, in the environment the pod sees (tests/k8s_schema.py).
         every = pods(manifest(script.text))
-        return [(i, run(tmp_path, pod.argv[2], i, shell=pod.env)) for i, pod in enumerate(every)]
+        return [
+            (i, run(tmp_path, pod.argv[2], i, shell=pod.env, extra=extra))
+            for i, pod in enumerate(every)
+        ]
     if script.format == "slurm":
-        return [(-1, run(tmp_path, script.text))]
+        return [(-1, run(tmp_path, script.text, extra=extra))]
     if script.layout.nodes == 1:
-        return [(0, run(tmp_path, script.text))]
-    return [(n, run(tmp_path, script.text, n, ready)) for n in range(script.layout.nodes)]
+        return [(0, run(tmp_path, script.text, extra=extra))]
+    return [
+        (n, run(tmp_path, script.text, n, ready, extra=extra)) for n in range(script.layout.nodes)
+    ]
 
 
 # --- SpecForge ------------------------------------------------------------------------------
@@ -900,7 +923,11 @@ def sky_ips(nodes: int) -> list[str]:
 
 
 def sky_nodes(
-    tmp_path: Path, tasks: list[dict], group: str, only: set[int] | None = None
+    tmp_path: Path,
+    tasks: list[dict],
+    group: str,
+    only: set[int] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[tuple[int, list[dict]]]:
     """Every node's `run` shell (or those of the plan's nodes in `only`), as SkyPilot starts
     it: SKYPILOT_NODE_RANK, _NUM_NODES and _NODE_IPS (its task's nodes, one address a line)
@@ -926,6 +953,7 @@ def sky_nodes(
                     "SKY_HOSTS": hosts,
                     "DFLASH_FABRIC_IP": "",  # the address comes from SkyPilot
                 },
+                extra=extra,
             ),
         )
         for task, offset in zip(tasks, offsets, strict=True)
