@@ -173,8 +173,9 @@ def tau_gain(gain: float | None) -> str:
 
 
 def percent(value: float | None) -> str:
-    """Like pct, with thousands grouped (a link at 1,250 % of its capacity)."""
-    if value is None:
+    """Like pct, with thousands grouped (a link at 1,250 % of its capacity); a dash for
+    none, or for NaN (a summary over no cases)."""
+    if value is None or value != value:
         return DASH
     return f"{value * 100:,.1f} %" if value < 0.1 else f"{value * 100:,.0f} %"
 

@@ -91,3 +91,12 @@ def test_a_number_in_quotes_in_a_plan_file_stays_an_error(tmp_path):
     plan.write_text(plan.read_text().replace("samples = 800_000", 'samples = "800000"'))
     cli = subprocess.run([*CLI, "check", str(plan)], capture_output=True, text=True)
     assert cli.returncode == 2 and "workload.samples" in cli.stderr
+
+
+def test_a_percent_over_no_cases_is_a_dash_not_nan():
+    # validate's acceptance/serving tier has no cross-validatable case: its median is NaN.
+    from dflash_plan.tui import format as fmt
+
+    assert fmt.percent(float("nan")) == fmt.DASH
+    assert fmt.percent(0.166) == "17 %"
+    assert fmt.percent(0.021) == "2.1 %"
