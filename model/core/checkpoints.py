@@ -274,13 +274,27 @@ def _resume(plan: Plan, lay: Layout, ranks: int, nodes: int) -> tuple[str, bool,
         )
     one_node = nodes == 1 and w.mode == "online" and w.topology != "colocated"
     if row.one_node_managed_local and one_node:
+        # specforge 0.2.0 config/schema.py: managed_local refuses training.resume_from;
+        # model.draft_checkpoint_path loads weights only, training.max_steps caps the run
+        # (and sets the learning-rate horizon when total_steps is unset).
         warnings.append(
             "SpecForge's managed_local launch (one node) cannot resume (its schema "
-            "refuses training.resume_from): an interruption restarts warm from the last "
-            "checkpoint's weights (model.draft_checkpoint_path) with fresh AdamW moments, "
-            "learning-rate warm-up and data order"
+            "refuses training.resume_from): a second launch warm-starts from the newest "
+            "checkpoint's weights and trains only the remaining steps, and loses the "
+            "AdamW moments (rebuilt from zero), the learning-rate schedule (a new warm-up, "
+            "then a cosine over the remaining steps) and the data order (the prompt "
+            "stream restarts from its first sample, so the last ones of the run are not "
+            "trained); it re-tokenises the dataset (the cache key holds the checkpoint "
+            "path) and keeps the earlier launch's checkpoints beside its own"
         )
-        return "none: managed_local refuses training.resume_from (warm start only)", False, warnings
+        return (
+            "warm start: managed_local refuses training.resume_from; a second launch "
+            "loads the newest <run_id>[-from<N>]-step<S> checkpoint's weights "
+            "(model.draft_checkpoint_path) and trains the remaining steps "
+            "(training.max_steps) as <run_id>-from<N + S>",
+            False,
+            warnings,
+        )
     warnings.append(
         f"resuming SpecForge needs the same trainer world size ({_ranks(ranks)}): each "
         f"rank reloads its own FSDP optimizer shard"

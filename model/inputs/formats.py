@@ -63,7 +63,8 @@ class FormatRow:
     # Whose checkpoints its trainer writes (core/checkpoints.py LAYOUTS: the size, rotation
     # and resume of each).
     checkpoints: str = "specforge"
-    # Its one-node online launch is SpecForge's managed_local, which cannot resume.
+    # Its one-node online launch is SpecForge's managed_local, which cannot resume (a
+    # second launch warm-starts: launch/checkpointing.py warm_lines).
     one_node_managed_local: bool = False
 
 

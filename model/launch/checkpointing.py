@@ -77,3 +77,47 @@ def resume_line(ctx: Context) -> str:
 def resumed(ctx: Context, call: str) -> list[str]:
     """A SpecForge trainer call that resumes when there is a checkpoint to resume."""
     return [resume_line(ctx), f"{call} {RESUME_WORDS}"]
+
+
+# The bash array a one-node (managed_local) SpecForge call appends: empty on a first launch.
+WARM_WORDS = '"${warm[@]}"'
+
+
+def warm_lines(ctx: Context, doc: dict[str, Any]) -> list[str]:
+    """The bash that sets `warm` to SpecForge's warm-start overrides when a launch before
+    this one left a complete checkpoint: managed_local refuses training.resume_from
+    (specforge 0.2.0 config/schema.py), so the newest checkpoint's weights are loaded
+    (model.draft_checkpoint_path: weights only) and only the run's remaining steps are
+    trained (training.max_steps). A warm start counts its steps from 0 and a save at step
+    S deletes the run's folders from S on (CheckpointManager._rewind), so it runs as
+    `<run_id>-from<N>` (N: the steps before it), with a fresh control_dir (managed_local
+    refuses an existing one); the newest checkpoint is the one with the most steps, N + S."""
+    out, run = output_dir(ctx.plan), run_id(ctx.plan)
+    w = ctx.plan.workload
+    t, trainer = doc["training"], doc["deployment"]["trainer"]
+    quantum = trainer["nnodes"] * trainer["nproc_per_node"] * t["batch_size"]
+    total = max(1, w.samples * t["num_epochs"] // (quantum * t.get("accumulation_steps", 1)))
+    lines = [
+        "# Warm start from the newest complete checkpoint of a launch before this one"
+        " (managed_local\n# refuses training.resume_from): its weights, and the"
+        f" remaining steps of {total:,}.",
+        "warm=(); steps_done=0; warm_from=''",
+        f"for dir in {q(out)}/{q(run + '-step')}* {q(out)}/{q(run + '-from')}*-step*; do",
+        '  [ -f "$dir/training_state.pt" ] || continue',
+        '  name="${dir##*/}"; rest="${name%-step*}"; steps="${name##*-step}"; from=0',
+        f'  [ "$rest" = {q(run)} ] || from=${{rest#{q(run + "-from")}}}',
+        "  case \"$from$steps\" in ''|*[!0-9]*) continue ;; esac",
+        '  if [ $((from + steps)) -gt "$steps_done" ]; then'
+        ' steps_done=$((from + steps)); warm_from="$dir"; fi',
+        "done",
+        'if [ -n "$warm_from" ]; then',
+        f'  if [ "$steps_done" -ge {total} ]; then',
+        f'    echo "warm start: $warm_from has all {total} steps of the run" >&2; exit 0',
+        "  fi",
+        '  warm=("model.draft_checkpoint_path=$warm_from"'
+        f' "training.max_steps=$(({total} - steps_done))"',
+        f'    {q(f"run_id={run}-from")}"$steps_done"',
+        f'    {q(f"deployment.disaggregated.control_dir={out}/control-from")}"$steps_done")',
+        "fi",
+    ]
+    return ["\n".join(lines)]  # one block of the script

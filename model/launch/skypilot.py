@@ -13,6 +13,7 @@ from typing import Any
 from ..core.projection import project
 from ..inputs.hardware import Gpu
 from . import preflight, specforge
+from .checkpointing import WARM_WORDS, warm_lines
 from .common import (
     Context,
     LaunchScript,
@@ -128,7 +129,8 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
     used = p.target.count + p.drafter.count
     setup = specforge_stack_setup(ctx.line)
     if layout.nodes == 1:
-        doc_yaml = to_yaml(specforge.config(ctx, managed_local=True, server_urls=[], head=""))
+        doc = specforge.config(ctx, managed_local=True, server_urls=[], head="")
+        doc_yaml = to_yaml(doc)
         per_node = layout.gpus_used_on(0)
         notes[:0] = [
             f"sky launch -c {group} THIS.yaml (or sky jobs launch THIS.yaml); 1 node x "
@@ -149,8 +151,10 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
                 "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT "
                 "NODE_RANK",
                 heredoc("run.yaml", doc_yaml),
+                *warm_lines(ctx, doc),
                 f"{env(**specforge.receive_env(ctx))} "
-                + cmd("specforge", "train", "-c", "run.yaml"),
+                + cmd("specforge", "train", "-c", "run.yaml")
+                + f" {WARM_WORDS}",
             ]
         )
         docs = [task(group, 1, names[resolved.target_gpu.key], per_node, setup, run)]

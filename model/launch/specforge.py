@@ -12,7 +12,7 @@ from ..basics.errors import PlanError
 from ..basics.units import BF16_BYTES, BYTES_PER_GIB
 from ..physics.families import FAMILIES
 from . import preflight, versions
-from .checkpointing import resumed, specforge_training
+from .checkpointing import WARM_WORDS, resumed, specforge_training, warm_lines
 from .common import (
     CONTEXT_EXTRA_TOKENS,
     DFLASH2_CONFIG,
@@ -552,7 +552,9 @@ def render(ctx: Context, template: str | None = None) -> LaunchScript:
             "unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT NODE_RANK",
             *write_draft_config(ctx, 1),
             heredoc("run.yaml", text),
-            f"{env(**receive_env(ctx))} {cmd('specforge', 'train', '-c', 'run.yaml')}",
+            *warm_lines(ctx, doc),
+            f"{env(**receive_env(ctx))} {cmd('specforge', 'train', '-c', 'run.yaml')} "
+            + WARM_WORDS,
         ]
         return LaunchScript(
             NAME,

@@ -11,6 +11,7 @@ from upstream import (
     HS_CONNECTORS,
     SPECULATORS,
     backend_options,
+    load_skypilot,
     load_specforge,
     prepare_data_options,
     train_config_options,
@@ -33,6 +34,11 @@ def cache(pytestconfig) -> Path:
 @pytest.fixture(scope="session")
 def specforge(cache):
     return load_specforge(cache)
+
+
+@pytest.fixture(scope="session")
+def skypilot(cache):
+    return load_skypilot(cache)
 
 
 @pytest.fixture(scope="session")

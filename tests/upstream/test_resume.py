@@ -14,7 +14,7 @@ from dflash_plan.model.launch import generate
 from dflash_plan.model.launch.common import output_dir, run_id
 from launch_shapes import shapes
 from support import edit
-from test_upstream import check_flags, node_calls, specforge_plan
+from test_upstream import check_flags, node_calls, sky_nodes, sky_tasks, specforge_plan
 
 
 def trainer_calls(calls: list[dict]) -> list[dict]:
@@ -121,19 +121,75 @@ def test_a_second_specforge_launch_resumes_from_the_firsts_checkpoint(
                 pytest.fail("a resumable launch planned as managed_local")
 
 
-def test_a_managed_local_launch_does_not_pass_a_resume_it_refuses(
-    tmp_path, catalog, baseline, specforge
+def warm_overrides(argv: list[str]) -> dict[str, str]:
+    """The warm-start overrides of a one-node SpecForge call (the words after run.yaml)."""
+    words = argv[argv.index("-c") + 2 :]
+    assert all("=" in w for w in words)
+    return dict(w.split("=", 1) for w in words)
+
+
+def one_node_trainers(tmp_path, script, skypilot) -> list[dict]:
+    if script.format == "skypilot":
+        nodes = sky_nodes(tmp_path, sky_tasks(skypilot, script.text), "qwen3-8b-dflash")
+    else:
+        nodes = node_calls(tmp_path, script)
+    calls = [c for _, node in nodes for c in trainer_calls(node)]
+    assert len(calls) == 1
+    return calls
+
+
+@pytest.mark.parametrize("fmt", ["specforge", "skypilot"])
+def test_a_second_managed_local_launch_warm_starts_from_the_newest_checkpoint(
+    tmp_path, monkeypatch, catalog, baseline, specforge, skypilot, fmt
 ):
-    script = generate(baseline, catalog, "specforge")
-    assert "cannot resume" in script.text  # the header says so
-    for _ in range(2):
-        for _, calls in node_calls(tmp_path, script):
-            for call in trainer_calls(calls):
-                assert resume_override(call["argv"]) is None
-                config = call["cwd"] / call["argv"][call["argv"].index("-c") + 1]
-                cfg = specforge.config.load_config(str(config), [])
-                assert cfg.deployment.disaggregated.managed_local is not None
-                save_specforge_checkpoint(call["cwd"] / cfg.output_dir, run_id(baseline), 500)
+    script = generate(baseline, catalog, fmt)
+    assert "cannot resume" in script.text  # the header says what a warm start loses
+    for lost in ("AdamW moments", "learning-rate schedule", "data order"):
+        assert lost in script.text
+    run = run_id(baseline)
+    # The run's optimizer steps, as SpecForge's online schedule counts them.
+    w, d = baseline.workload, baseline.drafter
+    total = w.samples * w.epochs // (d.count * d.batch_size)
+    (first,) = one_node_trainers(tmp_path, script, skypilot)
+    assert warm_overrides(first["argv"]) == {}  # a first launch starts from scratch
+    config = first["cwd"] / first["argv"][first["argv"].index("-c") + 1]
+    cfg = specforge.config.load_config(str(config), [])
+    assert cfg.deployment.disaggregated.managed_local is not None
+    out = first["cwd"] / cfg.output_dir
+    save_specforge_checkpoint(out, run, 400)
+    newest = save_specforge_checkpoint(out, run, 500)
+    (out / f"{run}-step600").mkdir()  # a save that did not complete: no state file
+    (second,) = one_node_trainers(tmp_path, script, skypilot)
+    warm = warm_overrides(second["argv"])
+    assert warm == {
+        "model.draft_checkpoint_path": f"{cfg.output_dir}/{run}-step500",
+        "training.max_steps": str(total - 500),
+        "run_id": f"{run}-from500",
+        "deployment.disaggregated.control_dir": f"{cfg.output_dir}/control-from500",
+    }
+    assert (second["cwd"] / warm["model.draft_checkpoint_path"]).resolve() == newest.resolve()
+    # SpecForge's own loader takes the run.yaml with the warm start (its schema refuses
+    # training.resume_from under managed_local, and both together).
+    cfg = specforge.config.load_config(str(config), [f"{k}={v}" for k, v in warm.items()])
+    assert cfg.deployment.disaggregated.managed_local is not None
+    assert cfg.training.resume_from is None
+    assert cfg.model.draft_checkpoint_path == warm["model.draft_checkpoint_path"]
+    assert cfg.training.max_steps == total - 500
+    # The warm start saves under its own run id, counting from 0: a third launch starts
+    # from the checkpoint with the most steps of the run (500 + 300).
+    save_specforge_checkpoint(out, f"{run}-from500", 300)
+    (third,) = one_node_trainers(tmp_path, script, skypilot)
+    warm = warm_overrides(third["argv"])
+    assert warm["model.draft_checkpoint_path"] == f"{cfg.output_dir}/{run}-from500-step300"
+    assert warm["training.max_steps"] == str(total - 800)
+    assert warm["run_id"] == f"{run}-from800"
+    # Once a checkpoint holds every step of the run, a launch trains nothing more.
+    save_specforge_checkpoint(out, f"{run}-from800", total - 800)
+    if fmt == "skypilot":
+        nodes = sky_nodes(tmp_path, sky_tasks(skypilot, script.text), "qwen3-8b-dflash")
+    else:
+        nodes = node_calls(tmp_path, script)
+    assert [c for _, node in nodes for c in trainer_calls(node)] == []
 
 
 def test_a_second_speculators_launch_resumes_from_the_firsts_epoch_folder(

@@ -33,7 +33,6 @@ from upstream import (
     SPECFORGE,
     cuda_majors_required,
     cudart_majors_needed,
-    load_skypilot,
     requirement_pins,
     wheel,
     wheel_facts,
@@ -898,11 +897,6 @@ def test_flow_control_follows_the_measured_rule(
 
 
 # --- SkyPilot ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def skypilot(cache):
-    return load_skypilot(cache)
 
 
 def sky_tasks(skypilot, text: str) -> list[dict]:
