@@ -156,6 +156,8 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         sources = tuple(dict.fromkeys((*groups, *model.engine_factors()[(engine, regime)].groups)))
     if inputs.measured is not None:
         sources = (*sources, "plan calibration.acceptance")
+    # A measurement the guard rejects leaves the public curve central: not calibrated.
+    note = model.calibration_note(inputs)
     return Acceptance(
         tau=tau,
         tau_range=(tau_lo, tau_hi),
@@ -167,13 +169,13 @@ def acceptance_stage(r: Resolved, catalog: Catalog, job: Job) -> Acceptance:
         one_more_epoch_tau=more,
         one_more_epoch_cost=None if run_cost is None else run_cost / w.epochs,
         sources=sources,
-        calibrated=inputs.measured is not None,
+        calibrated=inputs.measured is not None and note is None,
         engine=engine,
         regime=regime,
         serving_gpus=s.count if at_rate is None else math.ceil(at_rate.gpus_without),
         serving_gpu=gpu,
         widened_by=() if inputs.measured is not None else model.widened_by(inputs),
-        calibration_note=model.calibration_note(inputs),
+        calibration_note=note,
         fleet=at_rate,
         serving_gpus_saved=paid.gpus_saved,
         serving_gpus_saved_range=paid.gpus_saved_range,

@@ -196,5 +196,6 @@ def test_a_calibration_at_a_tiny_budget_cannot_set_the_level(catalog):
     )
     p = project(plan, catalog)
     assert p.acceptance.calibration_note == note
+    assert not p.acceptance.calibrated  # the views do not call the public curve "calibrated"
     assert any(d.code == "acceptance-calibration" and d.message == note for d in p.diagnostics)
     assert p.to_json()["acceptance"]["widened_by"] == []
