@@ -420,8 +420,10 @@ def _run_doctor(args: argparse.Namespace) -> int:
         _write_new(args.script, text, args.force, executable=True)
         print(terminal_safe(f"wrote {args.script} (pre-flight of {fmt})"), file=sys.stderr)
         return EXIT_OK
-    sys.stdout.flush()
-    done = subprocess.run(["bash", "-c", text], check=False)
+    # The lines name plan values (paths, hosts): shown through the one terminal layer.
+    done = subprocess.run(["bash", "-c", text], check=False, capture_output=True)
+    sys.stdout.write(terminal_safe(done.stdout.decode(errors="replace"), keep="\n"))
+    sys.stderr.write(terminal_safe(done.stderr.decode(errors="replace"), keep="\n"))
     if done.returncode == 0:
         print(f"preflight: node{args.node_rank}: every check passed")
         return EXIT_OK

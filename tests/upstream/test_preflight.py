@@ -195,6 +195,22 @@ def test_doctor_runs_the_block_here_and_exits_1_with_its_lines(tmp_path, monkeyp
     assert "--node-rank: 3 is not a node of this plan: choose 0-2" in capfd.readouterr().err
 
 
+def test_doctor_shows_a_hostile_plan_value_as_escapes(tmp_path, monkeypatch, capfd):
+    # The small-disk line names launch.output_dir, which a plan file may fill with ESC.
+    _, env = good_node(tmp_path, "")
+    env["STUB_GPU_NAME"] = "B200"
+    env["STUB_DISK_KB"] = "1"
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    hostile = ["--set", 'launch.output_dir="out-\x1b[31mred"']
+    assert main(["doctor", *SHAPE_ARGS, *hostile, "--node-rank", str(NODE)]) == 1
+    out, err = capfd.readouterr()
+    assert "\x1b" not in out + err
+    (disk,) = [line for line in err.splitlines() if "free disk" in line]
+    assert "out-\\x1b[31mred" in disk
+
+
 # --- what the checks ask for is what the pinned wheels need ----------------------------------
 
 
